@@ -1,0 +1,72 @@
+"""The exception hierarchy.
+
+Every error rustgrad raises is a :class:`RustgradError`. Each subclass is also
+the built-in exception that PyTorch or TF1 raise in the same situation, so an
+existing ``except RuntimeError`` or ``except ValueError`` keeps working.
+
+The Rust core has one error enum; ``rust/python/errors.rs`` maps each variant to
+one of these classes, and that is the only place the mapping happens.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "RustgradError",
+    "ShapeError",
+    "DTypeError",
+    "IndexOutOfRangeError",
+    "OutOfMemoryError",
+    "GradientError",
+    "InternalError",
+    "OpError",
+    "InvalidArgumentError",
+    "FailedPreconditionError",
+    "DeviceError",
+]
+
+
+class RustgradError(Exception):
+    """Base class of every error raised by rustgrad."""
+
+
+class ShapeError(RustgradError, RuntimeError, ValueError):
+    """Shapes that do not fit: matmul inner dims, broadcasting, reshape, ragged data.
+
+    PyTorch raises RuntimeError here and TF1 raises ValueError, so this is both.
+    """
+
+
+class DTypeError(RustgradError, TypeError):
+    """An unknown dtype, or a dtype an op does not accept."""
+
+
+class IndexOutOfRangeError(RustgradError, IndexError):
+    """An index outside a dimension's bounds."""
+
+
+class OutOfMemoryError(RustgradError, MemoryError):
+    """An allocation the machine cannot satisfy. The process stays usable."""
+
+
+class GradientError(RustgradError, RuntimeError):
+    """Misuse of backward: freed graphs, nothing requiring grad, stale saved tensors."""
+
+
+class InternalError(RustgradError, RuntimeError):
+    """A bug in rustgrad itself (a Rust panic caught at the boundary)."""
+
+
+class OpError(RustgradError):
+    """Base of the TF1-style errors raised while running static graphs."""
+
+
+class InvalidArgumentError(OpError, ValueError):
+    """A bad argument: a feed that does not fit, an unknown name, a bad option."""
+
+
+class FailedPreconditionError(OpError, RuntimeError):
+    """Something used before it is ready: an uninitialised variable, a closed session."""
+
+
+class DeviceError(RustgradError, RuntimeError):
+    """A device rustgrad does not have (it runs on the CPU only)."""

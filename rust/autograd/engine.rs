@@ -1,0 +1,351 @@
+//! The reverse pass: one topological order over the nodes reachable from the
+//! roots, walked once, later nodes first. Leaf gradients are collected on the
+//! side and written to `.grad` only when the whole pass has succeeded, so a
+//! failed backward changes nothing.
+
+use super::grad_mode::GradModeGuard;
+use super::node::{Edge, Node, SavedTensor};
+use crate::error::{grad_err, Error, Result};
+use crate::forward::{self, forward};
+use crate::kernels::elementwise::BinaryOp;
+use crate::op::Op;
+use crate::rules::{self, Differentiator, RuleArgs};
+use crate::shape::fmt_shape;
+use crate::tensor::Tensor;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
+
+/// Options of one reverse pass.
+pub struct BackwardOptions<'a> {
+    pub retain_graph: bool,
+    /// Called between nodes; an error (e.g. Ctrl-C) stops the pass with nothing changed.
+    pub between_nodes: &'a mut dyn FnMut() -> Result<()>,
+    /// With anomaly detection on, a NaN produced by a node stops the pass and names it.
+    pub detect_anomaly: bool,
+}
+
+/// A value inside the reverse pass: a tensor, and for saved tensors the version
+/// it must still have when a rule reads it.
+#[derive(Clone)]
+pub struct EagerValue {
+    tensor: Tensor,
+    expected_version: Option<u64>,
+}
+
+impl EagerValue {
+    fn fresh(tensor: Tensor) -> EagerValue {
+        EagerValue { tensor, expected_version: None }
+    }
+
+    fn saved(saved: &SavedTensor) -> EagerValue {
+        EagerValue { tensor: saved.tensor.clone(), expected_version: Some(saved.version) }
+    }
+}
+
+/// Evaluates the ops a rule emits immediately, refusing saved tensors that were
+/// modified in place after being saved.
+struct EagerDifferentiator<'a> {
+    node_name: &'a str,
+}
+
+impl Differentiator for EagerDifferentiator<'_> {
+    type Value = EagerValue;
+
+    fn apply(&mut self, op: Op, inputs: &[&EagerValue]) -> Result<EagerValue> {
+        // Shape-only reference operands do not read values, so their version does not matter.
+        let reads_values = |i: usize| match op {
+            Op::SumToLike | Op::BroadcastLike | Op::ReshapeLike | Op::FullLike(_) | Op::IndexBackward(_) => i == 0,
+            Op::ExpandReduced { .. } => i == 0,
+            Op::MaskedScatter => i < 2,
+            _ => true,
+        };
+        for (i, v) in inputs.iter().enumerate() {
+            if let Some(expected) = v.expected_version {
+                let now = v.tensor.version();
+                if now != expected && reads_values(i) {
+                    return grad_err(format!(
+                        "one of the variables needed for gradient computation has been modified by an inplace \
+                         operation: a {} tensor of shape {} saved by {} is at version {now}; expected version \
+                         {expected} instead. Clone it before modifying it in place, or modify it after backward()",
+                        v.tensor.dtype().name(),
+                        fmt_shape(v.tensor.shape()),
+                        self.node_name
+                    ));
+                }
+            }
+        }
+        let tensors: Vec<&Tensor> = inputs.iter().map(|v| &v.tensor).collect();
+        Ok(EagerValue::fresh(forward(&op, &tensors)?))
+    }
+}
+
+/// Max-heap entry: later nodes (higher sequence) come out first.
+struct Ready(u64, Arc<Node>);
+
+impl PartialEq for Ready {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+impl Eq for Ready {}
+impl PartialOrd for Ready {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Ready {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.cmp(&other.0)
+    }
+}
+
+fn accumulate(slot: &mut Option<Tensor>, grad: Tensor) -> Result<()> {
+    *slot = Some(match slot.take() {
+        None => grad,
+        Some(previous) => forward::binary(BinaryOp::Add, &previous, &grad)?,
+    });
+    Ok(())
+}
+
+/// Counts, for every node reachable from `roots`, how many reachable edges point at it.
+fn dependencies(roots: &[Arc<Node>]) -> Result<(HashMap<usize, usize>, Vec<Arc<Node>>)> {
+    let mut deps: HashMap<usize, usize> = HashMap::new();
+    let mut seen: HashMap<usize, Arc<Node>> = HashMap::new();
+    let mut stack: Vec<Arc<Node>> = roots.to_vec();
+    for r in roots {
+        seen.insert(r.id(), r.clone());
+    }
+    while let Some(node) = stack.pop() {
+        if node.saved.lock().is_none() {
+            return grad_err(format!(
+                "Trying to backward through the graph a second time (or directly access saved tensors after \
+                 they have already been freed): {} was already freed. Specify retain_graph=True if you need to \
+                 backward through the graph a second time or to access saved tensors after calling backward.",
+                node.name()
+            ));
+        }
+        for edge in node.next.iter().flatten() {
+            if let Edge::Node(child, _) = edge {
+                *deps.entry(child.id()).or_insert(0) += 1;
+                if !seen.contains_key(&child.id()) {
+                    seen.insert(child.id(), child.clone());
+                    stack.push(child.clone());
+                }
+            }
+        }
+    }
+    Ok((deps, seen.into_values().collect()))
+}
+
+/// Checks a gradient returned for input `i` of `node` and casts it to the input's dtype.
+fn check_input_grad(node: &Node, i: usize, grad: Tensor) -> Result<Tensor> {
+    let (shape, dtype) = &node.input_meta[i];
+    if grad.shape() != shape.as_slice() {
+        return grad_err(format!(
+            "Function {} returned an invalid gradient at index {i} - got {} but expected shape compatible with {}",
+            node.name(),
+            fmt_shape(grad.shape()),
+            fmt_shape(shape)
+        ));
+    }
+    if grad.dtype() != *dtype {
+        return forward::cast(&grad, *dtype);
+    }
+    Ok(grad)
+}
+
+fn has_nan(t: &Tensor) -> bool {
+    t.dtype().is_float() && t.to_f64_vec().iter().any(|v| v.is_nan())
+}
+
+/// Runs the rule (or the custom backward) of one node on its output gradients.
+fn run_node(node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+    let name = node.name();
+    let input_grads = match &node.op {
+        Op::Custom(custom) => {
+            let filled = grads
+                .into_iter()
+                .zip(&node.output_meta)
+                .map(|(g, (shape, dtype))| g.map_or_else(|| Tensor::zeros(shape, *dtype), Ok))
+                .collect::<Result<Vec<_>>>()?;
+            let returned = custom.backward(filled)?;
+            if returned.len() != node.next.len() {
+                return grad_err(format!(
+                    "function {name} returned an incorrect number of gradients (expected {}, got {})",
+                    node.next.len(),
+                    returned.len()
+                ));
+            }
+            returned
+        }
+        op => {
+            let saved_guard = node.saved.lock();
+            let saved = saved_guard.as_ref().ok_or_else(|| Error::Gradient(format!("{name}: saved values were freed")))?;
+            let grad = match grads.into_iter().next().flatten() {
+                Some(g) => EagerValue::fresh(g),
+                None => return Ok(vec![None; node.next.len()]),
+            };
+            let inputs: Vec<EagerValue> = saved
+                .inputs
+                .iter()
+                .zip(&node.input_meta)
+                .map(|(s, (_, dtype))| match s {
+                    Some(s) => Ok(EagerValue::saved(s)),
+                    // Rules that save no inputs only read their shapes.
+                    None => Ok(EagerValue::fresh(Tensor::zeros(&[], *dtype)?)),
+                })
+                .collect::<Result<_>>()?;
+            let output = match &saved.output {
+                Some(s) => EagerValue::saved(s),
+                None => grad.clone(),
+            };
+            let needs: Vec<bool> = node.next.iter().map(Option::is_some).collect();
+            let mut d = EagerDifferentiator { node_name: &name };
+            let args = RuleArgs { inputs: &inputs, output: &output, grad: &grad, needs: &needs };
+            rules::vjp(&mut d, op, args)?.into_iter().map(|v| v.map(|v| v.tensor)).collect()
+        }
+    };
+    input_grads
+        .into_iter()
+        .enumerate()
+        .map(|(i, g)| match (g, node.next.get(i)) {
+            (Some(g), Some(Some(_))) => check_input_grad(node, i, g).map(Some),
+            _ => Ok(None),
+        })
+        .collect()
+}
+
+/// What a reverse pass produced: gradients for leaves, and for requested tensors.
+pub struct BackwardResult {
+    pub leaf_grads: Vec<(Tensor, Tensor)>,
+    pub captured: Vec<Option<Tensor>>,
+}
+
+/// The reverse pass from `roots` (each with its gradient). With `capture`, the
+/// gradients of those tensors are returned and leaves are left alone.
+pub fn run_backward(
+    roots: &[(Tensor, Tensor)],
+    capture: Option<&[Tensor]>,
+    options: BackwardOptions<'_>,
+) -> Result<BackwardResult> {
+    let _no_grad = GradModeGuard::new(false);
+    let mut leaf_grads: HashMap<usize, (Tensor, Option<Tensor>)> = HashMap::new();
+    let mut buffers: HashMap<usize, Vec<Option<Tensor>>> = HashMap::new();
+    let mut root_nodes = Vec::new();
+    for (i, (root, grad)) in roots.iter().enumerate() {
+        match root.grad_fn() {
+            Some(node) => {
+                let slots = buffers.entry(node.id()).or_insert_with(|| vec![None; node.output_meta.len()]);
+                accumulate(&mut slots[root.output_nr()], grad.clone())?;
+                root_nodes.push(node);
+            }
+            None if root.requires_grad() => {
+                let entry = leaf_grads.entry(root.id()).or_insert_with(|| (root.clone(), None));
+                accumulate(&mut entry.1, grad.clone())?;
+            }
+            None => {
+                return grad_err(format!(
+                    "element {i} of tensors does not require grad and does not have a grad_fn; \
+                     create the inputs with requires_grad=True"
+                ))
+            }
+        }
+    }
+    let (mut deps, all_nodes) = dependencies(&root_nodes)?;
+
+    // Tensors whose gradient the caller wants: leaves by identity, others by (node, output).
+    let mut capture_leaf: HashMap<usize, usize> = HashMap::new();
+    let mut capture_node: HashMap<(usize, usize), usize> = HashMap::new();
+    for (i, t) in capture.unwrap_or(&[]).iter().enumerate() {
+        match t.grad_fn() {
+            Some(node) => capture_node.insert((node.id(), t.output_nr()), i),
+            None => capture_leaf.insert(t.id(), i),
+        };
+    }
+    let mut captured: Vec<Option<Tensor>> = vec![None; capture.map_or(0, |c| c.len())];
+
+    let mut ready: BinaryHeap<Ready> = BinaryHeap::new();
+    for node in &root_nodes {
+        if !deps.contains_key(&node.id()) && !ready.iter().any(|r| Arc::ptr_eq(&r.1, node)) {
+            ready.push(Ready(node.sequence, node.clone()));
+        }
+    }
+    while let Some(Ready(_, node)) = ready.pop() {
+        (options.between_nodes)()?;
+        let grads = buffers.remove(&node.id()).unwrap_or_else(|| vec![None; node.output_meta.len()]);
+        for (out_nr, g) in grads.iter().enumerate() {
+            if let (Some(&slot), Some(g)) = (capture_node.get(&(node.id(), out_nr)), g) {
+                captured[slot] = Some(g.clone());
+            }
+        }
+        let input_grads = run_node(&node, grads)?;
+        if options.detect_anomaly {
+            for (i, g) in input_grads.iter().enumerate() {
+                if let Some(g) = g.as_ref().filter(|g| has_nan(g)) {
+                    let _ = g;
+                    return grad_err(format!(
+                        "Function '{}' returned nan values in its {i}th output. The forward op was '{}'; \
+                         check its inputs for values outside its domain",
+                        node.name(),
+                        node.op.name()
+                    ));
+                }
+            }
+        }
+        for (edge, grad) in node.next.iter().zip(input_grads) {
+            match edge {
+                Some(Edge::Node(child, out_nr)) => {
+                    if let Some(grad) = grad {
+                        let slots = buffers.entry(child.id()).or_insert_with(|| vec![None; child.output_meta.len()]);
+                        accumulate(&mut slots[*out_nr], grad)?;
+                    }
+                    let left = deps.get_mut(&child.id()).map(|d| {
+                        *d -= 1;
+                        *d
+                    });
+                    if left == Some(0) {
+                        ready.push(Ready(child.sequence, child.clone()));
+                    }
+                }
+                Some(Edge::Leaf(leaf)) => {
+                    if let Some(grad) = grad {
+                        let entry = leaf_grads.entry(leaf.id()).or_insert_with(|| (leaf.clone(), None));
+                        accumulate(&mut entry.1, grad)?;
+                    }
+                }
+                None => {}
+            }
+        }
+    }
+    if !options.retain_graph {
+        for node in &all_nodes {
+            node.release_saved();
+            if let Op::Custom(custom) = &node.op {
+                custom.release();
+            }
+        }
+    }
+    let mut leaf_out = Vec::new();
+    for (id, (leaf, grad)) in leaf_grads {
+        if let Some(&slot) = capture_leaf.get(&id) {
+            captured[slot] = grad.clone();
+        }
+        if let Some(grad) = grad {
+            leaf_out.push((leaf, grad));
+        }
+    }
+    Ok(BackwardResult { leaf_grads: leaf_out, captured })
+}
+
+/// Adds `grad` into `leaf.grad`, in place when a gradient is already there
+/// (so `w.grad` keeps its identity, as in PyTorch).
+pub fn accumulate_into_leaf(leaf: &Tensor, grad: Tensor) -> Result<()> {
+    match leaf.grad() {
+        None => {
+            let owned = if grad.is_contiguous() && grad.is_uniquely_owned() { grad } else { forward::copy(&grad)? };
+            leaf.set_grad(Some(owned));
+            Ok(())
+        }
+        Some(existing) => forward::add_in_place(&existing, &grad, 1.0),
+    }
+}

@@ -1,0 +1,7 @@
+//! Reverse-mode autograd for eager tensors: grad mode, tape nodes, recording
+//! and the reverse pass.
+
+pub mod engine;
+pub mod grad_mode;
+pub mod node;
+pub mod record;

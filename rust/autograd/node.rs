@@ -1,0 +1,99 @@
+//! A node of the eager tape: the op that made a tensor, where its inputs'
+//! gradients go, and the values its derivative rule needs.
+
+use crate::dtype::DType;
+use crate::op::Op;
+use crate::shape::Shape;
+use crate::tensor::Tensor;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Where the gradient of one input goes.
+#[derive(Clone)]
+pub enum Edge {
+    /// Into the node that produced the input (and which of its outputs it was).
+    Node(Arc<Node>, usize),
+    /// Into a leaf's `.grad`.
+    Leaf(Tensor),
+}
+
+/// A tensor kept for backward, with the version it had when saved.
+#[derive(Clone)]
+pub struct SavedTensor {
+    pub tensor: Tensor,
+    pub version: u64,
+}
+
+impl SavedTensor {
+    pub fn new(t: &Tensor) -> SavedTensor {
+        // An alias without history: saving an output must not make a cycle back to this node.
+        SavedTensor { tensor: t.alias(), version: t.version() }
+    }
+}
+
+pub struct Saved {
+    pub inputs: Vec<Option<SavedTensor>>,
+    pub output: Option<SavedTensor>,
+}
+
+pub struct Node {
+    pub op: Op,
+    /// One entry per op input; None where that input needs no gradient.
+    pub next: Vec<Option<Edge>>,
+    /// Shape and dtype of each input, to check the gradients a rule returns.
+    pub input_meta: Vec<(Shape, DType)>,
+    /// Shape and dtype of each output, to make zero gradients for unused outputs.
+    pub output_meta: Vec<(Shape, DType)>,
+    /// Freed after backward unless the graph is retained.
+    pub saved: Mutex<Option<Saved>>,
+    /// Creation order; the reverse pass runs later nodes first.
+    pub sequence: u64,
+}
+
+static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+
+impl Node {
+    pub fn new(op: Op, next: Vec<Option<Edge>>, input_meta: Vec<(Shape, DType)>, output_meta: Vec<(Shape, DType)>, saved: Saved) -> Node {
+        Node {
+            op,
+            next,
+            input_meta,
+            output_meta,
+            saved: Mutex::new(Some(saved)),
+            sequence: SEQUENCE.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    pub fn name(&self) -> String {
+        self.op.backward_name()
+    }
+
+    pub fn release_saved(&self) {
+        *self.saved.lock() = None;
+    }
+
+    pub fn id(self: &Arc<Self>) -> usize {
+        Arc::as_ptr(self) as usize
+    }
+}
+
+/// Breaks long chains iteratively, so dropping a deep graph cannot overflow the stack.
+impl Drop for Node {
+    fn drop(&mut self) {
+        fn take_unique_children(edges: &mut Vec<Option<Edge>>, stack: &mut Vec<Node>) {
+            for edge in edges.drain(..).flatten() {
+                if let Edge::Node(node, _) = edge {
+                    if let Ok(owned) = Arc::try_unwrap(node) {
+                        stack.push(owned);
+                    }
+                }
+            }
+        }
+        let mut stack = Vec::new();
+        take_unique_children(&mut self.next, &mut stack);
+        while let Some(mut node) = stack.pop() {
+            take_unique_children(&mut node.next, &mut stack);
+        }
+    }
+}

@@ -1,0 +1,617 @@
+//! Forward evaluation of every `Op` on concrete tensors. Both the eager API and
+//! the static executor call `forward`; neither knows how a kernel works.
+
+use crate::dtype::{DType, Float};
+use crate::error::{dtype_err, shape_err, Error, Result};
+use crate::kernels::elementwise::{self as ew, BinaryOp, CmpOp, Operand, ScalarOp, UnaryOp};
+use crate::kernels::layout::{scatter_strided, walk};
+use crate::kernels::matmul::{self, MatRef};
+use crate::kernels::reduce;
+use crate::op::{IndexItem, Op};
+use crate::shape::{
+    broadcast_shapes, broadcast_strides, contiguous_strides, fmt_shape, infer_reshape, normalize_dim,
+    normalize_dims, numel, reduced_shape, Shape,
+};
+use crate::storage::{Buffer, Element};
+use crate::tensor::Tensor;
+
+/// Runs `$body` with `$T` bound to the tensor's float type; bool is an error naming `$op`.
+macro_rules! float_dispatch {
+    ($dtype:expr, $op:expr, |$T:ident| $body:expr) => {
+        match $dtype {
+            DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            DType::Bool => {
+                return dtype_err(format!(
+                    "{}: expected a float tensor but got bool; convert it with .float() first",
+                    $op
+                ))
+            }
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use float_dispatch;
+
+pub fn forward(op: &Op, inputs: &[&Tensor]) -> Result<Tensor> {
+    let arg = |i: usize| -> Result<&Tensor> {
+        inputs.get(i).copied().ok_or_else(|| {
+            Error::InvalidArgument(format!("{}: expected at least {} inputs, got {}", op.name(), i + 1, inputs.len()))
+        })
+    };
+    match op {
+        Op::Unary(u) => unary(*u, arg(0)?),
+        Op::Scalar(s, v) => scalar(*s, arg(0)?, *v),
+        Op::Clamp { min, max } => clamp(arg(0)?, *min, *max),
+        Op::Binary(b) => binary(*b, arg(0)?, arg(1)?),
+        Op::Compare(c) => compare(*c, arg(0)?, arg(1)?),
+        Op::Where => where_select(arg(0)?, arg(1)?, arg(2)?),
+        Op::MatMul { transpose_a, transpose_b } => matmul2d(arg(0)?, arg(1)?, *transpose_a, *transpose_b),
+        Op::Sum { dims, keepdim } => sum(arg(0)?, dims.as_deref(), *keepdim, false),
+        Op::Mean { dims, keepdim } => sum(arg(0)?, dims.as_deref(), *keepdim, true),
+        Op::Reshape(shape) => reshape(arg(0)?, shape),
+        Op::Transpose(d0, d1) => transpose(arg(0)?, *d0, *d1),
+        Op::Index(items) => index(arg(0)?, items),
+        Op::MaskedSelect => masked_select(arg(0)?, arg(1)?),
+        Op::Cast(dtype) => cast(arg(0)?, *dtype),
+        Op::Copy | Op::StopGradient => copy(arg(0)?),
+        Op::SumToLike => sum_to(arg(0)?, arg(1)?.shape(), arg(1)?.dtype()),
+        Op::BroadcastLike => broadcast_to(arg(0)?, arg(1)?.shape()),
+        Op::ReshapeLike => {
+            let like: Vec<isize> = arg(1)?.shape().iter().map(|&d| d as isize).collect();
+            reshape(arg(0)?, &like)
+        }
+        Op::ExpandReduced { dims, keepdim, mean } => expand_reduced(arg(0)?, arg(1)?, dims.as_deref(), *keepdim, *mean),
+        Op::FullLike(v) => Tensor::full(arg(0)?.shape(), *v, arg(0)?.dtype()),
+        Op::ReluBackward => mask_grad(arg(0)?, arg(1)?, "threshold_backward", |x: f64| x > 0.0),
+        Op::ClampBackward { min, max } => {
+            let (lo, hi) = (min.unwrap_or(f64::NEG_INFINITY), max.unwrap_or(f64::INFINITY));
+            mask_grad(arg(0)?, arg(1)?, "clamp_backward", move |x: f64| x >= lo && x <= hi)
+        }
+        Op::IndexBackward(items) => index_backward(arg(0)?, arg(1)?, items),
+        Op::MaskedScatter => masked_scatter(arg(0)?, arg(1)?, arg(2)?),
+        Op::Custom(c) => Err(Error::InvalidArgument(format!(
+            "custom Function {} has no native forward; call it through its apply()",
+            c.name()
+        ))),
+    }
+}
+
+// ----- elementwise -----
+
+fn same_dtype(op: &str, a: &Tensor, b: &Tensor) -> Result<DType> {
+    match (a.dtype(), b.dtype()) {
+        (x, y) if x == y => Ok(x),
+        // PyTorch's type promotion for the two float types.
+        (DType::F32, DType::F64) | (DType::F64, DType::F32) => Ok(DType::F64),
+        (x, y) => dtype_err(format!(
+            "{op}: cannot combine {} and {} tensors; convert one with .float() or .double()",
+            x.name(),
+            y.name()
+        )),
+    }
+}
+
+/// `t` as `dtype`, without copying when it already is.
+fn as_dtype(t: &Tensor, dtype: DType) -> Result<Tensor> {
+    if t.dtype() == dtype {
+        Ok(t.clone())
+    } else {
+        cast(t, dtype)
+    }
+}
+
+pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+    float_dispatch!(x.dtype(), op.name(), |T| {
+        let out = x.with_contiguous(|s: &[T]| ew::unary(op, s))?;
+        Tensor::from_vec(out, x.shape().to_vec())
+    })
+}
+
+pub fn scalar(op: ScalarOp, x: &Tensor, s: f64) -> Result<Tensor> {
+    float_dispatch!(x.dtype(), op.name(), |T| {
+        let out = x.with_contiguous(|v: &[T]| ew::scalar(op, v, s))?;
+        Tensor::from_vec(out, x.shape().to_vec())
+    })
+}
+
+pub fn clamp(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
+    if min.is_none() && max.is_none() {
+        return Err(Error::InvalidArgument("clamp: at least one of 'min' or 'max' must not be None".into()));
+    }
+    float_dispatch!(x.dtype(), "clamp", |T| {
+        let (lo, hi) = (T::from_f64(min.unwrap_or(f64::NEG_INFINITY)), T::from_f64(max.unwrap_or(f64::INFINITY)));
+        let out = x.with_contiguous(|v: &[T]| {
+            ew::map(v, move |e| {
+                if e.is_nan() {
+                    e
+                } else if e < lo {
+                    lo
+                } else if e > hi {
+                    hi
+                } else {
+                    e
+                }
+            })
+        })?;
+        Tensor::from_vec(out, x.shape().to_vec())
+    })
+}
+
+/// Runs a broadcasting kernel over `a` and `b`, both already of element type `T`.
+fn zip_tensors<T: Element, U: Element>(
+    a: &Tensor,
+    b: &Tensor,
+    shape: &[usize],
+    f: impl Fn(T, T) -> U + Sync,
+) -> Result<Tensor> {
+    let (ga, gb) = (a.storage().read(), b.storage().read());
+    let mismatch = || Error::DType("internal dtype mismatch in a broadcasting kernel".into());
+    let (da, db) = (T::slice(&ga).ok_or_else(mismatch)?, T::slice(&gb).ok_or_else(mismatch)?);
+    let (sa, sb) = (broadcast_strides(a.shape(), a.strides(), shape), broadcast_strides(b.shape(), b.strides(), shape));
+    let oa = Operand { data: da, strides: &sa, offset: a.offset(), dense: a.shape() == shape && a.is_contiguous() };
+    let ob = Operand { data: db, strides: &sb, offset: b.offset(), dense: b.shape() == shape && b.is_contiguous() };
+    let out = ew::zip_broadcast(shape, &oa, &ob, f);
+    drop((ga, gb));
+    Tensor::from_vec(out, shape.to_vec())
+}
+
+pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let shape = broadcast_shapes(op.name(), a.shape(), b.shape())?;
+    let dtype = same_dtype(op.name(), a, b)?;
+    let (a, b) = (as_dtype(a, dtype)?, as_dtype(b, dtype)?);
+    float_dispatch!(dtype, op.name(), |T| zip_tensors::<T, T>(&a, &b, &shape, ew::binary_fn::<T>(op)))
+}
+
+pub fn compare(op: CmpOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let shape = broadcast_shapes(op.name(), a.shape(), b.shape())?;
+    if a.dtype() == DType::Bool && b.dtype() == DType::Bool {
+        let f = move |x: bool, y: bool| match op {
+            CmpOp::Eq => x == y,
+            CmpOp::Ne => x != y,
+            CmpOp::Lt => !x & y,
+            CmpOp::Le => x <= y,
+            CmpOp::Gt => x & !y,
+            CmpOp::Ge => x >= y,
+        };
+        return zip_tensors::<bool, bool>(a, b, &shape, f);
+    }
+    let dtype = same_dtype(op.name(), a, b)?;
+    let (a, b) = (as_dtype(a, dtype)?, as_dtype(b, dtype)?);
+    float_dispatch!(dtype, op.name(), |T| zip_tensors::<T, bool>(&a, &b, &shape, ew::cmp_fn::<T>(op)))
+}
+
+pub fn where_select(cond: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
+    if cond.dtype() != DType::Bool {
+        return dtype_err(format!("where: the condition must be a bool tensor, got {}", cond.dtype().name()));
+    }
+    let shape = broadcast_shapes("where", &broadcast_shapes("where", cond.shape(), x.shape())?, y.shape())?;
+    let dtype = same_dtype("where", x, y)?;
+    let (x, y) = (as_dtype(x, dtype)?, as_dtype(y, dtype)?);
+    fn run<T: Element>(shape: &[usize], c: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
+        let (gc, gx, gy) = (c.storage().read(), x.storage().read(), y.storage().read());
+        let mismatch = || Error::DType("internal dtype mismatch in where".into());
+        let sc = broadcast_strides(c.shape(), c.strides(), shape);
+        let sx = broadcast_strides(x.shape(), x.strides(), shape);
+        let sy = broadcast_strides(y.shape(), y.strides(), shape);
+        let oc = Operand { data: bool::slice(&gc).ok_or_else(mismatch)?, strides: &sc, offset: c.offset(), dense: false };
+        let ox = Operand { data: T::slice(&gx).ok_or_else(mismatch)?, strides: &sx, offset: x.offset(), dense: false };
+        let oy = Operand { data: T::slice(&gy).ok_or_else(mismatch)?, strides: &sy, offset: y.offset(), dense: false };
+        let out = ew::where_select(shape, &oc, &ox, &oy);
+        drop((gc, gx, gy));
+        Tensor::from_vec(out, shape.to_vec())
+    }
+    match dtype {
+        DType::F32 => run::<f32>(&shape, cond, &x, &y),
+        DType::F64 => run::<f64>(&shape, cond, &x, &y),
+        DType::Bool => run::<bool>(&shape, cond, &x, &y),
+    }
+}
+
+/// (g, x) -> g where keep(x), else 0. One pass; used by relu and clamp backward.
+fn mask_grad(g: &Tensor, x: &Tensor, op: &str, keep: impl Fn(f64) -> bool + Sync) -> Result<Tensor> {
+    let shape = broadcast_shapes(op, g.shape(), x.shape())?;
+    let dtype = same_dtype(op, g, x)?;
+    let (g, x) = (as_dtype(g, dtype)?, as_dtype(x, dtype)?);
+    float_dispatch!(dtype, op, |T| zip_tensors::<T, T>(&g, &x, &shape, |gv: T, xv: T| {
+        if keep(xv.to_f64()) {
+            gv
+        } else {
+            T::ZERO
+        }
+    }))
+}
+
+pub fn cast(x: &Tensor, dtype: DType) -> Result<Tensor> {
+    let shape = x.shape().to_vec();
+    let buffer = match (x.dtype(), dtype) {
+        (DType::F32, DType::F32) => Buffer::F32(x.to_vec()?),
+        (DType::F64, DType::F64) => Buffer::F64(x.to_vec()?),
+        (DType::Bool, DType::Bool) => Buffer::Bool(x.to_vec()?),
+        (DType::F32, DType::F64) => Buffer::F64(x.with_contiguous(|s: &[f32]| s.iter().map(|&v| v as f64).collect())?),
+        (DType::F64, DType::F32) => Buffer::F32(x.with_contiguous(|s: &[f64]| s.iter().map(|&v| v as f32).collect())?),
+        (DType::Bool, DType::F32) => Buffer::F32(x.with_contiguous(|s: &[bool]| s.iter().map(|&v| v as u8 as f32).collect())?),
+        (DType::Bool, DType::F64) => Buffer::F64(x.with_contiguous(|s: &[bool]| s.iter().map(|&v| v as u8 as f64).collect())?),
+        (DType::F32, DType::Bool) => Buffer::Bool(x.with_contiguous(|s: &[f32]| s.iter().map(|&v| v != 0.0).collect())?),
+        (DType::F64, DType::Bool) => Buffer::Bool(x.with_contiguous(|s: &[f64]| s.iter().map(|&v| v != 0.0).collect())?),
+    };
+    Ok(Tensor::from_buffer(buffer, shape))
+}
+
+pub fn copy(x: &Tensor) -> Result<Tensor> {
+    cast(x, x.dtype())
+}
+
+// ----- matmul -----
+
+fn mat_ref<'a, T>(t: &Tensor, data: &'a [T], transpose: bool) -> MatRef<'a, T> {
+    let m = MatRef {
+        data,
+        offset: t.offset(),
+        rows: t.shape()[0],
+        cols: t.shape()[1],
+        row_stride: t.strides()[0],
+        col_stride: t.strides()[1],
+    };
+    if transpose {
+        m.transposed()
+    } else {
+        m
+    }
+}
+
+fn dims_2d(t: &Tensor, transpose: bool) -> (usize, usize) {
+    let (r, c) = (t.shape()[0], t.shape()[1]);
+    if transpose {
+        (c, r)
+    } else {
+        (r, c)
+    }
+}
+
+pub fn matmul2d(a: &Tensor, b: &Tensor, transpose_a: bool, transpose_b: bool) -> Result<Tensor> {
+    if a.rank() != 2 || b.rank() != 2 {
+        return shape_err(format!(
+            "mm: expected 2-D matrices, got shapes {} and {}",
+            fmt_shape(a.shape()),
+            fmt_shape(b.shape())
+        ));
+    }
+    let ((m, k), (k2, n)) = (dims_2d(a, transpose_a), dims_2d(b, transpose_b));
+    if k != k2 {
+        return shape_err(format!(
+            "mm: mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {k2}x{n}); the inner dimensions must agree"
+        ));
+    }
+    let dtype = same_dtype("mm", a, b)?;
+    let (a, b) = (as_dtype(a, dtype)?, as_dtype(b, dtype)?);
+    float_dispatch!(dtype, "mm", |T| {
+        let (ga, gb) = (a.storage().read(), b.storage().read());
+        let mismatch = || Error::DType("internal dtype mismatch in mm".into());
+        let (da, db) = (T::slice(&ga).ok_or_else(mismatch)?, T::slice(&gb).ok_or_else(mismatch)?);
+        let out = matmul::matmul(mat_ref(&a, da, transpose_a), mat_ref(&b, db, transpose_b));
+        drop((ga, gb));
+        Tensor::from_vec(out, vec![m, n])
+    })
+}
+
+// ----- reductions -----
+
+fn reduce_dims(op: &str, x: &Tensor, dims: Option<&[isize]>) -> Result<Vec<usize>> {
+    match dims {
+        None => Ok((0..x.rank()).collect()),
+        Some(d) if x.rank() == 0 => {
+            normalize_dims(op, d, 0)?;
+            Ok(vec![])
+        }
+        Some(d) => normalize_dims(op, d, x.rank()),
+    }
+}
+
+pub fn sum(x: &Tensor, dims: Option<&[isize]>, keepdim: bool, mean: bool) -> Result<Tensor> {
+    let op = if mean { "mean" } else { "sum" };
+    let dims = reduce_dims(op, x, dims)?;
+    let out_shape = reduced_shape(x.shape(), &dims, keepdim);
+    let count: usize = dims.iter().map(|&d| x.shape()[d]).product();
+    float_dispatch!(x.dtype(), op, |T| {
+        let mut out = x.with_contiguous(|s: &[T]| reduce::sum_dims(s, x.shape(), &dims))?;
+        if mean {
+            let c = T::from_f64(count as f64);
+            out.iter_mut().for_each(|v| *v = *v / c);
+        }
+        Tensor::from_vec(out, out_shape)
+    })
+}
+
+/// The gradient of `sum`/`mean` over `dims` of `like`: g laid back out over like's shape.
+fn expand_reduced(g: &Tensor, like: &Tensor, dims: Option<&[isize]>, keepdim: bool, mean: bool) -> Result<Tensor> {
+    let dims = reduce_dims("sum", like, dims)?;
+    let kept = reduced_shape(like.shape(), &dims, true);
+    let g = if keepdim { g.clone() } else { reshape(g, &kept.iter().map(|&d| d as isize).collect::<Vec<_>>())? };
+    let g = if mean {
+        let count: usize = dims.iter().map(|&d| like.shape()[d]).product();
+        scalar(ScalarOp::Div, &g, count as f64)?
+    } else {
+        g
+    };
+    broadcast_to(&g, like.shape())
+}
+
+/// Sums `g` down to `shape` (undoing broadcasting) and casts it to `dtype`.
+pub fn sum_to(g: &Tensor, shape: &[usize], dtype: DType) -> Result<Tensor> {
+    if g.shape() == shape {
+        return as_dtype(g, dtype);
+    }
+    let lead = g.rank().checked_sub(shape.len()).ok_or_else(|| {
+        Error::Shape(format!("sum_to: cannot reduce shape {} to {}", fmt_shape(g.shape()), fmt_shape(shape)))
+    })?;
+    let mut dims: Vec<isize> = (0..lead as isize).collect();
+    for (i, &d) in shape.iter().enumerate() {
+        if d == 1 && g.shape()[lead + i] != 1 {
+            dims.push((lead + i) as isize);
+        } else if d != g.shape()[lead + i] {
+            return shape_err(format!("sum_to: cannot reduce shape {} to {}", fmt_shape(g.shape()), fmt_shape(shape)));
+        }
+    }
+    let summed = sum(g, Some(&dims), true, false)?;
+    let reshaped = reshape(&summed, &shape.iter().map(|&d| d as isize).collect::<Vec<_>>())?;
+    as_dtype(&reshaped, dtype)
+}
+
+/// A contiguous copy of `x` broadcast to `shape`.
+pub fn broadcast_to(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let target = broadcast_shapes("expand", x.shape(), shape)?;
+    if target != shape {
+        return shape_err(format!("expand: cannot broadcast shape {} to {}", fmt_shape(x.shape()), fmt_shape(shape)));
+    }
+    let strides = broadcast_strides(x.shape(), x.strides(), shape);
+    copy(&x.view_as_layout(shape.to_vec(), strides, x.offset()))
+}
+
+// ----- views -----
+
+pub fn reshape(x: &Tensor, shape: &[isize]) -> Result<Tensor> {
+    let new_shape = infer_reshape(x.shape(), shape)?;
+    if x.is_contiguous() {
+        let strides = contiguous_strides(&new_shape);
+        Ok(x.view_as_layout(new_shape, strides, x.offset()))
+    } else {
+        let dense = copy(x)?;
+        Ok(dense.view_as_layout(new_shape.clone(), contiguous_strides(&new_shape), 0))
+    }
+}
+
+pub fn transpose(x: &Tensor, d0: isize, d1: isize) -> Result<Tensor> {
+    if x.rank() == 0 {
+        return Ok(x.view_as_layout(vec![], vec![], x.offset()));
+    }
+    let (a, b) = (normalize_dim("transpose", d0, x.rank())?, normalize_dim("transpose", d1, x.rank())?);
+    let mut shape = x.shape().to_vec();
+    let mut strides = x.strides().to_vec();
+    shape.swap(a, b);
+    strides.swap(a, b);
+    Ok(x.view_as_layout(shape, strides, x.offset()))
+}
+
+/// The layout of `x[items]`: (shape, strides, offset).
+pub fn index_layout(x: &Tensor, items: &[IndexItem]) -> Result<(Shape, Vec<isize>, usize)> {
+    let consumed = items.iter().filter(|i| !matches!(i, IndexItem::NewAxis)).count();
+    if consumed > x.rank() {
+        return Err(Error::Index(format!(
+            "too many indices for tensor of dimension {} (got {consumed})",
+            x.rank()
+        )));
+    }
+    let (mut shape, mut strides) = (Vec::new(), Vec::new());
+    let mut offset = x.offset() as isize;
+    let mut dim = 0;
+    for item in items {
+        match *item {
+            IndexItem::NewAxis => {
+                shape.push(1);
+                strides.push(0);
+            }
+            IndexItem::Int(i) => {
+                let size = x.shape()[dim] as isize;
+                let j = if i < 0 { i + size } else { i };
+                if j < 0 || j >= size {
+                    return Err(Error::Index(format!(
+                        "index {i} is out of bounds for dimension {dim} with size {size}"
+                    )));
+                }
+                offset += j * x.strides()[dim];
+                dim += 1;
+            }
+            IndexItem::Slice { start, stop, step } => {
+                if step <= 0 {
+                    return Err(Error::InvalidArgument(format!(
+                        "slice step must be positive, got {step}; use .flip() style copies for reversed views"
+                    )));
+                }
+                let size = x.shape()[dim] as isize;
+                let clampi = |v: isize| if v < 0 { (v + size).max(0) } else { v.min(size) };
+                let lo = start.map_or(0, clampi);
+                let hi = stop.map_or(size, clampi).max(lo);
+                let len = (hi - lo + step - 1) / step;
+                offset += lo * x.strides()[dim];
+                shape.push(len as usize);
+                strides.push(x.strides()[dim] * step);
+                dim += 1;
+            }
+        }
+    }
+    shape.extend_from_slice(&x.shape()[dim..]);
+    strides.extend_from_slice(&x.strides()[dim..]);
+    Ok((shape, strides, offset.max(0) as usize))
+}
+
+pub fn index(x: &Tensor, items: &[IndexItem]) -> Result<Tensor> {
+    let (shape, strides, offset) = index_layout(x, items)?;
+    Ok(x.view_as_layout(shape, strides, offset))
+}
+
+fn index_backward(g: &Tensor, like: &Tensor, items: &[IndexItem]) -> Result<Tensor> {
+    let out = Tensor::zeros(like.shape(), like.dtype())?;
+    let region = index(&out, items)?;
+    write_into(&region, &sum_to(g, region.shape(), like.dtype())?)?;
+    Ok(out)
+}
+
+// ----- masks -----
+
+fn check_mask(op: &str, x: &Tensor, mask: &Tensor) -> Result<()> {
+    if mask.dtype() != DType::Bool {
+        return dtype_err(format!("{op}: the mask must be a bool tensor, got {}", mask.dtype().name()));
+    }
+    if mask.shape() != x.shape() {
+        return shape_err(format!(
+            "{op}: the shape of the mask {} must match the shape of the indexed tensor {}",
+            fmt_shape(mask.shape()),
+            fmt_shape(x.shape())
+        ));
+    }
+    Ok(())
+}
+
+pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    check_mask("index", x, mask)?;
+    let keep = mask.to_vec::<bool>()?;
+    fn pick<T: Element>(x: &Tensor, keep: &[bool]) -> Result<Tensor> {
+        let values: Vec<T> = x.with_contiguous(|s: &[T]| s.iter().zip(keep).filter(|(_, &k)| k).map(|(&v, _)| v).collect())?;
+        let n = values.len();
+        Tensor::from_vec(values, vec![n])
+    }
+    match x.dtype() {
+        DType::F32 => pick::<f32>(x, &keep),
+        DType::F64 => pick::<f64>(x, &keep),
+        DType::Bool => pick::<bool>(x, &keep),
+    }
+}
+
+fn masked_scatter(g: &Tensor, mask: &Tensor, like: &Tensor) -> Result<Tensor> {
+    check_mask("index_backward", like, mask)?;
+    let keep = mask.to_vec::<bool>()?;
+    float_dispatch!(like.dtype(), "index_backward", |T| {
+        let values = as_dtype(g, like.dtype())?.to_vec::<T>()?;
+        let mut out = vec![T::ZERO; like.numel()];
+        let mut next = values.iter();
+        for (slot, _) in out.iter_mut().zip(&keep).filter(|(_, &k)| k) {
+            *slot = *next.next().ok_or_else(|| Error::Shape("index_backward: too few gradient values".into()))?;
+        }
+        Tensor::from_vec(out, like.shape().to_vec())
+    })
+}
+
+// ----- in-place writes (no autograd; the eager API decides when they are allowed) -----
+
+/// Copies `value` (broadcast to `dst`'s shape, cast to its dtype) into `dst`'s elements.
+pub fn write_into(dst: &Tensor, value: &Tensor) -> Result<()> {
+    let target = broadcast_shapes("copy_", value.shape(), dst.shape())?;
+    if target != dst.shape() {
+        return shape_err(format!(
+            "copy_: cannot write a value of shape {} into a tensor of shape {}",
+            fmt_shape(value.shape()),
+            fmt_shape(dst.shape())
+        ));
+    }
+    // Materialise first: `value` may read the very storage being written.
+    let dense = broadcast_to(&as_dtype(value, dst.dtype())?, dst.shape())?;
+    fn put<T: Element>(dst: &Tensor, dense: &Tensor) -> Result<()> {
+        let values = dense.to_vec::<T>()?;
+        let mut guard = dst.storage().write();
+        let slice = T::slice_mut(&mut guard).ok_or_else(|| Error::DType("internal dtype mismatch in copy_".into()))?;
+        scatter_strided(slice, dst.shape(), dst.strides(), dst.offset(), &values);
+        Ok(())
+    }
+    match dst.dtype() {
+        DType::F32 => put::<f32>(dst, &dense),
+        DType::F64 => put::<f64>(dst, &dense),
+        DType::Bool => put::<bool>(dst, &dense),
+    }
+}
+
+/// `dst += alpha·src` (src broadcast to dst), in one pass when the layouts allow.
+pub fn add_in_place(dst: &Tensor, src: &Tensor, alpha: f64) -> Result<()> {
+    let direct = dst.is_contiguous() && src.is_contiguous() && dst.shape() == src.shape()
+        && dst.dtype() == src.dtype() && !dst.shares_storage(src);
+    if !direct {
+        let scaled = if alpha == 1.0 { src.clone() } else { scalar(ScalarOp::Mul, src, alpha)? };
+        return write_into(dst, &binary(BinaryOp::Add, dst, &scaled)?);
+    }
+    float_dispatch!(dst.dtype(), "add_", |T| {
+        let n = dst.numel();
+        let src_guard = src.storage().read();
+        let s = T::slice(&src_guard).ok_or_else(|| Error::DType("internal dtype mismatch".into()))?;
+        let s = &s[src.offset()..src.offset() + n];
+        let mut guard = dst.storage().write();
+        let d = T::slice_mut(&mut guard).ok_or_else(|| Error::DType("internal dtype mismatch".into()))?;
+        let alpha = T::from_f64(alpha);
+        let d = &mut d[dst.offset()..dst.offset() + n];
+        if alpha == T::ONE {
+            d.iter_mut().zip(s).for_each(|(o, &v)| *o += v);
+        } else {
+            d.iter_mut().zip(s).for_each(|(o, &v)| *o += alpha * v);
+        }
+        Ok(())
+    })
+}
+
+/// `dst[mask] = value` for a scalar or a tensor of `mask.sum()` elements (or one that broadcasts to dst).
+pub fn masked_fill(dst: &Tensor, mask: &Tensor, value: &Tensor) -> Result<()> {
+    check_mask("index_put_", dst, mask)?;
+    let merged = if value.numel() == 1 || broadcast_shapes("index_put_", value.shape(), dst.shape()).is_ok_and(|s| s == dst.shape()) {
+        where_select(mask, &as_dtype(value, dst.dtype())?, dst)?
+    } else {
+        let selected = mask.to_vec::<bool>()?.iter().filter(|&&k| k).count();
+        if value.numel() != selected {
+            return shape_err(format!(
+                "index_put_: shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape [{selected}]",
+                fmt_shape(value.shape())
+            ));
+        }
+        let scattered = masked_scatter(value, mask, dst)?;
+        where_select(mask, &scattered, dst)?
+    };
+    write_into(dst, &merged)
+}
+
+/// Applies `f` to every element of `dst` in place (used by fill_, zero_ and scalar in-place ops).
+pub fn update_in_place(dst: &Tensor, op: ScalarOp, s: f64) -> Result<()> {
+    float_dispatch!(dst.dtype(), op.name(), |T| {
+        if dst.is_contiguous() {
+            let mut guard = dst.storage().write();
+            let slice = T::slice_mut(&mut guard).ok_or_else(|| Error::DType("internal dtype mismatch".into()))?;
+            let n = dst.numel();
+            ew::map_in_place(&mut slice[dst.offset()..dst.offset() + n], ew::scalar_fn(op, T::from_f64(s)));
+            Ok(())
+        } else {
+            write_into(dst, &scalar(op, dst, s)?)
+        }
+    })
+}
+
+pub fn fill(dst: &Tensor, value: f64) -> Result<()> {
+    match dst.dtype() {
+        DType::Bool => write_into(dst, &Tensor::scalar(value, DType::Bool)),
+        _ => {
+            float_dispatch!(dst.dtype(), "fill_", |T| {
+                let v = T::from_f64(value);
+                let mut guard = dst.storage().write();
+                let slice = T::slice_mut(&mut guard).ok_or_else(|| Error::DType("internal dtype mismatch".into()))?;
+                walk(dst.shape(), [dst.strides()], [dst.offset()], |[i]| slice[i] = v);
+                Ok(())
+            })
+        }
+    }
+}
+
+/// Checks that `numel(shape)` elements fit, for error messages before allocation.
+pub fn check_shape_numel(shape: &[usize]) -> Result<usize> {
+    crate::shape::checked_numel(shape).map(|_| numel(shape))
+}

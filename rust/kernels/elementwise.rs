@@ -1,0 +1,385 @@
+//! Elementwise kernels: unary maps, scalar ops, broadcasting binary ops,
+//! comparisons and `where`.
+
+use super::layout::walk;
+use super::PARALLEL_MIN_ELEMENTS;
+use crate::dtype::Float;
+use rayon::prelude::*;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    Neg,
+    Abs,
+    Exp,
+    Log,
+    Sqrt,
+    Tanh,
+    Sigmoid,
+    Relu,
+    Sign,
+    Square,
+}
+
+impl UnaryOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "neg",
+            UnaryOp::Abs => "abs",
+            UnaryOp::Exp => "exp",
+            UnaryOp::Log => "log",
+            UnaryOp::Sqrt => "sqrt",
+            UnaryOp::Tanh => "tanh",
+            UnaryOp::Sigmoid => "sigmoid",
+            UnaryOp::Relu => "relu",
+            UnaryOp::Sign => "sign",
+            UnaryOp::Square => "square",
+        }
+    }
+}
+
+/// `x op s` for a scalar `s`; the `R` variants put the scalar on the left.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum ScalarOp {
+    Add,
+    Sub,
+    RSub,
+    Mul,
+    Div,
+    RDiv,
+    Pow,
+    RPow,
+    Max,
+    Min,
+}
+
+impl ScalarOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            ScalarOp::Add => "add",
+            ScalarOp::Sub => "sub",
+            ScalarOp::RSub => "rsub",
+            ScalarOp::Mul => "mul",
+            ScalarOp::Div => "div",
+            ScalarOp::RDiv => "rdiv",
+            ScalarOp::Pow => "pow",
+            ScalarOp::RPow => "rpow",
+            ScalarOp::Max => "maximum",
+            ScalarOp::Min => "minimum",
+        }
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Maximum,
+    Minimum,
+}
+
+impl BinaryOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "add",
+            BinaryOp::Sub => "sub",
+            BinaryOp::Mul => "mul",
+            BinaryOp::Div => "div",
+            BinaryOp::Maximum => "maximum",
+            BinaryOp::Minimum => "minimum",
+        }
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum CmpOp {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+impl CmpOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            CmpOp::Lt => "lt",
+            CmpOp::Le => "le",
+            CmpOp::Gt => "gt",
+            CmpOp::Ge => "ge",
+            CmpOp::Eq => "eq",
+            CmpOp::Ne => "ne",
+        }
+    }
+}
+
+/// NaN-propagating max and min, as numpy's `maximum`/`minimum`.
+#[inline(always)]
+fn nan_max<T: Float>(a: T, b: T) -> T {
+    if a.is_nan() || b.is_nan() {
+        a + b
+    } else if a >= b {
+        a
+    } else {
+        b
+    }
+}
+
+#[inline(always)]
+fn nan_min<T: Float>(a: T, b: T) -> T {
+    if a.is_nan() || b.is_nan() {
+        a + b
+    } else if a <= b {
+        a
+    } else {
+        b
+    }
+}
+
+/// Maps `f` over a contiguous slice, in parallel for large inputs.
+#[inline]
+pub fn map<T: Copy + Send + Sync, U: Copy + Send + Sync + Default>(x: &[T], f: impl Fn(T) -> U + Sync) -> Vec<U> {
+    if x.len() >= PARALLEL_MIN_ELEMENTS {
+        let mut out = vec![U::default(); x.len()];
+        super::threads::install(|| {
+            out.par_chunks_mut(PARALLEL_MIN_ELEMENTS / 4)
+                .zip(x.par_chunks(PARALLEL_MIN_ELEMENTS / 4))
+                .for_each(|(o, i)| o.iter_mut().zip(i).for_each(|(o, &v)| *o = f(v)))
+        });
+        out
+    } else {
+        x.iter().map(|&v| f(v)).collect()
+    }
+}
+
+/// Applies `f` in place over a contiguous slice, in parallel for large inputs.
+pub fn map_in_place<T: Copy + Send + Sync>(x: &mut [T], f: impl Fn(T) -> T + Sync) {
+    if x.len() >= PARALLEL_MIN_ELEMENTS {
+        super::threads::install(|| {
+            x.par_chunks_mut(PARALLEL_MIN_ELEMENTS / 4)
+                .for_each(|c| c.iter_mut().for_each(|v| *v = f(*v)))
+        });
+    } else {
+        x.iter_mut().for_each(|v| *v = f(*v));
+    }
+}
+
+pub fn unary<T: Float>(op: UnaryOp, x: &[T]) -> Vec<T> {
+    match op {
+        UnaryOp::Neg => map(x, |v| -v),
+        UnaryOp::Abs => map(x, |v| v.abs()),
+        UnaryOp::Exp => map(x, |v| v.exp()),
+        UnaryOp::Log => map(x, |v| v.ln()),
+        UnaryOp::Sqrt => map(x, |v| v.sqrt()),
+        UnaryOp::Tanh => map(x, |v| v.tanh()),
+        UnaryOp::Sigmoid => map(x, |v| T::ONE / (T::ONE + (-v).exp())),
+        // NaN stays NaN, as in PyTorch.
+        UnaryOp::Relu => map(x, |v| if v > T::ZERO || v.is_nan() { v } else { T::ZERO }),
+        UnaryOp::Sign => map(x, |v| v.signum_or_zero()),
+        UnaryOp::Square => map(x, |v| v * v),
+    }
+}
+
+#[inline(always)]
+pub fn scalar_fn<T: Float>(op: ScalarOp, s: T) -> impl Fn(T) -> T + Sync + Copy {
+    move |v: T| match op {
+        ScalarOp::Add => v + s,
+        ScalarOp::Sub => v - s,
+        ScalarOp::RSub => s - v,
+        ScalarOp::Mul => v * s,
+        ScalarOp::Div => v / s,
+        ScalarOp::RDiv => s / v,
+        ScalarOp::Pow => pow_scalar(v, s),
+        ScalarOp::RPow => s.powf(v),
+        ScalarOp::Max => nan_max(v, s),
+        ScalarOp::Min => nan_min(v, s),
+    }
+}
+
+/// `v^p` with exact small integer powers (squares are common in losses).
+#[inline(always)]
+fn pow_scalar<T: Float>(v: T, p: T) -> T {
+    if p == T::from_f64(2.0) {
+        v * v
+    } else if p == T::ONE {
+        v
+    } else {
+        v.powf(p)
+    }
+}
+
+pub fn scalar<T: Float>(op: ScalarOp, x: &[T], s: f64) -> Vec<T> {
+    let s = T::from_f64(s);
+    match op {
+        // One monomorphised loop per op keeps the inner loop free of the match.
+        ScalarOp::Add => map(x, |v| v + s),
+        ScalarOp::Sub => map(x, |v| v - s),
+        ScalarOp::Mul => map(x, |v| v * s),
+        ScalarOp::Div => map(x, |v| v / s),
+        _ => map(x, scalar_fn(op, s)),
+    }
+}
+
+#[inline(always)]
+pub fn binary_fn<T: Float>(op: BinaryOp) -> fn(T, T) -> T {
+    match op {
+        BinaryOp::Add => |a, b| a + b,
+        BinaryOp::Sub => |a, b| a - b,
+        BinaryOp::Mul => |a, b| a * b,
+        BinaryOp::Div => |a, b| a / b,
+        BinaryOp::Maximum => nan_max,
+        BinaryOp::Minimum => nan_min,
+    }
+}
+
+#[inline(always)]
+pub fn cmp_fn<T: Float>(op: CmpOp) -> fn(T, T) -> bool {
+    match op {
+        CmpOp::Lt => |a, b| a < b,
+        CmpOp::Le => |a, b| a <= b,
+        CmpOp::Gt => |a, b| a > b,
+        CmpOp::Ge => |a, b| a >= b,
+        CmpOp::Eq => |a, b| a == b,
+        CmpOp::Ne => |a, b| a != b,
+    }
+}
+
+/// One operand of a broadcasting kernel: the whole storage slice plus the
+/// strides and offset that read it at the output's shape.
+pub struct Operand<'a, T> {
+    pub data: &'a [T],
+    pub strides: &'a [isize],
+    pub offset: usize,
+    /// True when the operand is contiguous and already has the output's shape.
+    pub dense: bool,
+}
+
+impl<T: Copy> Operand<'_, T> {
+    fn dense_slice(&self, n: usize) -> &[T] {
+        &self.data[self.offset..self.offset + n]
+    }
+    fn is_single(&self, shape: &[usize]) -> bool {
+        self.strides.iter().zip(shape).all(|(&s, &d)| s == 0 || d <= 1)
+    }
+}
+
+/// `f(a, b)` over the broadcast `shape`, row-major.
+pub fn zip_broadcast<T, U>(shape: &[usize], a: &Operand<T>, b: &Operand<T>, f: impl Fn(T, T) -> U + Sync) -> Vec<U>
+where
+    T: Copy + Send + Sync,
+    U: Copy + Send + Sync + Default,
+{
+    let n: usize = shape.iter().product();
+    if n == 0 {
+        return Vec::new();
+    }
+    if a.dense && b.dense {
+        let (xa, xb) = (a.dense_slice(n), b.dense_slice(n));
+        if n >= PARALLEL_MIN_ELEMENTS {
+            let mut out = vec![U::default(); n];
+            let chunk = PARALLEL_MIN_ELEMENTS / 4;
+            super::threads::install(|| {
+                out.par_chunks_mut(chunk).enumerate().for_each(|(c, o)| {
+                    let start = c * chunk;
+                    for (k, slot) in o.iter_mut().enumerate() {
+                        *slot = f(xa[start + k], xb[start + k]);
+                    }
+                })
+            });
+            return out;
+        }
+        return xa.iter().zip(xb).map(|(&p, &q)| f(p, q)).collect();
+    }
+    if a.dense && b.is_single(shape) {
+        let s = b.data[b.offset];
+        return map(a.dense_slice(n), |v| f(v, s));
+    }
+    if b.dense && a.is_single(shape) {
+        let s = a.data[a.offset];
+        return map(b.dense_slice(n), |v| f(s, v));
+    }
+    let mut out = Vec::with_capacity(n);
+    walk(shape, [a.strides, b.strides], [a.offset, b.offset], |[i, j]| out.push(f(a.data[i], b.data[j])));
+    out
+}
+
+/// `cond ? x : y` over the broadcast `shape`.
+pub fn where_select<T: Copy>(shape: &[usize], cond: &Operand<bool>, x: &Operand<T>, y: &Operand<T>) -> Vec<T> {
+    let mut out = Vec::with_capacity(shape.iter().product());
+    walk(
+        shape,
+        [cond.strides, x.strides, y.strides],
+        [cond.offset, x.offset, y.offset],
+        |[c, i, j]| out.push(if cond.data[c] { x.data[i] } else { y.data[j] }),
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dense<T>(data: &[T], strides: &'static [isize]) -> Operand<'_, T> {
+        Operand { data, strides, offset: 0, dense: true }
+    }
+
+    #[test]
+    fn binary_broadcasts_a_row_against_a_column() {
+        let col = [1.0f64, 2.0, 3.0];
+        let row = [10.0f64, 20.0];
+        let a = Operand { data: &col, strides: &[1, 0], offset: 0, dense: false };
+        let b = Operand { data: &row, strides: &[0, 1], offset: 0, dense: false };
+        let out = zip_broadcast(&[3, 2], &a, &b, binary_fn(BinaryOp::Add));
+        assert_eq!(out, vec![11.0, 21.0, 12.0, 22.0, 13.0, 23.0]);
+    }
+
+    #[test]
+    fn binary_with_a_broadcast_scalar_uses_the_fast_path() {
+        let x = [1.0f32, 2.0, 3.0];
+        let s = [2.0f32];
+        let a = dense(&x, &[1]);
+        let b = Operand { data: &s, strides: &[0], offset: 0, dense: false };
+        assert_eq!(zip_broadcast(&[3], &a, &b, binary_fn(BinaryOp::Mul)), vec![2.0, 4.0, 6.0]);
+    }
+
+    #[test]
+    fn maximum_propagates_nan() {
+        let f = binary_fn::<f64>(BinaryOp::Maximum);
+        assert!(f(f64::NAN, 1.0).is_nan());
+        assert!(f(1.0, f64::NAN).is_nan());
+        assert_eq!(f(1.0, 2.0), 2.0);
+    }
+
+    #[test]
+    fn unary_ops_match_their_definitions() {
+        let x = [-2.0f64, 0.0, 3.0];
+        assert_eq!(unary(UnaryOp::Relu, &x), vec![0.0, 0.0, 3.0]);
+        assert_eq!(unary(UnaryOp::Sign, &x), vec![-1.0, 0.0, 1.0]);
+        assert_eq!(unary(UnaryOp::Square, &x), vec![4.0, 0.0, 9.0]);
+        let s = unary(UnaryOp::Sigmoid, &[0.0f64]);
+        assert!((s[0] - 0.5).abs() < 1e-15);
+    }
+
+    #[test]
+    fn large_inputs_give_the_same_result_in_parallel() {
+        let x: Vec<f64> = (0..PARALLEL_MIN_ELEMENTS * 3 + 7).map(|i| i as f64 * 0.001).collect();
+        let serial: Vec<f64> = x.iter().map(|v| v.tanh()).collect();
+        assert_eq!(unary(UnaryOp::Tanh, &x), serial);
+    }
+
+    #[test]
+    fn where_selects_with_broadcasting() {
+        let c = [true, false];
+        let x = [1.0f64];
+        let y = [5.0f64, 6.0];
+        let out = where_select(
+            &[2],
+            &Operand { data: &c, strides: &[1], offset: 0, dense: true },
+            &Operand { data: &x, strides: &[0], offset: 0, dense: false },
+            &Operand { data: &y, strides: &[1], offset: 0, dense: true },
+        );
+        assert_eq!(out, vec![1.0, 6.0]);
+    }
+}

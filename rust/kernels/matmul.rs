@@ -1,0 +1,166 @@
+//! Matrix products on the `gemm` crate, which picks its SIMD kernel (AVX2,
+//! AVX-512, NEON) at run time. Operands are read through their strides, so a
+//! transposed view is multiplied without being copied.
+
+use crate::dtype::Float;
+use gemm::Parallelism;
+
+/// A read-only strided matrix inside a storage slice.
+#[derive(Copy, Clone)]
+pub struct MatRef<'a, T> {
+    pub data: &'a [T],
+    pub offset: usize,
+    pub rows: usize,
+    pub cols: usize,
+    pub row_stride: isize,
+    pub col_stride: isize,
+}
+
+impl<'a, T> MatRef<'a, T> {
+    pub fn transposed(self) -> MatRef<'a, T> {
+        MatRef {
+            rows: self.cols,
+            cols: self.rows,
+            row_stride: self.col_stride,
+            col_stride: self.row_stride,
+            ..self
+        }
+    }
+}
+
+/// Products smaller than this many multiply-adds run on one thread: for them
+/// the cost of waking the pool exceeds the work.
+const THREADING_MIN_FLOPS: usize = 1 << 21;
+
+fn parallelism(m: usize, n: usize, k: usize) -> Parallelism {
+    if m.saturating_mul(n).saturating_mul(k) < THREADING_MIN_FLOPS || super::threads::num_threads() < 2 {
+        Parallelism::None
+    } else {
+        Parallelism::Rayon(0)
+    }
+}
+
+/// `out = beta·out + a·b` for a row-major `out` of shape (a.rows, b.cols).
+/// With `beta == 0` the previous contents of `out` are ignored (even NaN).
+pub fn matmul_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], beta: T) {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    debug_assert_eq!(k, b.rows);
+    debug_assert_eq!(out.len(), m * n);
+    if m == 0 || n == 0 {
+        return;
+    }
+    let read_dst = beta != T::ZERO;
+    if k == 0 {
+        if !read_dst {
+            out.iter_mut().for_each(|v| *v = T::ZERO);
+        }
+        return;
+    }
+    let par = parallelism(m, n, k);
+    let mut run = move || {
+        // SAFETY: every pointer addresses a live slice for the whole call, and the
+        // strides/extents were checked against those slices by the caller
+        // (`ops::matmul` builds MatRefs only from tensor layouts).
+        unsafe {
+            gemm::gemm(
+                m,
+                n,
+                k,
+                out.as_mut_ptr(),
+                1,
+                n as isize,
+                read_dst,
+                a.data.as_ptr().add(a.offset),
+                a.col_stride,
+                a.row_stride,
+                b.data.as_ptr().add(b.offset),
+                b.col_stride,
+                b.row_stride,
+                beta,
+                T::ONE,
+                false,
+                false,
+                false,
+                par,
+            )
+        }
+    };
+    match par {
+        Parallelism::None => run(),
+        _ => super::threads::install(run),
+    }
+}
+
+pub fn matmul<T: Float>(a: MatRef<T>, b: MatRef<T>) -> Vec<T> {
+    let mut out = vec![T::ZERO; a.rows * b.cols];
+    matmul_into(a, b, &mut out, T::ZERO);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
+        let mut out = vec![0.0; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                out[i * n + j] = (0..k).map(|p| a[i * k + p] * b[p * n + j]).sum();
+            }
+        }
+        out
+    }
+
+    fn dense(data: &[f64], rows: usize, cols: usize) -> MatRef<'_, f64> {
+        MatRef { data, offset: 0, rows, cols, row_stride: cols as isize, col_stride: 1 }
+    }
+
+    fn values(n: usize, seed: f64) -> Vec<f64> {
+        (0..n).map(|i| ((i as f64) * 0.7 + seed).sin()).collect()
+    }
+
+    #[test]
+    fn odd_shapes_match_a_naive_loop() {
+        for &(m, k, n) in &[(1, 1, 1), (3, 5, 7), (17, 1, 9), (64, 33, 65), (129, 70, 3), (0, 4, 3), (4, 0, 3)] {
+            let a = values(m * k, 0.1);
+            let b = values(k * n, 0.9);
+            let got = matmul(dense(&a, m, k), dense(&b, k, n));
+            let want = naive(&a, &b, m, k, n);
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() < 1e-10, "({m},{k},{n}): {g} vs {w}");
+            }
+            assert_eq!(got.len(), m * n);
+        }
+    }
+
+    #[test]
+    fn transposed_views_are_read_in_place() {
+        let (m, k, n) = (6, 4, 5);
+        let a = values(m * k, 0.3);
+        let b_t = values(n * k, 0.2); // b stored transposed: (n, k)
+        let b_t_ref = dense(&b_t, n, k).transposed();
+        let mut b = vec![0.0; k * n];
+        for p in 0..k {
+            for j in 0..n {
+                b[p * n + j] = b_t[j * k + p];
+            }
+        }
+        let got = matmul(dense(&a, m, k), b_t_ref);
+        let want = naive(&a, &b, m, k, n);
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn beta_one_accumulates_into_the_output() {
+        let a = values(4, 0.0);
+        let b = values(4, 1.0);
+        let mut out = vec![1.0; 4];
+        matmul_into(dense(&a, 2, 2), dense(&b, 2, 2), &mut out, 1.0);
+        let want = naive(&a, &b, 2, 2, 2);
+        for (g, w) in out.iter().zip(&want) {
+            assert!((g - (w + 1.0)).abs() < 1e-12);
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! Compute kernels: pure functions over slices and layouts. They know nothing of
+//! autograd, graphs or Python, so a faster kernel can replace one here without
+//! touching the tape.
+
+pub mod elementwise;
+pub mod layout;
+pub mod matmul;
+pub mod reduce;
+pub mod threads;
+
+/// Elementwise work below this many elements runs on the calling thread:
+/// handing it to the pool costs more than it saves.
+pub const PARALLEL_MIN_ELEMENTS: usize = 1 << 16;

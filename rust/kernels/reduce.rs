@@ -1,0 +1,128 @@
+//! Sum reductions. Every path accumulates in a fixed order (in f64), so results
+//! are bitwise identical across runs and thread counts.
+
+use super::layout::walk;
+use super::PARALLEL_MIN_ELEMENTS;
+use crate::dtype::Float;
+use rayon::prelude::*;
+
+/// Elements summed sequentially per chunk before chunks are combined; fixed so
+/// that the order of additions never depends on the number of threads.
+const CHUNK: usize = 4096;
+
+fn sum_slice<T: Float>(x: &[T]) -> f64 {
+    let mut acc = 0.0f64;
+    for &v in x {
+        acc += v.to_f64();
+    }
+    acc
+}
+
+/// The sum of all elements.
+pub fn sum_all<T: Float>(x: &[T]) -> T {
+    if x.len() < PARALLEL_MIN_ELEMENTS {
+        let partials: Vec<f64> = x.chunks(CHUNK).map(sum_slice).collect();
+        return T::from_f64(partials.iter().sum());
+    }
+    let partials: Vec<f64> = super::threads::install(|| x.par_chunks(CHUNK).map(sum_slice).collect());
+    T::from_f64(partials.iter().sum())
+}
+
+/// Sums a contiguous tensor of `shape` over the sorted, deduplicated `dims`.
+/// The result is row-major over the kept dims.
+pub fn sum_dims<T: Float>(x: &[T], shape: &[usize], dims: &[usize]) -> Vec<T> {
+    let rank = shape.len();
+    let kept: usize = (0..rank).filter(|d| !dims.contains(d)).map(|d| shape[d]).product();
+    if kept == 0 {
+        return Vec::new();
+    }
+    if dims.len() == rank || x.len() == kept && dims.iter().all(|&d| shape[d] == 1) {
+        return if dims.len() == rank { vec![sum_all(x)] } else { x.to_vec() };
+    }
+    let is_suffix = dims.iter().enumerate().all(|(i, &d)| d == rank - dims.len() + i);
+    let is_prefix = dims.iter().enumerate().all(|(i, &d)| d == i);
+    if is_suffix {
+        let row: usize = dims.iter().map(|&d| shape[d]).product();
+        return sum_rows(x, row);
+    }
+    if is_prefix {
+        return sum_columns(x, kept);
+    }
+    sum_general(x, shape, dims, kept)
+}
+
+/// Each output is the sum of one contiguous row of length `row`.
+fn sum_rows<T: Float>(x: &[T], row: usize) -> Vec<T> {
+    if row == 0 {
+        return vec![T::ZERO; x.len().checked_div(row).unwrap_or(0)];
+    }
+    let sum_row = |r: &[T]| {
+        let partials: Vec<f64> = r.chunks(CHUNK).map(sum_slice).collect();
+        T::from_f64(partials.iter().sum())
+    };
+    if x.len() >= PARALLEL_MIN_ELEMENTS {
+        super::threads::install(|| x.par_chunks(row).map(sum_row).collect())
+    } else {
+        x.chunks(row).map(sum_row).collect()
+    }
+}
+
+/// Sums `x` viewed as rows of length `width` down to one row.
+fn sum_columns<T: Float>(x: &[T], width: usize) -> Vec<T> {
+    let mut acc = vec![0.0f64; width];
+    for row in x.chunks(width) {
+        for (a, &v) in acc.iter_mut().zip(row) {
+            *a += v.to_f64();
+        }
+    }
+    acc.into_iter().map(T::from_f64).collect()
+}
+
+fn sum_general<T: Float>(x: &[T], shape: &[usize], dims: &[usize], kept: usize) -> Vec<T> {
+    let in_strides = crate::shape::contiguous_strides(shape);
+    let kept_shape: Vec<usize> = (0..shape.len()).map(|d| if dims.contains(&d) { 1 } else { shape[d] }).collect();
+    let mut out_strides = crate::shape::contiguous_strides(&kept_shape);
+    for &d in dims {
+        out_strides[d] = 0;
+    }
+    let mut acc = vec![0.0f64; kept];
+    walk(shape, [&in_strides, &out_strides], [0, 0], |[i, o]| acc[o] += x[i].to_f64());
+    acc.into_iter().map(T::from_f64).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive(x: &[f64], shape: &[usize], dims: &[usize]) -> Vec<f64> {
+        sum_general(x, shape, dims, (0..shape.len()).filter(|d| !dims.contains(d)).map(|d| shape[d]).product())
+    }
+
+    #[test]
+    fn every_path_agrees_with_the_general_walk() {
+        let shape = [3, 4, 5];
+        let x: Vec<f64> = (0..60).map(|i| (i as f64).sin()).collect();
+        for dims in [vec![0], vec![1], vec![2], vec![0, 1], vec![1, 2], vec![0, 2], vec![0, 1, 2]] {
+            let fast = sum_dims(&x, &shape, &dims);
+            let slow = naive(&x, &shape, &dims);
+            assert_eq!(fast.len(), slow.len(), "dims {dims:?}");
+            for (f, s) in fast.iter().zip(&slow) {
+                assert!((f - s).abs() < 1e-12, "dims {dims:?}: {f} vs {s}");
+            }
+        }
+    }
+
+    #[test]
+    fn zero_size_inputs_sum_to_zero() {
+        assert_eq!(sum_dims::<f64>(&[], &[0, 3], &[0]), vec![0.0, 0.0, 0.0]);
+        assert_eq!(sum_dims::<f64>(&[], &[3, 0], &[1]), vec![0.0, 0.0, 0.0]);
+        assert_eq!(sum_all::<f32>(&[]), 0.0);
+    }
+
+    #[test]
+    fn sum_all_is_the_same_in_parallel() {
+        let x: Vec<f32> = (0..PARALLEL_MIN_ELEMENTS * 2 + 5).map(|i| ((i % 97) as f32) * 0.37).collect();
+        let serial: Vec<f64> = x.chunks(CHUNK).map(sum_slice).collect();
+        assert_eq!(sum_all(&x), serial.iter().sum::<f64>() as f32);
+    }
+}

@@ -1,0 +1,71 @@
+//! The thread pool the kernels run on. Its size can change at run time
+//! (`set_num_threads`), and it honours RAYON_NUM_THREADS at start-up.
+
+use parking_lot::RwLock;
+use rayon::{ThreadPool, ThreadPoolBuilder};
+use std::sync::{Arc, OnceLock};
+
+fn pool_slot() -> &'static RwLock<Option<Arc<ThreadPool>>> {
+    static SLOT: OnceLock<RwLock<Option<Arc<ThreadPool>>>> = OnceLock::new();
+    SLOT.get_or_init(|| RwLock::new(None))
+}
+
+fn default_threads() -> usize {
+    std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+fn build_pool(threads: usize) -> Option<Arc<ThreadPool>> {
+    ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("rustgrad-{i}"))
+        .build()
+        .ok()
+        .map(Arc::new)
+}
+
+/// The current pool, built on first use. `None` only if the OS refused to start threads,
+/// in which case kernels run on the calling thread.
+pub fn pool() -> Option<Arc<ThreadPool>> {
+    if let Some(pool) = pool_slot().read().as_ref() {
+        return Some(pool.clone());
+    }
+    let mut slot = pool_slot().write();
+    if slot.is_none() {
+        *slot = build_pool(default_threads());
+    }
+    slot.clone()
+}
+
+pub fn num_threads() -> usize {
+    pool().map_or(1, |p| p.current_num_threads())
+}
+
+/// Replaces the pool with one of `threads` threads (at least one).
+pub fn set_num_threads(threads: usize) {
+    let new_pool = build_pool(threads.max(1));
+    *pool_slot().write() = new_pool;
+}
+
+/// Forgets the pool without joining its threads. A forked child calls this: the
+/// parent's worker threads do not exist in the child, so the child builds its own.
+pub fn forget_pool_after_fork() {
+    if let Some(slot) = pool_slot().try_write() {
+        if let Some(pool) = slot.as_ref() {
+            std::mem::forget(pool.clone());
+        }
+        let mut slot = slot;
+        *slot = None;
+    }
+}
+
+/// Runs `f` inside the pool (so rayon calls in it use the pool's threads).
+pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    match pool() {
+        Some(pool) => pool.install(f),
+        None => f(),
+    }
+}

@@ -1,0 +1,17 @@
+//! rustgrad's core: tensors, kernels, derivative rules, the eager tape and the
+//! static graph executor. Nothing outside `python/` knows about Python.
+
+pub mod autograd;
+pub mod dtype;
+pub mod error;
+pub mod forward;
+pub mod kernels;
+pub mod op;
+pub mod random;
+pub mod rules;
+pub mod shape;
+pub mod storage;
+pub mod tensor;
+
+#[cfg(feature = "python")]
+mod python;

@@ -1,0 +1,141 @@
+//! The op enum: the one vocabulary shared by the eager tape, the derivative
+//! rules and the static graph executor.
+
+use crate::dtype::DType;
+use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
+use std::fmt;
+use std::sync::Arc;
+
+/// One entry of a basic-indexing key, after `...` has been expanded.
+#[derive(Clone, Debug, PartialEq)]
+pub enum IndexItem {
+    Int(isize),
+    Slice { start: Option<isize>, stop: Option<isize>, step: isize },
+    NewAxis,
+}
+
+/// A user-defined op whose backward lives outside the core (a Python
+/// `autograd.Function`). The binding layer implements it.
+pub trait CustomBackward: Send + Sync {
+    fn name(&self) -> &str;
+    /// Gradients for each forward input, given one gradient per forward output.
+    fn backward(&self, grads: Vec<crate::tensor::Tensor>) -> crate::error::Result<Vec<Option<crate::tensor::Tensor>>>;
+    /// Frees what the forward saved; called when the graph is released after backward.
+    fn release(&self) {}
+}
+
+#[derive(Clone)]
+pub enum Op {
+    Unary(UnaryOp),
+    Scalar(ScalarOp, f64),
+    Clamp { min: Option<f64>, max: Option<f64> },
+    Binary(BinaryOp),
+    Compare(CmpOp),
+    /// `where(cond, x, y)`, broadcasting all three.
+    Where,
+    /// 2-D product of op(a) and op(b), where op transposes when asked.
+    MatMul { transpose_a: bool, transpose_b: bool },
+    /// `dims == None` reduces everything.
+    Sum { dims: Option<Vec<isize>>, keepdim: bool },
+    Mean { dims: Option<Vec<isize>>, keepdim: bool },
+    Reshape(Vec<isize>),
+    Transpose(isize, isize),
+    /// Basic indexing: ints, slices and new axes. The result is a view.
+    Index(Vec<IndexItem>),
+    /// `x[mask]`: the elements where the bool mask is true, as a 1-D tensor.
+    MaskedSelect,
+    Cast(DType),
+    /// A fresh copy (`clone()`, `identity`).
+    Copy,
+    /// A copy through which no gradient flows (`detach`, `stop_gradient`).
+    StopGradient,
+
+    // Ops that derivative rules emit. They take a reference tensor whose shape
+    // (and dtype) is read at run time, so static graphs with unknown dims work.
+    /// (g, like): sums broadcast dims of g away and casts to like's dtype.
+    SumToLike,
+    /// (g, like): broadcasts g to like's shape.
+    BroadcastLike,
+    /// (g, like): reshapes g to like's shape.
+    ReshapeLike,
+    /// (g, like): the gradient of a sum or mean over `dims` of like.
+    ExpandReduced { dims: Option<Vec<isize>>, keepdim: bool, mean: bool },
+    /// (like): a tensor of like's shape and dtype filled with the value.
+    FullLike(f64),
+    /// (g, x): g where x > 0, else 0.
+    ReluBackward,
+    /// (g, x): g where min <= x <= max, else 0.
+    ClampBackward { min: Option<f64>, max: Option<f64> },
+    /// (g, like): zeros of like's shape with g written at `like[index]`.
+    IndexBackward(Vec<IndexItem>),
+    /// (g, mask, like): zeros of like's shape with g written where mask is true.
+    MaskedScatter,
+
+    /// A user-defined Function; its node carries the backward.
+    Custom(Arc<dyn CustomBackward>),
+}
+
+impl Op {
+    /// The name used in `grad_fn` reprs and error messages, e.g. `MulBackward`.
+    pub fn name(&self) -> String {
+        let base: &str = match self {
+            Op::Unary(u) => u.name(),
+            Op::Scalar(s, _) => s.name(),
+            Op::Clamp { .. } => "clamp",
+            Op::Binary(b) => b.name(),
+            Op::Compare(c) => c.name(),
+            Op::Where => "where",
+            Op::MatMul { .. } => "mm",
+            Op::Sum { .. } => "sum",
+            Op::Mean { .. } => "mean",
+            Op::Reshape(_) => "reshape",
+            Op::Transpose(..) => "transpose",
+            Op::Index(_) => "index",
+            Op::MaskedSelect => "masked_select",
+            Op::Cast(_) => "to",
+            Op::Copy => "clone",
+            Op::StopGradient => "stop_gradient",
+            Op::SumToLike => "sum_to",
+            Op::BroadcastLike => "expand",
+            Op::ReshapeLike => "reshape_as",
+            Op::ExpandReduced { .. } => "expand_reduced",
+            Op::FullLike(_) => "full_like",
+            Op::ReluBackward => "threshold_backward",
+            Op::ClampBackward { .. } => "clamp_backward",
+            Op::IndexBackward(_) => "index_backward",
+            Op::MaskedScatter => "masked_scatter",
+            Op::Custom(c) => return c.name().to_string(),
+        };
+        base.to_string()
+    }
+
+    /// `MulBackward0`-style name, as PyTorch shows in `grad_fn`.
+    pub fn backward_name(&self) -> String {
+        match self {
+            Op::Custom(c) => format!("{}Backward", c.name()),
+            _ => {
+                let name = self.name();
+                let mut camel = String::with_capacity(name.len() + 9);
+                for part in name.split('_') {
+                    let mut chars = part.chars();
+                    if let Some(first) = chars.next() {
+                        camel.extend(first.to_uppercase());
+                        camel.push_str(chars.as_str());
+                    }
+                }
+                camel + "Backward0"
+            }
+        }
+    }
+
+    /// Whether the output shares storage with the first input.
+    pub fn is_view(&self) -> bool {
+        matches!(self, Op::Reshape(_) | Op::Transpose(..) | Op::Index(_))
+    }
+}
+
+impl fmt::Debug for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}

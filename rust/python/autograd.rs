@@ -1,0 +1,398 @@
+//! Autograd entry points: backward, grad, grad mode, anomaly mode, graph
+//! nodes as Python objects, and user-defined Functions.
+
+use super::convert::repr;
+use super::errors::{external, guard};
+use super::tensor::PyTensor;
+use crate::autograd::engine::{accumulate_into_leaf, run_backward, BackwardOptions};
+use crate::autograd::grad_mode;
+use crate::autograd::node::{Edge, Node};
+use crate::autograd::record;
+use crate::error::{Error, Result};
+use crate::op::CustomBackward;
+use crate::shape::fmt_shape;
+use crate::tensor::Tensor;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+static DETECT_ANOMALY: AtomicBool = AtomicBool::new(false);
+
+/// How often a long reverse pass looks for Ctrl-C.
+const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(20);
+
+/// A closure for the engine that raises KeyboardInterrupt (or whatever a signal
+/// handler raised) between nodes, checked at most every 20 ms.
+fn signal_checker() -> impl FnMut() -> Result<()> {
+    let mut last = Instant::now();
+    move || {
+        if last.elapsed() < SIGNAL_CHECK_INTERVAL {
+            return Ok(());
+        }
+        last = Instant::now();
+        Python::attach(|py| py.check_signals()).map_err(external)
+    }
+}
+
+fn default_grad(output: &Tensor) -> Result<Tensor> {
+    if output.numel() != 1 {
+        return Err(Error::Gradient(format!(
+            "grad can be implicitly created only for scalar outputs (got a tensor of shape {}); pass \
+             gradient= with the same shape",
+            fmt_shape(output.shape())
+        )));
+    }
+    Tensor::full(output.shape(), 1.0, output.dtype())
+}
+
+fn roots(outputs: Vec<Tensor>, grads: Vec<Option<Tensor>>) -> Result<Vec<(Tensor, Tensor)>> {
+    outputs
+        .into_iter()
+        .zip(grads)
+        .map(|(out, g)| {
+            let g = match g {
+                None => default_grad(&out)?,
+                Some(g) if g.shape() != out.shape() => {
+                    return Err(Error::Shape(format!(
+                        "Mismatch in shape: grad_output[0] has a shape of {} and output[0] has a shape of {}",
+                        fmt_shape(g.shape()),
+                        fmt_shape(out.shape())
+                    )))
+                }
+                Some(g) => g,
+            };
+            Ok((out, g))
+        })
+        .collect()
+}
+
+/// `Tensor.backward`: the reverse pass with the GIL released, then `.grad` updated.
+pub fn run_backward_py(py: Python<'_>, outputs: Vec<Tensor>, grads: Vec<Option<Tensor>>, retain_graph: bool) -> PyResult<()> {
+    guard(|| {
+        let roots = roots(outputs, grads)?;
+        let anomaly = DETECT_ANOMALY.load(Ordering::Relaxed);
+        let result = py.detach(|| {
+            let mut check = signal_checker();
+            let options = BackwardOptions { retain_graph, between_nodes: &mut check, detect_anomaly: anomaly };
+            run_backward(&roots, None, options)
+        })?;
+        for (leaf, grad) in result.leaf_grads {
+            accumulate_into_leaf(&leaf, grad)?;
+        }
+        Ok(())
+    })
+}
+
+fn tensors(seq: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
+    if let Ok(t) = seq.cast::<PyTensor>() {
+        return Ok(vec![t.get().inner.clone()]);
+    }
+    seq.try_iter()?
+        .map(|item| Ok(item?.cast::<PyTensor>()?.get().inner.clone()))
+        .collect()
+}
+
+fn optional_tensors(seq: Option<&Bound<'_, PyAny>>, n: usize) -> PyResult<Vec<Option<Tensor>>> {
+    match seq {
+        None => Ok(vec![None; n]),
+        Some(s) if s.is_none() => Ok(vec![None; n]),
+        Some(s) if s.cast::<PyTensor>().is_ok() => Ok(vec![Some(s.cast::<PyTensor>()?.get().inner.clone())]),
+        Some(s) => s
+            .try_iter()?
+            .map(|item| {
+                let item = item?;
+                if item.is_none() {
+                    Ok(None)
+                } else {
+                    Ok(Some(item.cast::<PyTensor>()?.get().inner.clone()))
+                }
+            })
+            .collect(),
+    }
+}
+
+/// `rustgrad.autograd.backward(tensors, grad_tensors=None, retain_graph=None)`.
+#[pyfunction]
+#[pyo3(signature = (tensors, grad_tensors=None, retain_graph=None))]
+pub fn backward(py: Python<'_>, tensors: &Bound<'_, PyAny>, grad_tensors: Option<&Bound<'_, PyAny>>, retain_graph: Option<bool>) -> PyResult<()> {
+    let outs = self::tensors(tensors)?;
+    let grads = optional_tensors(grad_tensors, outs.len())?;
+    run_backward_py(py, outs, grads, retain_graph.unwrap_or(false))
+}
+
+/// `rustgrad.autograd.grad`: gradients of outputs with respect to inputs, leaving `.grad` alone.
+#[pyfunction]
+#[pyo3(signature = (outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=false, allow_unused=false))]
+pub fn grad<'py>(
+    py: Python<'py>,
+    outputs: &Bound<'py, PyAny>,
+    inputs: &Bound<'py, PyAny>,
+    grad_outputs: Option<&Bound<'py, PyAny>>,
+    retain_graph: Option<bool>,
+    create_graph: bool,
+    allow_unused: bool,
+) -> PyResult<Bound<'py, PyTuple>> {
+    if create_graph {
+        return Err(Error::Gradient("grad(create_graph=True): higher-order gradients are not supported by rustgrad yet".into()).into());
+    }
+    let outs = tensors(outputs)?;
+    let ins = tensors(inputs)?;
+    for (i, t) in ins.iter().enumerate() {
+        if !t.requires_grad() {
+            return Err(Error::Gradient(format!("One of the differentiated Tensors (input {i}) does not require grad")).into());
+        }
+    }
+    let grads = optional_tensors(grad_outputs, outs.len())?;
+    let captured = guard(|| {
+        let roots = roots(outs, grads)?;
+        let anomaly = DETECT_ANOMALY.load(Ordering::Relaxed);
+        let result = py.detach(|| {
+            let mut check = signal_checker();
+            let options = BackwardOptions { retain_graph: retain_graph.unwrap_or(false), between_nodes: &mut check, detect_anomaly: anomaly };
+            run_backward(&roots, Some(&ins), options)
+        })?;
+        Ok(result.captured)
+    })?;
+    let mut out = Vec::with_capacity(captured.len());
+    for (i, g) in captured.into_iter().enumerate() {
+        match g {
+            Some(g) => out.push(Py::new(py, PyTensor::wrap(g))?.into_any()),
+            None if allow_unused => out.push(py.None()),
+            None => {
+                return Err(Error::Gradient(format!(
+                    "One of the differentiated Tensors (input {i}) appears to not have been used in the graph. \
+                     Set allow_unused=True if this is the desired behavior."
+                ))
+                .into())
+            }
+        }
+    }
+    PyTuple::new(py, out)
+}
+
+#[pyfunction]
+pub fn is_grad_enabled() -> bool {
+    grad_mode::is_enabled()
+}
+
+#[pyfunction]
+pub fn _set_grad_enabled(enabled: bool) {
+    grad_mode::set_enabled(enabled);
+}
+
+#[pyfunction]
+pub fn _set_detect_anomaly(enabled: bool) {
+    DETECT_ANOMALY.store(enabled, Ordering::Relaxed);
+}
+
+#[pyfunction]
+pub fn is_anomaly_enabled() -> bool {
+    DETECT_ANOMALY.load(Ordering::Relaxed)
+}
+
+/// A node of the backward graph, as `tensor.grad_fn`.
+#[pyclass(frozen, name = "Node", module = "rustgrad.autograd")]
+pub struct PyNode {
+    inner: Arc<Node>,
+}
+
+impl PyNode {
+    pub fn wrap(inner: Arc<Node>) -> PyNode {
+        PyNode { inner }
+    }
+}
+
+/// The sink of a leaf's gradient, as `AccumulateGrad` in PyTorch.
+#[pyclass(frozen, name = "AccumulateGrad", module = "rustgrad.autograd")]
+pub struct PyAccumulateGrad {
+    variable: Tensor,
+}
+
+#[pymethods]
+impl PyAccumulateGrad {
+    #[getter]
+    fn variable(&self) -> PyTensor {
+        PyTensor::wrap(self.variable.clone())
+    }
+
+    fn name(&self) -> &'static str {
+        "AccumulateGrad"
+    }
+
+    fn __repr__(&self) -> &'static str {
+        "<AccumulateGrad>"
+    }
+}
+
+#[pymethods]
+impl PyNode {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    /// The op that produced the tensor (`mm`, `add`, or a Function's class name).
+    #[getter]
+    fn op_name(&self) -> String {
+        self.inner.op.name()
+    }
+
+    #[getter]
+    fn is_custom(&self) -> bool {
+        matches!(self.inner.op, crate::op::Op::Custom(_))
+    }
+
+    /// Output shapes of the forward op.
+    #[getter]
+    fn output_shapes(&self) -> Vec<Vec<usize>> {
+        self.inner.output_meta.iter().map(|(s, _)| s.clone()).collect()
+    }
+
+    #[getter]
+    fn next_functions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let items = self
+            .inner
+            .next
+            .iter()
+            .map(|edge| -> PyResult<Bound<'py, PyTuple>> {
+                match edge {
+                    Some(Edge::Node(node, i)) => PyTuple::new(py, [Py::new(py, PyNode::wrap(node.clone()))?.into_any(), i.into_pyobject(py)?.into_any().unbind()]),
+                    Some(Edge::Leaf(t)) => PyTuple::new(py, [Py::new(py, PyAccumulateGrad { variable: t.clone() })?.into_any(), 0usize.into_pyobject(py)?.into_any().unbind()]),
+                    None => PyTuple::new(py, [py.None(), 0usize.into_pyobject(py)?.into_any().unbind()]),
+                }
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        PyTuple::new(py, items)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<{} object>", self.inner.name())
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other.cast::<PyNode>().is_ok_and(|o| Arc::ptr_eq(&o.get().inner, &self.inner))
+    }
+
+    fn __hash__(&self) -> isize {
+        Arc::as_ptr(&self.inner) as isize
+    }
+}
+
+/// A Python `autograd.Function` on the tape: calls the user's `backward(ctx, *grads)`.
+struct PythonFunction {
+    name: String,
+    backward: Py<PyAny>,
+    ctx: Py<PyAny>,
+    /// For each forward argument, its index among the tensor inputs (None for non-tensors).
+    tensor_slots: Vec<Option<usize>>,
+}
+
+impl PythonFunction {
+    fn call(&self, py: Python<'_>, grads: Vec<Tensor>) -> PyResult<Vec<Option<Tensor>>> {
+        let mut args: Vec<Py<PyAny>> = vec![self.ctx.clone_ref(py)];
+        for g in grads {
+            args.push(Py::new(py, PyTensor::wrap(g))?.into_any());
+        }
+        let returned = self.backward.bind(py).call1(PyTuple::new(py, args)?)?;
+        let values: Vec<Bound<'_, PyAny>> = match returned.cast::<PyTuple>() {
+            Ok(t) => t.iter().collect(),
+            Err(_) => vec![returned],
+        };
+        let backward_name = format!("{}Backward", self.name);
+        if values.len() != self.tensor_slots.len() {
+            return Err(Error::Gradient(format!(
+                "function {backward_name} returned an incorrect number of gradients (expected {}, got {})",
+                self.tensor_slots.len(),
+                values.len()
+            ))
+            .into());
+        }
+        let n_tensors = self.tensor_slots.iter().flatten().count();
+        let mut out = vec![None; n_tensors];
+        for (position, (value, slot)) in values.iter().zip(&self.tensor_slots).enumerate() {
+            if value.is_none() {
+                continue;
+            }
+            let Some(slot) = slot else {
+                return Err(Error::Gradient(format!(
+                    "function {backward_name} returned a gradient different than None at position {} \
+                     (a non-tensor argument); return None there",
+                    position + 1
+                ))
+                .into());
+            };
+            let grad = value.cast::<PyTensor>().map_err(|_| {
+                Error::Gradient(format!(
+                    "function {backward_name} returned {} at position {}, but gradients must be Tensors or None",
+                    repr(value),
+                    position + 1
+                ))
+            })?;
+            out[*slot] = Some(grad.get().inner.clone());
+        }
+        Ok(out)
+    }
+}
+
+impl CustomBackward for PythonFunction {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn backward(&self, grads: Vec<Tensor>) -> Result<Vec<Option<Tensor>>> {
+        Python::attach(|py| self.call(py, grads)).map_err(external)
+    }
+
+    fn release(&self) {
+        Python::attach(|py| {
+            // Errors here would only come from a user overriding _release; nothing to undo.
+            let _ = self.ctx.bind(py).call_method0("_release");
+        });
+    }
+}
+
+/// Puts a user Function's call on the tape. `outputs` are what its forward
+/// returned; outputs that are inputs returned unchanged are replaced by aliases
+/// (so the input keeps its own history). `non_differentiable[i]` marks outputs
+/// given to `ctx.mark_non_differentiable`. Returns the outputs to hand the user.
+#[pyfunction]
+#[pyo3(signature = (name, backward, ctx, args, outputs, non_differentiable))]
+pub fn _record_function<'py>(
+    py: Python<'py>,
+    name: String,
+    backward: Py<PyAny>,
+    ctx: Py<PyAny>,
+    args: &Bound<'py, PyTuple>,
+    outputs: &Bound<'py, PyTuple>,
+    non_differentiable: Vec<bool>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let mut inputs = Vec::new();
+    let mut tensor_slots = Vec::new();
+    for arg in args.iter() {
+        match arg.cast::<PyTensor>() {
+            Ok(t) => {
+                tensor_slots.push(Some(inputs.len()));
+                inputs.push(t.get().inner.clone());
+            }
+            Err(_) => tensor_slots.push(None),
+        }
+    }
+    let mut out_tensors = Vec::new();
+    let mut out_objects: Vec<Py<PyAny>> = Vec::new();
+    let mut differentiable = Vec::new();
+    for (position, out) in outputs.iter().enumerate() {
+        let t = out.cast::<PyTensor>().map_err(|_| {
+            Error::InvalidArgument(format!("{name}.forward must return Tensors (or a tuple of them), got {}", repr(&out)))
+        })?;
+        let is_non_diff = non_differentiable.get(position).copied().unwrap_or(false);
+        let inner = t.get().inner.clone();
+        let fresh = if inputs.iter().any(|i| i.same_tensor(&inner)) { inner.alias() } else { inner };
+        differentiable.push(!is_non_diff);
+        out_objects.push(Py::new(py, PyTensor::wrap(fresh.clone()))?.into_any());
+        out_tensors.push(fresh);
+    }
+    let function = Arc::new(PythonFunction { name, backward, ctx, tensor_slots });
+    record::record_custom(function, &inputs, &out_tensors, &differentiable);
+    PyTuple::new(py, out_objects)
+}

@@ -1,0 +1,307 @@
+//! Conversions between Python values and core values: dtypes, devices,
+//! numpy arrays, scalars, shapes and index keys.
+
+use super::tensor::PyTensor;
+use crate::dtype::DType;
+use crate::error::Error;
+use crate::op::IndexItem;
+use crate::tensor::Tensor;
+use numpy::{PyArray1, PyReadonlyArrayDyn, PyUntypedArrayMethods};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyEllipsis, PyList, PySlice, PyString, PyTuple};
+
+/// `rustgrad.float32` and friends: three singletons, compared by identity.
+#[pyclass(frozen, name = "dtype", module = "rustgrad", eq, hash)]
+#[derive(PartialEq, Eq, Hash, Clone, Copy)]
+pub struct PyDType {
+    pub inner: DType,
+}
+
+#[pymethods]
+impl PyDType {
+    fn __repr__(&self) -> String {
+        format!("rustgrad.{}", self.inner.name())
+    }
+
+    #[getter]
+    fn is_floating_point(&self) -> bool {
+        self.inner.is_float()
+    }
+
+    #[getter]
+    fn itemsize(&self) -> usize {
+        self.inner.size_in_bytes()
+    }
+
+    #[getter]
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn __reduce__(&self) -> (String, (String,)) {
+        ("rustgrad._dtype_from_name".into(), (self.inner.name().into(),))
+    }
+}
+
+pub fn dtype_object(py: Python<'_>, dtype: DType) -> PyResult<Py<PyDType>> {
+    static OBJECTS: PyOnceLock<[Py<PyDType>; 3]> = PyOnceLock::new();
+    let objects = OBJECTS.get_or_try_init(py, || -> PyResult<[Py<PyDType>; 3]> {
+        Ok([
+            Py::new(py, PyDType { inner: DType::F32 })?,
+            Py::new(py, PyDType { inner: DType::F64 })?,
+            Py::new(py, PyDType { inner: DType::Bool })?,
+        ])
+    })?;
+    let index = match dtype {
+        DType::F32 => 0,
+        DType::F64 => 1,
+        DType::Bool => 2,
+    };
+    Ok(objects[index].clone_ref(py))
+}
+
+/// Accepts a rustgrad dtype, its name, or anything numpy understands as a dtype.
+pub fn parse_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
+    if let Ok(d) = obj.cast::<PyDType>() {
+        return Ok(d.get().inner);
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(DType::from_name(&s.to_string())?);
+    }
+    let py = obj.py();
+    let name = py
+        .import("numpy")
+        .and_then(|np| np.getattr("dtype")?.call1((obj,)))
+        .and_then(|d| d.getattr("name")?.extract::<String>())
+        .map_err(|_| Error::DType(format!("unknown dtype {}; use rustgrad.float32, rustgrad.float64 or rustgrad.bool", repr(obj))))?;
+    match name.as_str() {
+        "float32" | "float64" | "bool" => Ok(DType::from_name(&name)?),
+        other => Err(Error::DType(format!(
+            "dtype {other} is not supported; rustgrad supports float32, float64 and bool"
+        ))
+        .into()),
+    }
+}
+
+pub fn repr(obj: &Bound<'_, PyAny>) -> String {
+    obj.repr().map(|r| r.to_string()).unwrap_or_else(|_| "<object>".into())
+}
+
+/// `rustgrad.device`: only the CPU exists; asking for another device fails here, clearly.
+#[pyclass(frozen, name = "device", module = "rustgrad", eq, hash)]
+#[derive(PartialEq, Eq, Hash, Clone)]
+pub struct PyDevice {
+    kind: String,
+    index: Option<i64>,
+}
+
+fn no_device(kind: &str) -> PyErr {
+    super::errors::device_error(format!(
+        "rustgrad runs on the CPU only; device '{kind}' is not available. Use device='cpu' \
+         (rustgrad.cuda.is_available() is always False)"
+    ))
+}
+
+#[pymethods]
+impl PyDevice {
+    #[new]
+    #[pyo3(signature = (kind, index=None))]
+    fn new(kind: &Bound<'_, PyAny>, index: Option<i64>) -> PyResult<PyDevice> {
+        if let Ok(d) = kind.cast::<PyDevice>() {
+            return Ok(d.get().clone());
+        }
+        let text: String = kind.extract()?;
+        let (name, parsed_index) = match text.split_once(':') {
+            Some((n, i)) => (n.to_string(), i.parse::<i64>().ok()),
+            None => (text.clone(), None),
+        };
+        if name != "cpu" {
+            return Err(no_device(&text));
+        }
+        Ok(PyDevice { kind: name, index: index.or(parsed_index) })
+    }
+
+    #[getter]
+    fn r#type(&self) -> &str {
+        &self.kind
+    }
+
+    #[getter]
+    fn index(&self) -> Option<i64> {
+        self.index
+    }
+
+    fn __repr__(&self) -> String {
+        match self.index {
+            Some(i) => format!("device(type='{}', index={i})", self.kind),
+            None => format!("device(type='{}')", self.kind),
+        }
+    }
+
+    fn __str__(&self) -> String {
+        match self.index {
+            Some(i) => format!("{}:{i}", self.kind),
+            None => self.kind.clone(),
+        }
+    }
+}
+
+pub fn cpu_device(py: Python<'_>) -> PyResult<Py<PyDevice>> {
+    static CPU: PyOnceLock<Py<PyDevice>> = PyOnceLock::new();
+    Ok(CPU.get_or_try_init(py, || Py::new(py, PyDevice { kind: "cpu".into(), index: None }))?.clone_ref(py))
+}
+
+/// Checks a `device=` argument: None, "cpu" or a cpu device are fine.
+pub fn check_device(obj: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    match obj {
+        None => Ok(()),
+        Some(o) if o.is_none() => Ok(()),
+        Some(o) => PyDevice::new(o, None).map(|_| ()),
+    }
+}
+
+/// Copies a C-contiguous float32/float64/bool numpy array into a new tensor.
+pub fn tensor_from_numpy(array: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    fn take<T: numpy::Element + crate::storage::Element>(array: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
+        let Ok(view) = array.extract::<PyReadonlyArrayDyn<'_, T>>() else { return Ok(None) };
+        let shape = view.shape().to_vec();
+        let data = match view.as_slice() {
+            Ok(s) => s.to_vec(),
+            Err(_) => view.as_array().iter().copied().collect(),
+        };
+        Ok(Some(Tensor::from_vec(data, shape)?))
+    }
+    if let Some(t) = take::<f32>(array)? {
+        return Ok(t);
+    }
+    if let Some(t) = take::<f64>(array)? {
+        return Ok(t);
+    }
+    if let Some(t) = take::<bool>(array)? {
+        return Ok(t);
+    }
+    Err(Error::DType(format!(
+        "cannot make a tensor from a numpy array of dtype {}; convert it to float32, float64 or bool",
+        array.getattr("dtype").map(|d| repr(&d)).unwrap_or_default()
+    ))
+    .into())
+}
+
+/// A new numpy array holding a copy of the tensor's values.
+pub fn tensor_to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+    let shape = t.shape().to_vec();
+    let flat = match t.dtype() {
+        DType::F32 => PyArray1::from_vec(py, t.to_vec::<f32>()?).into_any(),
+        DType::F64 => PyArray1::from_vec(py, t.to_vec::<f64>()?).into_any(),
+        DType::Bool => PyArray1::from_vec(py, t.to_vec::<bool>()?).into_any(),
+    };
+    flat.call_method1("reshape", (PyTuple::new(py, shape)?,))
+}
+
+/// A Python number, or a tensor, as an operand of an arithmetic op.
+pub enum Operand {
+    Tensor(Tensor),
+    Scalar(f64),
+}
+
+/// Converts the other side of an operator. Returns None for types the operator
+/// does not handle, so Python can try the reflected method.
+pub fn operand(obj: &Bound<'_, PyAny>) -> PyResult<Option<Operand>> {
+    if let Ok(t) = obj.cast::<PyTensor>() {
+        return Ok(Some(Operand::Tensor(t.get().inner.clone())));
+    }
+    if let Ok(v) = obj.extract::<f64>() {
+        return Ok(Some(Operand::Scalar(v)));
+    }
+    let py = obj.py();
+    let is_array_like = obj.is_instance_of::<PyList>()
+        || obj.is_instance_of::<PyTuple>()
+        || py.import("numpy")?.getattr("ndarray").is_ok_and(|nd| obj.is_instance(&nd).unwrap_or(false));
+    if is_array_like {
+        let t = py.import("rustgrad")?.getattr("as_tensor")?.call1((obj,))?;
+        return Ok(Some(Operand::Tensor(t.cast::<PyTensor>()?.get().inner.clone())));
+    }
+    Ok(None)
+}
+
+/// A shape given as `*sizes` or as one sequence, possibly with -1.
+pub fn shape_args(args: &Bound<'_, PyTuple>) -> PyResult<Vec<isize>> {
+    if args.len() == 1 {
+        let first = args.get_item(0)?;
+        if let Ok(v) = first.extract::<Vec<isize>>() {
+            return Ok(v);
+        }
+    }
+    args.extract::<Vec<isize>>().map_err(|_| {
+        Error::InvalidArgument(format!("expected a shape as integers or one sequence of integers, got {}", repr(args.as_any())))
+            .into()
+    })
+}
+
+/// An index key: basic items (ints, slices, None, ...) or a bool mask.
+pub enum IndexKey {
+    Items(Vec<IndexItem>),
+    Mask(Tensor),
+}
+
+fn mask_tensor(obj: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
+    if let Ok(t) = obj.cast::<PyTensor>() {
+        let inner = t.get().inner.clone();
+        if inner.dtype() == DType::Bool {
+            return Ok(Some(inner));
+        }
+        return Err(Error::Index(
+            "tensors used as indices must be bool masks; integer-tensor (advanced) indexing is not supported, use slices".into(),
+        )
+        .into());
+    }
+    if let Ok(dtype) = obj.getattr("dtype") {
+        if dtype.getattr("kind").and_then(|k| k.extract::<String>()).is_ok_and(|k| k == "b") {
+            return tensor_from_numpy(obj).map(Some);
+        }
+    }
+    Ok(None)
+}
+
+pub fn index_key(key: &Bound<'_, PyAny>, rank: usize) -> PyResult<IndexKey> {
+    if let Some(mask) = mask_tensor(key)? {
+        return Ok(IndexKey::Mask(mask));
+    }
+    let parts: Vec<Bound<'_, PyAny>> = match key.cast::<PyTuple>() {
+        Ok(t) => t.iter().collect(),
+        Err(_) => vec![key.clone()],
+    };
+    let consuming = parts.iter().filter(|p| !p.is_none() && !p.is_instance_of::<PyEllipsis>()).count();
+    let mut items = Vec::with_capacity(parts.len());
+    for part in &parts {
+        if part.is_none() {
+            items.push(IndexItem::NewAxis);
+        } else if part.is_instance_of::<PyEllipsis>() {
+            for _ in 0..rank.saturating_sub(consuming) {
+                items.push(IndexItem::Slice { start: None, stop: None, step: 1 });
+            }
+        } else if let Ok(slice) = part.cast::<PySlice>() {
+            let get = |name: &str| -> PyResult<Option<isize>> {
+                let v = slice.getattr(name)?;
+                if v.is_none() {
+                    Ok(None)
+                } else {
+                    Ok(Some(v.extract()?))
+                }
+            };
+            items.push(IndexItem::Slice { start: get("start")?, stop: get("stop")?, step: get("step")?.unwrap_or(1) });
+        } else if let Ok(i) = part.extract::<isize>() {
+            items.push(IndexItem::Int(i));
+        } else if mask_tensor(part)?.is_some() {
+            return Err(Error::Index("a bool mask must be the whole index (x[mask]), not part of a tuple".into()).into());
+        } else {
+            return Err(Error::Index(format!(
+                "only integers, slices (`:`), ellipsis (`...`), None and bool masks are valid indices (got {})",
+                repr(part)
+            ))
+            .into());
+        }
+    }
+    Ok(IndexKey::Items(items))
+}

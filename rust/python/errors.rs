@@ -1,0 +1,104 @@
+//! The one place where core errors become Python exceptions, and the guard
+//! that turns a Rust panic into `InternalError` instead of aborting.
+
+use crate::error::Error;
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Looks up an exception class defined in Python (`rustgrad.errors` or `rustgrad.static.errors`).
+fn class<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyType>>, module: &str, name: &str) -> Option<Bound<'py, PyType>> {
+    cell.get_or_try_init(py, || -> PyResult<Py<PyType>> {
+        Ok(py.import(module)?.getattr(name)?.cast_into::<PyType>()?.unbind())
+    })
+    .ok()
+    .map(|c| c.bind(py).clone())
+}
+
+macro_rules! error_class {
+    ($fn_name:ident, $module:literal, $name:literal) => {
+        fn $fn_name(py: Python<'_>) -> Option<Bound<'_, PyType>> {
+            static CELL: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+            class(py, &CELL, $module, $name)
+        }
+    };
+}
+
+error_class!(shape_error, "rustgrad.errors", "ShapeError");
+error_class!(dtype_error, "rustgrad.errors", "DTypeError");
+error_class!(index_error, "rustgrad.errors", "IndexOutOfRangeError");
+error_class!(memory_error, "rustgrad.errors", "OutOfMemoryError");
+error_class!(gradient_error, "rustgrad.errors", "GradientError");
+error_class!(argument_error, "rustgrad.errors", "InvalidArgumentError");
+error_class!(precondition_error, "rustgrad.errors", "FailedPreconditionError");
+error_class!(internal_error, "rustgrad.errors", "InternalError");
+error_class!(device_error_class, "rustgrad.errors", "DeviceError");
+
+pub fn device_error(msg: String) -> PyErr {
+    Python::attach(|py| raise(py, device_error_class(py), msg))
+}
+
+fn raise(py: Python<'_>, cls: Option<Bound<'_, PyType>>, msg: String) -> PyErr {
+    match cls {
+        Some(cls) => PyErr::from_type(cls, msg),
+        // Only if the Python package itself is broken.
+        None => {
+            let _ = py;
+            PyRuntimeError::new_err(msg)
+        }
+    }
+}
+
+impl From<Error> for PyErr {
+    fn from(err: Error) -> PyErr {
+        Python::attach(|py| match err {
+            Error::Shape(m) => raise(py, shape_error(py), m),
+            Error::DType(m) => raise(py, dtype_error(py), m),
+            Error::Index(m) => raise(py, index_error(py), m),
+            Error::OutOfMemory(m) => raise(py, memory_error(py), m),
+            Error::Gradient(m) => raise(py, gradient_error(py), m),
+            Error::InvalidArgument(m) => raise(py, argument_error(py), m),
+            Error::FailedPrecondition(m) => raise(py, precondition_error(py), m),
+            Error::Interrupted => PyKeyboardInterrupt::new_err(()),
+            Error::External(payload) => match payload.downcast::<PyErr>() {
+                Ok(user_error) => *user_error,
+                Err(_) => raise(py, internal_error(py), "an external error of unknown type reached rustgrad".into()),
+            },
+        })
+    }
+}
+
+/// Wraps a Python exception raised by user code so it can cross the core unchanged.
+pub fn external(err: PyErr) -> Error {
+    Error::External(Box::new(err))
+}
+
+/// Runs `f`, turning a panic into `InternalError` so that no panic reaches Python as
+/// a `PanicException` (which `except Exception` would not catch).
+pub fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(payload) => {
+            let detail = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            Python::attach(|py| {
+                Err(raise(
+                    py,
+                    internal_error(py),
+                    format!("internal error (this is a bug in rustgrad, please report it): {detail}"),
+                ))
+            })
+        }
+    }
+}
+
+/// Test hook: panics inside the guard, to prove panics become `InternalError`.
+#[pyfunction]
+pub fn _panic_for_test(message: &str) -> PyResult<()> {
+    guard(|| panic!("{message}"))
+}

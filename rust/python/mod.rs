@@ -1,0 +1,42 @@
+//! The PyO3 bindings: the only code that knows about Python. Exposed as the
+//! private module `rustgrad._rustgrad` and re-exported by the Python package.
+
+mod autograd;
+mod convert;
+mod creation;
+mod errors;
+mod tensor;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<tensor::PyTensor>()?;
+    m.add_class::<convert::PyDType>()?;
+    m.add_class::<convert::PyDevice>()?;
+    m.add_class::<autograd::PyNode>()?;
+    m.add_class::<autograd::PyAccumulateGrad>()?;
+    m.add("float32", convert::dtype_object(py, crate::dtype::DType::F32)?)?;
+    m.add("float64", convert::dtype_object(py, crate::dtype::DType::F64)?)?;
+    m.add("bool", convert::dtype_object(py, crate::dtype::DType::Bool)?)?;
+    m.add_function(wrap_pyfunction!(creation::_full, m)?)?;
+    m.add_function(wrap_pyfunction!(creation::_random, m)?)?;
+    m.add_function(wrap_pyfunction!(creation::_from_numpy, m)?)?;
+    m.add_function(wrap_pyfunction!(creation::manual_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(creation::set_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(creation::get_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(creation::_after_fork_in_child, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd::backward, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd::grad, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd::is_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd::_set_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd::_set_detect_anomaly, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd::is_anomaly_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd::_record_function, m)?)?;
+    m.add_function(wrap_pyfunction!(errors::_panic_for_test, m)?)?;
+    m.add_function(wrap_pyfunction!(tensor::_matmul, m)?)?;
+    m.add_function(wrap_pyfunction!(tensor::_where, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

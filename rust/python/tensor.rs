@@ -1,0 +1,927 @@
+//! `rustgrad.Tensor`: the Python face of a core tensor. Every method converts
+//! its arguments, calls the core (releasing the GIL for large work) and wraps
+//! the result; no math happens here.
+
+use super::autograd::{run_backward_py, PyNode};
+use super::convert::{self, cpu_device, dtype_object, index_key, operand, shape_args, IndexKey, Operand};
+use super::errors::guard;
+use crate::autograd::record;
+use crate::dtype::DType;
+use crate::error::Error;
+use crate::forward;
+use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
+use crate::op::Op;
+use crate::shape::fmt_shape;
+use crate::tensor::Tensor;
+use pyo3::basic::CompareOp;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+
+/// Work of at least this many elements runs with the GIL released; for smaller
+/// tensors releasing and re-taking it costs more than the kernel.
+const GIL_RELEASE_MIN_ELEMENTS: usize = 1 << 14;
+
+#[pyclass(name = "Tensor", module = "rustgrad", subclass, weakref, frozen)]
+pub struct PyTensor {
+    pub inner: Tensor,
+}
+
+impl PyTensor {
+    pub fn wrap(inner: Tensor) -> PyTensor {
+        PyTensor { inner }
+    }
+}
+
+/// Runs a core op on tensors, recording it when needed, with the panic guard and
+/// the GIL released for large inputs.
+pub fn run_op(py: Python<'_>, op: Op, inputs: &[&Tensor]) -> PyResult<PyTensor> {
+    guard(|| {
+        let work = inputs.iter().map(|t| t.numel()).max().unwrap_or(0);
+        let out = if work >= GIL_RELEASE_MIN_ELEMENTS || matches!(op, Op::MatMul { .. }) && work >= 4096 {
+            py.detach(|| record::apply(op, inputs))
+        } else {
+            record::apply(op, inputs)
+        };
+        Ok(PyTensor::wrap(out?))
+    })
+}
+
+fn unary(py: Python<'_>, x: &Tensor, op: UnaryOp) -> PyResult<PyTensor> {
+    run_op(py, Op::Unary(op), &[x])
+}
+
+/// `x op other` where other may be a tensor or a Python number. `reflected`
+/// means the Python expression was `other op x`.
+fn arith(py: Python<'_>, x: &Tensor, other: &Bound<'_, PyAny>, op: BinaryOp, reflected: bool) -> PyResult<Option<PyTensor>> {
+    let Some(other) = operand(other)? else { return Ok(None) };
+    let result = match other {
+        Operand::Tensor(t) if reflected => run_op(py, Op::Binary(op), &[&t, x]),
+        Operand::Tensor(t) => run_op(py, Op::Binary(op), &[x, &t]),
+        Operand::Scalar(s) => {
+            let scalar_op = match (op, reflected) {
+                (BinaryOp::Add, _) => ScalarOp::Add,
+                (BinaryOp::Mul, _) => ScalarOp::Mul,
+                (BinaryOp::Sub, false) => ScalarOp::Sub,
+                (BinaryOp::Sub, true) => ScalarOp::RSub,
+                (BinaryOp::Div, false) => ScalarOp::Div,
+                (BinaryOp::Div, true) => ScalarOp::RDiv,
+                (BinaryOp::Maximum, _) => ScalarOp::Max,
+                (BinaryOp::Minimum, _) => ScalarOp::Min,
+            };
+            run_op(py, Op::Scalar(scalar_op, s), &[x])
+        }
+    };
+    result.map(Some)
+}
+
+fn pow(py: Python<'_>, x: &Tensor, other: &Bound<'_, PyAny>, reflected: bool) -> PyResult<Option<PyTensor>> {
+    match operand(other)? {
+        None => Ok(None),
+        Some(Operand::Scalar(s)) => {
+            let op = if reflected { ScalarOp::RPow } else { ScalarOp::Pow };
+            run_op(py, Op::Scalar(op, s), &[x]).map(Some)
+        }
+        Some(Operand::Tensor(t)) if t.numel() == 1 && !t.requires_grad() && !reflected => {
+            let s = t.to_f64_vec()[0];
+            run_op(py, Op::Scalar(ScalarOp::Pow, s), &[x]).map(Some)
+        }
+        Some(Operand::Tensor(t)) => Err(Error::InvalidArgument(format!(
+            "pow: the exponent must be a Python number (or a one-element tensor that does not require grad); \
+             got a tensor of shape {}",
+            fmt_shape(t.shape())
+        ))
+        .into()),
+    }
+}
+
+fn dims_arg(dim: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<isize>>> {
+    match dim {
+        None => Ok(None),
+        Some(d) if d.is_none() => Ok(None),
+        Some(d) => match d.extract::<isize>() {
+            Ok(single) => Ok(Some(vec![single])),
+            Err(_) => Ok(Some(d.extract::<Vec<isize>>()?)),
+        },
+    }
+}
+
+/// A value to write with `fill_`/`__setitem__`: a number or a tensor.
+fn value_tensor(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<Tensor> {
+    match operand(value)? {
+        Some(Operand::Tensor(t)) => Ok(t),
+        Some(Operand::Scalar(s)) => Ok(Tensor::scalar(s, dtype)),
+        None => Err(Error::InvalidArgument(format!("cannot assign a value of type {} to a tensor", convert::repr(&value.get_type().into_any()))).into()),
+    }
+}
+
+#[pymethods]
+impl PyTensor {
+    /// Tensors are made with `rustgrad.tensor(...)` and the other creation functions.
+    #[new]
+    #[pyo3(signature = (*args, **_kwargs))]
+    fn py_new(py: Python<'_>, args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let data = if args.len() == 1 { args.get_item(0)? } else { args.clone().into_any() };
+        let t = py.import("rustgrad")?.getattr("tensor")?.call1((data,))?;
+        Ok(PyTensor::wrap(t.cast::<PyTensor>()?.get().inner.clone()))
+    }
+
+    // ----- attributes -----
+
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.inner.shape())
+    }
+
+    #[pyo3(signature = (dim=None))]
+    fn size<'py>(&self, py: Python<'py>, dim: Option<isize>) -> PyResult<Bound<'py, PyAny>> {
+        match dim {
+            None => Ok(PyTuple::new(py, self.inner.shape())?.into_any()),
+            Some(d) => {
+                let d = crate::shape::normalize_dim("size", d, self.inner.rank())?;
+                Ok(self.inner.shape()[d].into_pyobject(py)?.into_any())
+            }
+        }
+    }
+
+    fn dim(&self) -> usize {
+        self.inner.rank()
+    }
+
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.inner.rank()
+    }
+
+    fn numel(&self) -> usize {
+        self.inner.numel()
+    }
+
+    fn nelement(&self) -> usize {
+        self.inner.numel()
+    }
+
+    #[getter]
+    fn dtype(&self, py: Python<'_>) -> PyResult<Py<convert::PyDType>> {
+        dtype_object(py, self.inner.dtype())
+    }
+
+    #[getter]
+    fn device(&self, py: Python<'_>) -> PyResult<Py<convert::PyDevice>> {
+        cpu_device(py)
+    }
+
+    #[getter]
+    fn is_cuda(&self) -> bool {
+        false
+    }
+
+    fn is_floating_point(&self) -> bool {
+        self.inner.dtype().is_float()
+    }
+
+    fn is_contiguous(&self) -> bool {
+        self.inner.is_contiguous()
+    }
+
+    #[getter]
+    fn get_requires_grad(&self) -> bool {
+        self.inner.requires_grad()
+    }
+
+    #[setter]
+    fn set_requires_grad(&self, value: bool) -> PyResult<()> {
+        self.check_can_require_grad(value)?;
+        self.inner.set_requires_grad(value);
+        Ok(())
+    }
+
+    #[pyo3(signature = (requires_grad=true))]
+    fn requires_grad_(slf: Bound<'_, Self>, requires_grad: bool) -> PyResult<Bound<'_, Self>> {
+        slf.get().set_requires_grad(requires_grad)?;
+        Ok(slf)
+    }
+
+    #[getter]
+    fn get_grad(&self) -> Option<PyTensor> {
+        self.inner.grad().map(PyTensor::wrap)
+    }
+
+    #[setter]
+    fn set_grad(&self, grad: Option<&Bound<'_, PyTensor>>) -> PyResult<()> {
+        match grad {
+            None => self.inner.set_grad(None),
+            Some(g) => {
+                let g = g.get().inner.clone();
+                if g.shape() != self.inner.shape() || g.dtype() != self.inner.dtype() {
+                    return Err(Error::Gradient(format!(
+                        "assigned grad has data of a different type or size: got a {} tensor of shape {}, \
+                         expected {} {}",
+                        g.dtype().name(),
+                        fmt_shape(g.shape()),
+                        self.inner.dtype().name(),
+                        fmt_shape(self.inner.shape())
+                    ))
+                    .into());
+                }
+                self.inner.set_grad(Some(g));
+            }
+        }
+        Ok(())
+    }
+
+    #[getter]
+    fn grad_fn(&self) -> Option<PyNode> {
+        self.inner.grad_fn().map(PyNode::wrap)
+    }
+
+    #[getter]
+    fn is_leaf(&self) -> bool {
+        self.inner.is_leaf()
+    }
+
+    #[getter]
+    fn _version(&self) -> u64 {
+        self.inner.version()
+    }
+
+    /// The same data, detached from the graph (as `Tensor.data` in PyTorch).
+    #[getter]
+    fn data(&self) -> PyTensor {
+        PyTensor::wrap(self.inner.alias())
+    }
+
+    #[getter(T)]
+    fn transposed(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        match self.inner.rank() {
+            0 | 1 => Ok(PyTensor::wrap(self.alias_with_history())),
+            2 => run_op(py, Op::Transpose(0, 1), &[&self.inner]),
+            r => Err(Error::Shape(format!(
+                "T: only defined for tensors of up to 2 dimensions (got {r}); use .transpose(d0, d1)"
+            ))
+            .into()),
+        }
+    }
+
+    // ----- shape and matmul -----
+
+    fn mm(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<PyTensor> {
+        run_op(py, Op::MatMul { transpose_a: false, transpose_b: false }, &[&self.inner, &other.get().inner])
+    }
+
+    fn matmul(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<PyTensor> {
+        matmul_any(py, &self.inner, &other.get().inner)
+    }
+
+    fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        match operand(other)? {
+            Some(Operand::Tensor(t)) => matmul_any(py, &self.inner, &t).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    fn __rmatmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        match operand(other)? {
+            Some(Operand::Tensor(t)) => matmul_any(py, &t, &self.inner).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    fn t(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        if self.inner.rank() > 2 {
+            return Err(Error::Shape(format!(
+                "t() expects a tensor with <= 2 dimensions, but self is {}D",
+                self.inner.rank()
+            ))
+            .into());
+        }
+        self.transposed(py)
+    }
+
+    fn transpose(&self, py: Python<'_>, dim0: isize, dim1: isize) -> PyResult<PyTensor> {
+        run_op(py, Op::Transpose(dim0, dim1), &[&self.inner])
+    }
+
+    #[pyo3(signature = (*shape))]
+    fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+        run_op(py, Op::Reshape(shape_args(shape)?), &[&self.inner])
+    }
+
+    #[pyo3(signature = (*shape))]
+    fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+        if !self.inner.is_contiguous() {
+            return Err(Error::Shape(
+                "view size is not compatible with input tensor's size and stride; use .reshape(...) instead".into(),
+            )
+            .into());
+        }
+        self.reshape(py, shape)
+    }
+
+    fn flatten(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        run_op(py, Op::Reshape(vec![-1]), &[&self.inner])
+    }
+
+    fn unsqueeze(&self, py: Python<'_>, dim: isize) -> PyResult<PyTensor> {
+        let rank = self.inner.rank();
+        let d = crate::shape::normalize_dim("unsqueeze", dim, rank + 1)?;
+        let mut shape: Vec<isize> = self.inner.shape().iter().map(|&s| s as isize).collect();
+        shape.insert(d, 1);
+        run_op(py, Op::Reshape(shape), &[&self.inner])
+    }
+
+    #[pyo3(signature = (dim=None))]
+    fn squeeze(&self, py: Python<'_>, dim: Option<isize>) -> PyResult<PyTensor> {
+        let shape = self.inner.shape();
+        let keep: Vec<isize> = match dim {
+            None => shape.iter().filter(|&&s| s != 1).map(|&s| s as isize).collect(),
+            Some(d) => {
+                let d = crate::shape::normalize_dim("squeeze", d, self.inner.rank())?;
+                shape.iter().enumerate().filter(|&(i, &s)| i != d || s != 1).map(|(_, &s)| s as isize).collect()
+            }
+        };
+        run_op(py, Op::Reshape(keep), &[&self.inner])
+    }
+
+    fn contiguous(&self) -> PyResult<PyTensor> {
+        Ok(PyTensor::wrap(self.alias_with_history()))
+    }
+
+    // ----- math -----
+
+    #[pyo3(signature = (min=None, max=None))]
+    fn clamp(&self, py: Python<'_>, min: Option<f64>, max: Option<f64>) -> PyResult<PyTensor> {
+        run_op(py, Op::Clamp { min, max }, &[&self.inner])
+    }
+
+    #[pyo3(signature = (min=None, max=None))]
+    fn clip(&self, py: Python<'_>, min: Option<f64>, max: Option<f64>) -> PyResult<PyTensor> {
+        self.clamp(py, min, max)
+    }
+
+    fn relu(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        unary(py, &self.inner, UnaryOp::Relu)
+    }
+
+    fn exp(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        unary(py, &self.inner, UnaryOp::Exp)
+    }
+
+    fn log(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        unary(py, &self.inner, UnaryOp::Log)
+    }
+
+    fn sqrt(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        unary(py, &self.inner, UnaryOp::Sqrt)
+    }
+
+    fn tanh(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        unary(py, &self.inner, UnaryOp::Tanh)
+    }
+
+    fn sigmoid(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        unary(py, &self.inner, UnaryOp::Sigmoid)
+    }
+
+    fn abs(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        unary(py, &self.inner, UnaryOp::Abs)
+    }
+
+    fn neg(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        unary(py, &self.inner, UnaryOp::Neg)
+    }
+
+    fn sign(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        unary(py, &self.inner, UnaryOp::Sign)
+    }
+
+    fn square(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        unary(py, &self.inner, UnaryOp::Square)
+    }
+
+    fn __neg__(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        unary(py, &self.inner, UnaryOp::Neg)
+    }
+
+    fn __abs__(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        unary(py, &self.inner, UnaryOp::Abs)
+    }
+
+    fn __pos__(&self) -> PyTensor {
+        PyTensor::wrap(self.inner.clone())
+    }
+
+    fn pow(&self, py: Python<'_>, exponent: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        pow(py, &self.inner, exponent, false)?
+            .ok_or_else(|| Error::InvalidArgument("pow: the exponent must be a number".into()).into())
+    }
+
+    fn __pow__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, _modulo: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        pow(py, &self.inner, other, false)
+    }
+
+    fn __rpow__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, _modulo: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        pow(py, &self.inner, other, true)
+    }
+
+    fn __add__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        arith(py, &self.inner, other, BinaryOp::Add, false)
+    }
+
+    fn __radd__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        arith(py, &self.inner, other, BinaryOp::Add, true)
+    }
+
+    fn __sub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        arith(py, &self.inner, other, BinaryOp::Sub, false)
+    }
+
+    fn __rsub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        arith(py, &self.inner, other, BinaryOp::Sub, true)
+    }
+
+    fn __mul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        arith(py, &self.inner, other, BinaryOp::Mul, false)
+    }
+
+    fn __rmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        arith(py, &self.inner, other, BinaryOp::Mul, true)
+    }
+
+    fn __truediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        arith(py, &self.inner, other, BinaryOp::Div, false)
+    }
+
+    fn __rtruediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+        arith(py, &self.inner, other, BinaryOp::Div, true)
+    }
+
+    fn add(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        required(arith(py, &self.inner, other, BinaryOp::Add, false)?, "add")
+    }
+
+    fn sub(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        required(arith(py, &self.inner, other, BinaryOp::Sub, false)?, "sub")
+    }
+
+    fn mul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        required(arith(py, &self.inner, other, BinaryOp::Mul, false)?, "mul")
+    }
+
+    fn div(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        required(arith(py, &self.inner, other, BinaryOp::Div, false)?, "div")
+    }
+
+    fn maximum(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        required(arith(py, &self.inner, other, BinaryOp::Maximum, false)?, "maximum")
+    }
+
+    fn minimum(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        required(arith(py, &self.inner, other, BinaryOp::Minimum, false)?, "minimum")
+    }
+
+    // ----- reductions -----
+
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn sum(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+        run_op(py, Op::Sum { dims: dims_arg(dim)?, keepdim }, &[&self.inner])
+    }
+
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn mean(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+        run_op(py, Op::Mean { dims: dims_arg(dim)?, keepdim }, &[&self.inner])
+    }
+
+    // ----- comparisons -----
+
+    fn __richcmp__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, op: CompareOp) -> PyResult<Option<PyTensor>> {
+        let cmp = match op {
+            CompareOp::Lt => CmpOp::Lt,
+            CompareOp::Le => CmpOp::Le,
+            CompareOp::Gt => CmpOp::Gt,
+            CompareOp::Ge => CmpOp::Ge,
+            CompareOp::Eq => CmpOp::Eq,
+            CompareOp::Ne => CmpOp::Ne,
+        };
+        let other = match operand(other)? {
+            None => return Ok(None),
+            Some(Operand::Tensor(t)) => t,
+            Some(Operand::Scalar(s)) => Tensor::scalar(s, self.inner.dtype()),
+        };
+        run_op(py, Op::Compare(cmp), &[&self.inner, &other]).map(Some)
+    }
+
+    fn __hash__(slf: &Bound<'_, Self>) -> isize {
+        slf.as_ptr() as isize
+    }
+
+    // ----- conversion -----
+
+    fn item(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if self.inner.numel() != 1 {
+            return Err(Error::Shape(format!(
+                "a Tensor with {} elements cannot be converted to Scalar; use .tolist() or index one element first",
+                self.inner.numel()
+            ))
+            .into());
+        }
+        let value = self.inner.to_f64_vec()[0];
+        Ok(match self.inner.dtype() {
+            DType::Bool => (value != 0.0).into_pyobject(py)?.to_owned().into_any().unbind(),
+            _ => value.into_pyobject(py)?.into_any().unbind(),
+        })
+    }
+
+    fn tolist(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(convert::tensor_to_numpy(py, &self.inner)?.call_method0("tolist")?.unbind())
+    }
+
+    fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if self.inner.requires_grad() {
+            return Err(Error::Gradient(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.".into(),
+            )
+            .into());
+        }
+        convert::tensor_to_numpy(py, &self.inner)
+    }
+
+    #[pyo3(signature = (dtype=None, copy=None))]
+    fn __array__<'py>(&self, py: Python<'py>, dtype: Option<&Bound<'py, PyAny>>, copy: Option<bool>) -> PyResult<Bound<'py, PyAny>> {
+        let _ = copy;
+        let array = convert::tensor_to_numpy(py, &self.inner)?;
+        match dtype {
+            Some(d) if !d.is_none() => array.call_method1("astype", (d,)),
+            _ => Ok(array),
+        }
+    }
+
+    fn clone(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        run_op(py, Op::Copy, &[&self.inner])
+    }
+
+    fn detach(&self) -> PyTensor {
+        PyTensor::wrap(self.inner.alias())
+    }
+
+    fn detach_(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf.get().inner.set_history(None, 0);
+        slf.get().inner.set_requires_grad(false);
+        slf
+    }
+
+    #[pyo3(signature = (*args, **kwargs))]
+    fn to(&self, py: Python<'_>, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, pyo3::types::PyDict>>) -> PyResult<PyTensor> {
+        let mut dtype = None;
+        let mut candidates: Vec<Bound<'_, PyAny>> = args.iter().collect();
+        if let Some(kw) = kwargs {
+            for key in ["dtype", "device"] {
+                if let Some(v) = kw.get_item(key)? {
+                    candidates.push(v);
+                }
+            }
+        }
+        for arg in candidates {
+            if arg.is_none() {
+                continue;
+            }
+            if arg.cast::<convert::PyDType>().is_ok() {
+                dtype = Some(convert::parse_dtype(&arg)?);
+            } else if arg.cast::<convert::PyDevice>().is_ok() || arg.extract::<String>().is_ok() {
+                match convert::parse_dtype(&arg) {
+                    Ok(d) if arg.extract::<String>().is_ok() => dtype = Some(d),
+                    _ => convert::check_device(Some(&arg))?,
+                }
+            } else if let Ok(t) = arg.cast::<PyTensor>() {
+                dtype = Some(t.get().inner.dtype());
+            } else {
+                dtype = Some(convert::parse_dtype(&arg)?);
+            }
+        }
+        match dtype {
+            Some(d) if d != self.inner.dtype() => run_op(py, Op::Cast(d), &[&self.inner]),
+            _ => Ok(PyTensor::wrap(self.inner.clone())),
+        }
+    }
+
+    fn float(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        self.cast_to(py, DType::F32)
+    }
+
+    fn double(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        self.cast_to(py, DType::F64)
+    }
+
+    fn bool(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        self.cast_to(py, DType::Bool)
+    }
+
+    fn cpu(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    // ----- in place -----
+
+    fn zero_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        slf.get().fill_in_place(0.0)?;
+        Ok(slf)
+    }
+
+    fn fill_<'py>(slf: Bound<'py, Self>, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        let v = match operand(value)? {
+            Some(Operand::Scalar(s)) => s,
+            Some(Operand::Tensor(t)) if t.numel() == 1 => t.to_f64_vec()[0],
+            _ => return Err(Error::InvalidArgument("fill_: the value must be a number or a one-element tensor".into()).into()),
+        };
+        slf.get().fill_in_place(v)?;
+        Ok(slf)
+    }
+
+    #[pyo3(signature = (other, alpha=None))]
+    fn add_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>, alpha: Option<f64>) -> PyResult<Bound<'py, Self>> {
+        let py = slf.py();
+        match alpha {
+            None => slf.get().in_place(py, other, BinaryOp::Add)?,
+            Some(a) => {
+                let scaled = required(arith(py, &value_tensor(other, slf.get().inner.dtype())?, &a.into_pyobject(py)?.into_any(), BinaryOp::Mul, false)?, "add_")?;
+                slf.get().in_place(py, &Bound::new(py, scaled)?.into_any(), BinaryOp::Add)?
+            }
+        }
+        Ok(slf)
+    }
+
+    fn sub_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        slf.get().in_place(slf.py(), other, BinaryOp::Sub)?;
+        Ok(slf)
+    }
+
+    fn mul_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        slf.get().in_place(slf.py(), other, BinaryOp::Mul)?;
+        Ok(slf)
+    }
+
+    fn div_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        slf.get().in_place(slf.py(), other, BinaryOp::Div)?;
+        Ok(slf)
+    }
+
+    #[pyo3(signature = (min=None, max=None))]
+    fn clamp_(slf: Bound<'_, Self>, min: Option<f64>, max: Option<f64>) -> PyResult<Bound<'_, Self>> {
+        let t = &slf.get().inner;
+        guard(|| Ok(record::apply_in_place(t, Op::Clamp { min, max }, &[], "clamp_")?))?;
+        Ok(slf)
+    }
+
+    fn copy_<'py>(slf: Bound<'py, Self>, src: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        let t = &slf.get().inner;
+        let value = value_tensor(src, t.dtype())?;
+        guard(|| Ok(record::index_fill_in_place(t, t, &value)?))?;
+        Ok(slf)
+    }
+
+    fn __iadd__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.in_place(py, other, BinaryOp::Add)
+    }
+
+    fn __isub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.in_place(py, other, BinaryOp::Sub)
+    }
+
+    fn __imul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.in_place(py, other, BinaryOp::Mul)
+    }
+
+    fn __itruediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.in_place(py, other, BinaryOp::Div)
+    }
+
+    // ----- indexing -----
+
+    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        match index_key(key, self.inner.rank())? {
+            IndexKey::Mask(mask) => run_op(py, Op::MaskedSelect, &[&self.inner, &mask]),
+            IndexKey::Items(items) => run_op(py, Op::Index(items), &[&self.inner]),
+        }
+    }
+
+    fn __setitem__(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let value = value_tensor(value, self.inner.dtype())?;
+        guard(|| match index_key(key, self.inner.rank())? {
+            IndexKey::Mask(mask) => Ok(record::masked_fill_in_place(&self.inner, &mask, &value)?),
+            IndexKey::Items(items) => {
+                let region = forward::index(&self.inner, &items)?;
+                Ok(record::index_fill_in_place(&self.inner, &region, &value)?)
+            }
+        })
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        self.inner.shape().first().copied().ok_or_else(|| {
+            pyo3::exceptions::PyTypeError::new_err("len() of a 0-d tensor")
+        })
+    }
+
+    fn __iter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let n = slf.get().__len__()?;
+        let rows = (0..n)
+            .map(|i| slf.get().__getitem__(py, &i.into_pyobject(py)?.into_any()))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, rows)?.call_method0("__iter__")
+    }
+
+    fn __bool__(&self) -> PyResult<bool> {
+        if self.inner.numel() != 1 {
+            return Err(Error::Shape(format!(
+                "Boolean value of Tensor with {} values is ambiguous; use .any() style reductions or .item()",
+                self.inner.numel()
+            ))
+            .into());
+        }
+        Ok(self.inner.to_f64_vec()[0] != 0.0)
+    }
+
+    fn __float__(&self) -> PyResult<f64> {
+        if self.inner.numel() != 1 {
+            return Err(Error::Shape(format!(
+                "a Tensor with {} elements cannot be converted to Scalar",
+                self.inner.numel()
+            ))
+            .into());
+        }
+        Ok(self.inner.to_f64_vec()[0])
+    }
+
+    fn __int__(&self) -> PyResult<i64> {
+        Ok(self.__float__()? as i64)
+    }
+
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        slf.py().import("rustgrad._repr")?.getattr("tensor_repr")?.call1((slf,))?.extract()
+    }
+
+    // ----- autograd -----
+
+    #[pyo3(signature = (gradient=None, retain_graph=None, create_graph=false, inputs=None))]
+    fn backward(
+        &self,
+        py: Python<'_>,
+        gradient: Option<&Bound<'_, PyAny>>,
+        retain_graph: Option<bool>,
+        create_graph: bool,
+        inputs: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        if create_graph {
+            return Err(Error::Gradient(
+                "backward(create_graph=True): higher-order gradients are not supported by rustgrad yet".into(),
+            )
+            .into());
+        }
+        if inputs.is_some_and(|i| !i.is_none()) {
+            return Err(Error::Gradient(
+                "backward(inputs=...) is not supported; use rustgrad.autograd.grad(outputs, inputs)".into(),
+            )
+            .into());
+        }
+        let grad = match gradient {
+            Some(g) if !g.is_none() => Some(value_tensor(g, self.inner.dtype())?),
+            _ => None,
+        };
+        run_backward_py(py, vec![self.inner.clone()], vec![grad], retain_graph.unwrap_or(false))
+    }
+
+    fn retain_grad(&self) -> PyResult<()> {
+        Err(Error::Gradient(
+            "retain_grad() is not supported; use rustgrad.autograd.grad(output, [tensor]) to get a non-leaf gradient".into(),
+        )
+        .into())
+    }
+}
+
+fn required(v: Option<PyTensor>, op: &str) -> PyResult<PyTensor> {
+    v.ok_or_else(|| Error::InvalidArgument(format!("{op}: the other operand must be a tensor or a number")).into())
+}
+
+/// torch.matmul for 1-D and 2-D operands (vectors are promoted and the extra dim dropped).
+pub fn matmul_any(py: Python<'_>, a: &Tensor, b: &Tensor) -> PyResult<PyTensor> {
+    let mm = Op::MatMul { transpose_a: false, transpose_b: false };
+    match (a.rank(), b.rank()) {
+        (2, 2) => run_op(py, mm, &[a, b]),
+        (1, 1) | (1, 2) | (2, 1) => {
+            let a2 = if a.rank() == 1 { run_op(py, Op::Reshape(vec![1, -1]), &[a])?.inner } else { a.clone() };
+            let b2 = if b.rank() == 1 { run_op(py, Op::Reshape(vec![-1, 1]), &[b])?.inner } else { b.clone() };
+            let product = run_op(py, mm, &[&a2, &b2])?.inner;
+            let shape: Vec<isize> = match (a.rank(), b.rank()) {
+                (1, 1) => vec![],
+                (1, _) => vec![-1],
+                _ => vec![-1],
+            };
+            run_op(py, Op::Reshape(shape), &[&product])
+        }
+        _ => Err(Error::Shape(format!(
+            "matmul: only 1-D and 2-D operands are supported, got shapes {} and {}",
+            fmt_shape(a.shape()),
+            fmt_shape(b.shape())
+        ))
+        .into()),
+    }
+}
+
+impl PyTensor {
+    fn check_can_require_grad(&self, value: bool) -> PyResult<()> {
+        if value && !self.inner.dtype().is_float() {
+            return Err(Error::Gradient(format!(
+                "only Tensors of floating point dtype can require gradients (this one is {})",
+                self.inner.dtype().name()
+            ))
+            .into());
+        }
+        if !value && !self.inner.is_leaf() {
+            return Err(Error::Gradient(
+                "you can only change requires_grad flags of leaf variables; use .detach() to get a tensor without history".into(),
+            )
+            .into());
+        }
+        Ok(())
+    }
+
+    /// A new handle on the same data that keeps this tensor's history.
+    fn alias_with_history(&self) -> Tensor {
+        self.inner.clone()
+    }
+
+    fn cast_to(&self, py: Python<'_>, dtype: DType) -> PyResult<PyTensor> {
+        if dtype == self.inner.dtype() {
+            return Ok(PyTensor::wrap(self.inner.clone()));
+        }
+        run_op(py, Op::Cast(dtype), &[&self.inner])
+    }
+
+    fn fill_in_place(&self, value: f64) -> PyResult<()> {
+        let t = &self.inner;
+        guard(|| {
+            if crate::autograd::grad_mode::is_enabled() && t.requires_grad() {
+                let filler = Tensor::scalar(value, t.dtype());
+                return Ok(record::index_fill_in_place(t, t, &filler)?);
+            }
+            Ok(forward::fill(t, value)?)
+        })
+    }
+
+    fn in_place(&self, py: Python<'_>, other: &Bound<'_, PyAny>, op: BinaryOp) -> PyResult<()> {
+        let Some(other) = operand(other)? else {
+            return Err(Error::InvalidArgument(format!("{}_: the other operand must be a tensor or a number", op.name())).into());
+        };
+        let t = &self.inner;
+        let name = format!("{}_", op.name());
+        guard(|| {
+            let recording = record::should_record(&[t]) || matches!(&other, Operand::Tensor(o) if record::should_record(&[o]));
+            match other {
+                // The optimiser's hot path: w -= lr * grad under no_grad.
+                Operand::Tensor(o) if !recording && op == BinaryOp::Add => Ok(forward::add_in_place(t, &o, 1.0)?),
+                Operand::Tensor(o) if !recording && op == BinaryOp::Sub => Ok(forward::add_in_place(t, &o, -1.0)?),
+                Operand::Tensor(o) => {
+                    let big = t.numel() >= GIL_RELEASE_MIN_ELEMENTS;
+                    let run = || record::apply_in_place(t, Op::Binary(op), &[&o], &name);
+                    Ok(if big { py.detach(run) } else { run() }?)
+                }
+                Operand::Scalar(s) if !recording => {
+                    let scalar_op = match op {
+                        BinaryOp::Add => ScalarOp::Add,
+                        BinaryOp::Sub => ScalarOp::Sub,
+                        BinaryOp::Mul => ScalarOp::Mul,
+                        BinaryOp::Div => ScalarOp::Div,
+                        BinaryOp::Maximum => ScalarOp::Max,
+                        BinaryOp::Minimum => ScalarOp::Min,
+                    };
+                    Ok(forward::update_in_place(t, scalar_op, s)?)
+                }
+                Operand::Scalar(s) => {
+                    let s = Tensor::scalar(s, t.dtype());
+                    Ok(record::apply_in_place(t, Op::Binary(op), &[&s], &name)?)
+                }
+            }
+        })
+    }
+}
+
+/// `rustgrad.matmul(a, b)`.
+#[pyfunction]
+pub fn _matmul(py: Python<'_>, a: &Bound<'_, PyTensor>, b: &Bound<'_, PyTensor>) -> PyResult<PyTensor> {
+    matmul_any(py, &a.get().inner, &b.get().inner)
+}
+
+/// `rustgrad.where(condition, x, y)`.
+#[pyfunction]
+pub fn _where(py: Python<'_>, condition: &Bound<'_, PyAny>, x: &Bound<'_, PyAny>, y: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    let cond = match operand(condition)? {
+        Some(Operand::Tensor(t)) => t,
+        _ => return Err(Error::InvalidArgument("where: the condition must be a bool tensor".into()).into()),
+    };
+    let as_tensor = |v: &Bound<'_, PyAny>, like: DType| value_tensor(v, like);
+    let dtype = [x, y]
+        .iter()
+        .find_map(|v| v.cast::<PyTensor>().ok().map(|t| t.get().inner.dtype()))
+        .unwrap_or(DType::F32);
+    let (x, y) = (as_tensor(x, dtype)?, as_tensor(y, dtype)?);
+    run_op(py, Op::Where, &[&cond, &x, &y])
+}

@@ -1,0 +1,254 @@
+//! Derivative rules, written once for both modes.
+//!
+//! A rule turns the gradient of an op's output into gradients of its inputs by
+//! emitting more ops through a `Differentiator`. The eager tape's
+//! differentiator evaluates those ops at once; the static graph's adds them as
+//! new graph nodes. So `gradients()` in a static graph and `backward()` on an
+//! eager tensor are the same code.
+
+use crate::error::{Error, Result};
+use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
+use crate::op::Op;
+
+pub trait Differentiator {
+    type Value: Clone;
+    /// Emits `op` applied to `inputs` and returns its output.
+    fn apply(&mut self, op: Op, inputs: &[&Self::Value]) -> Result<Self::Value>;
+}
+
+/// What the rule for one op needs: its inputs, its output and the output's gradient.
+pub struct RuleArgs<'a, V> {
+    pub inputs: &'a [V],
+    pub output: &'a V,
+    pub grad: &'a V,
+    /// `needs[i]` is false when nothing wants the gradient of input i; the rule skips it.
+    pub needs: &'a [bool],
+}
+
+/// Which values the rule of `op` reads, so the eager tape saves only those.
+pub struct Saves {
+    pub inputs: bool,
+    pub output: bool,
+}
+
+pub fn saves(op: &Op) -> Saves {
+    let (inputs, output) = match op {
+        Op::Unary(UnaryOp::Exp | UnaryOp::Sqrt | UnaryOp::Tanh | UnaryOp::Sigmoid) => (false, true),
+        Op::Scalar(ScalarOp::RDiv | ScalarOp::RPow, _) => (true, true),
+        Op::Binary(BinaryOp::Div) => (true, true),
+        _ => (true, false),
+    };
+    Saves { inputs, output }
+}
+
+/// Gradients for each input of `op` (None where not needed or not differentiable).
+pub fn vjp<D: Differentiator>(d: &mut D, op: &Op, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+    let g = a.grad;
+    let x = |i: usize| -> Result<&D::Value> {
+        a.inputs.get(i).ok_or_else(|| Error::Gradient(format!("{}: rule is missing input {i}", op.name())))
+    };
+    let need = |i: usize| a.needs.get(i).copied().unwrap_or(false);
+    let one = |v: Option<D::Value>| Ok(vec![v]);
+    match op {
+        Op::Unary(u) => one(Some(unary_rule(d, *u, x(0)?, a.output, g)?)),
+        Op::Scalar(s, v) => one(Some(scalar_rule(d, *s, *v, x(0)?, a.output, g)?)),
+        Op::Clamp { min, max } => one(Some(d.apply(Op::ClampBackward { min: *min, max: *max }, &[g, x(0)?])?)),
+        Op::Binary(b) => binary_rule(d, *b, x(0)?, x(1)?, a.output, g, [need(0), need(1)]),
+        Op::Compare(_) => Ok(vec![None, None]),
+        Op::Where => {
+            let zeros = d.apply(Op::FullLike(0.0), &[g])?;
+            let gx = if need(1) {
+                let picked = d.apply(Op::Where, &[x(0)?, g, &zeros])?;
+                Some(sum_to(d, picked, x(1)?)?)
+            } else {
+                None
+            };
+            let gy = if need(2) {
+                let picked = d.apply(Op::Where, &[x(0)?, &zeros, g])?;
+                Some(sum_to(d, picked, x(2)?)?)
+            } else {
+                None
+            };
+            Ok(vec![None, gx, gy])
+        }
+        Op::MatMul { transpose_a, transpose_b } => matmul_rule(d, *transpose_a, *transpose_b, x(0)?, x(1)?, g, [need(0), need(1)]),
+        Op::Sum { dims, keepdim } | Op::Mean { dims, keepdim } => {
+            let mean = matches!(op, Op::Mean { .. });
+            one(Some(d.apply(Op::ExpandReduced { dims: dims.clone(), keepdim: *keepdim, mean }, &[g, x(0)?])?))
+        }
+        Op::Reshape(_) => one(Some(d.apply(Op::ReshapeLike, &[g, x(0)?])?)),
+        Op::Transpose(d0, d1) => one(Some(d.apply(Op::Transpose(*d0, *d1), &[g])?)),
+        Op::Index(items) => one(Some(d.apply(Op::IndexBackward(items.clone()), &[g, x(0)?])?)),
+        Op::MaskedSelect => Ok(vec![Some(d.apply(Op::MaskedScatter, &[g, x(1)?, x(0)?])?), None]),
+        Op::Cast(_) => one(Some(d.apply(Op::SumToLike, &[g, x(0)?])?)),
+        Op::SumToLike => {
+            let spread = d.apply(Op::BroadcastLike, &[g, x(0)?])?;
+            Ok(vec![Some(d.apply(Op::SumToLike, &[&spread, x(0)?])?), None])
+        }
+        Op::Copy => one(Some(g.clone())),
+        Op::StopGradient => one(None),
+        Op::BroadcastLike => Ok(vec![Some(sum_to(d, g.clone(), x(0)?)?), None]),
+        Op::ReshapeLike => Ok(vec![Some(d.apply(Op::ReshapeLike, &[g, x(0)?])?), None]),
+        Op::ReluBackward => Ok(vec![Some(d.apply(Op::ReluBackward, &[g, x(1)?])?), None]),
+        Op::ClampBackward { min, max } => {
+            Ok(vec![Some(d.apply(Op::ClampBackward { min: *min, max: *max }, &[g, x(1)?])?), None])
+        }
+        Op::FullLike(_) => Ok(vec![None]),
+        Op::ExpandReduced { .. } | Op::IndexBackward(_) | Op::MaskedScatter | Op::Custom(_) => Err(Error::Gradient(format!(
+            "{}: differentiating this op is not supported (no double backward through it)",
+            op.backward_name()
+        ))),
+    }
+}
+
+fn sum_to<D: Differentiator>(d: &mut D, g: D::Value, like: &D::Value) -> Result<D::Value> {
+    d.apply(Op::SumToLike, &[&g, like])
+}
+
+fn unary_rule<D: Differentiator>(d: &mut D, u: UnaryOp, x: &D::Value, out: &D::Value, g: &D::Value) -> Result<D::Value> {
+    let mul = |d: &mut D, a: &D::Value, b: &D::Value| d.apply(Op::Binary(BinaryOp::Mul), &[a, b]);
+    match u {
+        UnaryOp::Neg => d.apply(Op::Unary(UnaryOp::Neg), &[g]),
+        UnaryOp::Abs => {
+            let sign = d.apply(Op::Unary(UnaryOp::Sign), &[x])?;
+            mul(d, g, &sign)
+        }
+        UnaryOp::Exp => mul(d, g, out),
+        UnaryOp::Log => d.apply(Op::Binary(BinaryOp::Div), &[g, x]),
+        UnaryOp::Sqrt => {
+            let half = d.apply(Op::Scalar(ScalarOp::Mul, 0.5), &[g])?;
+            d.apply(Op::Binary(BinaryOp::Div), &[&half, out])
+        }
+        UnaryOp::Tanh => {
+            let sq = d.apply(Op::Unary(UnaryOp::Square), &[out])?;
+            let one_minus = d.apply(Op::Scalar(ScalarOp::RSub, 1.0), &[&sq])?;
+            mul(d, g, &one_minus)
+        }
+        UnaryOp::Sigmoid => {
+            let one_minus = d.apply(Op::Scalar(ScalarOp::RSub, 1.0), &[out])?;
+            let slope = mul(d, out, &one_minus)?;
+            mul(d, g, &slope)
+        }
+        UnaryOp::Relu => d.apply(Op::ReluBackward, &[g, x]),
+        UnaryOp::Sign => d.apply(Op::FullLike(0.0), &[g]),
+        UnaryOp::Square => {
+            let twice = d.apply(Op::Scalar(ScalarOp::Mul, 2.0), &[x])?;
+            mul(d, g, &twice)
+        }
+    }
+}
+
+fn scalar_rule<D: Differentiator>(d: &mut D, s: ScalarOp, v: f64, x: &D::Value, out: &D::Value, g: &D::Value) -> Result<D::Value> {
+    let mul = |d: &mut D, a: &D::Value, b: &D::Value| d.apply(Op::Binary(BinaryOp::Mul), &[a, b]);
+    match s {
+        ScalarOp::Add | ScalarOp::Sub => Ok(g.clone()),
+        ScalarOp::RSub => d.apply(Op::Unary(UnaryOp::Neg), &[g]),
+        ScalarOp::Mul => d.apply(Op::Scalar(ScalarOp::Mul, v), &[g]),
+        ScalarOp::Div => d.apply(Op::Scalar(ScalarOp::Div, v), &[g]),
+        ScalarOp::RDiv => {
+            // d(v/x)/dx = -v/x² = -out/x
+            let ratio = d.apply(Op::Binary(BinaryOp::Div), &[out, x])?;
+            let neg = d.apply(Op::Unary(UnaryOp::Neg), &[&ratio])?;
+            mul(d, g, &neg)
+        }
+        ScalarOp::Pow => {
+            if v == 0.0 {
+                return d.apply(Op::FullLike(0.0), &[g]);
+            }
+            let lowered = d.apply(Op::Scalar(ScalarOp::Pow, v - 1.0), &[x])?;
+            let slope = d.apply(Op::Scalar(ScalarOp::Mul, v), &[&lowered])?;
+            mul(d, g, &slope)
+        }
+        ScalarOp::RPow => {
+            let slope = d.apply(Op::Scalar(ScalarOp::Mul, v.ln()), &[out])?;
+            mul(d, g, &slope)
+        }
+        ScalarOp::Max => d.apply(Op::ClampBackward { min: Some(v), max: None }, &[g, x]),
+        ScalarOp::Min => d.apply(Op::ClampBackward { min: None, max: Some(v) }, &[g, x]),
+    }
+}
+
+fn binary_rule<D: Differentiator>(
+    d: &mut D,
+    b: BinaryOp,
+    x: &D::Value,
+    y: &D::Value,
+    out: &D::Value,
+    g: &D::Value,
+    need: [bool; 2],
+) -> Result<Vec<Option<D::Value>>> {
+    let (gx, gy) = match b {
+        BinaryOp::Add => (
+            need[0].then(|| g.clone()),
+            need[1].then(|| g.clone()),
+        ),
+        BinaryOp::Sub => (
+            need[0].then(|| g.clone()),
+            if need[1] { Some(d.apply(Op::Unary(UnaryOp::Neg), &[g])?) } else { None },
+        ),
+        BinaryOp::Mul => (
+            if need[0] { Some(d.apply(Op::Binary(BinaryOp::Mul), &[g, y])?) } else { None },
+            if need[1] { Some(d.apply(Op::Binary(BinaryOp::Mul), &[g, x])?) } else { None },
+        ),
+        BinaryOp::Div => {
+            let q = d.apply(Op::Binary(BinaryOp::Div), &[g, y])?;
+            let gy = if need[1] {
+                // d(x/y)/dy = -x/y² = -(g/y)·(x/y)
+                let t = d.apply(Op::Binary(BinaryOp::Mul), &[&q, out])?;
+                Some(d.apply(Op::Unary(UnaryOp::Neg), &[&t])?)
+            } else {
+                None
+            };
+            (need[0].then_some(q), gy)
+        }
+        BinaryOp::Maximum | BinaryOp::Minimum => {
+            // As TF: ties send the whole gradient to x.
+            let cmp = if b == BinaryOp::Maximum { CmpOp::Ge } else { CmpOp::Le };
+            let pick_x = d.apply(Op::Compare(cmp), &[x, y])?;
+            let zeros = d.apply(Op::FullLike(0.0), &[g])?;
+            (
+                if need[0] { Some(d.apply(Op::Where, &[&pick_x, g, &zeros])?) } else { None },
+                if need[1] { Some(d.apply(Op::Where, &[&pick_x, &zeros, g])?) } else { None },
+            )
+        }
+    };
+    let gx = gx.map(|v| sum_to(d, v, x)).transpose()?;
+    let gy = gy.map(|v| sum_to(d, v, y)).transpose()?;
+    Ok(vec![gx, gy])
+}
+
+fn matmul_rule<D: Differentiator>(
+    d: &mut D,
+    ta: bool,
+    tb: bool,
+    a: &D::Value,
+    b: &D::Value,
+    g: &D::Value,
+    need: [bool; 2],
+) -> Result<Vec<Option<D::Value>>> {
+    let mm = |d: &mut D, p: &D::Value, q: &D::Value, tp: bool, tq: bool| {
+        d.apply(Op::MatMul { transpose_a: tp, transpose_b: tq }, &[p, q])
+    };
+    // C = op(A)·op(B); each case reads the stored operands through transposed views.
+    let ga = if !need[0] {
+        None
+    } else {
+        Some(match (ta, tb) {
+            (false, false) => mm(d, g, b, false, true)?,
+            (false, true) => mm(d, g, b, false, false)?,
+            (true, false) => mm(d, b, g, false, true)?,
+            (true, true) => mm(d, b, g, true, true)?,
+        })
+    };
+    let gb = if !need[1] {
+        None
+    } else {
+        Some(match (ta, tb) {
+            (false, false) => mm(d, a, g, true, false)?,
+            (false, true) => mm(d, g, a, true, false)?,
+            (true, false) => mm(d, a, g, false, false)?,
+            (true, true) => mm(d, g, a, true, true)?,
+        })
+    };
+    Ok(vec![ga, gb])
+}

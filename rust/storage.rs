@@ -1,0 +1,143 @@
+//! Typed, contiguous buffers shared between a tensor and its views.
+//!
+//! A `Storage` is the unit of sharing: views (transpose, reshape, slices) point
+//! at the same storage with another layout, and in-place ops write through it.
+//! Its version counter lets the autograd tape notice that a saved tensor was
+//! modified after it was saved.
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::shape::fmt_shape;
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+#[derive(Clone, Debug)]
+pub enum Buffer {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    Bool(Vec<bool>),
+}
+
+impl Buffer {
+    pub fn dtype(&self) -> DType {
+        match self {
+            Buffer::F32(_) => DType::F32,
+            Buffer::F64(_) => DType::F64,
+            Buffer::Bool(_) => DType::Bool,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Buffer::F32(v) => v.len(),
+            Buffer::F64(v) => v.len(),
+            Buffer::Bool(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The element types a buffer can hold, with typed access to it.
+pub trait Element: Copy + Send + Sync + Default + 'static {
+    const DTYPE: DType;
+    fn slice(buf: &Buffer) -> Option<&[Self]>;
+    fn slice_mut(buf: &mut Buffer) -> Option<&mut [Self]>;
+    fn wrap(v: Vec<Self>) -> Buffer;
+}
+
+macro_rules! impl_element {
+    ($t:ty, $variant:ident, $dtype:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = $dtype;
+            #[inline]
+            fn slice(buf: &Buffer) -> Option<&[Self]> {
+                match buf {
+                    Buffer::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            #[inline]
+            fn slice_mut(buf: &mut Buffer) -> Option<&mut [Self]> {
+                match buf {
+                    Buffer::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            #[inline]
+            fn wrap(v: Vec<Self>) -> Buffer {
+                Buffer::$variant(v)
+            }
+        }
+    };
+}
+
+impl_element!(f32, F32, DType::F32);
+impl_element!(f64, F64, DType::F64);
+impl_element!(bool, Bool, DType::Bool);
+
+#[derive(Debug)]
+pub struct Storage {
+    data: RwLock<Buffer>,
+    version: AtomicU64,
+}
+
+impl Storage {
+    pub fn new(buffer: Buffer) -> Storage {
+        Storage { data: RwLock::new(buffer), version: AtomicU64::new(0) }
+    }
+
+    pub fn read(&self) -> RwLockReadGuard<'_, Buffer> {
+        self.data.read_recursive()
+    }
+
+    /// Write access; every write bumps the version counter.
+    pub fn write(&self) -> RwLockWriteGuard<'_, Buffer> {
+        self.version.fetch_add(1, Ordering::Relaxed);
+        self.data.write()
+    }
+
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Relaxed)
+    }
+}
+
+/// Total physical memory, read once; allocations beyond it fail cleanly
+/// instead of letting the kernel's OOM killer end the process.
+fn physical_memory_bytes() -> usize {
+    static TOTAL: OnceLock<usize> = OnceLock::new();
+    *TOTAL.get_or_init(|| {
+        std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|text| {
+                let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+                let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+                kib.checked_mul(1024)
+            })
+            .unwrap_or(usize::MAX)
+    })
+}
+
+/// A vector of `len` copies of `value`, or `Error::OutOfMemory` naming the shape.
+pub fn try_alloc<T: Element>(len: usize, value: T, shape: &[usize]) -> Result<Vec<T>> {
+    let oom = |bytes: Option<usize>| {
+        let size = bytes.map_or_else(|| "more than usize::MAX".to_string(), |b| b.to_string());
+        Error::OutOfMemory(format!(
+            "cannot allocate {size} bytes for a {} tensor of shape {}; use a smaller shape",
+            T::DTYPE.name(),
+            fmt_shape(shape)
+        ))
+    };
+    let bytes = len.checked_mul(std::mem::size_of::<T>());
+    match bytes {
+        Some(b) if b <= physical_memory_bytes() => {}
+        _ => return Err(oom(bytes)),
+    }
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| oom(bytes))?;
+    v.resize(len, value);
+    Ok(v)
+}

@@ -1,0 +1,284 @@
+//! The tensor: a layout (shape, strides, offset) over a shared `Storage`, plus
+//! the autograd bookkeeping (requires_grad, grad, grad_fn).
+//!
+//! Cloning a `Tensor` clones a handle; all clones are the same tensor. Views
+//! are new tensors over the same storage.
+
+use crate::autograd::node::Node;
+use crate::dtype::DType;
+use crate::error::{shape_err, Error, Result};
+use crate::kernels::layout::gather_strided;
+use crate::shape::{checked_numel, contiguous_strides, fmt_shape, numel, Shape};
+use crate::storage::{try_alloc, Buffer, Element, Storage};
+use parking_lot::Mutex;
+use std::sync::Arc;
+
+#[derive(Default)]
+pub struct AutogradMeta {
+    pub requires_grad: bool,
+    pub grad: Option<Tensor>,
+    pub grad_fn: Option<Arc<Node>>,
+    /// Which output of `grad_fn` this tensor is (custom Functions have several).
+    pub output_nr: usize,
+}
+
+pub struct TensorInner {
+    storage: Arc<Storage>,
+    shape: Shape,
+    strides: Vec<isize>,
+    offset: usize,
+    dtype: DType,
+    /// Set for tensors that share storage with another tensor through a view op.
+    is_view: bool,
+    meta: Mutex<AutogradMeta>,
+}
+
+#[derive(Clone)]
+pub struct Tensor(Arc<TensorInner>);
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tensor({} {})", self.dtype().name(), fmt_shape(self.shape()))
+    }
+}
+
+impl Tensor {
+    fn from_parts(storage: Arc<Storage>, shape: Shape, strides: Vec<isize>, offset: usize, is_view: bool) -> Tensor {
+        let dtype = storage.read().dtype();
+        Tensor(Arc::new(TensorInner {
+            storage,
+            shape,
+            strides,
+            offset,
+            dtype,
+            is_view,
+            meta: Mutex::new(AutogradMeta::default()),
+        }))
+    }
+
+    /// A contiguous tensor owning `data`, which must hold exactly `numel(shape)` elements.
+    pub fn from_vec<T: Element>(data: Vec<T>, shape: Shape) -> Result<Tensor> {
+        if data.len() != numel(&shape) {
+            return shape_err(format!(
+                "cannot make a tensor of shape {} from {} elements",
+                fmt_shape(&shape),
+                data.len()
+            ));
+        }
+        Ok(Self::from_buffer(T::wrap(data), shape))
+    }
+
+    pub(crate) fn from_buffer(buffer: Buffer, shape: Shape) -> Tensor {
+        let strides = contiguous_strides(&shape);
+        Self::from_parts(Arc::new(Storage::new(buffer)), shape, strides, 0, false)
+    }
+
+    pub fn scalar(value: f64, dtype: DType) -> Tensor {
+        match dtype {
+            DType::F32 => Self::from_buffer(Buffer::F32(vec![value as f32]), vec![]),
+            DType::F64 => Self::from_buffer(Buffer::F64(vec![value]), vec![]),
+            DType::Bool => Self::from_buffer(Buffer::Bool(vec![value != 0.0]), vec![]),
+        }
+    }
+
+    /// A tensor filled with `value`; fails cleanly when the allocation is too large.
+    pub fn full(shape: &[usize], value: f64, dtype: DType) -> Result<Tensor> {
+        let n = checked_numel(shape)?;
+        let buffer = match dtype {
+            DType::F32 => Buffer::F32(try_alloc(n, value as f32, shape)?),
+            DType::F64 => Buffer::F64(try_alloc(n, value, shape)?),
+            DType::Bool => Buffer::Bool(try_alloc(n, value != 0.0, shape)?),
+        };
+        Ok(Self::from_buffer(buffer, shape.to_vec()))
+    }
+
+    pub fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Self::full(shape, 0.0, dtype)
+    }
+
+    pub fn zeros_like(&self) -> Result<Tensor> {
+        Self::zeros(self.shape(), self.dtype())
+    }
+
+    // ----- layout -----
+
+    pub fn shape(&self) -> &[usize] {
+        &self.0.shape
+    }
+
+    pub fn strides(&self) -> &[isize] {
+        &self.0.strides
+    }
+
+    pub fn offset(&self) -> usize {
+        self.0.offset
+    }
+
+    pub fn rank(&self) -> usize {
+        self.0.shape.len()
+    }
+
+    pub fn numel(&self) -> usize {
+        numel(&self.0.shape)
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.0.dtype
+    }
+
+    pub fn storage(&self) -> &Arc<Storage> {
+        &self.0.storage
+    }
+
+    pub fn is_view(&self) -> bool {
+        self.0.is_view
+    }
+
+    pub fn is_contiguous(&self) -> bool {
+        let expected = contiguous_strides(&self.0.shape);
+        self.0
+            .shape
+            .iter()
+            .zip(self.0.strides.iter().zip(&expected))
+            .all(|(&d, (&s, &e))| d <= 1 || s == e)
+    }
+
+    /// A new tensor over the same storage with another layout (no autograd history).
+    pub fn view_as_layout(&self, shape: Shape, strides: Vec<isize>, offset: usize) -> Tensor {
+        Self::from_parts(self.0.storage.clone(), shape, strides, offset, true)
+    }
+
+    /// The same data and layout without autograd history; shares the version counter.
+    pub fn alias(&self) -> Tensor {
+        Self::from_parts(
+            self.0.storage.clone(),
+            self.0.shape.clone(),
+            self.0.strides.clone(),
+            self.0.offset,
+            self.0.is_view,
+        )
+    }
+
+    pub fn same_tensor(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    pub fn shares_storage(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0.storage, &other.0.storage)
+    }
+
+    /// A stable identity for hashing while the tensor lives.
+    pub fn id(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
+    /// True when no other handle or view shares this tensor's data, so it may be reused in place.
+    pub fn is_uniquely_owned(&self) -> bool {
+        Arc::strong_count(&self.0) == 1 && Arc::strong_count(&self.0.storage) == 1
+    }
+
+    pub fn version(&self) -> u64 {
+        self.0.storage.version()
+    }
+
+    // ----- data access -----
+
+    fn dtype_mismatch<T: Element>(&self) -> Error {
+        Error::DType(format!(
+            "internal dtype mismatch: tensor is {} but {} was requested",
+            self.dtype().name(),
+            T::DTYPE.name()
+        ))
+    }
+
+    /// Calls `f` with the elements in row-major order, borrowing when the layout is contiguous.
+    pub fn with_contiguous<T: Element, R>(&self, f: impl FnOnce(&[T]) -> R) -> Result<R> {
+        let guard = self.0.storage.read();
+        let all = T::slice(&guard).ok_or_else(|| self.dtype_mismatch::<T>())?;
+        if self.is_contiguous() {
+            let start = self.0.offset;
+            Ok(f(&all[start..start + self.numel()]))
+        } else {
+            let copy = gather_strided(all, &self.0.shape, &self.0.strides, self.0.offset);
+            drop(guard);
+            Ok(f(&copy))
+        }
+    }
+
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        self.with_contiguous(|s: &[T]| s.to_vec())
+    }
+
+    /// Every element as f64, row-major (bools as 0/1).
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        let out = match self.dtype() {
+            DType::F32 => self.with_contiguous(|s: &[f32]| s.iter().map(|&v| v as f64).collect()),
+            DType::F64 => self.to_vec::<f64>(),
+            DType::Bool => self.with_contiguous(|s: &[bool]| s.iter().map(|&v| v as u8 as f64).collect()),
+        };
+        // invariant: the requested element type always matches self.dtype() above.
+        out.unwrap_or_default()
+    }
+
+    /// A contiguous tensor with the same values; `self` when it already is one.
+    pub fn contiguous(&self) -> Result<Tensor> {
+        if self.is_contiguous() && self.0.offset == 0 && self.storage_len() == self.numel() {
+            return Ok(self.alias_keeping_meta());
+        }
+        let buffer = match self.dtype() {
+            DType::F32 => Buffer::F32(self.to_vec::<f32>()?),
+            DType::F64 => Buffer::F64(self.to_vec::<f64>()?),
+            DType::Bool => Buffer::Bool(self.to_vec::<bool>()?),
+        };
+        Ok(Self::from_buffer(buffer, self.0.shape.clone()))
+    }
+
+    fn alias_keeping_meta(&self) -> Tensor {
+        self.clone()
+    }
+
+    fn storage_len(&self) -> usize {
+        self.0.storage.read().len()
+    }
+
+    // ----- autograd bookkeeping -----
+
+    pub fn requires_grad(&self) -> bool {
+        self.0.meta.lock().requires_grad
+    }
+
+    pub fn set_requires_grad(&self, value: bool) {
+        self.0.meta.lock().requires_grad = value;
+    }
+
+    pub fn grad(&self) -> Option<Tensor> {
+        self.0.meta.lock().grad.clone()
+    }
+
+    pub fn set_grad(&self, grad: Option<Tensor>) {
+        self.0.meta.lock().grad = grad;
+    }
+
+    pub fn grad_fn(&self) -> Option<Arc<Node>> {
+        self.0.meta.lock().grad_fn.clone()
+    }
+
+    pub fn output_nr(&self) -> usize {
+        self.0.meta.lock().output_nr
+    }
+
+    pub fn set_history(&self, node: Option<Arc<Node>>, output_nr: usize) {
+        let mut meta = self.0.meta.lock();
+        meta.requires_grad = node.is_some() || meta.requires_grad;
+        meta.grad_fn = node;
+        meta.output_nr = output_nr;
+    }
+
+    pub fn is_leaf(&self) -> bool {
+        self.0.meta.lock().grad_fn.is_none()
+    }
+
+    pub fn with_meta<R>(&self, f: impl FnOnce(&mut AutogradMeta) -> R) -> R {
+        f(&mut self.0.meta.lock())
+    }
+}

@@ -1,0 +1,44 @@
+"""Shared fixtures for the eager (PyTorch-shaped) rustgrad tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rustgrad
+
+
+@pytest.fixture(autouse=True)
+def _fresh_state():
+    """Seed the RNG and make sure no test leaks a disabled grad mode into the next."""
+    rustgrad.manual_seed(0)
+    rustgrad.set_grad_enabled(True)
+    yield
+    leaked = not rustgrad.is_grad_enabled()
+    rustgrad.set_grad_enabled(True)
+    assert not leaked, "test left grad mode disabled"
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(1234)
+
+
+@pytest.fixture(scope="session")
+def run_python():
+    """Run Python source in a fresh interpreter that imports the same rustgrad as this session."""
+    pkg_parent = str(Path(rustgrad.__file__).resolve().parent.parent)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
+
+    def run(source: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-c", source], capture_output=True, text=True, timeout=timeout, env=env
+        )
+
+    return run
