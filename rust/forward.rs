@@ -465,47 +465,79 @@ fn index_backward(g: &Tensor, like: &Tensor, items: &[IndexItem]) -> Result<Tens
 
 // ----- masks -----
 
-fn check_mask(op: &str, x: &Tensor, mask: &Tensor) -> Result<()> {
+/// Checks a bool mask against `x`: it must cover x's leading dims exactly.
+/// Returns the number of elements each mask entry selects (the trailing block size).
+fn check_mask(op: &str, x: &Tensor, mask: &Tensor) -> Result<usize> {
     if mask.dtype() != DType::Bool {
         return dtype_err(format!("{op}: the mask must be a bool tensor, got {}", mask.dtype().name()));
     }
-    if mask.shape() != x.shape() {
-        return shape_err(format!(
-            "{op}: the shape of the mask {} must match the shape of the indexed tensor {}",
+    if mask.rank() > x.rank() || mask.shape() != &x.shape()[..mask.rank()] {
+        return Err(Error::Index(format!(
+            "{op}: the shape of the mask {} does not match the shape of the indexed tensor {}; a mask must \
+             have the tensor's shape or the shape of its leading dimensions",
             fmt_shape(mask.shape()),
             fmt_shape(x.shape())
-        ));
+        )));
     }
-    Ok(())
+    Ok(numel(&x.shape()[mask.rank()..]))
 }
 
 pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
-    check_mask("index", x, mask)?;
+    let block = check_mask("index", x, mask)?;
     let keep = mask.to_vec::<bool>()?;
-    fn pick<T: Element>(x: &Tensor, keep: &[bool]) -> Result<Tensor> {
-        let values: Vec<T> = x.with_contiguous(|s: &[T]| s.iter().zip(keep).filter(|(_, &k)| k).map(|(&v, _)| v).collect())?;
-        let n = values.len();
-        Tensor::from_vec(values, vec![n])
+    let count = keep.iter().filter(|&&k| k).count();
+    let mut shape = vec![count];
+    shape.extend_from_slice(&x.shape()[mask.rank()..]);
+    fn pick<T: Element>(x: &Tensor, keep: &[bool], block: usize, shape: Shape) -> Result<Tensor> {
+        let values: Vec<T> = x.with_contiguous(|s: &[T]| {
+            keep.iter()
+                .enumerate()
+                .filter(|(_, &k)| k)
+                .flat_map(|(i, _)| s[i * block..(i + 1) * block].iter().copied())
+                .collect()
+        })?;
+        Tensor::from_vec(values, shape)
     }
     match x.dtype() {
-        DType::F32 => pick::<f32>(x, &keep),
-        DType::F64 => pick::<f64>(x, &keep),
-        DType::Bool => pick::<bool>(x, &keep),
+        DType::F32 => pick::<f32>(x, &keep, block, shape),
+        DType::F64 => pick::<f64>(x, &keep, block, shape),
+        DType::Bool => pick::<bool>(x, &keep, block, shape),
     }
 }
 
 fn masked_scatter(g: &Tensor, mask: &Tensor, like: &Tensor) -> Result<Tensor> {
-    check_mask("index_backward", like, mask)?;
+    let block = check_mask("index_backward", like, mask)?;
     let keep = mask.to_vec::<bool>()?;
+    let count = keep.iter().filter(|&&k| k).count();
+    if g.numel() != count * block {
+        return shape_err(format!(
+            "index_put_: shape mismatch: value tensor of shape {} cannot be broadcast to indexing result with {} elements",
+            fmt_shape(g.shape()),
+            count * block
+        ));
+    }
     float_dispatch!(like.dtype(), "index_backward", |T| {
         let values = as_dtype(g, like.dtype())?.to_vec::<T>()?;
         let mut out = vec![T::ZERO; like.numel()];
-        let mut next = values.iter();
-        for (slot, _) in out.iter_mut().zip(&keep).filter(|(_, &k)| k) {
-            *slot = *next.next().ok_or_else(|| Error::Shape("index_backward: too few gradient values".into()))?;
+        let mut next = values.chunks(block.max(1));
+        for (i, _) in keep.iter().enumerate().filter(|(_, &k)| k) {
+            if let Some(chunk) = next.next() {
+                out[i * block..i * block + chunk.len()].copy_from_slice(chunk);
+            }
         }
         Tensor::from_vec(out, like.shape().to_vec())
     })
+}
+
+/// A mask over x's leading dims, laid out over all of x's dims (for where-style use).
+pub fn expand_mask(mask: &Tensor, x: &Tensor) -> Result<Tensor> {
+    check_mask("index_put_", x, mask)?;
+    if mask.rank() == x.rank() {
+        return Ok(mask.clone());
+    }
+    let mut padded: Vec<isize> = mask.shape().iter().map(|&d| d as isize).collect();
+    padded.resize(x.rank(), 1);
+    broadcast_to(&reshape(mask, &padded)?, x.shape())
 }
 
 // ----- in-place writes (no autograd; the eager API decides when they are allowed) -----
@@ -562,21 +594,16 @@ pub fn add_in_place(dst: &Tensor, src: &Tensor, alpha: f64) -> Result<()> {
     })
 }
 
-/// `dst[mask] = value` for a scalar or a tensor of `mask.sum()` elements (or one that broadcasts to dst).
+/// `dst[mask] = value` for a value that broadcasts to dst (scalars included) or
+/// one that has the shape of `dst[mask]`.
 pub fn masked_fill(dst: &Tensor, mask: &Tensor, value: &Tensor) -> Result<()> {
-    check_mask("index_put_", dst, mask)?;
-    let merged = if value.numel() == 1 || broadcast_shapes("index_put_", value.shape(), dst.shape()).is_ok_and(|s| s == dst.shape()) {
-        where_select(mask, &as_dtype(value, dst.dtype())?, dst)?
+    let full_mask = expand_mask(mask, dst)?;
+    let broadcasts = broadcast_shapes("index_put_", value.shape(), dst.shape()).is_ok_and(|s| s == dst.shape());
+    let merged = if value.numel() == 1 || broadcasts {
+        where_select(&full_mask, &as_dtype(value, dst.dtype())?, dst)?
     } else {
-        let selected = mask.to_vec::<bool>()?.iter().filter(|&&k| k).count();
-        if value.numel() != selected {
-            return shape_err(format!(
-                "index_put_: shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape [{selected}]",
-                fmt_shape(value.shape())
-            ));
-        }
         let scattered = masked_scatter(value, mask, dst)?;
-        where_select(mask, &scattered, dst)?
+        where_select(&full_mask, &scattered, dst)?
     };
     write_into(dst, &merged)
 }

@@ -5,6 +5,7 @@ pub mod autograd;
 pub mod dtype;
 pub mod error;
 pub mod forward;
+pub mod graph;
 pub mod kernels;
 pub mod op;
 pub mod random;

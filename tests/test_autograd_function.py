@@ -9,7 +9,6 @@ import weakref
 
 import numpy as np
 import pytest
-
 import rustgrad
 from rustgrad.autograd import Function
 
@@ -348,7 +347,8 @@ def test_autograd_grad_single_tensor_input_and_sequences():
 def test_autograd_grad_with_grad_outputs():
     x = leaf([1.0, 2.0])
     y = x * x
-    (g,) = rustgrad.autograd.grad(y, x, grad_outputs=rustgrad.tensor([1.0, 10.0], dtype=rustgrad.float64))
+    weights = rustgrad.tensor([1.0, 10.0], dtype=rustgrad.float64)
+    (g,) = rustgrad.autograd.grad(y, x, grad_outputs=weights)
     np.testing.assert_allclose(g.numpy(), [2.0, 40.0])
 
 
@@ -571,3 +571,29 @@ def test_grad_has_same_shape_and_dtype_as_leaf():
     assert tuple(x.grad.shape) == (3, 4)
     assert x.grad.dtype == rustgrad.float64
     assert x.grad.requires_grad is False
+
+
+def _inplace_chain(x):
+    y = x * 2.0
+    y.add_(1.0)
+    y.mul_(x)
+    y -= x
+    y *= 3.0
+    return y  # 3 * ((2x + 1) * x - x) = 6x^2
+
+
+def test_inplace_ops_on_non_leaf_are_recorded():
+    x = leaf([1.0, -2.0, 0.5])
+    y = _inplace_chain(x)
+    np.testing.assert_allclose(to_np(y), 6.0 * np.array([1.0, -2.0, 0.5]) ** 2)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 12.0 * np.array([1.0, -2.0, 0.5]))
+    assert rustgrad.autograd.gradcheck(_inplace_chain, (leaf([0.3, -1.2]),)) is True
+
+
+def test_mask_setitem_on_non_leaf_blocks_gradient_of_overwritten_entries():
+    x = leaf([[1.0, -2.0], [3.0, -4.0]])
+    y = x * 1.0
+    y[y < 0] = 0
+    (y * y).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[2.0, 0.0], [6.0, 0.0]])

@@ -8,7 +8,6 @@ import textwrap
 
 import numpy as np
 import pytest
-
 import rustgrad
 from rustgrad import errors
 from rustgrad.autograd import Function
@@ -66,7 +65,8 @@ def test_matmul_shape_mismatch(op):
         "fn_mm": lambda: rustgrad.mm(a, b),
         "fn_matmul": lambda: rustgrad.matmul(a, b),
     }[op]
-    with pytest.raises(errors.ShapeError, match=re.escape("shapes cannot be multiplied (2x3 and 4x5)")) as ei:
+    msg = re.escape("shapes cannot be multiplied (2x3 and 4x5)")
+    with pytest.raises(errors.ShapeError, match=msg) as ei:
         call()
     assert isinstance(ei.value, RuntimeError) and isinstance(ei.value, ValueError)
     assert_unchanged((a, b), before)
@@ -75,7 +75,13 @@ def test_matmul_shape_mismatch(op):
 
 @pytest.mark.parametrize(
     "op",
-    [lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b, lambda a, b: a / b, lambda a, b: a < b],
+    [
+        lambda a, b: a + b,
+        lambda a, b: a - b,
+        lambda a, b: a * b,
+        lambda a, b: a / b,
+        lambda a, b: a < b,
+    ],
     ids=["add", "sub", "mul", "div", "lt"],
 )
 def test_broadcast_mismatch(op):
@@ -126,7 +132,9 @@ def test_negative_dimension(factory):
     assert_still_usable()
 
 
-@pytest.mark.parametrize("data", [[[1, 2], [3]], [[1.0, 2.0], [3.0, 4.0, 5.0]], [[[1.0], [2.0]], [[3.0]]]])
+@pytest.mark.parametrize(
+    "data", [[[1, 2], [3]], [[1.0, 2.0], [3.0, 4.0, 5.0]], [[[1.0], [2.0]], [[3.0]]]]
+)
 def test_ragged_nested_lists(data):
     with pytest.raises(errors.ShapeError, match="ragged") as ei:
         rustgrad.tensor(data)
@@ -180,7 +188,7 @@ def test_cuda_device_is_rejected(call):
 def test_index_out_of_range(index):
     t = rustgrad.tensor([1.0, 2.0, 3.0])
     with pytest.raises(errors.IndexOutOfRangeError, match="out of bounds") as ei:
-        t[index]
+        _ = t[index]
     assert isinstance(ei.value, IndexError)
     assert t.tolist() == [1.0, 2.0, 3.0]
 
@@ -188,7 +196,7 @@ def test_index_out_of_range(index):
 def test_index_out_of_range_in_second_dim():
     t = rustgrad.zeros(2, 3)
     with pytest.raises(errors.IndexOutOfRangeError, match="out of bounds"):
-        t[1, 3]
+        _ = t[1, 3]
 
 
 def test_setitem_out_of_range_leaves_tensor_unchanged():
@@ -236,7 +244,8 @@ def oom_child(run_python):
 def test_huge_allocation_raises_memory_error_in_child_process(oom_child):
     # A child first, so that an abort on allocation failure cannot take the whole session down.
     proc = oom_child
-    assert proc.returncode == 0, f"rc={proc.returncode}\nstdout={proc.stdout}\nstderr={proc.stderr[-3000:]}"
+    detail = f"rc={proc.returncode}\nstdout={proc.stdout}\nstderr={proc.stderr[-3000:]}"
+    assert proc.returncode == 0, detail
     assert proc.stdout.strip() == "ok"
 
 
@@ -255,7 +264,8 @@ def test_huge_allocation_in_process(oom_child):
 def test_backward_on_non_scalar_without_gradient():
     x = rustgrad.tensor([1.0, 2.0], requires_grad=True)
     y = x * 2.0
-    with pytest.raises(errors.GradientError, match="grad can be implicitly created only for scalar outputs") as ei:
+    msg = "grad can be implicitly created only for scalar outputs"
+    with pytest.raises(errors.GradientError, match=msg) as ei:
         y.backward()
     assert isinstance(ei.value, RuntimeError)
     assert x.grad is None
@@ -283,7 +293,9 @@ def test_second_backward_works_with_retain_graph():
     assert x.grad.tolist() == [4.0, 8.0]
 
 
-@pytest.mark.parametrize("make", [lambda: rustgrad.tensor([1.0, 2.0]).sum(), lambda: rustgrad.tensor(3.0)])
+@pytest.mark.parametrize(
+    "make", [lambda: rustgrad.tensor([1.0, 2.0]).sum(), lambda: rustgrad.tensor([3.0])]
+)
 def test_backward_when_nothing_requires_grad(make):
     y = make()
     with pytest.raises(errors.GradientError, match="does not require grad") as ei:
@@ -347,7 +359,13 @@ def test_inplace_modification_of_saved_output(op):
 
 @pytest.mark.parametrize(
     "consume",
-    [lambda a: a.log(), lambda a: a.abs(), lambda a: a.clamp(min=0.1), lambda a: a * a, lambda a: a.pow(2)],
+    [
+        lambda a: a.log(),
+        lambda a: a.abs(),
+        lambda a: a.clamp(min=0.1),
+        lambda a: a * a,
+        lambda a: a.pow(2),
+    ],
     ids=["log", "abs", "clamp", "mul_self", "pow"],
 )
 def test_inplace_modification_of_saved_input(consume):

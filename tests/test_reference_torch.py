@@ -46,7 +46,8 @@ def test_reference_program_runs(run):
 
 def test_reference_program_loss_falls(run):
     assert run.returncode == 0, f"stderr:\n{run.stderr[-4000:]}"
-    matches = [re.fullmatch(r"(\d+) (\S+)", line.strip()) for line in run.stdout.splitlines() if line.strip()]
+    lines = [line.strip() for line in run.stdout.splitlines() if line.strip()]
+    matches = [re.fullmatch(r"(\d+) (\S+)", line) for line in lines]
     assert all(matches), f"unexpected output lines:\n{run.stdout[:2000]}"
     steps = [int(m.group(1)) for m in matches]
     losses = [float(m.group(2)) for m in matches]

@@ -6,7 +6,6 @@ import operator
 
 import numpy as np
 import pytest
-
 import rustgrad
 
 DTYPES = [
@@ -64,6 +63,8 @@ def test_tensor_from_scalar_is_zero_dim():
     assert t.numel() == 1
     assert t.item() == 3.5
     assert isinstance(t.item(), float)
+    assert t.tolist() == 3.5
+    assert tuple(rustgrad.tensor(np.array(2.0)).shape) == ()
 
 
 def test_tensor_from_numpy_keeps_float64():
@@ -113,7 +114,8 @@ def test_from_numpy_preserves_dtype_and_values(np_dtype, rg_dtype):
 @pytest.mark.parametrize("fn, value", [("zeros", 0.0), ("ones", 1.0)])
 @pytest.mark.parametrize("rg_dtype, np_dtype", DTYPES)
 def test_zeros_ones_with_varargs_and_tuple_sizes(fn, value, rg_dtype, np_dtype):
-    for t in (getattr(rustgrad, fn)(2, 3, dtype=rg_dtype), getattr(rustgrad, fn)((2, 3), dtype=rg_dtype)):
+    factory = getattr(rustgrad, fn)
+    for t in (factory(2, 3, dtype=rg_dtype), factory((2, 3), dtype=rg_dtype)):
         assert t.dtype == rg_dtype
         check(t, np.full((2, 3), value), np_dtype)
 
@@ -304,8 +306,12 @@ BROADCAST_SHAPES = [
 ]
 
 
+def _shape_id(shapes):
+    return "+".join("x".join(map(str, s)) or "0d" for s in shapes)
+
+
 @pytest.mark.parametrize("op", list(BINARY))
-@pytest.mark.parametrize("shape_a, shape_b", BROADCAST_SHAPES)
+@pytest.mark.parametrize("shape_a, shape_b", BROADCAST_SHAPES, ids=[_shape_id(s) for s in BROADCAST_SHAPES])
 @pytest.mark.parametrize("rg_dtype, np_dtype", DTYPES)
 def test_binary_ops_with_broadcasting(op, shape_a, shape_b, rg_dtype, np_dtype, rng):
     rg_op, np_op = BINARY[op]
@@ -314,6 +320,17 @@ def test_binary_ops_with_broadcasting(op, shape_a, shape_b, rg_dtype, np_dtype, 
     out = rg_op(ta, tb)
     assert out.dtype == rg_dtype
     check(out, np_op(a.astype(np.float64), b.astype(np.float64)), np_dtype)
+
+
+@pytest.mark.parametrize("op", list(BINARY))
+def test_zero_dim_result_of_reduction_broadcasts(op, rng):
+    rg_op, np_op = BINARY[op]
+    t, a = away_from_zero(rng, (2, 3), np.float64)
+    s = t.sum()
+    assert tuple(s.shape) == ()
+    check(rg_op(t, s), np_op(a, a.sum()), np.float64)
+    check(rg_op(s, t), np_op(a.sum(), a), np.float64)
+    check(rg_op(s, s), np_op(a.sum(), a.sum()), np.float64)
 
 
 @pytest.mark.parametrize("op", list(BINARY))
@@ -473,7 +490,13 @@ def test_transpose_t_and_T(rg_dtype, np_dtype, rng):
 
 @pytest.mark.parametrize(
     "new_shape, np_shape",
-    [((6, 4), (6, 4)), ((-1,), (24,)), ((4, -1), (4, 6)), ((2, 3, 4), (2, 3, 4)), ((-1, 2, 2), (6, 2, 2))],
+    [
+        ((6, 4), (6, 4)),
+        ((-1,), (24,)),
+        ((4, -1), (4, 6)),
+        ((2, 3, 4), (2, 3, 4)),
+        ((-1, 2, 2), (6, 2, 2)),
+    ],
 )
 @pytest.mark.parametrize("rg_dtype, np_dtype", DTYPES)
 def test_reshape_and_view(new_shape, np_shape, rg_dtype, np_dtype, rng):
@@ -589,7 +612,6 @@ def test_item_tolist_numpy_roundtrip():
     assert isinstance(arr, np.ndarray)
     assert arr.dtype == np.float64
     np.testing.assert_array_equal(arr, np.array(data))
-    assert rustgrad.tensor(1.5).tolist() == 1.5
 
 
 def test_clone_is_independent_copy():
@@ -652,7 +674,12 @@ def test_inplace_methods_with_tensor_scalar_and_broadcast(method, np_op, rg_dtyp
 
 @pytest.mark.parametrize(
     "iop, np_op",
-    [(operator.iadd, np.add), (operator.isub, np.subtract), (operator.imul, np.multiply), (operator.itruediv, np.divide)],
+    [
+        (operator.iadd, np.add),
+        (operator.isub, np.subtract),
+        (operator.imul, np.multiply),
+        (operator.itruediv, np.divide),
+    ],
     ids=["+=", "-=", "*=", "/="],
 )
 @pytest.mark.parametrize("rg_dtype, np_dtype", DTYPES)
@@ -704,9 +731,20 @@ def test_bool_mask_indexing(rg_dtype, np_dtype, rng):
     out = t[mask]
     check(out, a[a > 0], np_dtype)
     assert out.dim() == 1
+    assert mask.dtype == rustgrad.bool
+
+
+def test_bool_tensor_from_numpy_bool_array():
+    m = rustgrad.tensor(np.array([True, False, True]))
+    assert m.dtype == rustgrad.bool
+    assert m.tolist() == [True, False, True]
+
+
+def test_bool_mask_over_leading_dim_selects_rows(rng):
+    # PyTorch accepts a mask whose shape matches the leading dims of the tensor.
+    t, a = make(rng, (3, 4), np.float64)
     row_mask = rustgrad.tensor(np.array([True, False, True]))
-    assert row_mask.dtype == rustgrad.bool
-    check(t[row_mask], a[[0, 2]], np_dtype)
+    check(t[row_mask], a[[0, 2]], np.float64)
 
 
 @pytest.mark.parametrize("rg_dtype, np_dtype", DTYPES)

@@ -94,7 +94,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     array = _as_array(data)
     from_numpy_input = isinstance(data, (np.ndarray, np.generic))
     target = _resolve_dtype(dtype, _default_dtype_for(array, from_numpy_input))
-    array = np.ascontiguousarray(array, dtype=_NUMPY_DTYPES[target.name])
+    array = np.asarray(array, dtype=_NUMPY_DTYPES[target.name], order="C")
     return _rustgrad._from_numpy(array, requires_grad)
 
 
@@ -115,7 +115,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
             f"can't convert np.ndarray of type {array.dtype}; the supported types are "
             "float32, float64 and bool"
         )
-    return _rustgrad._from_numpy(np.ascontiguousarray(array), False)
+    return _rustgrad._from_numpy(np.asarray(array, order="C"), False)
 
 
 def full(size: Sequence[int], fill_value: float, *, dtype: Any = None, device: Any = None,

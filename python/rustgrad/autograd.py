@@ -12,6 +12,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from rustgrad import _rustgrad
+from rustgrad._graph_value import GraphValue
 from rustgrad._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from rustgrad._rustgrad import AccumulateGrad, Node, Tensor, backward, grad, is_anomaly_enabled
 from rustgrad.errors import GradientError, RustgradError
@@ -113,6 +114,11 @@ class Function(metaclass=_FunctionMeta):
                 "as staticmethods"
             )
         ctx = FunctionCtx()
+        for a in args:
+            if isinstance(a, GraphValue):
+                from rustgrad.static._gradients import apply_function
+
+                return apply_function(cls, args, ctx)
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         with no_grad():
             result = cls.forward(ctx, *args)

@@ -132,7 +132,8 @@ pub fn masked_fill_in_place(dst: &Tensor, mask: &Tensor, value: &Tensor) -> Resu
     check_in_place(dst, "index_put_")?;
     if should_record(&[dst, value]) {
         let old = snapshot_with_history(dst)?;
-        let out = apply(Op::Where, &[mask, value, &old])?;
+        let full_mask = forward::expand_mask(mask, dst)?;
+        let out = apply(Op::Where, &[&full_mask, value, &old])?;
         forward::write_into(dst, &out)?;
         dst.set_history(out.grad_fn(), 0);
         return Ok(());

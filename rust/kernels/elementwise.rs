@@ -321,7 +321,7 @@ pub fn where_select<T: Copy>(shape: &[usize], cond: &Operand<bool>, x: &Operand<
 mod tests {
     use super::*;
 
-    fn dense<T>(data: &[T], strides: &'static [isize]) -> Operand<'_, T> {
+    fn dense<'a, T>(data: &'a [T], strides: &'a [isize]) -> Operand<'a, T> {
         Operand { data, strides, offset: 0, dense: true }
     }
 

@@ -43,7 +43,7 @@ pub fn sum_dims<T: Float>(x: &[T], shape: &[usize], dims: &[usize]) -> Vec<T> {
     let is_prefix = dims.iter().enumerate().all(|(i, &d)| d == i);
     if is_suffix {
         let row: usize = dims.iter().map(|&d| shape[d]).product();
-        return sum_rows(x, row);
+        return sum_rows(x, row, kept);
     }
     if is_prefix {
         return sum_columns(x, kept);
@@ -52,9 +52,9 @@ pub fn sum_dims<T: Float>(x: &[T], shape: &[usize], dims: &[usize]) -> Vec<T> {
 }
 
 /// Each output is the sum of one contiguous row of length `row`.
-fn sum_rows<T: Float>(x: &[T], row: usize) -> Vec<T> {
+fn sum_rows<T: Float>(x: &[T], row: usize, rows: usize) -> Vec<T> {
     if row == 0 {
-        return vec![T::ZERO; x.len().checked_div(row).unwrap_or(0)];
+        return vec![T::ZERO; rows];
     }
     let sum_row = |r: &[T]| {
         let partials: Vec<f64> = r.chunks(CHUNK).map(sum_slice).collect();

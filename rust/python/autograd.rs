@@ -25,7 +25,7 @@ const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(20);
 
 /// A closure for the engine that raises KeyboardInterrupt (or whatever a signal
 /// handler raised) between nodes, checked at most every 20 ms.
-fn signal_checker() -> impl FnMut() -> Result<()> {
+pub fn signal_checker() -> impl FnMut() -> Result<()> {
     let mut last = Instant::now();
     move || {
         if last.elapsed() < SIGNAL_CHECK_INTERVAL {

@@ -5,6 +5,7 @@ mod autograd;
 mod convert;
 mod creation;
 mod errors;
+mod static_graph;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -17,6 +18,8 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<convert::PyDevice>()?;
     m.add_class::<autograd::PyNode>()?;
     m.add_class::<autograd::PyAccumulateGrad>()?;
+    m.add_class::<static_graph::PyGraph>()?;
+    m.add_class::<static_graph::PySession>()?;
     m.add("float32", convert::dtype_object(py, crate::dtype::DType::F32)?)?;
     m.add("float64", convert::dtype_object(py, crate::dtype::DType::F64)?)?;
     m.add("bool", convert::dtype_object(py, crate::dtype::DType::Bool)?)?;

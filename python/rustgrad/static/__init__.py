@@ -1,0 +1,104 @@
+"""rustgrad.static: TF1-style graphs compiled once and run by Sessions.
+
+Also importable as ``rustgrad.compat.v1``, so ``import rustgrad.compat.v1 as tf``
+runs TF1 programs. Building a graph computes nothing; ``Session.run`` compiles
+the part of the graph that the fetches need into a plan (cached) and executes
+it in Rust with the same kernels and derivative rules as eager mode.
+"""
+
+from __future__ import annotations
+
+from rustgrad.static import errors, nn
+from rustgrad.static._gradients import gradients
+from rustgrad.static._graph import (
+    Graph,
+    Operation,
+    Tensor,
+    TensorShape,
+    as_dtype,
+    bool_,
+    convert_to_tensor,
+    float32,
+    float64,
+    get_default_graph,
+    reset_default_graph,
+)
+from rustgrad.static._ops import (
+    abs,
+    add,
+    cast,
+    clip_by_value,
+    constant,
+    divide,
+    equal,
+    exp,
+    greater,
+    greater_equal,
+    group,
+    identity,
+    less,
+    less_equal,
+    log,
+    matmul,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    not_equal,
+    ones,
+    ones_like,
+    placeholder,
+    pow,
+    random_normal,
+    random_uniform,
+    reduce_mean,
+    reduce_sum,
+    reshape,
+    sigmoid,
+    sign,
+    sqrt,
+    square,
+    stop_gradient,
+    subtract,
+    tanh,
+    transpose,
+    truediv,
+    where,
+    zeros,
+    zeros_like,
+)
+from rustgrad.static._session import InteractiveSession, Session, get_default_session
+from rustgrad.static._variables import (
+    Variable,
+    global_variables,
+    global_variables_initializer,
+    initialize_all_variables,
+    trainable_variables,
+    variables_initializer,
+)
+
+bool = bool_  # noqa: A001 - TF's name
+double = float64
+
+
+def disable_v2_behavior() -> None:
+    """Accepted for TF1 programs; rustgrad.static is always graph mode."""
+
+
+def disable_eager_execution() -> None:
+    """Accepted for TF1 programs; rustgrad.static is always graph mode."""
+
+
+__all__ = [
+    "Graph", "InteractiveSession", "Operation", "Session", "Tensor", "TensorShape", "Variable",
+    "abs", "add", "as_dtype", "bool", "cast", "clip_by_value", "constant", "convert_to_tensor",
+    "disable_eager_execution", "disable_v2_behavior", "divide", "double", "equal", "errors", "exp",
+    "float32", "float64", "get_default_graph", "get_default_session", "global_variables",
+    "global_variables_initializer", "gradients", "greater", "greater_equal", "group", "identity",
+    "initialize_all_variables", "less", "less_equal", "log", "matmul", "maximum", "minimum",
+    "multiply", "negative", "nn", "not_equal", "ones", "ones_like", "placeholder", "pow",
+    "random_normal", "random_uniform", "reduce_mean", "reduce_sum", "reset_default_graph",
+    "reshape", "sigmoid", "sign", "sqrt", "square", "stop_gradient", "subtract", "tanh",
+    "trainable_variables", "transpose", "truediv", "variables_initializer", "where", "zeros",
+    "zeros_like",
+]

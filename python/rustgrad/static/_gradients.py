@@ -1,0 +1,73 @@
+"""Symbolic gradients, and user ``autograd.Function``s inside graphs.
+
+Both use the derivative rules of the Rust core: ``gradients`` asks the core to
+differentiate the graph, and a Function's ``backward`` is run on graph tensors
+so that it records its own gradient nodes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from rustgrad.errors import GradientError
+from rustgrad.static._graph import Tensor, convert_to_tensor
+
+
+def _as_list(x: Any) -> list[Any]:
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
+              stop_gradients: Optional[Sequence[Tensor]] = None) -> list[Optional[Tensor]]:
+    """d(sum of ys)/dx for each x, as new graph tensors; None where ys do not depend on x."""
+    ys, xs = _as_list(ys), _as_list(xs)
+    if not ys or not xs:
+        return [None] * len(xs)
+    graph = ys[0].graph
+    for t in ys + xs:
+        graph._own(t)
+    seeds: list[Optional[int]] = [None] * len(ys)
+    if grad_ys is not None:
+        for i, g in enumerate(_as_list(grad_ys)):
+            seeds[i] = None if g is None else convert_to_tensor(g, ys[i].dtype, graph)._id
+    ids = graph._core.gradients([y._id for y in ys], [x._id for x in xs], seeds)
+    return [None if i is None else Tensor(graph, i) for i in ids]
+
+
+def apply_function(cls: Any, args: tuple, ctx: Any) -> Any:
+    """Records ``cls.forward`` on graph tensors, with ``cls.backward`` as its gradient."""
+    graph = next(a.graph for a in args if isinstance(a, Tensor))
+    ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.dtype.is_floating_point for a in args)
+    result = cls.forward(ctx, *args)
+    single = not isinstance(result, tuple)
+    outputs = (result,) if single else result
+    for o in outputs:
+        if not isinstance(o, Tensor):
+            raise GradientError(f"{cls.__name__}.forward must return graph tensors, got {o!r}")
+    tensor_args = [a for a in args if isinstance(a, Tensor)]
+
+    def backward(grad_ids: list[int]) -> list[Optional[int]]:
+        grads = [Tensor(graph, g) for g in grad_ids]
+        returned = cls.backward(ctx, *grads)
+        returned = returned if isinstance(returned, tuple) else (returned,)
+        if len(returned) != len(args):
+            raise GradientError(
+                f"function {cls.__name__}Backward returned an incorrect number of gradients "
+                f"(expected {len(args)}, got {len(returned)})"
+            )
+        ids: list[Optional[int]] = []
+        for arg, g in zip(args, returned):
+            if not isinstance(arg, Tensor):
+                if g is not None:
+                    raise GradientError(
+                        f"function {cls.__name__}Backward returned a gradient for a non-tensor "
+                        "argument; return None there"
+                    )
+                continue
+            ids.append(None if g is None else convert_to_tensor(g, arg.dtype, graph)._id)
+        return ids
+
+    _, out_ids = graph._core.function_call(cls.__name__, backward, [o._id for o in outputs],
+                                           [a._id for a in tensor_args])
+    wrapped = tuple(Tensor(graph, i) for i in out_ids)
+    return wrapped[0] if single else wrapped

@@ -1,0 +1,439 @@
+"""Graphs, symbolic tensors and operations.
+
+Building is symbolic: every function here adds a node to a Rust graph, with its
+shape and dtype inferred on the spot, and returns a ``Tensor`` naming that node.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Iterator, Optional, Sequence, Union
+
+import numpy as np
+
+from rustgrad import _rustgrad
+from rustgrad._graph_value import GraphValue
+from rustgrad._rustgrad import GraphCore
+from rustgrad.errors import DTypeError, InvalidArgumentError
+
+float32 = _rustgrad.float32
+float64 = _rustgrad.float64
+bool_ = _rustgrad.bool
+
+_NUMPY = {"float32": np.float32, "float64": np.float64, "bool": np.bool_}
+
+
+def as_dtype(dtype: Any) -> Any:
+    """A rustgrad dtype from a rustgrad dtype, a name, or a numpy dtype."""
+    if isinstance(dtype, _rustgrad.dtype):
+        return dtype
+    try:
+        name = dtype if isinstance(dtype, str) else np.dtype(dtype).name
+    except TypeError:
+        name = None
+    names = {"float32": float32, "float": float32, "float64": float64, "double": float64,
+             "bool": bool_}
+    if name not in names:
+        raise DTypeError(f"unsupported dtype {dtype!r}; use float32, float64 or bool")
+    return names[name]
+
+
+def numpy_dtype(dtype: Any) -> Any:
+    return _NUMPY[as_dtype(dtype).name]
+
+
+class TensorShape(tuple):
+    """A partially known shape; unknown dims are None. ``as_list()`` as in TF."""
+
+    def __new__(cls, dims: Optional[Sequence[Optional[int]]]) -> TensorShape:
+        shape = super().__new__(cls, () if dims is None else tuple(dims))
+        shape._known_rank = dims is not None
+        return shape
+
+    @property
+    def rank(self) -> Optional[int]:
+        return len(self) if self._known_rank else None
+
+    @property
+    def ndims(self) -> Optional[int]:
+        return self.rank
+
+    def as_list(self) -> list[Optional[int]]:
+        if not self._known_rank:
+            raise ValueError("as_list() is not defined on an unknown TensorShape.")
+        return list(self)
+
+    def is_fully_defined(self) -> bool:
+        return self._known_rank and all(d is not None for d in self)
+
+    def __repr__(self) -> str:
+        if not self._known_rank:
+            return "TensorShape(None)"
+        return f"TensorShape({list(self)})"
+
+
+class Graph:
+    """A dataflow graph: nodes with inferred shapes, variables, and their initializers."""
+
+    def __init__(self) -> None:
+        self._core = GraphCore()
+        self._variables: list[Any] = []
+        self._trainable: list[Any] = []
+
+    @contextlib.contextmanager
+    def as_default(self) -> Iterator[Graph]:
+        _graph_stack.stack.append(self)
+        try:
+            yield self
+        finally:
+            _graph_stack.stack.pop()
+
+    def get_operations(self) -> list[Operation]:
+        return [Operation(self, i) for i in range(self._core.num_nodes())]
+
+    def get_tensor_by_name(self, name: str) -> Tensor:
+        op_name, _, index = name.partition(":")
+        if index not in ("", "0"):
+            raise InvalidArgumentError(f"The name '{name}' refers to a Tensor which does not exist.")
+        return Tensor(self, self.get_operation_by_name(op_name)._id)
+
+    def get_operation_by_name(self, name: str) -> Operation:
+        for i in range(self._core.num_nodes()):
+            if self._core.node_name(i) == name:
+                return Operation(self, i)
+        raise InvalidArgumentError(f"The name '{name}' refers to an Operation not in the graph.")
+
+    def _op(self, kind: str, args: tuple, inputs: Sequence[Tensor], name: Optional[str] = None) -> Tensor:
+        ids = [self._own(t)._id for t in inputs]
+        return Tensor(self, self._core.op(kind, args, ids, name))
+
+    def _own(self, t: Tensor) -> Tensor:
+        if t.graph is not self:
+            raise InvalidArgumentError(
+                f"Tensor {t.name} must be from the same graph as the other inputs of this op"
+            )
+        return t
+
+    def _constant(self, value: Any, dtype: Any = None, name: Optional[str] = None) -> Tensor:
+        target = numpy_dtype(dtype) if dtype is not None else None
+        array = np.asarray(value, dtype=target)
+        if target is None:
+            kind = array.dtype.kind
+            if kind == "b":
+                array = array.astype(np.bool_)
+            elif kind in "fiu":
+                array = array.astype(np.float32)
+            else:
+                raise DTypeError(f"cannot make a constant from a value of numpy dtype {array.dtype}")
+        return Tensor(self, self._core.constant(np.asarray(array, order="C"), name))
+
+
+class _GraphStack(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[Graph] = []
+
+
+_graph_stack = _GraphStack()
+_global_default_graph = Graph()
+
+
+def get_default_graph() -> Graph:
+    return _graph_stack.stack[-1] if _graph_stack.stack else _global_default_graph
+
+
+def reset_default_graph() -> None:
+    """Replaces the global default graph with a new, empty one."""
+    global _global_default_graph
+    if _graph_stack.stack:
+        raise AssertionError("Do not use reset_default_graph() inside a `with graph.as_default()` block")
+    _global_default_graph = Graph()
+
+
+class Operation:
+    """A node of the graph, as ``tensor.op`` shows it."""
+
+    __slots__ = ("graph", "_id")
+
+    def __init__(self, graph: Graph, node_id: int) -> None:
+        self.graph = graph
+        self._id = node_id
+
+    @property
+    def name(self) -> str:
+        return self.graph._core.node_name(self._id)
+
+    @property
+    def type(self) -> str:
+        return self.graph._core.node_type(self._id)
+
+    @property
+    def inputs(self) -> list[Tensor]:
+        return [Tensor(self.graph, i) for i in self.graph._core.node_inputs(self._id)]
+
+    @property
+    def outputs(self) -> list[Tensor]:
+        return [Tensor(self.graph, self._id)] if self.graph._core.node_has_value(self._id) else []
+
+    def run(self, feed_dict: Optional[dict] = None, session: Any = None) -> None:
+        from rustgrad.static._session import get_default_session
+
+        (session or get_default_session()).run(self, feed_dict=feed_dict)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Operation) and other.graph is self.graph and other._id == self._id
+
+    def __hash__(self) -> int:
+        return hash((id(self.graph), self._id))
+
+    def __repr__(self) -> str:
+        return f"<rustgrad.static.Operation '{self.name}' type={self.type}>"
+
+
+Scalar = Union[int, float]
+
+
+def convert_to_tensor(value: Any, dtype: Any = None, graph: Optional[Graph] = None) -> Tensor:
+    """``value`` as a graph tensor: tensors pass through, numbers and arrays become constants."""
+    if isinstance(value, Tensor):
+        if dtype is not None and value.dtype != as_dtype(dtype):
+            raise DTypeError(
+                f"Tensor conversion requested dtype {as_dtype(dtype).name} for Tensor with dtype "
+                f"{value.dtype.name}: {value.name}"
+            )
+        return value
+    return (graph or get_default_graph())._constant(value, dtype)
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, (int, float, np.number)) and not isinstance(value, np.bool_)
+
+
+class Tensor(GraphValue):
+    """A symbolic value in a graph: the output of one node.
+
+    Tensors compare by identity (``==`` is not elementwise, as in TF1) so they can
+    be feed_dict keys; use ``rustgrad.static.equal`` for elementwise equality.
+    """
+
+    __slots__ = ("graph", "_id", "__weakref__")
+
+    def __init__(self, graph: Graph, node_id: int) -> None:
+        self.graph = graph
+        self._id = node_id
+
+    # ----- description -----
+
+    @property
+    def name(self) -> str:
+        return f"{self.graph._core.node_name(self._id)}:0"
+
+    @property
+    def dtype(self) -> Any:
+        return self.graph._core.node_dtype(self._id)
+
+    @property
+    def shape(self) -> TensorShape:
+        return TensorShape(self.graph._core.node_shape(self._id))
+
+    def get_shape(self) -> TensorShape:
+        return self.shape
+
+    @property
+    def op(self) -> Operation:
+        return Operation(self.graph, self._id)
+
+    @property
+    def _static_graph(self) -> Graph:
+        return self.graph
+
+    @property
+    def _version(self) -> int:
+        # Graph values are never modified in place, so a saved tensor never goes stale.
+        return 0
+
+    def __repr__(self) -> str:
+        shape = self.graph._core.node_shape_str(self._id)
+        return f"<rustgrad.static.Tensor '{self.name}' shape={shape} dtype={self.dtype.name}>"
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            "Using a graph Tensor as a Python bool is not allowed: its value is only known when a "
+            "Session runs it."
+        )
+
+    def eval(self, feed_dict: Optional[dict] = None, session: Any = None) -> Any:
+        from rustgrad.static._session import get_default_session
+
+        return (session or get_default_session()).run(self, feed_dict=feed_dict)
+
+    # ----- arithmetic -----
+
+    def _binary(self, other: Any, op: str, reflected: bool = False) -> Tensor:
+        if _is_scalar(other):
+            scalar_op = {("sub", True): "rsub", ("div", True): "rdiv", ("pow", True): "rpow"}.get(
+                (op, reflected), op)
+            return self.graph._op("scalar", (scalar_op, float(other)), [self])
+        other = convert_to_tensor(other, self.dtype, self.graph)
+        if op == "pow":
+            raise InvalidArgumentError(
+                "pow: the exponent of a graph tensor must be a Python number"
+            )
+        a, b = (other, self) if reflected else (self, other)
+        return self.graph._op("binary", (op,), [a, b])
+
+    def __add__(self, other: Any) -> Tensor:
+        return self._binary(other, "add")
+
+    def __radd__(self, other: Any) -> Tensor:
+        return self._binary(other, "add", True)
+
+    def __sub__(self, other: Any) -> Tensor:
+        return self._binary(other, "sub")
+
+    def __rsub__(self, other: Any) -> Tensor:
+        return self._binary(other, "sub", True)
+
+    def __mul__(self, other: Any) -> Tensor:
+        return self._binary(other, "mul")
+
+    def __rmul__(self, other: Any) -> Tensor:
+        return self._binary(other, "mul", True)
+
+    def __truediv__(self, other: Any) -> Tensor:
+        return self._binary(other, "div")
+
+    def __rtruediv__(self, other: Any) -> Tensor:
+        return self._binary(other, "div", True)
+
+    def __pow__(self, other: Any) -> Tensor:
+        return self._binary(other, "pow")
+
+    def __rpow__(self, other: Any) -> Tensor:
+        return self._binary(other, "pow", True)
+
+    def __matmul__(self, other: Any) -> Tensor:
+        return self.graph._op("matmul", (False, False), [self, convert_to_tensor(other, self.dtype, self.graph)])
+
+    def __rmatmul__(self, other: Any) -> Tensor:
+        return self.graph._op("matmul", (False, False), [convert_to_tensor(other, self.dtype, self.graph), self])
+
+    def __neg__(self) -> Tensor:
+        return self.graph._op("unary", ("neg",), [self])
+
+    def __abs__(self) -> Tensor:
+        return self.graph._op("unary", ("abs",), [self])
+
+    def _compare(self, other: Any, op: str) -> Tensor:
+        return self.graph._op("compare", (op,), [self, convert_to_tensor(other, self.dtype, self.graph)])
+
+    def __lt__(self, other: Any) -> Tensor:
+        return self._compare(other, "lt")
+
+    def __le__(self, other: Any) -> Tensor:
+        return self._compare(other, "le")
+
+    def __gt__(self, other: Any) -> Tensor:
+        return self._compare(other, "gt")
+
+    def __ge__(self, other: Any) -> Tensor:
+        return self._compare(other, "ge")
+
+    # ----- indexing -----
+
+    def __getitem__(self, key: Any) -> Tensor:
+        if isinstance(key, Tensor):
+            return self.graph._op("masked_select", (), [self, key])
+        return self.graph._op("index", (_index_items(key, len(self.shape)),), [self])
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """Graph tensors are immutable; ``t[mask] = v`` rebinds ``t`` to ``where(mask, v, t)``.
+
+        This lets PyTorch-style custom Function code (``grad[x < 0] = 0``) build graphs.
+        """
+        if not isinstance(key, Tensor):
+            raise InvalidArgumentError("graph tensors support item assignment only with a bool mask")
+        value_t = convert_to_tensor(value, self.dtype, self.graph)
+        replaced = self.graph._op("where", (), [key, value_t, self])
+        self._id = replaced._id
+
+    # ----- PyTorch-style methods, so custom Functions run on graph tensors -----
+
+    def clone(self) -> Tensor:
+        return self.graph._op("identity", (), [self])
+
+    def detach(self) -> Tensor:
+        return Tensor(self.graph, self._id)
+
+    def clamp(self, min: Optional[float] = None, max: Optional[float] = None) -> Tensor:
+        return self.graph._op("clamp", (min, max), [self])
+
+    def relu(self) -> Tensor:
+        return self.graph._op("unary", ("relu",), [self])
+
+    def exp(self) -> Tensor:
+        return self.graph._op("unary", ("exp",), [self])
+
+    def log(self) -> Tensor:
+        return self.graph._op("unary", ("log",), [self])
+
+    def sqrt(self) -> Tensor:
+        return self.graph._op("unary", ("sqrt",), [self])
+
+    def tanh(self) -> Tensor:
+        return self.graph._op("unary", ("tanh",), [self])
+
+    def sigmoid(self) -> Tensor:
+        return self.graph._op("unary", ("sigmoid",), [self])
+
+    def abs(self) -> Tensor:
+        return self.__abs__()
+
+    def pow(self, exponent: float) -> Tensor:
+        return self ** exponent
+
+    def mm(self, other: Tensor) -> Tensor:
+        return self @ other
+
+    def matmul(self, other: Tensor) -> Tensor:
+        return self @ other
+
+    def t(self) -> Tensor:
+        return self.graph._op("transpose", (0, 1), [self])
+
+    def sum(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        return self.graph._op("sum", (_axes(dim), keepdim), [self])
+
+    def mean(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        return self.graph._op("mean", (_axes(dim), keepdim), [self])
+
+    def reshape(self, *shape: Any) -> Tensor:
+        dims = list(shape[0]) if len(shape) == 1 and isinstance(shape[0], (list, tuple)) else list(shape)
+        return self.graph._op("reshape", ([int(d) for d in dims],), [self])
+
+
+def _axes(axis: Any) -> Optional[list[int]]:
+    if axis is None:
+        return None
+    if isinstance(axis, (list, tuple)):
+        return [int(a) for a in axis]
+    return [int(axis)]
+
+
+def _index_items(key: Any, rank: int) -> list[tuple]:
+    parts = key if isinstance(key, tuple) else (key,)
+    consuming = sum(1 for p in parts if p is not None and p is not Ellipsis)
+    items: list[tuple] = []
+    for part in parts:
+        if part is None:
+            items.append(("newaxis", None, None, None))
+        elif part is Ellipsis:
+            items.extend(("slice", None, None, 1) for _ in range(max(rank - consuming, 0)))
+        elif isinstance(part, slice):
+            items.append(("slice", part.start, part.stop, part.step or 1))
+        else:
+            items.append(("int", int(part), None, None))
+    return items

@@ -1,0 +1,279 @@
+"""TF1 op functions: each adds one node (or a few) to the default graph."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from rustgrad.errors import InvalidArgumentError
+from rustgrad.static._graph import (
+    Tensor,
+    _axes,
+    as_dtype,
+    convert_to_tensor,
+    float32,
+    get_default_graph,
+)
+
+
+def _pair(a: Any, b: Any) -> tuple[Tensor, Tensor]:
+    """Two operands on one graph, numbers and arrays converted to the tensor side's dtype."""
+    if isinstance(a, Tensor):
+        return a, convert_to_tensor(b, a.dtype, a.graph)
+    if isinstance(b, Tensor):
+        return convert_to_tensor(a, b.dtype, b.graph), b
+    a = convert_to_tensor(a)
+    return a, convert_to_tensor(b, a.dtype, a.graph)
+
+
+def _unary(kind: str, x: Any, name: Optional[str]) -> Tensor:
+    x = convert_to_tensor(x)
+    return x.graph._op("unary", (kind,), [x], name)
+
+
+def _binary(kind: str, x: Any, y: Any, name: Optional[str]) -> Tensor:
+    a, b = _pair(x, y)
+    return a.graph._op("binary", (kind,), [a, b], name)
+
+
+# ----- sources -----
+
+def constant(value: Any, dtype: Any = None, shape: Optional[Sequence[int]] = None,
+             name: Optional[str] = "Const") -> Tensor:
+    import numpy as np
+
+    if shape is not None:
+        value = np.broadcast_to(np.asarray(value), tuple(shape))
+    return get_default_graph()._constant(value, dtype, name)
+
+
+def zeros(shape: Any, dtype: Any = float32, name: Optional[str] = None) -> Tensor:
+    import numpy as np
+
+    return get_default_graph()._constant(np.zeros(_shape(shape)), dtype, name or "zeros")
+
+
+def ones(shape: Any, dtype: Any = float32, name: Optional[str] = None) -> Tensor:
+    import numpy as np
+
+    return get_default_graph()._constant(np.ones(_shape(shape)), dtype, name or "ones")
+
+
+def _shape(shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, int):
+        return (shape,)
+    return tuple(int(d) for d in shape)
+
+
+def random_normal(shape: Any, mean: float = 0.0, stddev: float = 1.0, dtype: Any = float32,
+                  seed: Optional[int] = None, name: Optional[str] = None) -> Tensor:
+    """Fresh samples from N(mean, stddev²) every time a run computes it. ``seed`` makes them repeat."""
+    graph = get_default_graph()
+    return Tensor(graph, graph._core.random("normal", float(mean), float(stddev), list(_shape(shape)),
+                                            as_dtype(dtype), seed, name))
+
+
+def random_uniform(shape: Any, minval: float = 0.0, maxval: Optional[float] = None,
+                   dtype: Any = float32, seed: Optional[int] = None,
+                   name: Optional[str] = None) -> Tensor:
+    graph = get_default_graph()
+    high = 1.0 if maxval is None else float(maxval)
+    return Tensor(graph, graph._core.random("uniform", float(minval), high, list(_shape(shape)),
+                                            as_dtype(dtype), seed, name))
+
+
+# ----- math -----
+
+def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,
+           name: Optional[str] = None) -> Tensor:
+    x, y = _pair(a, b)
+    return x.graph._op("matmul", (bool(transpose_a), bool(transpose_b)), [x, y], name)
+
+
+def add(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    return _binary("add", x, y, name)
+
+
+def subtract(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    return _binary("sub", x, y, name)
+
+
+def multiply(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    return _binary("mul", x, y, name)
+
+
+def divide(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    return _binary("div", x, y, name)
+
+
+truediv = divide
+
+
+def maximum(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    return _binary("maximum", x, y, name)
+
+
+def minimum(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    return _binary("minimum", x, y, name)
+
+
+def pow(x: Any, y: float, name: Optional[str] = None) -> Tensor:  # noqa: A001 - TF's name
+    x = convert_to_tensor(x)
+    if isinstance(y, Tensor):
+        raise InvalidArgumentError("pow: the exponent must be a Python number")
+    return x.graph._op("scalar", ("pow", float(y)), [x], name)
+
+
+def negative(x: Any, name: Optional[str] = None) -> Tensor:
+    return _unary("neg", x, name)
+
+
+def square(x: Any, name: Optional[str] = None) -> Tensor:
+    return _unary("square", x, name)
+
+
+def exp(x: Any, name: Optional[str] = None) -> Tensor:
+    return _unary("exp", x, name)
+
+
+def log(x: Any, name: Optional[str] = None) -> Tensor:
+    return _unary("log", x, name)
+
+
+def sqrt(x: Any, name: Optional[str] = None) -> Tensor:
+    return _unary("sqrt", x, name)
+
+
+def tanh(x: Any, name: Optional[str] = None) -> Tensor:
+    return _unary("tanh", x, name)
+
+
+def sigmoid(x: Any, name: Optional[str] = None) -> Tensor:
+    return _unary("sigmoid", x, name)
+
+
+def abs(x: Any, name: Optional[str] = None) -> Tensor:  # noqa: A001 - TF's name
+    return _unary("abs", x, name)
+
+
+def sign(x: Any, name: Optional[str] = None) -> Tensor:
+    return _unary("sign", x, name)
+
+
+def reduce_sum(input_tensor: Any, axis: Any = None, keepdims: bool = False,
+               name: Optional[str] = None) -> Tensor:
+    x = convert_to_tensor(input_tensor)
+    return x.graph._op("sum", (_axes(axis), bool(keepdims)), [x], name)
+
+
+def reduce_mean(input_tensor: Any, axis: Any = None, keepdims: bool = False,
+                name: Optional[str] = None) -> Tensor:
+    x = convert_to_tensor(input_tensor)
+    return x.graph._op("mean", (_axes(axis), bool(keepdims)), [x], name)
+
+
+def transpose(a: Any, perm: Optional[Sequence[int]] = None, name: Optional[str] = None) -> Tensor:
+    """Swaps two dims (any perm that is one swap); with no perm, reverses a 2-D tensor's dims."""
+    x = convert_to_tensor(a)
+    rank = x.shape.rank
+    if perm is None:
+        if rank not in (None, 2) and rank > 1:
+            raise InvalidArgumentError("transpose without perm supports 2-D tensors; pass perm=")
+        return x.graph._op("transpose", (0, 1), [x], name) if rank != 1 else x
+    perm = [int(p) for p in perm]
+    moved = [i for i, p in enumerate(perm) if i != p]
+    if not moved:
+        return identity(x, name)
+    if len(moved) != 2 or perm[moved[0]] != moved[1]:
+        raise InvalidArgumentError(f"transpose: perm {perm} is not a single swap of two dims")
+    return x.graph._op("transpose", (moved[0], moved[1]), [x], name)
+
+
+def reshape(tensor: Any, shape: Sequence[int], name: Optional[str] = None) -> Tensor:
+    x = convert_to_tensor(tensor)
+    return x.graph._op("reshape", ([int(d) for d in shape],), [x], name)
+
+
+def identity(input: Any, name: Optional[str] = None) -> Tensor:  # noqa: A002 - TF's name
+    x = convert_to_tensor(input)
+    return x.graph._op("identity", (), [x], name or "Identity")
+
+
+def stop_gradient(input: Any, name: Optional[str] = None) -> Tensor:  # noqa: A002 - TF's name
+    x = convert_to_tensor(input)
+    return x.graph._op("stop_gradient", (), [x], name or "StopGradient")
+
+
+def cast(x: Any, dtype: Any, name: Optional[str] = None) -> Tensor:
+    x = convert_to_tensor(x)
+    return x.graph._op("cast", (as_dtype(dtype),), [x], name or "Cast")
+
+
+def clip_by_value(t: Any, clip_value_min: float, clip_value_max: float,
+                  name: Optional[str] = None) -> Tensor:
+    x = convert_to_tensor(t)
+    return x.graph._op("clamp", (float(clip_value_min), float(clip_value_max)), [x], name)
+
+
+def where(condition: Tensor, x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    a, b = _pair(x, y)
+    return a.graph._op("where", (), [condition, a, b], name)
+
+
+def _compare(kind: str, x: Any, y: Any, name: Optional[str]) -> Tensor:
+    a, b = _pair(x, y)
+    return a.graph._op("compare", (kind,), [a, b], name)
+
+
+def equal(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    return _compare("eq", x, y, name)
+
+
+def not_equal(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    return _compare("ne", x, y, name)
+
+
+def less(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    return _compare("lt", x, y, name)
+
+
+def less_equal(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    return _compare("le", x, y, name)
+
+
+def greater(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    return _compare("gt", x, y, name)
+
+
+def greater_equal(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    return _compare("ge", x, y, name)
+
+
+def zeros_like(tensor: Any, name: Optional[str] = None) -> Tensor:
+    x = convert_to_tensor(tensor)
+    return x.graph._op("full_like", (0.0,), [x], name or "zeros_like")
+
+
+def ones_like(tensor: Any, name: Optional[str] = None) -> Tensor:
+    x = convert_to_tensor(tensor)
+    return x.graph._op("full_like", (1.0,), [x], name or "ones_like")
+
+
+def group(*inputs: Any, name: Optional[str] = None) -> Any:
+    """An operation that runs all its inputs and has no value."""
+    from rustgrad.static._graph import Operation
+
+    graph = get_default_graph()
+    ids = [i._id for i in inputs]
+    return Operation(graph, graph._core.group(ids, name or "group_deps"))
+
+
+def placeholder(dtype: Any, shape: Optional[Sequence[Optional[int]]] = None,
+                name: Optional[str] = None) -> Tensor:
+    """A tensor whose value is fed at run time. ``None`` dims accept any size."""
+    graph = get_default_graph()
+    dims = None if shape is None else [None if d is None else int(d) for d in _as_dims(shape)]
+    return Tensor(graph, graph._core.placeholder(as_dtype(dtype), dims, name))
+
+
+def _as_dims(shape: Any) -> Sequence[Optional[int]]:
+    return (shape,) if isinstance(shape, int) else tuple(shape)

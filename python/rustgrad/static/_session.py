@@ -1,0 +1,156 @@
+"""Sessions: each holds its own variable values and runs compiled plans.
+
+The first ``run`` with a given set of fetches and fed tensors compiles a plan in
+Rust (pruned to what the fetches need); later runs reuse it and execute in one
+call into Rust with the GIL released.
+
+``run`` may be called from several threads on one Session: each run reads the
+variable values as of its start and stores its assignments when it ends; runs
+that assign the same variable concurrently store their results in the order
+they finish.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Optional
+
+import numpy as np
+
+from rustgrad._rustgrad import SessionCore
+from rustgrad.errors import FailedPreconditionError, InvalidArgumentError
+from rustgrad.static._graph import Graph, Operation, Tensor, get_default_graph, numpy_dtype
+
+
+class _SessionStack(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[Session] = []
+
+
+_session_stack = _SessionStack()
+
+
+def get_default_session() -> Session:
+    if not _session_stack.stack:
+        raise FailedPreconditionError(
+            "No default session is registered. Use `with Session() as sess:` or pass session="
+        )
+    return _session_stack.stack[-1]
+
+
+class Session:
+    """Runs parts of a graph. Use as a context manager, or call ``close()``."""
+
+    def __init__(self, target: str = "", graph: Optional[Graph] = None, config: Any = None) -> None:
+        self.graph = graph if graph is not None else get_default_graph()
+        self._core = SessionCore(self.graph._core)
+
+    def __enter__(self) -> Session:
+        _session_stack.stack.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if _session_stack.stack and _session_stack.stack[-1] is self:
+            _session_stack.stack.pop()
+        self.close()
+
+    def as_default(self) -> Session:
+        return self
+
+    def close(self) -> None:
+        self._core.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._core.closed
+
+    def run(self, fetches: Any, feed_dict: Optional[dict] = None, options: Any = None,
+            run_metadata: Any = None) -> Any:
+        """Computes ``fetches`` (a tensor, op, variable, or any nesting of lists, tuples and
+        dicts of them) and returns numpy values in the same structure."""
+        if self._core.closed:
+            raise FailedPreconditionError("Attempted to use a closed Session.")
+        leaves: list[Any] = []
+        template = _flatten(fetches, leaves)
+        fetch_ids = [self._node_of(leaf, "Fetch") for leaf in leaves]
+        feed_ids, feed_values = self._feeds(feed_dict or {})
+        results = self._core.run(fetch_ids, feed_ids, feed_values)
+        values = [None if isinstance(leaf, Operation) else _scalarise(r)
+                  for leaf, r in zip(leaves, results)]
+        return _rebuild(template, iter(values))
+
+    def _node_of(self, item: Any, role: str) -> int:
+        if isinstance(item, str):
+            item = (self.graph.get_tensor_by_name(item) if ":" in item
+                    else self.graph.get_operation_by_name(item))
+        if not isinstance(item, (Tensor, Operation)):
+            raise InvalidArgumentError(
+                f"{role} argument {item!r} has invalid type {type(item).__name__}, must be a "
+                "Tensor, Operation, Variable or a string name"
+            )
+        if item.graph is not self.graph:
+            raise InvalidArgumentError(
+                f"{role} argument {item!r} cannot be interpreted as a Tensor. "
+                f"({getattr(item, 'name', item)} is not an element of this graph.)"
+            )
+        return item._id
+
+    def _feeds(self, feed_dict: dict) -> tuple[list[int], list[np.ndarray]]:
+        pairs = []
+        for key, value in feed_dict.items():
+            node = self._node_of(key, "Feed")
+            if not isinstance(key, Tensor):
+                raise InvalidArgumentError(f"Cannot feed an Operation: {key!r}")
+            dtype = numpy_dtype(key.dtype)
+            try:
+                array = np.asarray(value, dtype=dtype, order="C")
+            except (TypeError, ValueError) as err:
+                raise InvalidArgumentError(
+                    f"Cannot feed value of type {type(value).__name__} for Tensor '{key.name}' "
+                    f"of dtype {key.dtype.name}: {err}"
+                ) from None
+            pairs.append((node, array))
+        pairs.sort(key=lambda p: p[0])
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+class InteractiveSession(Session):
+    """A Session that makes itself the default on creation."""
+
+    def __init__(self, target: str = "", graph: Optional[Graph] = None, config: Any = None) -> None:
+        super().__init__(target, graph, config)
+        _session_stack.stack.append(self)
+
+
+def _scalarise(value: Any) -> Any:
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value[()]
+    return value
+
+
+def _flatten(fetches: Any, leaves: list[Any]) -> Any:
+    """A template of the fetch structure; leaves are replaced by their index in ``leaves``."""
+    if isinstance(fetches, (list, tuple)) and not hasattr(fetches, "_fields"):
+        return type(fetches)(_flatten(f, leaves) for f in fetches)
+    if isinstance(fetches, tuple):  # namedtuple
+        return type(fetches)(*(_flatten(f, leaves) for f in fetches))
+    if isinstance(fetches, dict):
+        return {k: _flatten(v, leaves) for k, v in fetches.items()}
+    leaves.append(fetches)
+    return _Leaf()
+
+
+class _Leaf:
+    __slots__ = ()
+
+
+def _rebuild(template: Any, values: Any) -> Any:
+    if isinstance(template, _Leaf):
+        return next(values)
+    if isinstance(template, (list, tuple)) and not hasattr(template, "_fields"):
+        return type(template)(_rebuild(t, values) for t in template)
+    if isinstance(template, tuple):
+        return type(template)(*(_rebuild(t, values) for t in template))
+    if isinstance(template, dict):
+        return {k: _rebuild(v, values) for k, v in template.items()}
+    return template

@@ -1,0 +1,144 @@
+//! Symbolic differentiation: `gradients(ys, xs)` adds gradient nodes to the
+//! graph by running the same derivative rules the eager tape runs, with a
+//! differentiator that builds nodes instead of computing values.
+
+use super::{Graph, NodeId, NodeKind};
+use crate::error::{Error, Result};
+use crate::kernels::elementwise::BinaryOp;
+use crate::op::Op;
+use crate::rules::{self, Differentiator, RuleArgs};
+use parking_lot::RwLock;
+use std::collections::{HashMap, HashSet};
+
+/// Builds each emitted op as a new node, holding the graph lock only while adding it
+/// (a user Function's backward re-enters the graph from Python in between).
+struct GraphDifferentiator<'a> {
+    graph: &'a RwLock<Graph>,
+}
+
+impl Differentiator for GraphDifferentiator<'_> {
+    type Value = NodeId;
+
+    fn apply(&mut self, op: Op, inputs: &[&NodeId]) -> Result<NodeId> {
+        let name = format!("gradients/{}", op.backward_name().trim_end_matches("Backward0"));
+        self.graph.write().op(op, inputs.iter().map(|&&i| i).collect(), Some(&name))
+    }
+}
+
+/// Nodes on some path from an x to a y.
+fn relevant_nodes(graph: &Graph, ys: &[NodeId], xs: &[NodeId]) -> Result<HashSet<NodeId>> {
+    let mut ancestors = HashSet::new();
+    let mut stack: Vec<NodeId> = ys.to_vec();
+    while let Some(id) = stack.pop() {
+        if ancestors.insert(id) {
+            stack.extend(graph.node(id)?.inputs.iter().copied());
+        }
+    }
+    let lowest = xs.iter().copied().min().unwrap_or(0);
+    let mut descendants: HashSet<NodeId> = xs.iter().copied().collect();
+    for id in lowest..graph.nodes.len() {
+        if graph.nodes[id].inputs.iter().any(|i| descendants.contains(i)) {
+            descendants.insert(id);
+        }
+    }
+    Ok(ancestors.intersection(&descendants).copied().collect())
+}
+
+/// Gradient slots: (node, output index). Ordinary nodes use slot 0; a
+/// FunctionCall collects one slot per output of the user's forward.
+type Slots = HashMap<(NodeId, usize), NodeId>;
+
+fn accumulate(d: &mut GraphDifferentiator<'_>, slots: &mut Slots, key: (NodeId, usize), grad: NodeId) -> Result<()> {
+    let merged = match slots.get(&key) {
+        Some(&previous) => d.apply(Op::Binary(BinaryOp::Add), &[&previous, &grad])?,
+        None => grad,
+    };
+    slots.insert(key, merged);
+    Ok(())
+}
+
+/// For each x, the node holding d(sum of ys)/dx, or None when ys do not depend on x.
+pub fn gradients(graph: &RwLock<Graph>, ys: &[NodeId], xs: &[NodeId], grad_ys: &[Option<NodeId>]) -> Result<Vec<Option<NodeId>>> {
+    let relevant = relevant_nodes(&graph.read(), ys, xs)?;
+    let mut d = GraphDifferentiator { graph };
+    let mut slots: Slots = HashMap::new();
+    for (i, &y) in ys.iter().enumerate() {
+        if !relevant.contains(&y) {
+            continue;
+        }
+        let seed = match grad_ys.get(i).copied().flatten() {
+            Some(g) => g,
+            None => d.apply(Op::FullLike(1.0), &[&y])?,
+        };
+        accumulate(&mut d, &mut slots, (y, 0), seed)?;
+    }
+    let mut order: Vec<NodeId> = relevant.iter().copied().collect();
+    order.sort_unstable_by(|a, b| b.cmp(a));
+    for id in order {
+        let node = graph.read().node(id)?.clone();
+        match &node.kind {
+            NodeKind::Op(op) => {
+                let Some(&grad) = slots.get(&(id, 0)) else { continue };
+                let needs: Vec<bool> = node.inputs.iter().map(|i| relevant.contains(i)).collect();
+                let args = RuleArgs { inputs: &node.inputs, output: &id, grad: &grad, needs: &needs };
+                let input_grads = rules::vjp(&mut d, op, args)?;
+                for (input, g) in node.inputs.iter().zip(input_grads) {
+                    if let (Some(g), true) = (g, relevant.contains(input)) {
+                        accumulate(&mut d, &mut slots, (*input, 0), g)?;
+                    }
+                }
+            }
+            NodeKind::FunctionOutput { index } => {
+                if let Some(&grad) = slots.get(&(id, 0)) {
+                    accumulate(&mut d, &mut slots, (node.inputs[0], *index), grad)?;
+                }
+            }
+            NodeKind::FunctionCall { function, num_outputs } => {
+                if !(0..*num_outputs).any(|k| slots.contains_key(&(id, k))) {
+                    continue;
+                }
+                let mut grads = Vec::with_capacity(*num_outputs);
+                for k in 0..*num_outputs {
+                    grads.push(match slots.get(&(id, k)) {
+                        Some(&g) => g,
+                        None => d.apply(Op::FullLike(0.0), &[&node.inputs[k]])?,
+                    });
+                }
+                let inputs = &node.inputs[*num_outputs..];
+                let input_grads = function.backward(grads)?;
+                if input_grads.len() != inputs.len() {
+                    return Err(Error::Gradient(format!(
+                        "function {}Backward returned an incorrect number of gradients (expected {}, got {})",
+                        function.name(),
+                        inputs.len(),
+                        input_grads.len()
+                    )));
+                }
+                for (input, g) in inputs.iter().zip(input_grads) {
+                    if let (Some(g), true) = (g, relevant.contains(input)) {
+                        check_grad_shape(&graph.read(), function.name(), *input, g)?;
+                        accumulate(&mut d, &mut slots, (*input, 0), g)?;
+                    }
+                }
+            }
+            // Sources end the walk; assignments and groups pass no gradient (as in TF).
+            _ => {}
+        }
+    }
+    Ok(xs.iter().map(|x| slots.get(&(*x, 0)).copied()).collect())
+}
+
+fn check_grad_shape(graph: &Graph, function: &str, input: NodeId, grad: NodeId) -> Result<()> {
+    let (want, got) = (&graph.node(input)?.shape, &graph.node(grad)?.shape);
+    if let (Some(w), Some(g)) = (want, got) {
+        let conflict = w.len() != g.len() || w.iter().zip(g).any(|(a, b)| matches!((a, b), (Some(p), Some(q)) if p != q));
+        if conflict {
+            return Err(Error::Gradient(format!(
+                "Function {function}Backward returned an invalid gradient - got {} but expected shape compatible with {}",
+                super::fmt_partial(got),
+                super::fmt_partial(want)
+            )));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,252 @@
+//! Shape and dtype inference for graph nodes. A mismatch that is already
+//! certain when the node is built raises then, naming the op and both shapes.
+
+use super::{fmt_partial, PartialShape};
+use crate::dtype::DType;
+use crate::error::{dtype_err, shape_err, Error, Result};
+use crate::op::{IndexItem, Op};
+
+type Meta<'a> = (&'a PartialShape, DType);
+
+fn input<'a>(op: &Op, inputs: &'a [Meta<'a>], i: usize) -> Result<Meta<'a>> {
+    inputs.get(i).copied().ok_or_else(|| {
+        Error::InvalidArgument(format!("{}: expected at least {} inputs, got {}", op.name(), i + 1, inputs.len()))
+    })
+}
+
+fn float_input(op: &Op, m: Meta<'_>) -> Result<DType> {
+    if !m.1.is_float() {
+        return dtype_err(format!("{}: expected a float tensor, got {}", op.name(), m.1.name()));
+    }
+    Ok(m.1)
+}
+
+fn same_dtype(op: &Op, a: DType, b: DType) -> Result<DType> {
+    if a != b {
+        return dtype_err(format!(
+            "{}: the inputs have different dtypes ({} and {}); cast one with rustgrad.static.cast",
+            op.name(),
+            a.name(),
+            b.name()
+        ));
+    }
+    Ok(a)
+}
+
+/// Numpy broadcasting over partial shapes; an unknown dim stays unknown unless the other side decides it.
+pub fn broadcast(op: &str, a: &PartialShape, b: &PartialShape) -> Result<PartialShape> {
+    let (Some(a_dims), Some(b_dims)) = (a, b) else { return Ok(None) };
+    let rank = a_dims.len().max(b_dims.len());
+    let pick = |dims: &Vec<Option<usize>>, i: usize| if i + dims.len() >= rank { dims[i + dims.len() - rank] } else { Some(1) };
+    let mut out = Vec::with_capacity(rank);
+    for i in 0..rank {
+        let (x, y) = (pick(a_dims, i), pick(b_dims, i));
+        out.push(match (x, y) {
+            (Some(p), Some(q)) if p == q => Some(p),
+            (Some(1), other) | (other, Some(1)) => other,
+            (Some(p), Some(q)) => {
+                return shape_err(format!(
+                    "{op}: Dimensions must be equal, but are {p} and {q} for '{op}' with input shapes: {}, {}",
+                    fmt_partial(a),
+                    fmt_partial(b)
+                ))
+            }
+            (Some(p), None) | (None, Some(p)) => Some(p),
+            (None, None) => None,
+        });
+    }
+    Ok(Some(out))
+}
+
+fn rank(shape: &PartialShape) -> Option<usize> {
+    shape.as_ref().map(Vec::len)
+}
+
+fn reduce(op: &Op, shape: &PartialShape, dims: Option<&[isize]>, keepdim: bool) -> Result<PartialShape> {
+    let Some(in_dims) = shape else { return Ok(None) };
+    let r = in_dims.len();
+    let axes: Vec<usize> = match dims {
+        None => (0..r).collect(),
+        Some(d) if r == 0 => {
+            crate::shape::normalize_dims(&op.name(), d, 0)?;
+            vec![]
+        }
+        Some(d) => crate::shape::normalize_dims(&op.name(), d, r)?,
+    };
+    Ok(Some(
+        in_dims
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &d)| match (axes.contains(&i), keepdim) {
+                (true, true) => Some(Some(1)),
+                (true, false) => None,
+                (false, _) => Some(d),
+            })
+            .collect(),
+    ))
+}
+
+fn matmul(op: &Op, a: &PartialShape, b: &PartialShape, ta: bool, tb: bool) -> Result<PartialShape> {
+    let oriented = |s: &PartialShape, t: bool| -> Result<Option<(Option<usize>, Option<usize>)>> {
+        match s {
+            None => Ok(None),
+            Some(d) if d.len() == 2 => Ok(Some(if t { (d[1], d[0]) } else { (d[0], d[1]) })),
+            Some(_) => shape_err(format!(
+                "{}: Shape must be rank 2 but is rank {} (input shapes: {}, {})",
+                op.name(),
+                rank(s).unwrap_or(0),
+                fmt_partial(a),
+                fmt_partial(b)
+            )),
+        }
+    };
+    let (oa, ob) = (oriented(a, ta)?, oriented(b, tb)?);
+    if let (Some((_, Some(k1))), Some((Some(k2), _))) = (oa, ob) {
+        if k1 != k2 {
+            return shape_err(format!(
+                "MatMul: Dimensions must be equal, but are {k1} and {k2} for 'MatMul' with input shapes: {}, {} \
+                 (transpose_a={ta}, transpose_b={tb})",
+                fmt_partial(a),
+                fmt_partial(b)
+            ));
+        }
+    }
+    Ok(Some(vec![oa.and_then(|(m, _)| m), ob.and_then(|(_, n)| n)]))
+}
+
+fn reshape(input: &PartialShape, target: &[isize]) -> Result<PartialShape> {
+    let total = input.as_ref().and_then(|d| d.iter().try_fold(1usize, |acc, &x| x.map(|v| acc * v)));
+    if let Some(total) = total {
+        let dims = crate::shape::infer_reshape(&vec_known(total), target)
+            .map_err(|_| Error::Shape(format!("Reshape: cannot reshape a tensor with {total} elements to shape {target:?}")))?;
+        return Ok(Some(dims.into_iter().map(Some).collect()));
+    }
+    Ok(Some(target.iter().map(|&d| if d < 0 { None } else { Some(d as usize) }).collect()))
+}
+
+fn vec_known(total: usize) -> Vec<usize> {
+    vec![total]
+}
+
+fn index(shape: &PartialShape, items: &[IndexItem]) -> Result<PartialShape> {
+    let Some(dims) = shape else { return Ok(None) };
+    let mut out = Vec::new();
+    let mut dim = 0;
+    for item in items {
+        match *item {
+            IndexItem::NewAxis => out.push(Some(1)),
+            IndexItem::Int(_) => dim += 1,
+            IndexItem::Slice { start, stop, step } => {
+                let size = *dims.get(dim).ok_or_else(|| Error::Index("too many indices for the tensor".into()))?;
+                out.push(size.map(|n| {
+                    let n = n as isize;
+                    let clampi = |v: isize| if v < 0 { (v + n).max(0) } else { v.min(n) };
+                    let lo = start.map_or(0, clampi);
+                    let hi = stop.map_or(n, clampi).max(lo);
+                    ((hi - lo + step - 1) / step.max(1)) as usize
+                }));
+                dim += 1;
+            }
+        }
+    }
+    if dim > dims.len() {
+        return Err(Error::Index(format!("too many indices for a tensor of rank {}", dims.len())));
+    }
+    out.extend_from_slice(&dims[dim..]);
+    Ok(Some(out))
+}
+
+/// The output shape and dtype of `op` applied to inputs with these shapes and dtypes.
+pub fn infer(op: &Op, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
+    let x = |i| input(op, inputs, i);
+    Ok(match op {
+        Op::Unary(_) | Op::Scalar(..) | Op::Clamp { .. } => (x(0)?.0.clone(), float_input(op, x(0)?)?),
+        Op::Binary(b) => {
+            let dtype = same_dtype(op, float_input(op, x(0)?)?, float_input(op, x(1)?)?)?;
+            (broadcast(b.name(), x(0)?.0, x(1)?.0)?, dtype)
+        }
+        Op::Compare(c) => {
+            same_dtype(op, x(0)?.1, x(1)?.1)?;
+            (broadcast(c.name(), x(0)?.0, x(1)?.0)?, DType::Bool)
+        }
+        Op::Where => {
+            if x(0)?.1 != DType::Bool {
+                return dtype_err(format!("where: the condition must be bool, got {}", x(0)?.1.name()));
+            }
+            let dtype = same_dtype(op, x(1)?.1, x(2)?.1)?;
+            (broadcast("where", &broadcast("where", x(0)?.0, x(1)?.0)?, x(2)?.0)?, dtype)
+        }
+        Op::MatMul { transpose_a, transpose_b } => {
+            let dtype = same_dtype(op, float_input(op, x(0)?)?, float_input(op, x(1)?)?)?;
+            (matmul(op, x(0)?.0, x(1)?.0, *transpose_a, *transpose_b)?, dtype)
+        }
+        Op::Sum { dims, keepdim } | Op::Mean { dims, keepdim } => {
+            (reduce(op, x(0)?.0, dims.as_deref(), *keepdim)?, float_input(op, x(0)?)?)
+        }
+        Op::Reshape(target) => (reshape(x(0)?.0, target)?, x(0)?.1),
+        Op::Transpose(d0, d1) => {
+            let shape = match x(0)?.0 {
+                None => None,
+                Some(d) if d.is_empty() => Some(vec![]),
+                Some(d) => {
+                    let (a, b) = (
+                        crate::shape::normalize_dim("transpose", *d0, d.len())?,
+                        crate::shape::normalize_dim("transpose", *d1, d.len())?,
+                    );
+                    let mut d = d.clone();
+                    d.swap(a, b);
+                    Some(d)
+                }
+            };
+            (shape, x(0)?.1)
+        }
+        Op::Index(items) => (index(x(0)?.0, items)?, x(0)?.1),
+        Op::MaskedSelect => (Some(vec![None]), x(0)?.1),
+        Op::Cast(dtype) => (x(0)?.0.clone(), *dtype),
+        Op::Copy | Op::StopGradient => (x(0)?.0.clone(), x(0)?.1),
+        Op::SumToLike => (x(1)?.0.clone(), x(1)?.1),
+        Op::BroadcastLike | Op::ReshapeLike | Op::ExpandReduced { .. } => (x(1)?.0.clone(), x(0)?.1),
+        Op::FullLike(_) => (x(0)?.0.clone(), x(0)?.1),
+        Op::ReluBackward | Op::ClampBackward { .. } => (broadcast(&op.name(), x(0)?.0, x(1)?.0)?, x(0)?.1),
+        Op::IndexBackward(_) => (x(1)?.0.clone(), x(1)?.1),
+        Op::MaskedScatter => (x(2)?.0.clone(), x(2)?.1),
+        Op::Custom(c) => {
+            return Err(Error::InvalidArgument(format!("custom op {} cannot be a graph node", c.name())));
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::elementwise::BinaryOp;
+
+    #[test]
+    fn unknown_batch_dims_pass_through_matmul() {
+        let x: PartialShape = Some(vec![None, Some(1000)]);
+        let w: PartialShape = Some(vec![Some(1000), Some(100)]);
+        let op = Op::MatMul { transpose_a: false, transpose_b: false };
+        let (shape, dtype) = infer(&op, &[(&x, DType::F32), (&w, DType::F32)]).unwrap();
+        assert_eq!(shape, Some(vec![None, Some(100)]));
+        assert_eq!(dtype, DType::F32);
+    }
+
+    #[test]
+    fn certain_mismatches_fail_at_build_time() {
+        let a: PartialShape = Some(vec![None, Some(3)]);
+        let b: PartialShape = Some(vec![Some(4), Some(5)]);
+        let op = Op::MatMul { transpose_a: false, transpose_b: false };
+        let err = infer(&op, &[(&a, DType::F32), (&b, DType::F32)]).unwrap_err().to_string();
+        assert!(err.contains("(?, 3)") && err.contains("(4, 5)"), "{err}");
+        let c: PartialShape = Some(vec![Some(2), Some(4)]);
+        let err = infer(&Op::Binary(BinaryOp::Add), &[(&a, DType::F32), (&c, DType::F32)]).unwrap_err().to_string();
+        assert!(err.contains("3 and 4"), "{err}");
+    }
+
+    #[test]
+    fn broadcasting_resolves_unknown_dims_from_the_other_side() {
+        let a: PartialShape = Some(vec![None, Some(1)]);
+        let b: PartialShape = Some(vec![Some(5)]);
+        assert_eq!(broadcast("add", &a, &b).unwrap(), Some(vec![None, Some(5)]));
+    }
+}

@@ -1,0 +1,273 @@
+//! Static graphs (TF1 style): nodes are built once with their shapes and
+//! dtypes inferred, differentiated symbolically with the same derivative rules
+//! as the eager tape, compiled into plans and executed by the eager kernels.
+
+pub mod executor;
+pub mod gradients;
+pub mod infer;
+pub mod plan;
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::op::Op;
+use crate::random::Distribution;
+use crate::tensor::Tensor;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+pub type NodeId = usize;
+pub type VarId = usize;
+
+/// A shape known up to some dims (`None` dims) or not at all (`None` rank).
+pub type PartialShape = Option<Vec<Option<usize>>>;
+
+/// `(?, 3)` — TF's way of writing partial shapes, used in every static error.
+pub fn fmt_partial(shape: &PartialShape) -> String {
+    match shape {
+        None => "<unknown>".into(),
+        Some(dims) => {
+            let parts: Vec<String> = dims.iter().map(|d| d.map_or("?".into(), |v| v.to_string())).collect();
+            if parts.len() == 1 {
+                format!("({},)", parts[0])
+            } else {
+                format!("({})", parts.join(", "))
+            }
+        }
+    }
+}
+
+pub fn known(shape: &[usize]) -> PartialShape {
+    Some(shape.iter().map(|&d| Some(d)).collect())
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AssignMode {
+    Set,
+    Add,
+    Sub,
+}
+
+/// A user Function called on graph tensors. Its backward builds gradient nodes
+/// (the binding runs the user's Python `backward` on graph tensors).
+pub trait GraphFunction: Send + Sync {
+    fn name(&self) -> &str;
+    /// Gradient nodes for the function's tensor inputs, given one gradient node per output.
+    fn backward(&self, grads: Vec<NodeId>) -> Result<Vec<Option<NodeId>>>;
+}
+
+#[derive(Clone)]
+pub enum NodeKind {
+    /// Fed at run time.
+    Placeholder,
+    Constant(Tensor),
+    /// Reads a variable's value as it was at the start of the run.
+    VariableRead(VarId),
+    Random { dist: Distribution, shape: Vec<usize>, seed: Option<u64> },
+    Op(Op),
+    /// Input 0 is the value; the output is the variable's new value, stored when the run ends.
+    Assign { var: VarId, mode: AssignMode },
+    /// Runs its inputs for their effects; has no value.
+    Group,
+    /// A user Function call: inputs are its forward outputs, then its tensor inputs. No value.
+    FunctionCall { function: Arc<dyn GraphFunction>, num_outputs: usize },
+    /// Output `index` of a FunctionCall: inputs are [call, forward output]; the value is the latter's.
+    FunctionOutput { index: usize },
+}
+
+impl NodeKind {
+    /// The TF-style op type, as `op.type` shows it.
+    pub fn type_name(&self) -> String {
+        match self {
+            NodeKind::Placeholder => "Placeholder".into(),
+            NodeKind::Constant(_) => "Const".into(),
+            NodeKind::VariableRead(_) => "VariableV2".into(),
+            NodeKind::Random { dist: Distribution::Normal { .. }, .. } => "RandomStandardNormal".into(),
+            NodeKind::Random { dist: Distribution::Uniform { .. }, .. } => "RandomUniform".into(),
+            NodeKind::Op(op) => tf_op_name(op),
+            NodeKind::Assign { mode: AssignMode::Set, .. } => "Assign".into(),
+            NodeKind::Assign { mode: AssignMode::Add, .. } => "AssignAdd".into(),
+            NodeKind::Assign { mode: AssignMode::Sub, .. } => "AssignSub".into(),
+            NodeKind::Group => "NoOp".into(),
+            NodeKind::FunctionCall { function, .. } => function.name().to_string(),
+            NodeKind::FunctionOutput { .. } => "FunctionOutput".into(),
+        }
+    }
+
+    pub fn has_value(&self) -> bool {
+        !matches!(self, NodeKind::Group | NodeKind::FunctionCall { .. })
+    }
+}
+
+/// CamelCase op names in TF's style (`MatMul`, `Sum`, `Maximum`).
+fn tf_op_name(op: &Op) -> String {
+    use crate::kernels::elementwise::{BinaryOp, UnaryOp};
+    let name = match op {
+        Op::MatMul { .. } => "MatMul",
+        Op::Binary(BinaryOp::Add) => "AddV2",
+        Op::Binary(BinaryOp::Sub) => "Sub",
+        Op::Binary(BinaryOp::Mul) => "Mul",
+        Op::Binary(BinaryOp::Div) => "RealDiv",
+        Op::Binary(BinaryOp::Maximum) => "Maximum",
+        Op::Binary(BinaryOp::Minimum) => "Minimum",
+        Op::Unary(UnaryOp::Relu) => "Relu",
+        Op::Unary(UnaryOp::Square) => "Square",
+        Op::Sum { .. } => "Sum",
+        Op::Mean { .. } => "Mean",
+        Op::Copy => "Identity",
+        Op::StopGradient => "StopGradient",
+        Op::Reshape(_) => "Reshape",
+        Op::Transpose(..) => "Transpose",
+        Op::Cast(_) => "Cast",
+        _ => return op.backward_name().trim_end_matches("Backward0").to_string(),
+    };
+    name.to_string()
+}
+
+#[derive(Clone)]
+pub struct GraphNode {
+    pub kind: NodeKind,
+    pub inputs: Vec<NodeId>,
+    pub name: String,
+    pub dtype: DType,
+    pub shape: PartialShape,
+}
+
+#[derive(Clone)]
+pub struct VariableInfo {
+    pub name: String,
+    pub read_node: NodeId,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+}
+
+#[derive(Default)]
+pub struct Graph {
+    pub nodes: Vec<GraphNode>,
+    pub variables: Vec<VariableInfo>,
+    name_counts: HashMap<String, usize>,
+}
+
+impl Graph {
+    pub fn new() -> Graph {
+        Graph::default()
+    }
+
+    pub fn node(&self, id: NodeId) -> Result<&GraphNode> {
+        self.nodes.get(id).ok_or_else(|| Error::InvalidArgument(format!("node {id} is not in this graph")))
+    }
+
+    /// `base`, or `base_1`, `base_2`, ... when taken, as TF names ops.
+    pub fn unique_name(&mut self, base: &str) -> String {
+        let count = self.name_counts.entry(base.to_string()).or_insert(0);
+        let name = if *count == 0 { base.to_string() } else { format!("{base}_{count}") };
+        *count += 1;
+        name
+    }
+
+    fn push(&mut self, kind: NodeKind, inputs: Vec<NodeId>, name: Option<&str>, dtype: DType, shape: PartialShape) -> NodeId {
+        let base = name.map(str::to_string).unwrap_or_else(|| kind.type_name());
+        let name = self.unique_name(&base);
+        self.nodes.push(GraphNode { kind, inputs, name, dtype, shape });
+        self.nodes.len() - 1
+    }
+
+    fn check_inputs(&self, inputs: &[NodeId]) -> Result<()> {
+        for &i in inputs {
+            let node = self.node(i)?;
+            if !node.kind.has_value() {
+                return Err(Error::InvalidArgument(format!(
+                    "'{}' is an operation without a value and cannot be used as an input",
+                    node.name
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn placeholder(&mut self, dtype: DType, shape: PartialShape, name: Option<&str>) -> NodeId {
+        self.push(NodeKind::Placeholder, vec![], Some(name.unwrap_or("Placeholder")), dtype, shape)
+    }
+
+    pub fn constant(&mut self, value: Tensor, name: Option<&str>) -> NodeId {
+        let (dtype, shape) = (value.dtype(), known(value.shape()));
+        self.push(NodeKind::Constant(value), vec![], Some(name.unwrap_or("Const")), dtype, shape)
+    }
+
+    pub fn random(&mut self, dist: Distribution, shape: Vec<usize>, dtype: DType, seed: Option<u64>, name: Option<&str>) -> NodeId {
+        let partial = known(&shape);
+        self.push(NodeKind::Random { dist, shape, seed }, vec![], name, dtype, partial)
+    }
+
+    /// A new variable and the node that reads it.
+    pub fn variable(&mut self, dtype: DType, shape: Vec<usize>, name: Option<&str>) -> (VarId, NodeId) {
+        let var = self.variables.len();
+        let read = self.push(NodeKind::VariableRead(var), vec![], Some(name.unwrap_or("Variable")), dtype, known(&shape));
+        let name = self.nodes[read].name.clone();
+        self.variables.push(VariableInfo { name, read_node: read, dtype, shape });
+        (var, read)
+    }
+
+    /// Adds an op node, inferring (and checking) its shape and dtype.
+    pub fn op(&mut self, op: Op, inputs: Vec<NodeId>, name: Option<&str>) -> Result<NodeId> {
+        self.check_inputs(&inputs)?;
+        let metas: Vec<(&PartialShape, DType)> = inputs.iter().map(|&i| (&self.nodes[i].shape, self.nodes[i].dtype)).collect();
+        let (shape, dtype) = infer::infer(&op, &metas)?;
+        Ok(self.push(NodeKind::Op(op), inputs, name, dtype, shape))
+    }
+
+    pub fn assign(&mut self, var: VarId, mode: AssignMode, value: NodeId, name: Option<&str>) -> Result<NodeId> {
+        self.check_inputs(&[value])?;
+        let info = self.variables.get(var).cloned().ok_or_else(|| Error::InvalidArgument(format!("variable {var} is not in this graph")))?;
+        let v = &self.nodes[value];
+        if v.dtype != info.dtype {
+            return Err(Error::DType(format!(
+                "assign to '{}': the value has dtype {} but the variable is {}",
+                info.name,
+                v.dtype.name(),
+                info.dtype.name()
+            )));
+        }
+        let fits = match &v.shape {
+            None => true,
+            Some(dims) => dims.len() == info.shape.len() && dims.iter().zip(&info.shape).all(|(d, &s)| d.is_none_or(|d| d == s)),
+        };
+        if !fits {
+            return Err(Error::Shape(format!(
+                "assign to '{}': shapes must be equal, but the variable is {} and the value is {}",
+                info.name,
+                fmt_partial(&known(&info.shape)),
+                fmt_partial(&v.shape)
+            )));
+        }
+        let kind = NodeKind::Assign { var, mode };
+        let base = kind.type_name();
+        Ok(self.push(kind, vec![value], Some(name.unwrap_or(&base)), info.dtype, known(&info.shape)))
+    }
+
+    pub fn group(&mut self, inputs: Vec<NodeId>, name: Option<&str>) -> Result<NodeId> {
+        for &i in &inputs {
+            self.node(i)?;
+        }
+        Ok(self.push(NodeKind::Group, inputs, name, DType::Bool, Some(vec![])))
+    }
+
+    /// Wraps a user Function's call: returns the call node and one output node per forward output.
+    pub fn function_call(&mut self, function: Arc<dyn GraphFunction>, outputs: &[NodeId], inputs: &[NodeId]) -> Result<(NodeId, Vec<NodeId>)> {
+        self.check_inputs(outputs)?;
+        self.check_inputs(inputs)?;
+        let mut all = outputs.to_vec();
+        all.extend_from_slice(inputs);
+        let name = function.name().to_string();
+        let kind = NodeKind::FunctionCall { function, num_outputs: outputs.len() };
+        let call = self.push(kind, all, Some(&name), DType::Bool, Some(vec![]));
+        let outs = outputs
+            .iter()
+            .enumerate()
+            .map(|(index, &o)| {
+                let (dtype, shape) = (self.nodes[o].dtype, self.nodes[o].shape.clone());
+                self.push(NodeKind::FunctionOutput { index }, vec![call, o], Some(&name), dtype, shape)
+            })
+            .collect();
+        Ok((call, outs))
+    }
+}

@@ -1,0 +1,421 @@
+//! Bindings for static graphs: `Graph` (building, gradients) and `Session`
+//! (compiled, cached plans run with the GIL released).
+
+use super::convert::{dtype_object, parse_dtype, repr, tensor_from_numpy, tensor_to_numpy, PyDType};
+use super::errors::{external, guard};
+use crate::error::{Error, Result};
+use crate::graph::executor::{execute, RunContext};
+use crate::graph::plan::{compile, Plan};
+use crate::graph::{fmt_partial, gradients::gradients, AssignMode, Graph, GraphFunction, NodeId, PartialShape};
+use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
+use crate::op::{IndexItem, Op};
+use crate::random::Distribution;
+use crate::tensor::Tensor;
+use parking_lot::{Mutex, RwLock};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+fn unary_op(name: &str) -> Option<UnaryOp> {
+    Some(match name {
+        "neg" => UnaryOp::Neg,
+        "abs" => UnaryOp::Abs,
+        "exp" => UnaryOp::Exp,
+        "log" => UnaryOp::Log,
+        "sqrt" => UnaryOp::Sqrt,
+        "tanh" => UnaryOp::Tanh,
+        "sigmoid" => UnaryOp::Sigmoid,
+        "relu" => UnaryOp::Relu,
+        "sign" => UnaryOp::Sign,
+        "square" => UnaryOp::Square,
+        _ => return None,
+    })
+}
+
+fn binary_op(name: &str) -> Option<BinaryOp> {
+    Some(match name {
+        "add" => BinaryOp::Add,
+        "sub" => BinaryOp::Sub,
+        "mul" => BinaryOp::Mul,
+        "div" => BinaryOp::Div,
+        "maximum" => BinaryOp::Maximum,
+        "minimum" => BinaryOp::Minimum,
+        _ => return None,
+    })
+}
+
+fn scalar_op(name: &str) -> Option<ScalarOp> {
+    Some(match name {
+        "add" => ScalarOp::Add,
+        "sub" => ScalarOp::Sub,
+        "rsub" => ScalarOp::RSub,
+        "mul" => ScalarOp::Mul,
+        "div" => ScalarOp::Div,
+        "rdiv" => ScalarOp::RDiv,
+        "pow" => ScalarOp::Pow,
+        "rpow" => ScalarOp::RPow,
+        "maximum" => ScalarOp::Max,
+        "minimum" => ScalarOp::Min,
+        _ => return None,
+    })
+}
+
+fn cmp_op(name: &str) -> Option<CmpOp> {
+    Some(match name {
+        "lt" => CmpOp::Lt,
+        "le" => CmpOp::Le,
+        "gt" => CmpOp::Gt,
+        "ge" => CmpOp::Ge,
+        "eq" => CmpOp::Eq,
+        "ne" => CmpOp::Ne,
+        _ => return None,
+    })
+}
+
+fn index_items(list: &Bound<'_, PyAny>) -> PyResult<Vec<IndexItem>> {
+    list.try_iter()?
+        .map(|item| {
+            let item = item?;
+            let (kind, a, b, c): (String, Option<isize>, Option<isize>, Option<isize>) = item.extract()?;
+            Ok(match kind.as_str() {
+                "int" => IndexItem::Int(a.unwrap_or(0)),
+                "newaxis" => IndexItem::NewAxis,
+                _ => IndexItem::Slice { start: a, stop: b, step: c.unwrap_or(1) },
+            })
+        })
+        .collect()
+}
+
+/// Builds a core op from the Python description `(kind, *args)`.
+fn parse_op(kind: &str, args: &Bound<'_, PyTuple>) -> PyResult<Op> {
+    let arg = |i: usize| args.get_item(i);
+    let unknown = || -> PyErr { Error::InvalidArgument(format!("unknown graph op '{kind}' with arguments {}", repr(args.as_any()))).into() };
+    Ok(match kind {
+        "unary" => Op::Unary(unary_op(&arg(0)?.extract::<String>()?).ok_or_else(unknown)?),
+        "binary" => Op::Binary(binary_op(&arg(0)?.extract::<String>()?).ok_or_else(unknown)?),
+        "scalar" => Op::Scalar(scalar_op(&arg(0)?.extract::<String>()?).ok_or_else(unknown)?, arg(1)?.extract()?),
+        "compare" => Op::Compare(cmp_op(&arg(0)?.extract::<String>()?).ok_or_else(unknown)?),
+        "clamp" => Op::Clamp { min: arg(0)?.extract()?, max: arg(1)?.extract()? },
+        "where" => Op::Where,
+        "matmul" => Op::MatMul { transpose_a: arg(0)?.extract()?, transpose_b: arg(1)?.extract()? },
+        "sum" => Op::Sum { dims: arg(0)?.extract()?, keepdim: arg(1)?.extract()? },
+        "mean" => Op::Mean { dims: arg(0)?.extract()?, keepdim: arg(1)?.extract()? },
+        "reshape" => Op::Reshape(arg(0)?.extract()?),
+        "transpose" => Op::Transpose(arg(0)?.extract()?, arg(1)?.extract()?),
+        "index" => Op::Index(index_items(&arg(0)?)?),
+        "masked_select" => Op::MaskedSelect,
+        "cast" => Op::Cast(parse_dtype(&arg(0)?)?),
+        "identity" => Op::Copy,
+        "stop_gradient" => Op::StopGradient,
+        "full_like" => Op::FullLike(arg(0)?.extract()?),
+        _ => return Err(unknown()),
+    })
+}
+
+/// A user Function called on graph tensors: its Python backward builds the gradient nodes.
+struct PythonGraphFunction {
+    name: String,
+    backward: Py<PyAny>,
+}
+
+impl GraphFunction for PythonGraphFunction {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn backward(&self, grads: Vec<NodeId>) -> Result<Vec<Option<NodeId>>> {
+        Python::attach(|py| -> PyResult<Vec<Option<NodeId>>> { self.backward.bind(py).call1((grads,))?.extract() })
+            .map_err(external)
+    }
+}
+
+#[pyclass(frozen, name = "GraphCore", module = "rustgrad.static")]
+pub struct PyGraph {
+    pub inner: Arc<RwLock<Graph>>,
+}
+
+impl PyGraph {
+    fn with<T>(&self, f: impl FnOnce(&Graph) -> Result<T>) -> PyResult<T> {
+        guard(|| Ok(f(&self.inner.read())?))
+    }
+
+    fn with_mut<T>(&self, f: impl FnOnce(&mut Graph) -> Result<T>) -> PyResult<T> {
+        guard(|| Ok(f(&mut self.inner.write())?))
+    }
+}
+
+#[pymethods]
+impl PyGraph {
+    #[new]
+    fn new() -> PyGraph {
+        PyGraph { inner: Arc::new(RwLock::new(Graph::new())) }
+    }
+
+    #[pyo3(signature = (dtype, shape, name=None))]
+    fn placeholder(&self, dtype: &Bound<'_, PyAny>, shape: PartialShape, name: Option<String>) -> PyResult<NodeId> {
+        let dtype = parse_dtype(dtype)?;
+        self.with_mut(|g| Ok(g.placeholder(dtype, shape, name.as_deref())))
+    }
+
+    #[pyo3(signature = (array, name=None))]
+    fn constant(&self, array: &Bound<'_, PyAny>, name: Option<String>) -> PyResult<NodeId> {
+        let value = tensor_from_numpy(array)?;
+        self.with_mut(|g| Ok(g.constant(value, name.as_deref())))
+    }
+
+    #[pyo3(signature = (kind, a, b, shape, dtype, seed=None, name=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn random(&self, kind: &str, a: f64, b: f64, shape: Vec<usize>, dtype: &Bound<'_, PyAny>, seed: Option<u64>, name: Option<String>) -> PyResult<NodeId> {
+        let dtype = parse_dtype(dtype)?;
+        let dist = match kind {
+            "normal" => Distribution::Normal { mean: a, std: b },
+            _ => Distribution::Uniform { low: a, high: b },
+        };
+        self.with_mut(|g| Ok(g.random(dist, shape, dtype, seed, name.as_deref())))
+    }
+
+    #[pyo3(signature = (dtype, shape, name=None))]
+    fn variable(&self, dtype: &Bound<'_, PyAny>, shape: Vec<usize>, name: Option<String>) -> PyResult<(usize, NodeId)> {
+        let dtype = parse_dtype(dtype)?;
+        self.with_mut(|g| Ok(g.variable(dtype, shape, name.as_deref())))
+    }
+
+    #[pyo3(signature = (kind, args, inputs, name=None))]
+    fn op(&self, kind: &str, args: &Bound<'_, PyTuple>, inputs: Vec<NodeId>, name: Option<String>) -> PyResult<NodeId> {
+        let op = parse_op(kind, args)?;
+        self.with_mut(|g| g.op(op, inputs, name.as_deref()))
+    }
+
+    #[pyo3(signature = (var, mode, value, name=None))]
+    fn assign(&self, var: usize, mode: &str, value: NodeId, name: Option<String>) -> PyResult<NodeId> {
+        let mode = match mode {
+            "add" => AssignMode::Add,
+            "sub" => AssignMode::Sub,
+            _ => AssignMode::Set,
+        };
+        self.with_mut(|g| g.assign(var, mode, value, name.as_deref()))
+    }
+
+    #[pyo3(signature = (inputs, name=None))]
+    fn group(&self, inputs: Vec<NodeId>, name: Option<String>) -> PyResult<NodeId> {
+        self.with_mut(|g| g.group(inputs, name.as_deref()))
+    }
+
+    fn function_call(&self, name: String, backward: Py<PyAny>, outputs: Vec<NodeId>, inputs: Vec<NodeId>) -> PyResult<(NodeId, Vec<NodeId>)> {
+        let function = Arc::new(PythonGraphFunction { name, backward });
+        self.with_mut(|g| g.function_call(function, &outputs, &inputs))
+    }
+
+    /// Symbolic gradients; the graph lock is not held while a user Function's backward runs.
+    fn gradients(&self, ys: Vec<NodeId>, xs: Vec<NodeId>, grad_ys: Vec<Option<NodeId>>) -> PyResult<Vec<Option<NodeId>>> {
+        guard(|| Ok(gradients(&self.inner, &ys, &xs, &grad_ys)?))
+    }
+
+    fn num_nodes(&self) -> usize {
+        self.inner.read().nodes.len()
+    }
+
+    fn node_name(&self, id: NodeId) -> PyResult<String> {
+        self.with(|g| Ok(g.node(id)?.name.clone()))
+    }
+
+    fn node_type(&self, id: NodeId) -> PyResult<String> {
+        self.with(|g| Ok(g.node(id)?.kind.type_name()))
+    }
+
+    fn node_dtype(&self, py: Python<'_>, id: NodeId) -> PyResult<Py<PyDType>> {
+        let dtype = self.with(|g| Ok(g.node(id)?.dtype))?;
+        dtype_object(py, dtype)
+    }
+
+    fn node_shape(&self, id: NodeId) -> PyResult<PartialShape> {
+        self.with(|g| Ok(g.node(id)?.shape.clone()))
+    }
+
+    fn node_shape_str(&self, id: NodeId) -> PyResult<String> {
+        self.with(|g| Ok(fmt_partial(&g.node(id)?.shape)))
+    }
+
+    fn node_inputs(&self, id: NodeId) -> PyResult<Vec<NodeId>> {
+        self.with(|g| Ok(g.node(id)?.inputs.clone()))
+    }
+
+    fn node_has_value(&self, id: NodeId) -> PyResult<bool> {
+        self.with(|g| Ok(g.node(id)?.kind.has_value()))
+    }
+
+    fn node_is_custom(&self, id: NodeId) -> PyResult<bool> {
+        self.with(|g| Ok(matches!(g.node(id)?.kind, crate::graph::NodeKind::FunctionCall { .. })))
+    }
+
+    fn variable_info(&self, var: usize) -> PyResult<(String, NodeId, Vec<usize>)> {
+        self.with(|g| {
+            let v = g.variables.get(var).ok_or_else(|| Error::InvalidArgument(format!("no variable {var}")))?;
+            Ok((v.name.clone(), v.read_node, v.shape.clone()))
+        })
+    }
+
+    fn num_variables(&self) -> usize {
+        self.inner.read().variables.len()
+    }
+}
+
+struct SessionState {
+    variables: Vec<Option<Tensor>>,
+    random_draws: HashMap<NodeId, u64>,
+    closed: bool,
+}
+
+type PlanKey = (Vec<NodeId>, Vec<NodeId>);
+
+#[pyclass(frozen, name = "SessionCore", module = "rustgrad.static")]
+pub struct PySession {
+    graph: Arc<RwLock<Graph>>,
+    state: Mutex<SessionState>,
+    plans: Mutex<HashMap<PlanKey, Arc<Plan>>>,
+}
+
+fn check_feed_shape(graph: &Graph, node: NodeId, value: &Tensor) -> Result<()> {
+    let n = graph.node(node)?;
+    let fits = match &n.shape {
+        None => true,
+        Some(dims) => {
+            dims.len() == value.rank() && dims.iter().zip(value.shape()).all(|(d, &v)| d.is_none_or(|d| d == v))
+        }
+    };
+    if !fits {
+        let got: Vec<String> = value.shape().iter().map(|d| d.to_string()).collect();
+        let got = if got.len() == 1 { format!("({},)", got[0]) } else { format!("({})", got.join(", ")) };
+        return Err(Error::InvalidArgument(format!(
+            "Cannot feed value of shape {got} for Tensor '{}:0', which has shape '{}'",
+            n.name,
+            fmt_partial(&n.shape)
+        )));
+    }
+    Ok(())
+}
+
+impl PySession {
+    fn plan(&self, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Arc<Plan>> {
+        let key = (fetches.to_vec(), feeds.to_vec());
+        if let Some(plan) = self.plans.lock().get(&key) {
+            return Ok(plan.clone());
+        }
+        let plan = Arc::new(compile(&self.graph.read(), fetches, feeds)?);
+        self.plans.lock().insert(key, plan.clone());
+        Ok(plan)
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.state.lock().closed {
+            return Err(Error::FailedPrecondition("Attempted to use a closed Session.".into()));
+        }
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl PySession {
+    #[new]
+    fn new(graph: &Bound<'_, PyGraph>) -> PySession {
+        PySession {
+            graph: graph.get().inner.clone(),
+            state: Mutex::new(SessionState { variables: vec![], random_draws: HashMap::new(), closed: false }),
+            plans: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Runs the fetches with the given feeds (numpy arrays already cast to each
+    /// placeholder's dtype). Returns one numpy array (or None) per fetch.
+    fn run<'py>(&self, py: Python<'py>, fetches: Vec<NodeId>, feeds: Vec<NodeId>, values: Vec<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyList>> {
+        self.check_open()?;
+        let feed_tensors = values.iter().map(tensor_from_numpy).collect::<PyResult<Vec<_>>>()?;
+        let fetched = guard(|| {
+            {
+                let graph = self.graph.read();
+                for (&node, value) in feeds.iter().zip(&feed_tensors) {
+                    check_feed_shape(&graph, node, value)?;
+                }
+                for &f in &fetches {
+                    graph.node(f)?;
+                }
+            }
+            let plan = self.plan(&fetches, &feeds)?;
+            let (snapshot, mut draws) = {
+                let state = self.state.lock();
+                (state.variables.clone(), state.random_draws.clone())
+            };
+            let result = py.detach(|| {
+                let mut check = super::autograd::signal_checker();
+                let mut ctx = RunContext { feeds: feed_tensors, variables: &snapshot, random_draws: &mut draws, between_steps: &mut check };
+                execute(&plan, &mut ctx)
+            })?;
+            let mut state = self.state.lock();
+            if state.closed {
+                return Err(Error::FailedPrecondition("the Session was closed while running".into()).into());
+            }
+            for (var, value) in result.assigns {
+                if state.variables.len() <= var {
+                    state.variables.resize(var + 1, None);
+                }
+                state.variables[var] = Some(value);
+            }
+            state.random_draws = draws;
+            Ok(result.fetched)
+        })?;
+        let out = PyList::empty(py);
+        for value in fetched {
+            match value {
+                Some(t) => out.append(tensor_to_numpy(py, &t)?)?,
+                None => out.append(py.None())?,
+            }
+        }
+        Ok(out)
+    }
+
+    fn close(&self) {
+        let mut state = self.state.lock();
+        state.closed = true;
+        state.variables.clear();
+        self.plans.lock().clear();
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.state.lock().closed
+    }
+
+    fn variable_value<'py>(&self, py: Python<'py>, var: usize) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.check_open()?;
+        let value = self.state.lock().variables.get(var).cloned().flatten();
+        value.map(|t| tensor_to_numpy(py, &t)).transpose()
+    }
+
+    fn set_variable_value(&self, var: usize, array: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.check_open()?;
+        let value = tensor_from_numpy(array)?;
+        let (dtype, shape) = {
+            let g = self.graph.read();
+            let v = g.variables.get(var).ok_or_else(|| Error::InvalidArgument(format!("no variable {var}")))?;
+            (v.dtype, v.shape.clone())
+        };
+        if value.dtype() != dtype || value.shape() != shape.as_slice() {
+            return Err(Error::InvalidArgument(format!(
+                "cannot restore a {} value of shape {:?} into a {} variable of shape {:?}",
+                value.dtype().name(),
+                value.shape(),
+                dtype.name(),
+                shape
+            ))
+            .into());
+        }
+        let mut state = self.state.lock();
+        if state.variables.len() <= var {
+            state.variables.resize(var + 1, None);
+        }
+        state.variables[var] = Some(value);
+        Ok(())
+    }
+}
+
