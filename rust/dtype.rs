@@ -23,9 +23,7 @@ impl DType {
             "float32" | "float" => Ok(DType::F32),
             "float64" | "double" => Ok(DType::F64),
             "bool" => Ok(DType::Bool),
-            other => dtype_err(format!(
-                "unknown dtype '{other}'; rustgrad supports float32, float64 and bool"
-            )),
+            other => dtype_err(format!("unknown dtype '{other}'; rustgrad supports float32, float64 and bool")),
         }
     }
 
@@ -55,6 +53,7 @@ pub trait Float:
     + std::ops::Div<Output = Self>
     + std::ops::Neg<Output = Self>
     + std::ops::AddAssign
+    + std::ops::DivAssign
     + Default
     + 'static
 {

@@ -9,8 +9,8 @@ use crate::kernels::matmul::{self, MatRef};
 use crate::kernels::reduce;
 use crate::op::{IndexItem, Op};
 use crate::shape::{
-    broadcast_shapes, broadcast_strides, contiguous_strides, fmt_shape, infer_reshape, normalize_dim,
-    normalize_dims, numel, reduced_shape, Shape,
+    broadcast_shapes, broadcast_strides, contiguous_strides, fmt_shape, infer_reshape, normalize_dim, normalize_dims,
+    numel, reduced_shape, Shape,
 };
 use crate::storage::{Buffer, Element};
 use crate::tensor::Tensor;
@@ -200,7 +200,8 @@ pub fn where_select(cond: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
         let sc = broadcast_strides(c.shape(), c.strides(), shape);
         let sx = broadcast_strides(x.shape(), x.strides(), shape);
         let sy = broadcast_strides(y.shape(), y.strides(), shape);
-        let oc = Operand { data: bool::slice(&gc).ok_or_else(mismatch)?, strides: &sc, offset: c.offset(), dense: false };
+        let oc =
+            Operand { data: bool::slice(&gc).ok_or_else(mismatch)?, strides: &sc, offset: c.offset(), dense: false };
         let ox = Operand { data: T::slice(&gx).ok_or_else(mismatch)?, strides: &sx, offset: x.offset(), dense: false };
         let oy = Operand { data: T::slice(&gy).ok_or_else(mismatch)?, strides: &sy, offset: y.offset(), dense: false };
         let out = ew::where_select(shape, &oc, &ox, &oy);
@@ -236,10 +237,18 @@ pub fn cast(x: &Tensor, dtype: DType) -> Result<Tensor> {
         (DType::Bool, DType::Bool) => Buffer::Bool(x.to_vec()?),
         (DType::F32, DType::F64) => Buffer::F64(x.with_contiguous(|s: &[f32]| s.iter().map(|&v| v as f64).collect())?),
         (DType::F64, DType::F32) => Buffer::F32(x.with_contiguous(|s: &[f64]| s.iter().map(|&v| v as f32).collect())?),
-        (DType::Bool, DType::F32) => Buffer::F32(x.with_contiguous(|s: &[bool]| s.iter().map(|&v| v as u8 as f32).collect())?),
-        (DType::Bool, DType::F64) => Buffer::F64(x.with_contiguous(|s: &[bool]| s.iter().map(|&v| v as u8 as f64).collect())?),
-        (DType::F32, DType::Bool) => Buffer::Bool(x.with_contiguous(|s: &[f32]| s.iter().map(|&v| v != 0.0).collect())?),
-        (DType::F64, DType::Bool) => Buffer::Bool(x.with_contiguous(|s: &[f64]| s.iter().map(|&v| v != 0.0).collect())?),
+        (DType::Bool, DType::F32) => {
+            Buffer::F32(x.with_contiguous(|s: &[bool]| s.iter().map(|&v| v as u8 as f32).collect())?)
+        }
+        (DType::Bool, DType::F64) => {
+            Buffer::F64(x.with_contiguous(|s: &[bool]| s.iter().map(|&v| v as u8 as f64).collect())?)
+        }
+        (DType::F32, DType::Bool) => {
+            Buffer::Bool(x.with_contiguous(|s: &[f32]| s.iter().map(|&v| v != 0.0).collect())?)
+        }
+        (DType::F64, DType::Bool) => {
+            Buffer::Bool(x.with_contiguous(|s: &[f64]| s.iter().map(|&v| v != 0.0).collect())?)
+        }
     };
     Ok(Tensor::from_buffer(buffer, shape))
 }
@@ -323,7 +332,7 @@ pub fn sum(x: &Tensor, dims: Option<&[isize]>, keepdim: bool, mean: bool) -> Res
         let mut out = x.with_contiguous(|s: &[T]| reduce::sum_dims(s, x.shape(), &dims))?;
         if mean {
             let c = T::from_f64(count as f64);
-            out.iter_mut().for_each(|v| *v = *v / c);
+            out.iter_mut().for_each(|v| *v /= c);
         }
         Tensor::from_vec(out, out_shape)
     })
@@ -403,10 +412,7 @@ pub fn transpose(x: &Tensor, d0: isize, d1: isize) -> Result<Tensor> {
 pub fn index_layout(x: &Tensor, items: &[IndexItem]) -> Result<(Shape, Vec<isize>, usize)> {
     let consumed = items.iter().filter(|i| !matches!(i, IndexItem::NewAxis)).count();
     if consumed > x.rank() {
-        return Err(Error::Index(format!(
-            "too many indices for tensor of dimension {} (got {consumed})",
-            x.rank()
-        )));
+        return Err(Error::Index(format!("too many indices for tensor of dimension {} (got {consumed})", x.rank())));
     }
     let (mut shape, mut strides) = (Vec::new(), Vec::new());
     let mut offset = x.offset() as isize;
@@ -570,8 +576,11 @@ pub fn write_into(dst: &Tensor, value: &Tensor) -> Result<()> {
 
 /// `dst += alpha·src` (src broadcast to dst), in one pass when the layouts allow.
 pub fn add_in_place(dst: &Tensor, src: &Tensor, alpha: f64) -> Result<()> {
-    let direct = dst.is_contiguous() && src.is_contiguous() && dst.shape() == src.shape()
-        && dst.dtype() == src.dtype() && !dst.shares_storage(src);
+    let direct = dst.is_contiguous()
+        && src.is_contiguous()
+        && dst.shape() == src.shape()
+        && dst.dtype() == src.dtype()
+        && !dst.shares_storage(src);
     if !direct {
         let scaled = if alpha == 1.0 { src.clone() } else { scalar(ScalarOp::Mul, src, alpha)? };
         return write_into(dst, &binary(BinaryOp::Add, dst, &scaled)?);

@@ -28,16 +28,28 @@ pub trait CustomBackward: Send + Sync {
 pub enum Op {
     Unary(UnaryOp),
     Scalar(ScalarOp, f64),
-    Clamp { min: Option<f64>, max: Option<f64> },
+    Clamp {
+        min: Option<f64>,
+        max: Option<f64>,
+    },
     Binary(BinaryOp),
     Compare(CmpOp),
     /// `where(cond, x, y)`, broadcasting all three.
     Where,
     /// 2-D product of op(a) and op(b), where op transposes when asked.
-    MatMul { transpose_a: bool, transpose_b: bool },
+    MatMul {
+        transpose_a: bool,
+        transpose_b: bool,
+    },
     /// `dims == None` reduces everything.
-    Sum { dims: Option<Vec<isize>>, keepdim: bool },
-    Mean { dims: Option<Vec<isize>>, keepdim: bool },
+    Sum {
+        dims: Option<Vec<isize>>,
+        keepdim: bool,
+    },
+    Mean {
+        dims: Option<Vec<isize>>,
+        keepdim: bool,
+    },
     Reshape(Vec<isize>),
     Transpose(isize, isize),
     /// Basic indexing: ints, slices and new axes. The result is a view.
@@ -59,13 +71,20 @@ pub enum Op {
     /// (g, like): reshapes g to like's shape.
     ReshapeLike,
     /// (g, like): the gradient of a sum or mean over `dims` of like.
-    ExpandReduced { dims: Option<Vec<isize>>, keepdim: bool, mean: bool },
+    ExpandReduced {
+        dims: Option<Vec<isize>>,
+        keepdim: bool,
+        mean: bool,
+    },
     /// (like): a tensor of like's shape and dtype filled with the value.
     FullLike(f64),
     /// (g, x): g where x > 0, else 0.
     ReluBackward,
     /// (g, x): g where min <= x <= max, else 0.
-    ClampBackward { min: Option<f64>, max: Option<f64> },
+    ClampBackward {
+        min: Option<f64>,
+        max: Option<f64>,
+    },
     /// (g, like): zeros of like's shape with g written at `like[index]`.
     IndexBackward(Vec<IndexItem>),
     /// (g, mask, like): zeros of like's shape with g written where mask is true.

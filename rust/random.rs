@@ -70,7 +70,8 @@ mod tests {
         let a = sample(&[5], DType::F64, normal, Some(7)).unwrap().to_f64_vec();
         let b = sample(&[5], DType::F64, normal, Some(7)).unwrap().to_f64_vec();
         assert_eq!(a, b);
-        let u = sample(&[1000], DType::F32, Distribution::Uniform { low: 0.0, high: 1.0 }, Some(1)).unwrap().to_f64_vec();
+        let u =
+            sample(&[1000], DType::F32, Distribution::Uniform { low: 0.0, high: 1.0 }, Some(1)).unwrap().to_f64_vec();
         assert!(u.iter().all(|&v| (0.0..1.0).contains(&v)));
     }
 }

@@ -71,7 +71,9 @@ pub fn vjp<D: Differentiator>(d: &mut D, op: &Op, a: RuleArgs<'_, D::Value>) -> 
             };
             Ok(vec![None, gx, gy])
         }
-        Op::MatMul { transpose_a, transpose_b } => matmul_rule(d, *transpose_a, *transpose_b, x(0)?, x(1)?, g, [need(0), need(1)]),
+        Op::MatMul { transpose_a, transpose_b } => {
+            matmul_rule(d, *transpose_a, *transpose_b, x(0)?, x(1)?, g, [need(0), need(1)])
+        }
         Op::Sum { dims, keepdim } | Op::Mean { dims, keepdim } => {
             let mean = matches!(op, Op::Mean { .. });
             one(Some(d.apply(Op::ExpandReduced { dims: dims.clone(), keepdim: *keepdim, mean }, &[g, x(0)?])?))
@@ -94,10 +96,9 @@ pub fn vjp<D: Differentiator>(d: &mut D, op: &Op, a: RuleArgs<'_, D::Value>) -> 
             Ok(vec![Some(d.apply(Op::ClampBackward { min: *min, max: *max }, &[g, x(1)?])?), None])
         }
         Op::FullLike(_) => Ok(vec![None]),
-        Op::ExpandReduced { .. } | Op::IndexBackward(_) | Op::MaskedScatter | Op::Custom(_) => Err(Error::Gradient(format!(
-            "{}: differentiating this op is not supported (no double backward through it)",
-            op.backward_name()
-        ))),
+        Op::ExpandReduced { .. } | Op::IndexBackward(_) | Op::MaskedScatter | Op::Custom(_) => Err(Error::Gradient(
+            format!("{}: differentiating this op is not supported (no double backward through it)", op.backward_name()),
+        )),
     }
 }
 
@@ -105,7 +106,13 @@ fn sum_to<D: Differentiator>(d: &mut D, g: D::Value, like: &D::Value) -> Result<
     d.apply(Op::SumToLike, &[&g, like])
 }
 
-fn unary_rule<D: Differentiator>(d: &mut D, u: UnaryOp, x: &D::Value, out: &D::Value, g: &D::Value) -> Result<D::Value> {
+fn unary_rule<D: Differentiator>(
+    d: &mut D,
+    u: UnaryOp,
+    x: &D::Value,
+    out: &D::Value,
+    g: &D::Value,
+) -> Result<D::Value> {
     let mul = |d: &mut D, a: &D::Value, b: &D::Value| d.apply(Op::Binary(BinaryOp::Mul), &[a, b]);
     match u {
         UnaryOp::Neg => d.apply(Op::Unary(UnaryOp::Neg), &[g]),
@@ -138,7 +145,14 @@ fn unary_rule<D: Differentiator>(d: &mut D, u: UnaryOp, x: &D::Value, out: &D::V
     }
 }
 
-fn scalar_rule<D: Differentiator>(d: &mut D, s: ScalarOp, v: f64, x: &D::Value, out: &D::Value, g: &D::Value) -> Result<D::Value> {
+fn scalar_rule<D: Differentiator>(
+    d: &mut D,
+    s: ScalarOp,
+    v: f64,
+    x: &D::Value,
+    out: &D::Value,
+    g: &D::Value,
+) -> Result<D::Value> {
     let mul = |d: &mut D, a: &D::Value, b: &D::Value| d.apply(Op::Binary(BinaryOp::Mul), &[a, b]);
     match s {
         ScalarOp::Add | ScalarOp::Sub => Ok(g.clone()),
@@ -178,14 +192,10 @@ fn binary_rule<D: Differentiator>(
     need: [bool; 2],
 ) -> Result<Vec<Option<D::Value>>> {
     let (gx, gy) = match b {
-        BinaryOp::Add => (
-            need[0].then(|| g.clone()),
-            need[1].then(|| g.clone()),
-        ),
-        BinaryOp::Sub => (
-            need[0].then(|| g.clone()),
-            if need[1] { Some(d.apply(Op::Unary(UnaryOp::Neg), &[g])?) } else { None },
-        ),
+        BinaryOp::Add => (need[0].then(|| g.clone()), need[1].then(|| g.clone())),
+        BinaryOp::Sub => {
+            (need[0].then(|| g.clone()), if need[1] { Some(d.apply(Op::Unary(UnaryOp::Neg), &[g])?) } else { None })
+        }
         BinaryOp::Mul => (
             if need[0] { Some(d.apply(Op::Binary(BinaryOp::Mul), &[g, y])?) } else { None },
             if need[1] { Some(d.apply(Op::Binary(BinaryOp::Mul), &[g, x])?) } else { None },

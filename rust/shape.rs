@@ -15,15 +15,12 @@ pub fn numel(shape: &[usize]) -> usize {
 
 /// Element count, or an error if it overflows `usize`.
 pub fn checked_numel(shape: &[usize]) -> Result<usize> {
-    shape
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| {
-            Error::OutOfMemory(format!(
-                "cannot allocate a tensor of shape {}: the element count overflows",
-                fmt_shape(shape)
-            ))
-        })
+    shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d)).ok_or_else(|| {
+        Error::OutOfMemory(format!(
+            "cannot allocate a tensor of shape {}: the element count overflows",
+            fmt_shape(shape)
+        ))
+    })
 }
 
 pub fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
@@ -64,13 +61,7 @@ pub fn broadcast_shapes(op: &str, a: &[usize], b: &[usize]) -> Result<Shape> {
 pub fn broadcast_strides(shape: &[usize], strides: &[isize], target: &[usize]) -> Vec<isize> {
     let offset = target.len() - shape.len();
     (0..target.len())
-        .map(|i| {
-            if i < offset || shape[i - offset] == 1 && target[i] != 1 {
-                0
-            } else {
-                strides[i - offset]
-            }
-        })
+        .map(|i| if i < offset || shape[i - offset] == 1 && target[i] != 1 { 0 } else { strides[i - offset] })
         .collect()
 }
 
@@ -101,12 +92,7 @@ pub fn normalize_dim(op: &str, dim: isize, rank: usize) -> Result<usize> {
 /// Resolves a reshape target with at most one -1 against `numel`.
 pub fn infer_reshape(from: &[usize], to: &[isize]) -> Result<Shape> {
     let total = numel(from);
-    let invalid = || {
-        shape_err(format!(
-            "shape '{:?}' is invalid for input of size {total}",
-            to
-        ))
-    };
+    let invalid = || shape_err(format!("shape '{:?}' is invalid for input of size {total}", to));
     let mut known = 1usize;
     let mut infer_at = None;
     for (i, &d) in to.iter().enumerate() {

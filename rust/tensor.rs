@@ -136,11 +136,7 @@ impl Tensor {
 
     pub fn is_contiguous(&self) -> bool {
         let expected = contiguous_strides(&self.0.shape);
-        self.0
-            .shape
-            .iter()
-            .zip(self.0.strides.iter().zip(&expected))
-            .all(|(&d, (&s, &e))| d <= 1 || s == e)
+        self.0.shape.iter().zip(self.0.strides.iter().zip(&expected)).all(|(&d, (&s, &e))| d <= 1 || s == e)
     }
 
     /// A new tensor over the same storage with another layout (no autograd history).

@@ -9,6 +9,7 @@ import weakref
 
 import numpy as np
 import pytest
+
 import rustgrad
 from rustgrad.autograd import Function
 

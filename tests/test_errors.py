@@ -8,6 +8,7 @@ import textwrap
 
 import numpy as np
 import pytest
+
 import rustgrad
 from rustgrad import errors
 from rustgrad.autograd import Function

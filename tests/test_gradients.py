@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 import rustgrad
 from rustgrad.autograd import Function, GradcheckError, gradcheck
 

@@ -6,6 +6,7 @@ import operator
 
 import numpy as np
 import pytest
+
 import rustgrad
 
 DTYPES = [

@@ -69,7 +69,13 @@ from rustgrad._functions import (
     unsqueeze,
     where,
 )
-from rustgrad._grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from rustgrad._grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from rustgrad._rustgrad import (
     Tensor,
     device,

@@ -12,8 +12,8 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from rustgrad import _rustgrad
-from rustgrad._graph_value import GraphValue
 from rustgrad._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from rustgrad._graph_value import GraphValue
 from rustgrad._rustgrad import AccumulateGrad, Node, Tensor, backward, grad, is_anomaly_enabled
 from rustgrad.errors import GradientError, RustgradError
 

@@ -107,8 +107,13 @@ fn accumulate(slot: &mut Option<Tensor>, grad: Tensor) -> Result<()> {
     Ok(())
 }
 
-/// Counts, for every node reachable from `roots`, how many reachable edges point at it.
-fn dependencies(roots: &[Arc<Node>]) -> Result<(HashMap<usize, usize>, Vec<Arc<Node>>)> {
+/// Every node reachable from the roots, and how many reachable edges point at each.
+struct Reachable {
+    dependencies: HashMap<usize, usize>,
+    nodes: Vec<Arc<Node>>,
+}
+
+fn dependencies(roots: &[Arc<Node>]) -> Result<Reachable> {
     let mut deps: HashMap<usize, usize> = HashMap::new();
     let mut seen: HashMap<usize, Arc<Node>> = HashMap::new();
     let mut stack: Vec<Arc<Node>> = roots.to_vec();
@@ -127,14 +132,14 @@ fn dependencies(roots: &[Arc<Node>]) -> Result<(HashMap<usize, usize>, Vec<Arc<N
         for edge in node.next.iter().flatten() {
             if let Edge::Node(child, _) = edge {
                 *deps.entry(child.id()).or_insert(0) += 1;
-                if !seen.contains_key(&child.id()) {
-                    seen.insert(child.id(), child.clone());
+                if let std::collections::hash_map::Entry::Vacant(slot) = seen.entry(child.id()) {
+                    slot.insert(child.clone());
                     stack.push(child.clone());
                 }
             }
         }
     }
-    Ok((deps, seen.into_values().collect()))
+    Ok(Reachable { dependencies: deps, nodes: seen.into_values().collect() })
 }
 
 /// Checks a gradient returned for input `i` of `node` and casts it to the input's dtype.
@@ -180,7 +185,8 @@ fn run_node(node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor
         }
         op => {
             let saved_guard = node.saved.lock();
-            let saved = saved_guard.as_ref().ok_or_else(|| Error::Gradient(format!("{name}: saved values were freed")))?;
+            let saved =
+                saved_guard.as_ref().ok_or_else(|| Error::Gradient(format!("{name}: saved values were freed")))?;
             let grad = match grads.into_iter().next().flatten() {
                 Some(g) => EagerValue::fresh(g),
                 None => return Ok(vec![None; node.next.len()]),
@@ -251,7 +257,7 @@ pub fn run_backward(
             }
         }
     }
-    let (mut deps, all_nodes) = dependencies(&root_nodes)?;
+    let Reachable { dependencies: mut deps, nodes: all_nodes } = dependencies(&root_nodes)?;
 
     // Tensors whose gradient the caller wants: leaves by identity, others by (node, output).
     let mut capture_leaf: HashMap<usize, usize> = HashMap::new();

@@ -54,7 +54,13 @@ pub struct Node {
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
 impl Node {
-    pub fn new(op: Op, next: Vec<Option<Edge>>, input_meta: Vec<(Shape, DType)>, output_meta: Vec<(Shape, DType)>, saved: Saved) -> Node {
+    pub fn new(
+        op: Op,
+        next: Vec<Option<Edge>>,
+        input_meta: Vec<(Shape, DType)>,
+        output_meta: Vec<(Shape, DType)>,
+        saved: Saved,
+    ) -> Node {
         Node {
             op,
             next,

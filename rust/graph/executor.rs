@@ -81,11 +81,7 @@ pub fn execute(plan: &Plan, ctx: &mut RunContext<'_>) -> Result<RunResult> {
             values[r] = None;
         }
     }
-    let fetched = plan
-        .fetch_steps
-        .iter()
-        .map(|&(s, has_value)| if has_value { values[s].clone() } else { None })
-        .collect();
+    let fetched =
+        plan.fetch_steps.iter().map(|&(s, has_value)| if has_value { values[s].clone() } else { None }).collect();
     Ok(RunResult { fetched, assigns })
 }
-

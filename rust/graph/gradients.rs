@@ -58,7 +58,12 @@ fn accumulate(d: &mut GraphDifferentiator<'_>, slots: &mut Slots, key: (NodeId, 
 }
 
 /// For each x, the node holding d(sum of ys)/dx, or None when ys do not depend on x.
-pub fn gradients(graph: &RwLock<Graph>, ys: &[NodeId], xs: &[NodeId], grad_ys: &[Option<NodeId>]) -> Result<Vec<Option<NodeId>>> {
+pub fn gradients(
+    graph: &RwLock<Graph>,
+    ys: &[NodeId],
+    xs: &[NodeId],
+    grad_ys: &[Option<NodeId>],
+) -> Result<Vec<Option<NodeId>>> {
     let relevant = relevant_nodes(&graph.read(), ys, xs)?;
     let mut d = GraphDifferentiator { graph };
     let mut slots: Slots = HashMap::new();
@@ -131,7 +136,8 @@ pub fn gradients(graph: &RwLock<Graph>, ys: &[NodeId], xs: &[NodeId], grad_ys: &
 fn check_grad_shape(graph: &Graph, function: &str, input: NodeId, grad: NodeId) -> Result<()> {
     let (want, got) = (&graph.node(input)?.shape, &graph.node(grad)?.shape);
     if let (Some(w), Some(g)) = (want, got) {
-        let conflict = w.len() != g.len() || w.iter().zip(g).any(|(a, b)| matches!((a, b), (Some(p), Some(q)) if p != q));
+        let conflict =
+            w.len() != g.len() || w.iter().zip(g).any(|(a, b)| matches!((a, b), (Some(p), Some(q)) if p != q));
         if conflict {
             return Err(Error::Gradient(format!(
                 "Function {function}Backward returned an invalid gradient - got {} but expected shape compatible with {}",

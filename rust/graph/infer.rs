@@ -37,7 +37,13 @@ fn same_dtype(op: &Op, a: DType, b: DType) -> Result<DType> {
 pub fn broadcast(op: &str, a: &PartialShape, b: &PartialShape) -> Result<PartialShape> {
     let (Some(a_dims), Some(b_dims)) = (a, b) else { return Ok(None) };
     let rank = a_dims.len().max(b_dims.len());
-    let pick = |dims: &Vec<Option<usize>>, i: usize| if i + dims.len() >= rank { dims[i + dims.len() - rank] } else { Some(1) };
+    let pick = |dims: &Vec<Option<usize>>, i: usize| {
+        if i + dims.len() >= rank {
+            dims[i + dims.len() - rank]
+        } else {
+            Some(1)
+        }
+    };
     let mut out = Vec::with_capacity(rank);
     for i in 0..rank {
         let (x, y) = (pick(a_dims, i), pick(b_dims, i));
@@ -117,8 +123,9 @@ fn matmul(op: &Op, a: &PartialShape, b: &PartialShape, ta: bool, tb: bool) -> Re
 fn reshape(input: &PartialShape, target: &[isize]) -> Result<PartialShape> {
     let total = input.as_ref().and_then(|d| d.iter().try_fold(1usize, |acc, &x| x.map(|v| acc * v)));
     if let Some(total) = total {
-        let dims = crate::shape::infer_reshape(&vec_known(total), target)
-            .map_err(|_| Error::Shape(format!("Reshape: cannot reshape a tensor with {total} elements to shape {target:?}")))?;
+        let dims = crate::shape::infer_reshape(&vec_known(total), target).map_err(|_| {
+            Error::Shape(format!("Reshape: cannot reshape a tensor with {total} elements to shape {target:?}"))
+        })?;
         return Ok(Some(dims.into_iter().map(Some).collect()));
     }
     Ok(Some(target.iter().map(|&d| if d < 0 { None } else { Some(d as usize) }).collect()))

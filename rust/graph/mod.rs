@@ -62,16 +62,28 @@ pub enum NodeKind {
     Constant(Tensor),
     /// Reads a variable's value as it was at the start of the run.
     VariableRead(VarId),
-    Random { dist: Distribution, shape: Vec<usize>, seed: Option<u64> },
+    Random {
+        dist: Distribution,
+        shape: Vec<usize>,
+        seed: Option<u64>,
+    },
     Op(Op),
     /// Input 0 is the value; the output is the variable's new value, stored when the run ends.
-    Assign { var: VarId, mode: AssignMode },
+    Assign {
+        var: VarId,
+        mode: AssignMode,
+    },
     /// Runs its inputs for their effects; has no value.
     Group,
     /// A user Function call: inputs are its forward outputs, then its tensor inputs. No value.
-    FunctionCall { function: Arc<dyn GraphFunction>, num_outputs: usize },
+    FunctionCall {
+        function: Arc<dyn GraphFunction>,
+        num_outputs: usize,
+    },
     /// Output `index` of a FunctionCall: inputs are [call, forward output]; the value is the latter's.
-    FunctionOutput { index: usize },
+    FunctionOutput {
+        index: usize,
+    },
 }
 
 impl NodeKind {
@@ -164,7 +176,14 @@ impl Graph {
         name
     }
 
-    fn push(&mut self, kind: NodeKind, inputs: Vec<NodeId>, name: Option<&str>, dtype: DType, shape: PartialShape) -> NodeId {
+    fn push(
+        &mut self,
+        kind: NodeKind,
+        inputs: Vec<NodeId>,
+        name: Option<&str>,
+        dtype: DType,
+        shape: PartialShape,
+    ) -> NodeId {
         let base = name.map(str::to_string).unwrap_or_else(|| kind.type_name());
         let name = self.unique_name(&base);
         self.nodes.push(GraphNode { kind, inputs, name, dtype, shape });
@@ -193,7 +212,14 @@ impl Graph {
         self.push(NodeKind::Constant(value), vec![], Some(name.unwrap_or("Const")), dtype, shape)
     }
 
-    pub fn random(&mut self, dist: Distribution, shape: Vec<usize>, dtype: DType, seed: Option<u64>, name: Option<&str>) -> NodeId {
+    pub fn random(
+        &mut self,
+        dist: Distribution,
+        shape: Vec<usize>,
+        dtype: DType,
+        seed: Option<u64>,
+        name: Option<&str>,
+    ) -> NodeId {
         let partial = known(&shape);
         self.push(NodeKind::Random { dist, shape, seed }, vec![], name, dtype, partial)
     }
@@ -201,7 +227,8 @@ impl Graph {
     /// A new variable and the node that reads it.
     pub fn variable(&mut self, dtype: DType, shape: Vec<usize>, name: Option<&str>) -> (VarId, NodeId) {
         let var = self.variables.len();
-        let read = self.push(NodeKind::VariableRead(var), vec![], Some(name.unwrap_or("Variable")), dtype, known(&shape));
+        let read =
+            self.push(NodeKind::VariableRead(var), vec![], Some(name.unwrap_or("Variable")), dtype, known(&shape));
         let name = self.nodes[read].name.clone();
         self.variables.push(VariableInfo { name, read_node: read, dtype, shape });
         (var, read)
@@ -210,14 +237,19 @@ impl Graph {
     /// Adds an op node, inferring (and checking) its shape and dtype.
     pub fn op(&mut self, op: Op, inputs: Vec<NodeId>, name: Option<&str>) -> Result<NodeId> {
         self.check_inputs(&inputs)?;
-        let metas: Vec<(&PartialShape, DType)> = inputs.iter().map(|&i| (&self.nodes[i].shape, self.nodes[i].dtype)).collect();
+        let metas: Vec<(&PartialShape, DType)> =
+            inputs.iter().map(|&i| (&self.nodes[i].shape, self.nodes[i].dtype)).collect();
         let (shape, dtype) = infer::infer(&op, &metas)?;
         Ok(self.push(NodeKind::Op(op), inputs, name, dtype, shape))
     }
 
     pub fn assign(&mut self, var: VarId, mode: AssignMode, value: NodeId, name: Option<&str>) -> Result<NodeId> {
         self.check_inputs(&[value])?;
-        let info = self.variables.get(var).cloned().ok_or_else(|| Error::InvalidArgument(format!("variable {var} is not in this graph")))?;
+        let info = self
+            .variables
+            .get(var)
+            .cloned()
+            .ok_or_else(|| Error::InvalidArgument(format!("variable {var} is not in this graph")))?;
         let v = &self.nodes[value];
         if v.dtype != info.dtype {
             return Err(Error::DType(format!(
@@ -229,7 +261,9 @@ impl Graph {
         }
         let fits = match &v.shape {
             None => true,
-            Some(dims) => dims.len() == info.shape.len() && dims.iter().zip(&info.shape).all(|(d, &s)| d.is_none_or(|d| d == s)),
+            Some(dims) => {
+                dims.len() == info.shape.len() && dims.iter().zip(&info.shape).all(|(d, &s)| d.is_none_or(|d| d == s))
+            }
         };
         if !fits {
             return Err(Error::Shape(format!(
@@ -252,7 +286,12 @@ impl Graph {
     }
 
     /// Wraps a user Function's call: returns the call node and one output node per forward output.
-    pub fn function_call(&mut self, function: Arc<dyn GraphFunction>, outputs: &[NodeId], inputs: &[NodeId]) -> Result<(NodeId, Vec<NodeId>)> {
+    pub fn function_call(
+        &mut self,
+        function: Arc<dyn GraphFunction>,
+        outputs: &[NodeId],
+        inputs: &[NodeId],
+    ) -> Result<(NodeId, Vec<NodeId>)> {
         self.check_inputs(outputs)?;
         self.check_inputs(inputs)?;
         let mut all = outputs.to_vec();

@@ -16,11 +16,19 @@ pub enum StepKind {
     Fed(usize),
     Constant(Tensor),
     ReadVar(VarId),
-    Random { dist: Distribution, shape: Vec<usize>, seed: Option<u64>, dtype: DType },
+    Random {
+        dist: Distribution,
+        shape: Vec<usize>,
+        seed: Option<u64>,
+        dtype: DType,
+    },
     Op(Op),
     /// The value of the single input, unchanged (identity, function outputs).
     PassThrough,
-    Assign { var: VarId, mode: AssignMode },
+    Assign {
+        var: VarId,
+        mode: AssignMode,
+    },
     /// Groups and function calls: run for their inputs, no value of their own.
     NoValue,
 }
@@ -100,7 +108,10 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
         };
         let inputs = input_nodes
             .iter()
-            .map(|&i| position(i).ok_or_else(|| Error::InvalidArgument(format!("internal: input {i} of {} was pruned", node.name))))
+            .map(|&i| {
+                position(i)
+                    .ok_or_else(|| Error::InvalidArgument(format!("internal: input {i} of {} was pruned", node.name)))
+            })
             .collect::<Result<Vec<_>>>()?;
         steps.push(Step { node: id, name: node.name.clone(), kind, inputs, release: vec![] });
     }

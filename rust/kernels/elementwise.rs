@@ -158,8 +158,7 @@ pub fn map<T: Copy + Send + Sync, U: Copy + Send + Sync + Default>(x: &[T], f: i
 pub fn map_in_place<T: Copy + Send + Sync>(x: &mut [T], f: impl Fn(T) -> T + Sync) {
     if x.len() >= PARALLEL_MIN_ELEMENTS {
         super::threads::install(|| {
-            x.par_chunks_mut(PARALLEL_MIN_ELEMENTS / 4)
-                .for_each(|c| c.iter_mut().for_each(|v| *v = f(*v)))
+            x.par_chunks_mut(PARALLEL_MIN_ELEMENTS / 4).for_each(|c| c.iter_mut().for_each(|v| *v = f(*v)))
         });
     } else {
         x.iter_mut().for_each(|v| *v = f(*v));
@@ -308,12 +307,9 @@ where
 /// `cond ? x : y` over the broadcast `shape`.
 pub fn where_select<T: Copy>(shape: &[usize], cond: &Operand<bool>, x: &Operand<T>, y: &Operand<T>) -> Vec<T> {
     let mut out = Vec::with_capacity(shape.iter().product());
-    walk(
-        shape,
-        [cond.strides, x.strides, y.strides],
-        [cond.offset, x.offset, y.offset],
-        |[c, i, j]| out.push(if cond.data[c] { x.data[i] } else { y.data[j] }),
-    );
+    walk(shape, [cond.strides, x.strides, y.strides], [cond.offset, x.offset, y.offset], |[c, i, j]| {
+        out.push(if cond.data[c] { x.data[i] } else { y.data[j] })
+    });
     out
 }
 

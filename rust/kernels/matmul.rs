@@ -18,13 +18,7 @@ pub struct MatRef<'a, T> {
 
 impl<'a, T> MatRef<'a, T> {
     pub fn transposed(self) -> MatRef<'a, T> {
-        MatRef {
-            rows: self.cols,
-            cols: self.rows,
-            row_stride: self.col_stride,
-            col_stride: self.row_stride,
-            ..self
-        }
+        MatRef { rows: self.cols, cols: self.rows, row_stride: self.col_stride, col_stride: self.row_stride, ..self }
     }
 }
 

@@ -19,12 +19,7 @@ fn default_threads() -> usize {
 }
 
 fn build_pool(threads: usize) -> Option<Arc<ThreadPool>> {
-    ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(|i| format!("rustgrad-{i}"))
-        .build()
-        .ok()
-        .map(Arc::new)
+    ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("rustgrad-{i}")).build().ok().map(Arc::new)
 }
 
 /// The current pool, built on first use. `None` only if the OS refused to start threads,

@@ -69,7 +69,12 @@ fn roots(outputs: Vec<Tensor>, grads: Vec<Option<Tensor>>) -> Result<Vec<(Tensor
 }
 
 /// `Tensor.backward`: the reverse pass with the GIL released, then `.grad` updated.
-pub fn run_backward_py(py: Python<'_>, outputs: Vec<Tensor>, grads: Vec<Option<Tensor>>, retain_graph: bool) -> PyResult<()> {
+pub fn run_backward_py(
+    py: Python<'_>,
+    outputs: Vec<Tensor>,
+    grads: Vec<Option<Tensor>>,
+    retain_graph: bool,
+) -> PyResult<()> {
     guard(|| {
         let roots = roots(outputs, grads)?;
         let anomaly = DETECT_ANOMALY.load(Ordering::Relaxed);
@@ -89,9 +94,7 @@ fn tensors(seq: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
     if let Ok(t) = seq.cast::<PyTensor>() {
         return Ok(vec![t.get().inner.clone()]);
     }
-    seq.try_iter()?
-        .map(|item| Ok(item?.cast::<PyTensor>()?.get().inner.clone()))
-        .collect()
+    seq.try_iter()?.map(|item| Ok(item?.cast::<PyTensor>()?.get().inner.clone())).collect()
 }
 
 fn optional_tensors(seq: Option<&Bound<'_, PyAny>>, n: usize) -> PyResult<Vec<Option<Tensor>>> {
@@ -116,7 +119,12 @@ fn optional_tensors(seq: Option<&Bound<'_, PyAny>>, n: usize) -> PyResult<Vec<Op
 /// `rustgrad.autograd.backward(tensors, grad_tensors=None, retain_graph=None)`.
 #[pyfunction]
 #[pyo3(signature = (tensors, grad_tensors=None, retain_graph=None))]
-pub fn backward(py: Python<'_>, tensors: &Bound<'_, PyAny>, grad_tensors: Option<&Bound<'_, PyAny>>, retain_graph: Option<bool>) -> PyResult<()> {
+pub fn backward(
+    py: Python<'_>,
+    tensors: &Bound<'_, PyAny>,
+    grad_tensors: Option<&Bound<'_, PyAny>>,
+    retain_graph: Option<bool>,
+) -> PyResult<()> {
     let outs = self::tensors(tensors)?;
     let grads = optional_tensors(grad_tensors, outs.len())?;
     run_backward_py(py, outs, grads, retain_graph.unwrap_or(false))
@@ -135,13 +143,19 @@ pub fn grad<'py>(
     allow_unused: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
     if create_graph {
-        return Err(Error::Gradient("grad(create_graph=True): higher-order gradients are not supported by rustgrad yet".into()).into());
+        return Err(Error::Gradient(
+            "grad(create_graph=True): higher-order gradients are not supported by rustgrad yet".into(),
+        )
+        .into());
     }
     let outs = tensors(outputs)?;
     let ins = tensors(inputs)?;
     for (i, t) in ins.iter().enumerate() {
         if !t.requires_grad() {
-            return Err(Error::Gradient(format!("One of the differentiated Tensors (input {i}) does not require grad")).into());
+            return Err(Error::Gradient(format!(
+                "One of the differentiated Tensors (input {i}) does not require grad"
+            ))
+            .into());
         }
     }
     let grads = optional_tensors(grad_outputs, outs.len())?;
@@ -150,7 +164,11 @@ pub fn grad<'py>(
         let anomaly = DETECT_ANOMALY.load(Ordering::Relaxed);
         let result = py.detach(|| {
             let mut check = signal_checker();
-            let options = BackwardOptions { retain_graph: retain_graph.unwrap_or(false), between_nodes: &mut check, detect_anomaly: anomaly };
+            let options = BackwardOptions {
+                retain_graph: retain_graph.unwrap_or(false),
+                between_nodes: &mut check,
+                detect_anomaly: anomaly,
+            };
             run_backward(&roots, Some(&ins), options)
         })?;
         Ok(result.captured)
@@ -257,8 +275,17 @@ impl PyNode {
             .iter()
             .map(|edge| -> PyResult<Bound<'py, PyTuple>> {
                 match edge {
-                    Some(Edge::Node(node, i)) => PyTuple::new(py, [Py::new(py, PyNode::wrap(node.clone()))?.into_any(), i.into_pyobject(py)?.into_any().unbind()]),
-                    Some(Edge::Leaf(t)) => PyTuple::new(py, [Py::new(py, PyAccumulateGrad { variable: t.clone() })?.into_any(), 0usize.into_pyobject(py)?.into_any().unbind()]),
+                    Some(Edge::Node(node, i)) => PyTuple::new(
+                        py,
+                        [Py::new(py, PyNode::wrap(node.clone()))?.into_any(), i.into_pyobject(py)?.into_any().unbind()],
+                    ),
+                    Some(Edge::Leaf(t)) => PyTuple::new(
+                        py,
+                        [
+                            Py::new(py, PyAccumulateGrad { variable: t.clone() })?.into_any(),
+                            0usize.into_pyobject(py)?.into_any().unbind(),
+                        ],
+                    ),
                     None => PyTuple::new(py, [py.None(), 0usize.into_pyobject(py)?.into_any().unbind()]),
                 }
             })
@@ -383,7 +410,10 @@ pub fn _record_function<'py>(
     let mut differentiable = Vec::new();
     for (position, out) in outputs.iter().enumerate() {
         let t = out.cast::<PyTensor>().map_err(|_| {
-            Error::InvalidArgument(format!("{name}.forward must return Tensors (or a tuple of them), got {}", repr(&out)))
+            Error::InvalidArgument(format!(
+                "{name}.forward must return Tensors (or a tuple of them), got {}",
+                repr(&out)
+            ))
         })?;
         let is_non_diff = non_differentiable.get(position).copied().unwrap_or(false);
         let inner = t.get().inner.clone();

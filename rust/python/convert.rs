@@ -74,13 +74,18 @@ pub fn parse_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
         .import("numpy")
         .and_then(|np| np.getattr("dtype")?.call1((obj,)))
         .and_then(|d| d.getattr("name")?.extract::<String>())
-        .map_err(|_| Error::DType(format!("unknown dtype {}; use rustgrad.float32, rustgrad.float64 or rustgrad.bool", repr(obj))))?;
+        .map_err(|_| {
+            Error::DType(format!(
+                "unknown dtype {}; use rustgrad.float32, rustgrad.float64 or rustgrad.bool",
+                repr(obj)
+            ))
+        })?;
     match name.as_str() {
         "float32" | "float64" | "bool" => Ok(DType::from_name(&name)?),
-        other => Err(Error::DType(format!(
-            "dtype {other} is not supported; rustgrad supports float32, float64 and bool"
-        ))
-        .into()),
+        other => {
+            Err(Error::DType(format!("dtype {other} is not supported; rustgrad supports float32, float64 and bool"))
+                .into())
+        }
     }
 }
 
@@ -234,8 +239,11 @@ pub fn shape_args(args: &Bound<'_, PyTuple>) -> PyResult<Vec<isize>> {
         }
     }
     args.extract::<Vec<isize>>().map_err(|_| {
-        Error::InvalidArgument(format!("expected a shape as integers or one sequence of integers, got {}", repr(args.as_any())))
-            .into()
+        Error::InvalidArgument(format!(
+            "expected a shape as integers or one sequence of integers, got {}",
+            repr(args.as_any())
+        ))
+        .into()
     })
 }
 
@@ -294,7 +302,9 @@ pub fn index_key(key: &Bound<'_, PyAny>, rank: usize) -> PyResult<IndexKey> {
         } else if let Ok(i) = part.extract::<isize>() {
             items.push(IndexItem::Int(i));
         } else if mask_tensor(part)?.is_some() {
-            return Err(Error::Index("a bool mask must be the whole index (x[mask]), not part of a tuple".into()).into());
+            return Err(
+                Error::Index("a bool mask must be the whole index (x[mask]), not part of a tuple".into()).into()
+            );
         } else {
             return Err(Error::Index(format!(
                 "only integers, slices (`:`), ellipsis (`...`), None and bool masks are valid indices (got {})",

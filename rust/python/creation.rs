@@ -29,7 +29,13 @@ fn finish(t: Tensor, requires_grad: bool) -> PyResult<PyTensor> {
 }
 
 #[pyfunction]
-pub fn _full(py: Python<'_>, shape: Vec<i64>, value: f64, dtype: &Bound<'_, PyAny>, requires_grad: bool) -> PyResult<PyTensor> {
+pub fn _full(
+    py: Python<'_>,
+    shape: Vec<i64>,
+    value: f64,
+    dtype: &Bound<'_, PyAny>,
+    requires_grad: bool,
+) -> PyResult<PyTensor> {
     let shape = checked_shape(&shape)?;
     let dtype = parse_dtype(dtype)?;
     let t = guard(|| Ok(py.detach(|| Tensor::full(&shape, value, dtype))?))?;

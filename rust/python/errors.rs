@@ -9,7 +9,12 @@ use pyo3::types::PyType;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Looks up an exception class defined in Python (`rustgrad.errors` or `rustgrad.static.errors`).
-fn class<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyType>>, module: &str, name: &str) -> Option<Bound<'py, PyType>> {
+fn class<'py>(
+    py: Python<'py>,
+    cell: &'static PyOnceLock<Py<PyType>>,
+    module: &str,
+    name: &str,
+) -> Option<Bound<'py, PyType>> {
     cell.get_or_try_init(py, || -> PyResult<Py<PyType>> {
         Ok(py.import(module)?.getattr(name)?.cast_into::<PyType>()?.unbind())
     })

@@ -90,7 +90,9 @@ fn index_items(list: &Bound<'_, PyAny>) -> PyResult<Vec<IndexItem>> {
 /// Builds a core op from the Python description `(kind, *args)`.
 fn parse_op(kind: &str, args: &Bound<'_, PyTuple>) -> PyResult<Op> {
     let arg = |i: usize| args.get_item(i);
-    let unknown = || -> PyErr { Error::InvalidArgument(format!("unknown graph op '{kind}' with arguments {}", repr(args.as_any()))).into() };
+    let unknown = || -> PyErr {
+        Error::InvalidArgument(format!("unknown graph op '{kind}' with arguments {}", repr(args.as_any()))).into()
+    };
     Ok(match kind {
         "unary" => Op::Unary(unary_op(&arg(0)?.extract::<String>()?).ok_or_else(unknown)?),
         "binary" => Op::Binary(binary_op(&arg(0)?.extract::<String>()?).ok_or_else(unknown)?),
@@ -166,7 +168,16 @@ impl PyGraph {
 
     #[pyo3(signature = (kind, a, b, shape, dtype, seed=None, name=None))]
     #[allow(clippy::too_many_arguments)]
-    fn random(&self, kind: &str, a: f64, b: f64, shape: Vec<usize>, dtype: &Bound<'_, PyAny>, seed: Option<u64>, name: Option<String>) -> PyResult<NodeId> {
+    fn random(
+        &self,
+        kind: &str,
+        a: f64,
+        b: f64,
+        shape: Vec<usize>,
+        dtype: &Bound<'_, PyAny>,
+        seed: Option<u64>,
+        name: Option<String>,
+    ) -> PyResult<NodeId> {
         let dtype = parse_dtype(dtype)?;
         let dist = match kind {
             "normal" => Distribution::Normal { mean: a, std: b },
@@ -202,13 +213,24 @@ impl PyGraph {
         self.with_mut(|g| g.group(inputs, name.as_deref()))
     }
 
-    fn function_call(&self, name: String, backward: Py<PyAny>, outputs: Vec<NodeId>, inputs: Vec<NodeId>) -> PyResult<(NodeId, Vec<NodeId>)> {
+    fn function_call(
+        &self,
+        name: String,
+        backward: Py<PyAny>,
+        outputs: Vec<NodeId>,
+        inputs: Vec<NodeId>,
+    ) -> PyResult<(NodeId, Vec<NodeId>)> {
         let function = Arc::new(PythonGraphFunction { name, backward });
         self.with_mut(|g| g.function_call(function, &outputs, &inputs))
     }
 
     /// Symbolic gradients; the graph lock is not held while a user Function's backward runs.
-    fn gradients(&self, ys: Vec<NodeId>, xs: Vec<NodeId>, grad_ys: Vec<Option<NodeId>>) -> PyResult<Vec<Option<NodeId>>> {
+    fn gradients(
+        &self,
+        ys: Vec<NodeId>,
+        xs: Vec<NodeId>,
+        grad_ys: Vec<Option<NodeId>>,
+    ) -> PyResult<Vec<Option<NodeId>>> {
         guard(|| Ok(gradients(&self.inner, &ys, &xs, &grad_ys)?))
     }
 
@@ -328,7 +350,13 @@ impl PySession {
 
     /// Runs the fetches with the given feeds (numpy arrays already cast to each
     /// placeholder's dtype). Returns one numpy array (or None) per fetch.
-    fn run<'py>(&self, py: Python<'py>, fetches: Vec<NodeId>, feeds: Vec<NodeId>, values: Vec<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyList>> {
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        fetches: Vec<NodeId>,
+        feeds: Vec<NodeId>,
+        values: Vec<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
         self.check_open()?;
         let feed_tensors = values.iter().map(tensor_from_numpy).collect::<PyResult<Vec<_>>>()?;
         let fetched = guard(|| {
@@ -348,7 +376,12 @@ impl PySession {
             };
             let result = py.detach(|| {
                 let mut check = super::autograd::signal_checker();
-                let mut ctx = RunContext { feeds: feed_tensors, variables: &snapshot, random_draws: &mut draws, between_steps: &mut check };
+                let mut ctx = RunContext {
+                    feeds: feed_tensors,
+                    variables: &snapshot,
+                    random_draws: &mut draws,
+                    between_steps: &mut check,
+                };
                 execute(&plan, &mut ctx)
             })?;
             let mut state = self.state.lock();
@@ -418,4 +451,3 @@ impl PySession {
         Ok(())
     }
 }
-

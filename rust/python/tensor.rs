@@ -52,7 +52,13 @@ fn unary(py: Python<'_>, x: &Tensor, op: UnaryOp) -> PyResult<PyTensor> {
 
 /// `x op other` where other may be a tensor or a Python number. `reflected`
 /// means the Python expression was `other op x`.
-fn arith(py: Python<'_>, x: &Tensor, other: &Bound<'_, PyAny>, op: BinaryOp, reflected: bool) -> PyResult<Option<PyTensor>> {
+fn arith(
+    py: Python<'_>,
+    x: &Tensor,
+    other: &Bound<'_, PyAny>,
+    op: BinaryOp,
+    reflected: bool,
+) -> PyResult<Option<PyTensor>> {
     let Some(other) = operand(other)? else { return Ok(None) };
     let result = match other {
         Operand::Tensor(t) if reflected => run_op(py, Op::Binary(op), &[&t, x]),
@@ -110,7 +116,11 @@ fn value_tensor(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<Tensor> {
     match operand(value)? {
         Some(Operand::Tensor(t)) => Ok(t),
         Some(Operand::Scalar(s)) => Ok(Tensor::scalar(s, dtype)),
-        None => Err(Error::InvalidArgument(format!("cannot assign a value of type {} to a tensor", convert::repr(&value.get_type().into_any()))).into()),
+        None => Err(Error::InvalidArgument(format!(
+            "cannot assign a value of type {} to a tensor",
+            convert::repr(&value.get_type().into_any())
+        ))
+        .into()),
     }
 }
 
@@ -415,11 +425,21 @@ impl PyTensor {
             .ok_or_else(|| Error::InvalidArgument("pow: the exponent must be a number".into()).into())
     }
 
-    fn __pow__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, _modulo: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+    fn __pow__(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        _modulo: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<PyTensor>> {
         pow(py, &self.inner, other, false)
     }
 
-    fn __rpow__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, _modulo: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
+    fn __rpow__(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        _modulo: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<PyTensor>> {
         pow(py, &self.inner, other, true)
     }
 
@@ -546,7 +566,12 @@ impl PyTensor {
     }
 
     #[pyo3(signature = (dtype=None, copy=None))]
-    fn __array__<'py>(&self, py: Python<'py>, dtype: Option<&Bound<'py, PyAny>>, copy: Option<bool>) -> PyResult<Bound<'py, PyAny>> {
+    fn __array__<'py>(
+        &self,
+        py: Python<'py>,
+        dtype: Option<&Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let _ = copy;
         let array = convert::tensor_to_numpy(py, &self.inner)?;
         match dtype {
@@ -570,7 +595,12 @@ impl PyTensor {
     }
 
     #[pyo3(signature = (*args, **kwargs))]
-    fn to(&self, py: Python<'_>, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, pyo3::types::PyDict>>) -> PyResult<PyTensor> {
+    fn to(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
+    ) -> PyResult<PyTensor> {
         let mut dtype = None;
         let mut candidates: Vec<Bound<'_, PyAny>> = args.iter().collect();
         if let Some(kw) = kwargs {
@@ -630,7 +660,11 @@ impl PyTensor {
         let v = match operand(value)? {
             Some(Operand::Scalar(s)) => s,
             Some(Operand::Tensor(t)) if t.numel() == 1 => t.to_f64_vec()[0],
-            _ => return Err(Error::InvalidArgument("fill_: the value must be a number or a one-element tensor".into()).into()),
+            _ => {
+                return Err(
+                    Error::InvalidArgument("fill_: the value must be a number or a one-element tensor".into()).into()
+                )
+            }
         };
         slf.get().fill_in_place(v)?;
         Ok(slf)
@@ -642,7 +676,16 @@ impl PyTensor {
         match alpha {
             None => slf.get().in_place(py, other, BinaryOp::Add)?,
             Some(a) => {
-                let scaled = required(arith(py, &value_tensor(other, slf.get().inner.dtype())?, &a.into_pyobject(py)?.into_any(), BinaryOp::Mul, false)?, "add_")?;
+                let scaled = required(
+                    arith(
+                        py,
+                        &value_tensor(other, slf.get().inner.dtype())?,
+                        &a.into_pyobject(py)?.into_any(),
+                        BinaryOp::Mul,
+                        false,
+                    )?,
+                    "add_",
+                )?;
                 slf.get().in_place(py, &Bound::new(py, scaled)?.into_any(), BinaryOp::Add)?
             }
         }
@@ -715,9 +758,11 @@ impl PyTensor {
     }
 
     fn __len__(&self) -> PyResult<usize> {
-        self.inner.shape().first().copied().ok_or_else(|| {
-            pyo3::exceptions::PyTypeError::new_err("len() of a 0-d tensor")
-        })
+        self.inner
+            .shape()
+            .first()
+            .copied()
+            .ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("len() of a 0-d tensor"))
     }
 
     fn __iter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
@@ -791,7 +836,8 @@ impl PyTensor {
 
     fn retain_grad(&self) -> PyResult<()> {
         Err(Error::Gradient(
-            "retain_grad() is not supported; use rustgrad.autograd.grad(output, [tensor]) to get a non-leaf gradient".into(),
+            "retain_grad() is not supported; use rustgrad.autograd.grad(output, [tensor]) to get a non-leaf gradient"
+                .into(),
         )
         .into())
     }
@@ -869,12 +915,17 @@ impl PyTensor {
 
     fn in_place(&self, py: Python<'_>, other: &Bound<'_, PyAny>, op: BinaryOp) -> PyResult<()> {
         let Some(other) = operand(other)? else {
-            return Err(Error::InvalidArgument(format!("{}_: the other operand must be a tensor or a number", op.name())).into());
+            return Err(Error::InvalidArgument(format!(
+                "{}_: the other operand must be a tensor or a number",
+                op.name()
+            ))
+            .into());
         };
         let t = &self.inner;
         let name = format!("{}_", op.name());
         guard(|| {
-            let recording = record::should_record(&[t]) || matches!(&other, Operand::Tensor(o) if record::should_record(&[o]));
+            let recording =
+                record::should_record(&[t]) || matches!(&other, Operand::Tensor(o) if record::should_record(&[o]));
             match other {
                 // The optimiser's hot path: w -= lr * grad under no_grad.
                 Operand::Tensor(o) if !recording && op == BinaryOp::Add => Ok(forward::add_in_place(t, &o, 1.0)?),
@@ -912,16 +963,19 @@ pub fn _matmul(py: Python<'_>, a: &Bound<'_, PyTensor>, b: &Bound<'_, PyTensor>)
 
 /// `rustgrad.where(condition, x, y)`.
 #[pyfunction]
-pub fn _where(py: Python<'_>, condition: &Bound<'_, PyAny>, x: &Bound<'_, PyAny>, y: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+pub fn _where(
+    py: Python<'_>,
+    condition: &Bound<'_, PyAny>,
+    x: &Bound<'_, PyAny>,
+    y: &Bound<'_, PyAny>,
+) -> PyResult<PyTensor> {
     let cond = match operand(condition)? {
         Some(Operand::Tensor(t)) => t,
         _ => return Err(Error::InvalidArgument("where: the condition must be a bool tensor".into()).into()),
     };
     let as_tensor = |v: &Bound<'_, PyAny>, like: DType| value_tensor(v, like);
-    let dtype = [x, y]
-        .iter()
-        .find_map(|v| v.cast::<PyTensor>().ok().map(|t| t.get().inner.dtype()))
-        .unwrap_or(DType::F32);
+    let dtype =
+        [x, y].iter().find_map(|v| v.cast::<PyTensor>().ok().map(|t| t.get().inner.dtype())).unwrap_or(DType::F32);
     let (x, y) = (as_tensor(x, dtype)?, as_tensor(y, dtype)?);
     run_op(py, Op::Where, &[&cond, &x, &y])
 }
