@@ -355,3 +355,93 @@ pub fn accumulate_into_leaf(leaf: &Tensor, grad: Tensor) -> Result<()> {
         Some(existing) => forward::add_in_place(&existing, &grad, 1.0),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::autograd::record::apply;
+    use crate::kernels::elementwise::{ScalarOp, UnaryOp};
+
+    fn leaf(values: &[f64], shape: &[usize]) -> Tensor {
+        let t = Tensor::from_vec(values.to_vec(), shape.to_vec()).unwrap();
+        t.set_requires_grad(true);
+        t
+    }
+
+    fn backward(root: &Tensor, retain_graph: bool) -> Result<()> {
+        let seed = Tensor::full(root.shape(), 1.0, root.dtype())?;
+        let mut no_check = || Ok(());
+        let options = BackwardOptions { retain_graph, between_nodes: &mut no_check, detect_anomaly: false };
+        for (leaf, grad) in run_backward(&[(root.clone(), seed)], None, options)?.leaf_grads {
+            accumulate_into_leaf(&leaf, grad)?;
+        }
+        Ok(())
+    }
+
+    fn sum_all(t: &Tensor) -> Tensor {
+        apply(Op::Sum { dims: None, keepdim: false }, &[t]).unwrap()
+    }
+
+    #[test]
+    fn gradients_of_a_shared_input_accumulate() {
+        // loss = sum(x * x + 3x) -> dloss/dx = 2x + 3
+        let x = leaf(&[1.0, -2.0, 0.5], &[3]);
+        let square = apply(Op::Binary(BinaryOp::Mul), &[&x, &x]).unwrap();
+        let linear = apply(Op::Scalar(ScalarOp::Mul, 3.0), &[&x]).unwrap();
+        let loss = sum_all(&apply(Op::Binary(BinaryOp::Add), &[&square, &linear]).unwrap());
+        backward(&loss, false).unwrap();
+        assert_eq!(x.grad().unwrap().to_f64_vec(), vec![5.0, -1.0, 4.0]);
+    }
+
+    #[test]
+    fn leaf_gradients_add_up_across_backward_calls_and_graphs_are_freed() {
+        let x = leaf(&[2.0], &[1]);
+        let loss = sum_all(&apply(Op::Unary(UnaryOp::Square), &[&x]).unwrap());
+        backward(&loss, true).unwrap();
+        backward(&loss, false).unwrap();
+        assert_eq!(x.grad().unwrap().to_f64_vec(), vec![8.0]);
+        let err = backward(&loss, false).unwrap_err().to_string();
+        assert!(err.contains("retain_graph=True"), "{err}");
+    }
+
+    #[test]
+    fn non_leaf_gradients_are_not_kept() {
+        let x = leaf(&[1.0, 2.0], &[2]);
+        let hidden = apply(Op::Unary(UnaryOp::Exp), &[&x]).unwrap();
+        backward(&sum_all(&hidden), false).unwrap();
+        assert!(hidden.grad().is_none());
+        assert!(x.grad().is_some());
+    }
+
+    #[test]
+    fn a_failed_backward_changes_no_gradient() {
+        let x = leaf(&[1.0, 2.0], &[2]);
+        x.set_grad(Some(Tensor::from_vec(vec![10.0, 20.0], vec![2]).unwrap()));
+        let out = apply(Op::Unary(UnaryOp::Exp), &[&x]).unwrap();
+        // Modify the saved output in place: the rule must refuse to read it.
+        crate::forward::fill(&out, 0.0).unwrap();
+        let err = backward(&sum_all(&out), false).unwrap_err().to_string();
+        assert!(err.contains("modified by an inplace operation"), "{err}");
+        assert_eq!(x.grad().unwrap().to_f64_vec(), vec![10.0, 20.0]);
+    }
+
+    #[test]
+    fn nothing_is_recorded_without_grad_mode() {
+        let x = leaf(&[1.0], &[1]);
+        let _guard = GradModeGuard::new(false);
+        let y = apply(Op::Unary(UnaryOp::Exp), &[&x]).unwrap();
+        assert!(y.grad_fn().is_none());
+        assert!(!y.requires_grad());
+    }
+
+    #[test]
+    fn matmul_gradients_match_the_closed_form() {
+        // C = A·B, loss = sum(C): dA = 1·Bᵀ (row sums of B), dB = Aᵀ·1 (column sums of A).
+        let a = leaf(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+        let b = leaf(&[1.0, -1.0, 2.0, 0.5, 0.0, 3.0], &[3, 2]);
+        let c = apply(Op::MatMul { transpose_a: false, transpose_b: false }, &[&a, &b]).unwrap();
+        backward(&sum_all(&c), false).unwrap();
+        assert_eq!(a.grad().unwrap().to_f64_vec(), vec![0.0, 2.5, 3.0, 0.0, 2.5, 3.0]);
+        assert_eq!(b.grad().unwrap().to_f64_vec(), vec![5.0, 5.0, 7.0, 7.0, 9.0, 9.0]);
+    }
+}
