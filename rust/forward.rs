@@ -55,6 +55,7 @@ pub fn forward(op: &Op, inputs: &[&Tensor]) -> Result<Tensor> {
         Op::MatMul { transpose_a, transpose_b } => matmul2d(arg(0)?, arg(1)?, *transpose_a, *transpose_b),
         Op::Sum { dims, keepdim } => sum(arg(0)?, dims.as_deref(), *keepdim, false),
         Op::Mean { dims, keepdim } => sum(arg(0)?, dims.as_deref(), *keepdim, true),
+        Op::Extreme { largest, dims, keepdim } => extreme(arg(0)?, dims.as_deref(), *keepdim, *largest),
         Op::Reshape(shape) => reshape(arg(0)?, shape),
         Op::Transpose(d0, d1) => transpose(arg(0)?, *d0, *d1),
         Op::Index(items) => index(arg(0)?, items),
@@ -149,7 +150,7 @@ fn zip_tensors<T: Element, U: Element>(
     a: &Tensor,
     b: &Tensor,
     shape: &[usize],
-    f: impl Fn(T, T) -> U + Sync,
+    kernel: impl FnOnce(&Operand<T>, &Operand<T>) -> Vec<U>,
 ) -> Result<Tensor> {
     let (ga, gb) = (a.storage().read(), b.storage().read());
     let mismatch = || Error::DType("internal dtype mismatch in a broadcasting kernel".into());
@@ -157,7 +158,7 @@ fn zip_tensors<T: Element, U: Element>(
     let (sa, sb) = (broadcast_strides(a.shape(), a.strides(), shape), broadcast_strides(b.shape(), b.strides(), shape));
     let oa = Operand { data: da, strides: &sa, offset: a.offset(), dense: a.shape() == shape && a.is_contiguous() };
     let ob = Operand { data: db, strides: &sb, offset: b.offset(), dense: b.shape() == shape && b.is_contiguous() };
-    let out = ew::zip_broadcast(shape, &oa, &ob, f);
+    let out = kernel(&oa, &ob);
     drop((ga, gb));
     Tensor::from_vec(out, shape.to_vec())
 }
@@ -166,7 +167,7 @@ pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let shape = broadcast_shapes(op.name(), a.shape(), b.shape())?;
     let dtype = same_dtype(op.name(), a, b)?;
     let (a, b) = (as_dtype(a, dtype)?, as_dtype(b, dtype)?);
-    float_dispatch!(dtype, op.name(), |T| zip_tensors::<T, T>(&a, &b, &shape, ew::binary_fn::<T>(op)))
+    float_dispatch!(dtype, op.name(), |T| zip_tensors::<T, T>(&a, &b, &shape, |p, q| ew::binary(op, &shape, p, q)))
 }
 
 pub fn compare(op: CmpOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
@@ -180,11 +181,11 @@ pub fn compare(op: CmpOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
             CmpOp::Gt => x & !y,
             CmpOp::Ge => x >= y,
         };
-        return zip_tensors::<bool, bool>(a, b, &shape, f);
+        return zip_tensors::<bool, bool>(a, b, &shape, |p, q| ew::zip_broadcast(&shape, p, q, f));
     }
     let dtype = same_dtype(op.name(), a, b)?;
     let (a, b) = (as_dtype(a, dtype)?, as_dtype(b, dtype)?);
-    float_dispatch!(dtype, op.name(), |T| zip_tensors::<T, bool>(&a, &b, &shape, ew::cmp_fn::<T>(op)))
+    float_dispatch!(dtype, op.name(), |T| zip_tensors::<T, bool>(&a, &b, &shape, |p, q| ew::compare(op, &shape, p, q)))
 }
 
 pub fn where_select(cond: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
@@ -216,16 +217,12 @@ pub fn where_select(cond: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
 }
 
 /// (g, x) -> g where keep(x), else 0. One pass; used by relu and clamp backward.
-fn mask_grad(g: &Tensor, x: &Tensor, op: &str, keep: impl Fn(f64) -> bool + Sync) -> Result<Tensor> {
+fn mask_grad(g: &Tensor, x: &Tensor, op: &str, keep: impl Fn(f64) -> bool + Sync + Send) -> Result<Tensor> {
     let shape = broadcast_shapes(op, g.shape(), x.shape())?;
     let dtype = same_dtype(op, g, x)?;
     let (g, x) = (as_dtype(g, dtype)?, as_dtype(x, dtype)?);
-    float_dispatch!(dtype, op, |T| zip_tensors::<T, T>(&g, &x, &shape, |gv: T, xv: T| {
-        if keep(xv.to_f64()) {
-            gv
-        } else {
-            T::ZERO
-        }
+    float_dispatch!(dtype, op, |T| zip_tensors::<T, T>(&g, &x, &shape, |p, q| {
+        ew::zip_broadcast(&shape, p, q, |gv: T, xv: T| if keep(xv.to_f64()) { gv } else { T::ZERO })
     }))
 }
 
@@ -334,6 +331,22 @@ pub fn sum(x: &Tensor, dims: Option<&[isize]>, keepdim: bool, mean: bool) -> Res
             let c = T::from_f64(count as f64);
             out.iter_mut().for_each(|v| *v /= c);
         }
+        Tensor::from_vec(out, out_shape)
+    })
+}
+
+pub fn extreme(x: &Tensor, dims: Option<&[isize]>, keepdim: bool, largest: bool) -> Result<Tensor> {
+    let op = if largest { "amax" } else { "amin" };
+    let dims = reduce_dims(op, x, dims)?;
+    if let Some(&d) = dims.iter().find(|&&d| x.shape()[d] == 0) {
+        return Err(Error::Index(format!(
+            "{op}: cannot reduce over dimension {d} of size 0 (shape {}): the operation has no identity",
+            fmt_shape(x.shape())
+        )));
+    }
+    let out_shape = reduced_shape(x.shape(), &dims, keepdim);
+    float_dispatch!(x.dtype(), op, |T| {
+        let out = x.with_contiguous(|s: &[T]| reduce::extreme_dims(s, x.shape(), &dims, largest))?;
         Tensor::from_vec(out, out_shape)
     })
 }
@@ -640,7 +653,11 @@ pub fn fill(dst: &Tensor, value: f64) -> Result<()> {
                 let v = T::from_f64(value);
                 let mut guard = dst.storage().write();
                 let slice = T::slice_mut(&mut guard).ok_or_else(|| Error::DType("internal dtype mismatch".into()))?;
-                walk(dst.shape(), [dst.strides()], [dst.offset()], |[i]| slice[i] = v);
+                if dst.is_contiguous() {
+                    slice[dst.offset()..dst.offset() + dst.numel()].fill(v);
+                } else {
+                    walk(dst.shape(), [dst.strides()], [dst.offset()], |[i]| slice[i] = v);
+                }
                 Ok(())
             })
         }

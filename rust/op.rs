@@ -50,6 +50,12 @@ pub enum Op {
         dims: Option<Vec<isize>>,
         keepdim: bool,
     },
+    /// Largest (or smallest) element over `dims`; NaN wins, as in numpy.
+    Extreme {
+        largest: bool,
+        dims: Option<Vec<isize>>,
+        keepdim: bool,
+    },
     Reshape(Vec<isize>),
     Transpose(isize, isize),
     /// Basic indexing: ints, slices and new axes. The result is a view.
@@ -107,6 +113,8 @@ impl Op {
             Op::MatMul { .. } => "mm",
             Op::Sum { .. } => "sum",
             Op::Mean { .. } => "mean",
+            Op::Extreme { largest: true, .. } => "amax",
+            Op::Extreme { largest: false, .. } => "amin",
             Op::Reshape(_) => "reshape",
             Op::Transpose(..) => "transpose",
             Op::Index(_) => "index",

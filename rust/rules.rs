@@ -34,6 +34,7 @@ pub struct Saves {
 pub fn saves(op: &Op) -> Saves {
     let (inputs, output) = match op {
         Op::Unary(UnaryOp::Exp | UnaryOp::Sqrt | UnaryOp::Tanh | UnaryOp::Sigmoid) => (false, true),
+        Op::Extreme { .. } => (true, true),
         Op::Scalar(ScalarOp::RDiv | ScalarOp::RPow, _) => (true, true),
         Op::Binary(BinaryOp::Div) => (true, true),
         _ => (true, false),
@@ -78,6 +79,7 @@ pub fn vjp<D: Differentiator>(d: &mut D, op: &Op, a: RuleArgs<'_, D::Value>) -> 
             let mean = matches!(op, Op::Mean { .. });
             one(Some(d.apply(Op::ExpandReduced { dims: dims.clone(), keepdim: *keepdim, mean }, &[g, x(0)?])?))
         }
+        Op::Extreme { dims, keepdim, .. } => one(Some(extreme_rule(d, dims, *keepdim, x(0)?, a.output, g)?)),
         Op::Reshape(_) => one(Some(d.apply(Op::ReshapeLike, &[g, x(0)?])?)),
         Op::Transpose(d0, d1) => one(Some(d.apply(Op::Transpose(*d0, *d1), &[g])?)),
         Op::Index(items) => one(Some(d.apply(Op::IndexBackward(items.clone()), &[g, x(0)?])?)),
@@ -100,6 +102,28 @@ pub fn vjp<D: Differentiator>(d: &mut D, op: &Op, a: RuleArgs<'_, D::Value>) -> 
             format!("{}: differentiating this op is not supported (no double backward through it)", op.backward_name()),
         )),
     }
+}
+
+/// The gradient of a max/min goes to the elements equal to the result, split evenly among ties.
+fn extreme_rule<D: Differentiator>(
+    d: &mut D,
+    dims: &Option<Vec<isize>>,
+    keepdim: bool,
+    x: &D::Value,
+    out: &D::Value,
+    g: &D::Value,
+) -> Result<D::Value> {
+    let spread =
+        |d: &mut D, v: &D::Value| d.apply(Op::ExpandReduced { dims: dims.clone(), keepdim, mean: false }, &[v, x]);
+    let best = spread(d, out)?;
+    let hit = d.apply(Op::Compare(CmpOp::Eq), &[x, &best])?;
+    let ones = d.apply(Op::FullLike(1.0), &[x])?;
+    let zeros = d.apply(Op::FullLike(0.0), &[x])?;
+    let indicator = d.apply(Op::Where, &[&hit, &ones, &zeros])?;
+    let ties = d.apply(Op::Sum { dims: dims.clone(), keepdim }, &[&indicator])?;
+    let share = d.apply(Op::Binary(BinaryOp::Div), &[g, &ties])?;
+    let spread_share = spread(d, &share)?;
+    d.apply(Op::Binary(BinaryOp::Mul), &[&spread_share, &indicator])
 }
 
 fn sum_to<D: Differentiator>(d: &mut D, g: D::Value, like: &D::Value) -> Result<D::Value> {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 import rustgrad
 import rustgrad.compat.v1 as tf
 
@@ -77,7 +78,13 @@ def check(static_fn, eager_fn, arrays, *, numpy_fn=None, partial_shapes=False, o
     assert out.dtype.name == np.dtype(out_dtype).name
     assert np.shape(s_value) == np.shape(e_value)
     if not partial_shapes:
-        assert tuple(out.shape) == np.shape(s_value), (out.shape, np.shape(s_value))
+        # The inferred shape is the run-time shape (a None dim only where it is data-dependent).
+        static_shape = tuple(out.shape)
+        assert len(static_shape) == np.ndim(s_value), (out.shape, np.shape(s_value))
+        assert all(d is None or d == v for d, v in zip(static_shape, np.shape(s_value))), (
+            out.shape, np.shape(s_value))
+        if name_has_static_shape(out):
+            assert static_shape == np.shape(s_value), (out.shape, np.shape(s_value))
     np.testing.assert_allclose(s_value, e_value, rtol=1e-6, atol=1e-12)
     if numpy_fn is not None:
         np.testing.assert_allclose(s_value, numpy_fn(*arrays), rtol=1e-6, atol=1e-12)
@@ -91,6 +98,11 @@ def check(static_fn, eager_fn, arrays, *, numpy_fn=None, partial_shapes=False, o
         assert sg.shape == a.shape, f"input {i}: gradient shape {sg.shape} != input {a.shape}"
         np.testing.assert_allclose(sg, eg, rtol=1e-6, atol=1e-12, err_msg=f"gradient of input {i}")
     return s_value, s_grads
+
+
+def name_has_static_shape(out):
+    """Every op here except masked selection has a fully known shape when its inputs do."""
+    return out.op.type != "MaskedSelect" and "MaskedSelect" not in out.op.name
 
 
 PARTIAL = pytest.mark.parametrize("partial", [False, True], ids=["known_shapes", "unknown_shapes"])
@@ -562,3 +574,69 @@ def test_float32_ops_compute_in_float32():
     assert v.dtype == np.float32 and gv.dtype == np.float32
     np.testing.assert_allclose(v, (np.exp(x) * 2.0).sum(axis=1), rtol=1e-5)
     np.testing.assert_allclose(gv, np.exp(x) * 2.0, rtol=1e-5)
+
+
+# ---------------------------------------------------------------- further ops (beyond the core list)
+
+EXTRA = {
+    "clip_by_value": (lambda t: tf.clip_by_value(t, -0.5, 0.7), lambda t: t.clamp(-0.5, 0.7),
+                      lambda a: np.clip(a, -0.5, 0.7)),
+    "clamp_method": (lambda t: t.clamp(min=0.0), lambda t: t.clamp(min=0.0),
+                     lambda a: np.maximum(a, 0.0)),
+    "where": (lambda t: tf.where(t > 0.0, t * 2.0, -t),
+              lambda t: rustgrad.where(t > 0.0, t * 2.0, -t),
+              lambda a: np.where(a > 0, a * 2.0, -a)),
+    "sign": (tf.sign, lambda t: t.sign(), np.sign),
+    "slice": (lambda t: t[1:, ::2], lambda t: t[1:, ::2], lambda a: a[1:, ::2]),
+    "int_index": (lambda t: t[0], lambda t: t[0], lambda a: a[0]),
+    "newaxis_index": (lambda t: t[:, None, 1], lambda t: t[:, None, 1], lambda a: a[:, None, 1]),
+    "negative_index": (lambda t: t[-1, -2:], lambda t: t[-1, -2:], lambda a: a[-1, -2:]),
+    "masked_select": (lambda t: t[t > 0.5], lambda t: t[t > 0.5], lambda a: a[a > 0.5]),
+}
+
+
+@pytest.mark.parametrize("name", list(EXTRA))
+def test_further_ops_match_eager(name):
+    static_fn, eager_fn, numpy_fn = EXTRA[name]
+    x = away_from_zero((3, 4), margin=0.1, seed=30)
+    check(static_fn, eager_fn, [x], numpy_fn=numpy_fn)
+
+
+def test_sources_constant_zeros_ones_like():
+    c = tf.constant(2.0, dtype=tf.float64, shape=(2, 2))
+    z = tf.zeros((2, 3), dtype=tf.float64)
+    o = tf.ones([2])
+    x = tf.placeholder(tf.float64, shape=(None, 2))
+    zl, ol = tf.zeros_like(x), tf.ones_like(x)
+    assert c.dtype == tf.float64 and c.shape.as_list() == [2, 2]
+    assert z.dtype == tf.float64 and o.dtype == tf.float32
+    assert zl.shape.as_list() == [None, 2] and zl.dtype == tf.float64
+    with tf.Session() as sess:
+        cv, zv, ov, zlv, olv = sess.run([c, z, o, zl, ol], {x: np.full((3, 2), 7.0)})
+    np.testing.assert_array_equal(cv, np.full((2, 2), 2.0))
+    np.testing.assert_array_equal(zv, np.zeros((2, 3)))
+    np.testing.assert_array_equal(ov, np.ones(2, np.float32))
+    np.testing.assert_array_equal(zlv, np.zeros((3, 2)))
+    np.testing.assert_array_equal(olv, np.ones((3, 2)))
+    # zeros_like does not depend on x's values: no gradient flows through it.
+    assert tf.gradients(tf.reduce_sum(zl + ol), [x]) == [None]
+
+
+def test_comparisons():
+    a = np.array([1.0, 2.0, 3.0])
+    b = np.array([3.0, 2.0, 1.0])
+    x = tf.placeholder(tf.float64, shape=(3,))
+    y = tf.placeholder(tf.float64, shape=(3,))
+    ops = {
+        "equal": (tf.equal, np.equal), "not_equal": (tf.not_equal, np.not_equal),
+        "less": (tf.less, np.less), "less_equal": (tf.less_equal, np.less_equal),
+        "greater": (tf.greater, np.greater), "greater_equal": (tf.greater_equal, np.greater_equal),
+    }
+    built = {k: f(x, y) for k, (f, _) in ops.items()}
+    for t in built.values():
+        assert t.dtype == tf.bool
+    with tf.Session() as sess:
+        got = sess.run(built, {x: a, y: b})
+    for k, (_, npf) in ops.items():
+        assert got[k].dtype == np.bool_
+        np.testing.assert_array_equal(got[k], npf(a, b), err_msg=k)

@@ -32,6 +32,8 @@ from rustgrad._creation import (
 from rustgrad._functions import (
     abs,
     add,
+    amax,
+    amin,
     clamp,
     clip,
     div,
@@ -98,7 +100,7 @@ if hasattr(_os, "register_at_fork"):
     _os.register_at_fork(after_in_child=_rustgrad._after_fork_in_child)
 
 __all__ = [
-    "Tensor", "abs", "add", "arange", "as_tensor", "autograd", "bool", "clamp", "clip", "cuda",
+    "Tensor", "abs", "add", "amax", "amin", "arange", "as_tensor", "autograd", "bool", "clamp", "clip", "cuda",
     "device", "div", "double", "dtype", "empty", "enable_grad", "eq", "errors", "exp", "eye",
     "flatten", "float", "float32", "float64", "from_numpy", "full", "full_like", "ge",
     "get_num_threads", "gt", "inference_mode", "is_grad_enabled", "is_tensor", "le", "linspace",

@@ -122,6 +122,14 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     return input.mean(dim, keepdim)
 
 
+def amax(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    return input.amax(dim, keepdim)
+
+
+def amin(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    return input.amin(dim, keepdim)
+
+
 def numel(input: Tensor) -> int:
     return input.numel()
 

@@ -49,7 +49,7 @@ class FunctionCtx:
     def save_for_backward(self, *tensors: Optional[Tensor]) -> None:
         """Keeps tensors for ``backward``; modifying them in place afterwards is detected."""
         for t in tensors:
-            if t is not None and not isinstance(t, Tensor):
+            if t is not None and not isinstance(t, (Tensor, GraphValue)):
                 raise TypeError(
                     f"save_for_backward can only save tensors (or None), got {type(t).__name__}; "
                     "store other values as ctx attributes"

@@ -187,7 +187,7 @@ pub fn infer(op: &Op, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
             let dtype = same_dtype(op, float_input(op, x(0)?)?, float_input(op, x(1)?)?)?;
             (matmul(op, x(0)?.0, x(1)?.0, *transpose_a, *transpose_b)?, dtype)
         }
-        Op::Sum { dims, keepdim } | Op::Mean { dims, keepdim } => {
+        Op::Sum { dims, keepdim } | Op::Mean { dims, keepdim } | Op::Extreme { dims, keepdim, .. } => {
             (reduce(op, x(0)?.0, dims.as_deref(), *keepdim)?, float_input(op, x(0)?)?)
         }
         Op::Reshape(target) => (reshape(x(0)?.0, target)?, x(0)?.1),

@@ -125,6 +125,8 @@ fn tf_op_name(op: &Op) -> String {
         Op::Unary(UnaryOp::Square) => "Square",
         Op::Sum { .. } => "Sum",
         Op::Mean { .. } => "Mean",
+        Op::Extreme { largest: true, .. } => "Max",
+        Op::Extreme { largest: false, .. } => "Min",
         Op::Copy => "Identity",
         Op::StopGradient => "StopGradient",
         Op::Reshape(_) => "Reshape",

@@ -140,13 +140,11 @@ fn nan_min<T: Float>(a: T, b: T) -> T {
 
 /// Maps `f` over a contiguous slice, in parallel for large inputs.
 #[inline]
-pub fn map<T: Copy + Send + Sync, U: Copy + Send + Sync + Default>(x: &[T], f: impl Fn(T) -> U + Sync) -> Vec<U> {
-    if x.len() >= PARALLEL_MIN_ELEMENTS {
-        let mut out = vec![U::default(); x.len()];
+pub fn map<T: Copy + Send + Sync, U: Copy + Send + Sync>(x: &[T], f: impl Fn(T) -> U + Sync + Send) -> Vec<U> {
+    if x.len() >= PARALLEL_MIN_ELEMENTS && super::threads::num_threads() > 1 {
+        let mut out = Vec::with_capacity(x.len());
         super::threads::install(|| {
-            out.par_chunks_mut(PARALLEL_MIN_ELEMENTS / 4)
-                .zip(x.par_chunks(PARALLEL_MIN_ELEMENTS / 4))
-                .for_each(|(o, i)| o.iter_mut().zip(i).for_each(|(o, &v)| *o = f(v)))
+            x.par_iter().with_min_len(PARALLEL_MIN_ELEMENTS / 4).map(|&v| f(v)).collect_into_vec(&mut out)
         });
         out
     } else {
@@ -155,8 +153,8 @@ pub fn map<T: Copy + Send + Sync, U: Copy + Send + Sync + Default>(x: &[T], f: i
 }
 
 /// Applies `f` in place over a contiguous slice, in parallel for large inputs.
-pub fn map_in_place<T: Copy + Send + Sync>(x: &mut [T], f: impl Fn(T) -> T + Sync) {
-    if x.len() >= PARALLEL_MIN_ELEMENTS {
+pub fn map_in_place<T: Copy + Send + Sync>(x: &mut [T], f: impl Fn(T) -> T + Sync + Send) {
+    if x.len() >= PARALLEL_MIN_ELEMENTS && super::threads::num_threads() > 1 {
         super::threads::install(|| {
             x.par_chunks_mut(PARALLEL_MIN_ELEMENTS / 4).for_each(|c| c.iter_mut().for_each(|v| *v = f(*v)))
         });
@@ -182,7 +180,7 @@ pub fn unary<T: Float>(op: UnaryOp, x: &[T]) -> Vec<T> {
 }
 
 #[inline(always)]
-pub fn scalar_fn<T: Float>(op: ScalarOp, s: T) -> impl Fn(T) -> T + Sync + Copy {
+pub fn scalar_fn<T: Float>(op: ScalarOp, s: T) -> impl Fn(T) -> T + Sync + Send + Copy {
     move |v: T| match op {
         ScalarOp::Add => v + s,
         ScalarOp::Sub => v - s,
@@ -221,27 +219,27 @@ pub fn scalar<T: Float>(op: ScalarOp, x: &[T], s: f64) -> Vec<T> {
     }
 }
 
-#[inline(always)]
-pub fn binary_fn<T: Float>(op: BinaryOp) -> fn(T, T) -> T {
+/// `zip_broadcast` with the op's function inlined (a function pointer would stop vectorisation).
+pub fn binary<T: Float>(op: BinaryOp, shape: &[usize], a: &Operand<T>, b: &Operand<T>) -> Vec<T> {
     match op {
-        BinaryOp::Add => |a, b| a + b,
-        BinaryOp::Sub => |a, b| a - b,
-        BinaryOp::Mul => |a, b| a * b,
-        BinaryOp::Div => |a, b| a / b,
-        BinaryOp::Maximum => nan_max,
-        BinaryOp::Minimum => nan_min,
+        BinaryOp::Add => zip_broadcast(shape, a, b, |p, q| p + q),
+        BinaryOp::Sub => zip_broadcast(shape, a, b, |p, q| p - q),
+        BinaryOp::Mul => zip_broadcast(shape, a, b, |p, q| p * q),
+        BinaryOp::Div => zip_broadcast(shape, a, b, |p, q| p / q),
+        BinaryOp::Maximum => zip_broadcast(shape, a, b, nan_max),
+        BinaryOp::Minimum => zip_broadcast(shape, a, b, nan_min),
     }
 }
 
-#[inline(always)]
-pub fn cmp_fn<T: Float>(op: CmpOp) -> fn(T, T) -> bool {
+/// Comparisons, each with its predicate inlined.
+pub fn compare<T: Float>(op: CmpOp, shape: &[usize], a: &Operand<T>, b: &Operand<T>) -> Vec<bool> {
     match op {
-        CmpOp::Lt => |a, b| a < b,
-        CmpOp::Le => |a, b| a <= b,
-        CmpOp::Gt => |a, b| a > b,
-        CmpOp::Ge => |a, b| a >= b,
-        CmpOp::Eq => |a, b| a == b,
-        CmpOp::Ne => |a, b| a != b,
+        CmpOp::Lt => zip_broadcast(shape, a, b, |p, q| p < q),
+        CmpOp::Le => zip_broadcast(shape, a, b, |p, q| p <= q),
+        CmpOp::Gt => zip_broadcast(shape, a, b, |p, q| p > q),
+        CmpOp::Ge => zip_broadcast(shape, a, b, |p, q| p >= q),
+        CmpOp::Eq => zip_broadcast(shape, a, b, |p, q| p == q),
+        CmpOp::Ne => zip_broadcast(shape, a, b, |p, q| p != q),
     }
 }
 
@@ -265,10 +263,15 @@ impl<T: Copy> Operand<'_, T> {
 }
 
 /// `f(a, b)` over the broadcast `shape`, row-major.
-pub fn zip_broadcast<T, U>(shape: &[usize], a: &Operand<T>, b: &Operand<T>, f: impl Fn(T, T) -> U + Sync) -> Vec<U>
+pub fn zip_broadcast<T, U>(
+    shape: &[usize],
+    a: &Operand<T>,
+    b: &Operand<T>,
+    f: impl Fn(T, T) -> U + Sync + Send,
+) -> Vec<U>
 where
     T: Copy + Send + Sync,
-    U: Copy + Send + Sync + Default,
+    U: Copy + Send + Sync,
 {
     let n: usize = shape.iter().product();
     if n == 0 {
@@ -276,16 +279,14 @@ where
     }
     if a.dense && b.dense {
         let (xa, xb) = (a.dense_slice(n), b.dense_slice(n));
-        if n >= PARALLEL_MIN_ELEMENTS {
-            let mut out = vec![U::default(); n];
-            let chunk = PARALLEL_MIN_ELEMENTS / 4;
+        if n >= PARALLEL_MIN_ELEMENTS && super::threads::num_threads() > 1 {
+            let mut out = Vec::with_capacity(n);
             super::threads::install(|| {
-                out.par_chunks_mut(chunk).enumerate().for_each(|(c, o)| {
-                    let start = c * chunk;
-                    for (k, slot) in o.iter_mut().enumerate() {
-                        *slot = f(xa[start + k], xb[start + k]);
-                    }
-                })
+                xa.par_iter()
+                    .zip(xb.par_iter())
+                    .with_min_len(PARALLEL_MIN_ELEMENTS / 4)
+                    .map(|(&p, &q)| f(p, q))
+                    .collect_into_vec(&mut out)
             });
             return out;
         }
@@ -327,7 +328,7 @@ mod tests {
         let row = [10.0f64, 20.0];
         let a = Operand { data: &col, strides: &[1, 0], offset: 0, dense: false };
         let b = Operand { data: &row, strides: &[0, 1], offset: 0, dense: false };
-        let out = zip_broadcast(&[3, 2], &a, &b, binary_fn(BinaryOp::Add));
+        let out = binary(BinaryOp::Add, &[3, 2], &a, &b);
         assert_eq!(out, vec![11.0, 21.0, 12.0, 22.0, 13.0, 23.0]);
     }
 
@@ -337,15 +338,15 @@ mod tests {
         let s = [2.0f32];
         let a = dense(&x, &[1]);
         let b = Operand { data: &s, strides: &[0], offset: 0, dense: false };
-        assert_eq!(zip_broadcast(&[3], &a, &b, binary_fn(BinaryOp::Mul)), vec![2.0, 4.0, 6.0]);
+        assert_eq!(binary(BinaryOp::Mul, &[3], &a, &b), vec![2.0, 4.0, 6.0]);
     }
 
     #[test]
     fn maximum_propagates_nan() {
-        let f = binary_fn::<f64>(BinaryOp::Maximum);
-        assert!(f(f64::NAN, 1.0).is_nan());
-        assert!(f(1.0, f64::NAN).is_nan());
-        assert_eq!(f(1.0, 2.0), 2.0);
+        assert!(nan_max(f64::NAN, 1.0).is_nan());
+        assert!(nan_max(1.0, f64::NAN).is_nan());
+        assert_eq!(nan_max(1.0, 2.0), 2.0);
+        assert!(nan_min(f64::NAN, 1.0).is_nan());
     }
 
     #[test]

@@ -23,8 +23,9 @@ impl<'a, T> MatRef<'a, T> {
 }
 
 /// Products smaller than this many multiply-adds run on one thread: for them
-/// the cost of waking the pool exceeds the work.
-const THREADING_MIN_FLOPS: usize = 1 << 21;
+/// the cost of waking the pool exceeds the work (64×1000×100, the seed
+/// network's largest product, is measurably faster on one thread).
+const THREADING_MIN_FLOPS: usize = 1 << 24;
 
 fn parallelism(m: usize, n: usize, k: usize) -> Parallelism {
     if m.saturating_mul(n).saturating_mul(k) < THREADING_MIN_FLOPS || super::threads::num_threads() < 2 {

@@ -8,6 +8,6 @@ pub mod matmul;
 pub mod reduce;
 pub mod threads;
 
-/// Elementwise work below this many elements runs on the calling thread:
-/// handing it to the pool costs more than it saves.
-pub const PARALLEL_MIN_ELEMENTS: usize = 1 << 16;
+/// Elementwise work below this many elements runs on the calling thread: these
+/// kernels are memory-bound, and waking the pool costs more than it saves.
+pub const PARALLEL_MIN_ELEMENTS: usize = 1 << 18;

@@ -90,6 +90,30 @@ fn sum_general<T: Float>(x: &[T], shape: &[usize], dims: &[usize], kept: usize) 
     acc.into_iter().map(T::from_f64).collect()
 }
 
+/// The largest (or smallest) element over `dims` of a contiguous tensor; NaN propagates.
+/// Reducing an empty dim has no answer, so the caller rejects it first.
+pub fn extreme_dims<T: Float>(x: &[T], shape: &[usize], dims: &[usize], largest: bool) -> Vec<T> {
+    let kept_shape: Vec<usize> = (0..shape.len()).map(|d| if dims.contains(&d) { 1 } else { shape[d] }).collect();
+    let kept: usize = kept_shape.iter().product();
+    let in_strides = crate::shape::contiguous_strides(shape);
+    let mut out_strides = crate::shape::contiguous_strides(&kept_shape);
+    for &d in dims {
+        out_strides[d] = 0;
+    }
+    let mut acc: Vec<Option<T>> = vec![None; kept];
+    walk(shape, [&in_strides, &out_strides], [0, 0], |[i, o]| {
+        let v = x[i];
+        acc[o] = Some(match acc[o] {
+            None => v,
+            Some(best) if best.is_nan() => best,
+            Some(_) if v.is_nan() => v,
+            Some(best) if (largest && v > best) || (!largest && v < best) => v,
+            Some(best) => best,
+        });
+    });
+    acc.into_iter().map(|v| v.unwrap_or(T::ZERO)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,6 +134,14 @@ mod tests {
                 assert!((f - s).abs() < 1e-12, "dims {dims:?}: {f} vs {s}");
             }
         }
+    }
+
+    #[test]
+    fn extremes_reduce_over_any_dims_and_propagate_nan() {
+        let x = [1.0f64, 5.0, -2.0, 4.0, f64::NAN, 0.0];
+        assert_eq!(extreme_dims(&x[..4], &[2, 2], &[0], true), vec![1.0, 5.0]);
+        assert_eq!(extreme_dims(&x[..4], &[2, 2], &[1], false), vec![1.0, -2.0]);
+        assert!(extreme_dims(&x, &[6], &[0], true)[0].is_nan());
     }
 
     #[test]

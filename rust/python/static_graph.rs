@@ -103,6 +103,8 @@ fn parse_op(kind: &str, args: &Bound<'_, PyTuple>) -> PyResult<Op> {
         "matmul" => Op::MatMul { transpose_a: arg(0)?.extract()?, transpose_b: arg(1)?.extract()? },
         "sum" => Op::Sum { dims: arg(0)?.extract()?, keepdim: arg(1)?.extract()? },
         "mean" => Op::Mean { dims: arg(0)?.extract()?, keepdim: arg(1)?.extract()? },
+        "max" => Op::Extreme { largest: true, dims: arg(0)?.extract()?, keepdim: arg(1)?.extract()? },
+        "min" => Op::Extreme { largest: false, dims: arg(0)?.extract()?, keepdim: arg(1)?.extract()? },
         "reshape" => Op::Reshape(arg(0)?.extract()?),
         "transpose" => Op::Transpose(arg(0)?.extract()?, arg(1)?.extract()?),
         "index" => Op::Index(index_items(&arg(0)?)?),

@@ -135,6 +135,12 @@ impl PyTensor {
         Ok(PyTensor::wrap(t.cast::<PyTensor>()?.get().inner.clone()))
     }
 
+    /// Makes numpy defer to our reflected operators: `ndarray * tensor` is a tensor.
+    #[classattr]
+    fn __array_priority__() -> f64 {
+        1000.0
+    }
+
     // ----- attributes -----
 
     #[getter]
@@ -509,6 +515,25 @@ impl PyTensor {
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn mean(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
         run_op(py, Op::Mean { dims: dims_arg(dim)?, keepdim }, &[&self.inner])
+    }
+
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn amax(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+        run_op(py, Op::Extreme { largest: true, dims: dims_arg(dim)?, keepdim }, &[&self.inner])
+    }
+
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn amin(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+        run_op(py, Op::Extreme { largest: false, dims: dims_arg(dim)?, keepdim }, &[&self.inner])
+    }
+
+    /// `max()` over all elements. (With a dim PyTorch also returns indices; use `amax(dim)`.)
+    fn max(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        self.amax(py, None, false)
+    }
+
+    fn min(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        self.amin(py, None, false)
     }
 
     // ----- comparisons -----

@@ -120,11 +120,13 @@ class Graph:
         array = np.asarray(value, dtype=target)
         if target is None:
             kind = array.dtype.kind
+            keeps_float64 = isinstance(value, (np.ndarray, np.generic)) and array.dtype == np.float64
             if kind == "b":
                 array = array.astype(np.bool_)
-            elif kind in "fiu":
+            elif kind in "fiu" and not keeps_float64:
+                # Python numbers and lists become float32, as in TF1; numpy float64 stays float64.
                 array = array.astype(np.float32)
-            else:
+            elif not keeps_float64:
                 raise DTypeError(f"cannot make a constant from a value of numpy dtype {array.dtype}")
         return Tensor(self, self._core.constant(np.asarray(array, order="C"), name))
 
@@ -217,6 +219,9 @@ class Tensor(GraphValue):
     """
 
     __slots__ = ("graph", "_id", "__weakref__")
+
+    # numpy defers to our reflected operators (`array + tensor` builds a node).
+    __array_ufunc__ = None
 
     def __init__(self, graph: Graph, node_id: int) -> None:
         self.graph = graph

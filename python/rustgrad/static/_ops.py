@@ -171,6 +171,18 @@ def reduce_mean(input_tensor: Any, axis: Any = None, keepdims: bool = False,
     return x.graph._op("mean", (_axes(axis), bool(keepdims)), [x], name)
 
 
+def reduce_max(input_tensor: Any, axis: Any = None, keepdims: bool = False,
+               name: Optional[str] = None) -> Tensor:
+    x = convert_to_tensor(input_tensor)
+    return x.graph._op("max", (_axes(axis), bool(keepdims)), [x], name)
+
+
+def reduce_min(input_tensor: Any, axis: Any = None, keepdims: bool = False,
+               name: Optional[str] = None) -> Tensor:
+    x = convert_to_tensor(input_tensor)
+    return x.graph._op("min", (_axes(axis), bool(keepdims)), [x], name)
+
+
 def transpose(a: Any, perm: Optional[Sequence[int]] = None, name: Optional[str] = None) -> Tensor:
     """Swaps two dims (any perm that is one swap); with no perm, reverses a 2-D tensor's dims."""
     x = convert_to_tensor(a)

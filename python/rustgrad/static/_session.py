@@ -72,6 +72,7 @@ class Session:
             raise FailedPreconditionError("Attempted to use a closed Session.")
         leaves: list[Any] = []
         template = _flatten(fetches, leaves)
+        leaves = [self._resolve(leaf) for leaf in leaves]
         fetch_ids = [self._node_of(leaf, "Fetch") for leaf in leaves]
         feed_ids, feed_values = self._feeds(feed_dict or {})
         results = self._core.run(fetch_ids, feed_ids, feed_values)
@@ -79,10 +80,14 @@ class Session:
                   for leaf, r in zip(leaves, results)]
         return _rebuild(template, iter(values))
 
-    def _node_of(self, item: Any, role: str) -> int:
+    def _resolve(self, item: Any) -> Any:
+        """A name ("loss:0" for a tensor, "train" for an operation) as the graph object it names."""
         if isinstance(item, str):
-            item = (self.graph.get_tensor_by_name(item) if ":" in item
+            return (self.graph.get_tensor_by_name(item) if ":" in item
                     else self.graph.get_operation_by_name(item))
+        return item
+
+    def _node_of(self, item: Any, role: str) -> int:
         if not isinstance(item, (Tensor, Operation)):
             raise InvalidArgumentError(
                 f"{role} argument {item!r} has invalid type {type(item).__name__}, must be a "
@@ -98,6 +103,7 @@ class Session:
     def _feeds(self, feed_dict: dict) -> tuple[list[int], list[np.ndarray]]:
         pairs = []
         for key, value in feed_dict.items():
+            key = self._resolve(key)
             node = self._node_of(key, "Feed")
             if not isinstance(key, Tensor):
                 raise InvalidArgumentError(f"Cannot feed an Operation: {key!r}")
