@@ -1,0 +1,183 @@
+"""Runs the benchmark suite and writes docs/benchmarks.md and docs/benchmarks.png.
+
+    python benchmarks/report.py            # the whole suite (a few minutes)
+    python benchmarks/report.py --quick    # fewer rounds, skips the largest scaling size
+
+numpy runs on its best BLAS kernel: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are
+removed from the environment of the benchmark process only. Every figure in the
+report is a median from this one run, and every ratio compares medians from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+SLOWING_VARIABLES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+def run_suite(json_path: Path, quick: bool) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in SLOWING_VARIABLES}
+    cmd = [sys.executable, "-m", "pytest", str(ROOT / "benchmarks"), "-q", "-p", "no:cacheprovider",
+           f"--benchmark-json={json_path}", "--benchmark-disable-gc", "--benchmark-warmup=on"]
+    if quick:
+        cmd += ["--benchmark-max-time=0.2", "-k", "not 1024x4096x4096x1000"]
+    subprocess.run(cmd, check=True, env=env, cwd=ROOT)
+
+
+def medians(data: dict) -> dict[str, dict]:
+    return {b["name"]: {"median": b["stats"]["median"], "extra": b.get("extra_info", {})}
+            for b in data["benchmarks"]}
+
+
+def fmt_time(seconds: float) -> str:
+    if seconds < 1e-6:
+        return f"{seconds * 1e9:.0f} ns"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.1f} µs"
+    return f"{seconds * 1e3:.2f} ms"
+
+
+def machine(data: dict) -> list[str]:
+    info = data.get("machine_info", {})
+    cpu = info.get("cpu", {})
+    import numpy
+    import threadpoolctl
+
+    import rustgrad
+
+    blas = [f"{p.get('internal_api')} {p.get('version')} ({p.get('architecture')}, {p.get('num_threads')} threads)"
+            for p in threadpoolctl.threadpool_info() if p.get("user_api") == "blas"]
+    return [
+        f"- CPU: {cpu.get('brand_raw', platform.processor())}, {os.cpu_count()} cores",
+        f"- Python {platform.python_version()}, numpy {numpy.__version__}, rustgrad {rustgrad.__version__}",
+        f"- numpy BLAS: {', '.join(blas) or 'unknown'} (with {', '.join(SLOWING_VARIABLES)} unset)",
+        f"- Date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+    ]
+
+
+def section_step(m: dict) -> tuple[list[str], dict[str, float]]:
+    base = m["test_numpy_in_place"]["median"]
+    rows = [("rustgrad eager, custom Function ReLU (the reference program)", "test_eager_custom_function"),
+            ("rustgrad eager, built-in relu", "test_eager_builtin_relu"),
+            ("rustgrad static, Session.run", "test_static_session"),
+            ("numpy by hand, preallocated in place", "test_numpy_in_place"),
+            ("numpy by hand, one array per op", "test_numpy_one_array_per_op"),
+            ("PyTorch eager", "test_pytorch")]
+    lines = ["## Seed two-layer step (64×1000×100×10, float32)", "",
+             "| way | median per step | × numpy in place |", "|---|---|---|"]
+    chart = {}
+    for label, key in rows:
+        if key in m:
+            t = m[key]["median"]
+            lines.append(f"| {label} | {fmt_time(t)} | {t / base:.2f} |")
+            chart[label] = t * 1e6
+    return lines + [""], chart
+
+
+def section_matmul(m: dict) -> list[str]:
+    lines = ["## float32 matmul (GFLOP/s)", "",
+             "| m×k×n | rustgrad 1 thread | numpy 1 thread | rustgrad 2 threads | numpy 2 threads "
+             "| ratio (2 threads) |",
+             "|---|---|---|---|---|---|"]
+    shapes = sorted({k.split("[")[1].split("-")[0] for k in m if k.startswith("test_rustgrad_matmul")},
+                    key=lambda s: [int(v) for v in s.split("x")])
+    for shape in shapes:
+        cells = []
+        rates = {}
+        for threads in ("1", "2"):
+            for who in ("rustgrad", "numpy"):
+                key = f"test_{who}_matmul[{shape}-{threads}]"
+                if key not in m:
+                    cells.append("–")
+                    continue
+                flops = m[key]["extra"].get("flops", 0)
+                rate = flops / m[key]["median"] / 1e9
+                rates[(who, threads)] = rate
+                cells.append(f"{rate:.0f}")
+        ratio = rates.get(("rustgrad", "2"), 0) / rates.get(("numpy", "2"), 1)
+        lines.append(f"| {shape} | " + " | ".join(cells) + f" | {ratio:.2f} |")
+    return lines + [""]
+
+
+def section_overhead(m: dict) -> list[str]:
+    base = m["test_numpy_one_element_add"]["median"]
+    rows = [("numpy one-element `np.add(a, b)`", "test_numpy_one_element_add"),
+            ("one-element add, no grad", "test_one_element_add_without_grad"),
+            ("one-element add, requires_grad", "test_one_element_add_with_grad"),
+            ("tiny `(a*b).sum().backward()`", "test_tiny_backward"),
+            ("tiny custom Function forward + backward", "test_tiny_custom_function"),
+            ("`Session.run` of a tiny cached graph", "test_tiny_session_run")]
+    lines = ["## Per-op overhead", "", "| operation | median | × numpy one-element add |", "|---|---|---|"]
+    for label, key in rows:
+        if key in m:
+            t = m[key]["median"]
+            lines.append(f"| {label} | {fmt_time(t)} | {t / base:.2f} |")
+    return lines + [""]
+
+
+def section_scaling(m: dict) -> list[str]:
+    lines = ["## Scaling: the two-layer step at larger sizes", "",
+             "| N×D_in×H×D_out | eager | static | numpy in place | eager × numpy | static × numpy |",
+             "|---|---|---|---|---|---|"]
+    for size in ("256x4096x1024x10", "1024x4096x4096x1000"):
+        keys = [f"test_scaling_{w}[{size}]" for w in ("eager", "static", "numpy_in_place")]
+        if not all(k in m for k in keys):
+            continue
+        e, s, n = (m[k]["median"] for k in keys)
+        lines.append(f"| {size} | {fmt_time(e)} | {fmt_time(s)} | {fmt_time(n)} | {e / n:.2f} | {s / n:.2f} |")
+    return lines + [""]
+
+
+def chart(values: dict[str, float], path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    labels = list(values)
+    ax.barh(labels[::-1], [values[k] for k in labels][::-1], color="#4C72B0")
+    ax.set_xlabel("µs per step (median, lower is better)")
+    ax.set_title("Seed two-layer step, 64×1000×100×10 float32")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return True
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", type=Path, help="reuse a pytest-benchmark JSON file instead of running")
+    args = parser.parse_args()
+    json_path = args.json
+    if json_path is None:
+        json_path = Path(tempfile.mkdtemp()) / "benchmarks.json"
+        run_suite(json_path, args.quick)
+    data = json.loads(json_path.read_text())
+    m = medians(data)
+    step_lines, step_chart = section_step(m)
+    has_chart = chart(step_chart, DOCS / "benchmarks.png")
+    lines = ["# Benchmarks", "",
+             "Written by `python benchmarks/report.py` (medians from one run; ratios compare medians "
+             "from the same run). Do not edit by hand.", "", *machine(data), ""]
+    if has_chart:
+        lines += ["![seed step](benchmarks.png)", ""]
+    lines += step_lines + section_matmul(m) + section_overhead(m) + section_scaling(m)
+    (DOCS / "benchmarks.md").write_text("\n".join(lines))
+    print(f"wrote {DOCS / 'benchmarks.md'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""One training step of the two-layer net, in every way the suite compares."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+import rustgrad
+from rustgrad import static as tf
+from rustgrad._demo import LEARNING_RATE, MyReLU, Problem
+
+
+def eager_step(problem: Problem, custom_relu: bool = True) -> Callable[[], float]:
+    """The reference PyTorch loop body (custom Function ReLU, or the built-in relu)."""
+    x, y = rustgrad.from_numpy(problem.x), rustgrad.from_numpy(problem.y)
+    w1 = rustgrad.tensor(problem.w1, requires_grad=True)
+    w2 = rustgrad.tensor(problem.w2, requires_grad=True)
+    relu = MyReLU.apply if custom_relu else rustgrad.relu
+
+    def step() -> float:
+        y_pred = relu(x.mm(w1)).mm(w2)
+        loss = (y_pred - y).pow(2).sum()
+        value = loss.item()
+        loss.backward()
+        with rustgrad.no_grad():
+            w1.sub_(LEARNING_RATE * w1.grad)
+            w2.sub_(LEARNING_RATE * w2.grad)
+            w1.grad.zero_()
+            w2.grad.zero_()
+        return value
+
+    return step
+
+
+def static_step(problem: Problem) -> Callable[[], float]:
+    """The reference TF1 loop body: one Session.run of loss and both assigns."""
+    from rustgrad._demo import build_static
+
+    graph, t = build_static(problem)
+    sess = tf.Session(graph=graph)
+    sess.run(t["init"])
+    feed = {t["x"]: problem.x, t["y"]: problem.y}
+    fetches = [t["loss"], *t["train"]]
+
+    def step() -> float:
+        return float(sess.run(fetches, feed_dict=feed)[0])
+
+    step.session = sess  # type: ignore[attr-defined]
+    return step
+
+
+def torch_step(problem: Problem) -> Callable[[], float]:
+    """The same step in PyTorch (only when torch is importable)."""
+    import torch
+
+    x, y = torch.from_numpy(problem.x), torch.from_numpy(problem.y)
+    w1 = torch.tensor(problem.w1, requires_grad=True)
+    w2 = torch.tensor(problem.w2, requires_grad=True)
+
+    def step() -> float:
+        y_pred = x.mm(w1).clamp(min=0).mm(w2)
+        loss = (y_pred - y).pow(2).sum()
+        value = loss.item()
+        loss.backward()
+        with torch.no_grad():
+            w1.sub_(LEARNING_RATE * w1.grad)
+            w2.sub_(LEARNING_RATE * w2.grad)
+            w1.grad.zero_()
+            w2.grad.zero_()
+        return value
+
+    return step
+
+
+def numpy_step(problem: Problem, in_place: bool) -> Callable[[], Any]:
+    from numpy_steps import InPlaceNumpyStep, SimpleNumpyStep
+
+    cls = InPlaceNumpyStep if in_place else SimpleNumpyStep
+    return cls(problem.x, problem.y, problem.w1, problem.w2)
+
+
+def scaled_problem(sizes: tuple[int, int, int, int]) -> Problem:
+    return Problem.make(1, sizes)
+
+
+__all__ = ["eager_step", "static_step", "torch_step", "numpy_step", "scaled_problem", "np"]

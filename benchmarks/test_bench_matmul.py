@@ -1,0 +1,42 @@
+"""float32 matmul against numpy, on 1 and 2 threads (GFLOP/s in the report)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import rustgrad
+
+SEED_SHAPES = [(64, 1000, 100), (64, 100, 10), (1000, 64, 100)]
+SQUARES = [(n, n, n) for n in (256, 512, 1024, 2048)]
+
+
+def _operands(m: int, k: int, n: int):
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+
+
+def _numpy_threads(threads: int):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    return threadpoolctl.threadpool_limits(limits=threads, user_api="blas")
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape", SEED_SHAPES + SQUARES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.benchmark(group="matmul")
+def test_rustgrad_matmul(benchmark, shape, threads):
+    a, b = _operands(*shape)
+    ta, tb = rustgrad.from_numpy(a), rustgrad.from_numpy(b)
+    rustgrad.set_num_threads(threads)
+    benchmark.extra_info["flops"] = 2 * shape[0] * shape[1] * shape[2]
+    benchmark(ta.mm, tb)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape", SEED_SHAPES + SQUARES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.benchmark(group="matmul")
+def test_numpy_matmul(benchmark, shape, threads):
+    a, b = _operands(*shape)
+    benchmark.extra_info["flops"] = 2 * shape[0] * shape[1] * shape[2]
+    with _numpy_threads(threads):
+        benchmark(np.matmul, a, b)

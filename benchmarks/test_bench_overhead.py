@@ -1,0 +1,70 @@
+"""Per-op overhead: one-element ops, a tiny backward, a tiny custom Function, a tiny Session.run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import rustgrad
+from rustgrad import static as tf
+
+
+class Square(rustgrad.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * 2 * x
+
+
+@pytest.mark.benchmark(group="overhead")
+def test_numpy_one_element_add(benchmark):
+    a, b = np.array([1.0]), np.array([2.0])
+    benchmark(np.add, a, b)
+
+
+@pytest.mark.benchmark(group="overhead")
+def test_one_element_add_without_grad(benchmark):
+    a, b = rustgrad.tensor([1.0]), rustgrad.tensor([2.0])
+    benchmark(a.__add__, b)
+
+
+@pytest.mark.benchmark(group="overhead")
+def test_one_element_add_with_grad(benchmark):
+    a, b = rustgrad.tensor([1.0], requires_grad=True), rustgrad.tensor([2.0], requires_grad=True)
+    benchmark(a.__add__, b)
+
+
+@pytest.mark.benchmark(group="overhead")
+def test_tiny_backward(benchmark):
+    a, b = rustgrad.tensor([1.0], requires_grad=True), rustgrad.tensor([2.0], requires_grad=True)
+
+    def run():
+        (a * b).sum().backward()
+
+    benchmark(run)
+
+
+@pytest.mark.benchmark(group="overhead")
+def test_tiny_custom_function(benchmark):
+    a = rustgrad.tensor([1.0], requires_grad=True)
+
+    def run():
+        Square.apply(a).sum().backward()
+
+    benchmark(run)
+
+
+@pytest.mark.benchmark(group="overhead")
+def test_tiny_session_run(benchmark):
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, shape=(1,))
+        y = x * 2.0 + 1.0
+    sess = tf.Session(graph=graph)
+    feed = {x: np.array([1.0], np.float32)}
+    benchmark(sess.run, y, feed)
