@@ -589,6 +589,9 @@ pub fn write_into(dst: &Tensor, value: &Tensor) -> Result<()> {
 
 /// `dst += alpha·src` (src broadcast to dst), in one pass when the layouts allow.
 pub fn add_in_place(dst: &Tensor, src: &Tensor, alpha: f64) -> Result<()> {
+    if dst.numel() == 0 {
+        return broadcast_shapes("add_", src.shape(), dst.shape()).map(|_| ());
+    }
     let direct = dst.is_contiguous()
         && src.is_contiguous()
         && dst.shape() == src.shape()
@@ -632,6 +635,9 @@ pub fn masked_fill(dst: &Tensor, mask: &Tensor, value: &Tensor) -> Result<()> {
 
 /// Applies `f` to every element of `dst` in place (used by fill_, zero_ and scalar in-place ops).
 pub fn update_in_place(dst: &Tensor, op: ScalarOp, s: f64) -> Result<()> {
+    if dst.numel() == 0 {
+        return Ok(());
+    }
     float_dispatch!(dst.dtype(), op.name(), |T| {
         if dst.is_contiguous() {
             let mut guard = dst.storage().write();
@@ -646,6 +652,9 @@ pub fn update_in_place(dst: &Tensor, op: ScalarOp, s: f64) -> Result<()> {
 }
 
 pub fn fill(dst: &Tensor, value: f64) -> Result<()> {
+    if dst.numel() == 0 {
+        return Ok(());
+    }
     match dst.dtype() {
         DType::Bool => write_into(dst, &Tensor::scalar(value, DType::Bool)),
         _ => {

@@ -25,19 +25,53 @@ pub struct RuleArgs<'a, V> {
     pub needs: &'a [bool],
 }
 
-/// Which values the rule of `op` reads, so the eager tape saves only those.
+/// Which values the rule of `op` reads, so the eager tape keeps only those.
+/// Inputs whose values are not kept are seen by the rule as placeholders of the
+/// right shape and dtype (the rule reads only their shape).
 pub struct Saves {
-    pub inputs: bool,
+    pub inputs: Vec<bool>,
     pub output: bool,
 }
 
-pub fn saves(op: &Op) -> Saves {
+/// What `op`'s rule reads when `needs[i]` says which inputs want a gradient.
+pub fn saves(op: &Op, needs: &[bool]) -> Saves {
+    let n = needs.len();
+    let none = || vec![false; n];
+    let all = || vec![true; n];
+    let first = || (0..n).map(|i| i == 0).collect::<Vec<_>>();
     let (inputs, output) = match op {
-        Op::Unary(UnaryOp::Exp | UnaryOp::Sqrt | UnaryOp::Tanh | UnaryOp::Sigmoid) => (false, true),
-        Op::Extreme { .. } => (true, true),
-        Op::Scalar(ScalarOp::RDiv | ScalarOp::RPow, _) => (true, true),
-        Op::Binary(BinaryOp::Div) => (true, true),
-        _ => (true, false),
+        Op::Unary(UnaryOp::Exp | UnaryOp::Sqrt | UnaryOp::Tanh | UnaryOp::Sigmoid) => (none(), true),
+        Op::Unary(UnaryOp::Neg | UnaryOp::Sign) => (none(), false),
+        Op::Unary(UnaryOp::Abs | UnaryOp::Log | UnaryOp::Relu | UnaryOp::Square) => (all(), false),
+        Op::Scalar(ScalarOp::Add | ScalarOp::Sub | ScalarOp::RSub | ScalarOp::Mul | ScalarOp::Div, _) => {
+            (none(), false)
+        }
+        Op::Scalar(ScalarOp::RDiv, _) => (all(), true),
+        Op::Scalar(ScalarOp::RPow, _) => (none(), true),
+        Op::Scalar(ScalarOp::Pow | ScalarOp::Max | ScalarOp::Min, _) | Op::Clamp { .. } => (all(), false),
+        Op::Binary(BinaryOp::Add | BinaryOp::Sub) => (none(), false),
+        Op::Binary(BinaryOp::Div) => ((0..n).map(|i| i == 1).collect(), true),
+        Op::Binary(_) => (all(), false),
+        // Each operand is read only for the other operand's gradient.
+        Op::MatMul { .. } => ((0..n).map(|i| needs.get(1 - i.min(1)).copied().unwrap_or(true)).collect(), false),
+        Op::Where => (first(), false),
+        Op::Extreme { .. } => (all(), true),
+        Op::MaskedSelect => ((0..n).map(|i| i == 1).collect(), false),
+        Op::ReluBackward | Op::ClampBackward { .. } => ((0..n).map(|i| i == 1).collect(), false),
+        Op::Compare(_)
+        | Op::Sum { .. }
+        | Op::Mean { .. }
+        | Op::Reshape(_)
+        | Op::Transpose(..)
+        | Op::Index(_)
+        | Op::Cast(_)
+        | Op::Copy
+        | Op::StopGradient
+        | Op::SumToLike
+        | Op::BroadcastLike
+        | Op::ReshapeLike
+        | Op::FullLike(_) => (none(), false),
+        Op::ExpandReduced { .. } | Op::IndexBackward(_) | Op::MaskedScatter | Op::Custom(_) => (all(), false),
     };
     Saves { inputs, output }
 }

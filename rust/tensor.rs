@@ -96,6 +96,14 @@ impl Tensor {
         Self::full(shape, 0.0, dtype)
     }
 
+    /// A tensor of `shape` whose every element is one shared zero: it has a shape
+    /// and a dtype but costs one element (what derivative rules see for inputs
+    /// whose values they do not read).
+    pub fn placeholder(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        let zero = Self::zeros(&[], dtype)?;
+        Ok(zero.view_as_layout(shape.to_vec(), vec![0; shape.len()], 0))
+    }
+
     pub fn zeros_like(&self) -> Result<Tensor> {
         Self::zeros(self.shape(), self.dtype())
     }
@@ -191,6 +199,10 @@ impl Tensor {
     pub fn with_contiguous<T: Element, R>(&self, f: impl FnOnce(&[T]) -> R) -> Result<R> {
         let guard = self.0.storage.read();
         let all = T::slice(&guard).ok_or_else(|| self.dtype_mismatch::<T>())?;
+        if self.numel() == 0 {
+            // A view of a zero-size tensor may carry an offset past the end of its storage.
+            return Ok(f(&[]));
+        }
         if self.is_contiguous() {
             let start = self.0.offset;
             Ok(f(&all[start..start + self.numel()]))

@@ -195,10 +195,10 @@ fn run_node(node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor
                 .inputs
                 .iter()
                 .zip(&node.input_meta)
-                .map(|(s, (_, dtype))| match s {
+                .map(|(s, (shape, dtype))| match s {
                     Some(s) => Ok(EagerValue::saved(s)),
-                    // Rules that save no inputs only read their shapes.
-                    None => Ok(EagerValue::fresh(Tensor::zeros(&[], *dtype)?)),
+                    // The rule reads only this input's shape and dtype.
+                    None => Ok(EagerValue::fresh(Tensor::placeholder(shape, *dtype)?)),
                 })
                 .collect::<Result<_>>()?;
             let output = match &saved.output {

@@ -43,18 +43,14 @@ pub fn apply(op: Op, inputs: &[&Tensor]) -> Result<Tensor> {
 }
 
 fn attach(op: Op, inputs: &[&Tensor], out: &Tensor) {
-    let saves = rules::saves(&op);
+    let next: Vec<Option<Edge>> = inputs.iter().map(|t| edge_for(t)).collect();
+    let needs: Vec<bool> = next.iter().map(Option::is_some).collect();
+    let saves = rules::saves(&op, &needs);
     let saved = Saved {
-        inputs: inputs.iter().map(|t| saves.inputs.then(|| SavedTensor::new(t))).collect(),
+        inputs: inputs.iter().zip(&saves.inputs).map(|(t, &keep)| keep.then(|| SavedTensor::new(t))).collect(),
         output: saves.output.then(|| SavedTensor::new(out)),
     };
-    let node = Node::new(
-        op,
-        inputs.iter().map(|t| edge_for(t)).collect(),
-        inputs.iter().map(|t| meta(t)).collect(),
-        vec![meta(out)],
-        saved,
-    );
+    let node = Node::new(op, next, inputs.iter().map(|t| meta(t)).collect(), vec![meta(out)], saved);
     out.set_history(Some(Arc::new(node)), 0);
 }
 

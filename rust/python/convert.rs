@@ -168,6 +168,10 @@ pub fn check_device(obj: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
 
 /// Copies a C-contiguous float32/float64/bool numpy array into a new tensor.
 pub fn tensor_from_numpy(array: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    super::errors::guard(|| copy_from_numpy(array))
+}
+
+fn copy_from_numpy(array: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     fn take<T: numpy::Element + crate::storage::Element>(array: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
         let Ok(view) = array.extract::<PyReadonlyArrayDyn<'_, T>>() else { return Ok(None) };
         let shape = view.shape().to_vec();
@@ -195,6 +199,10 @@ pub fn tensor_from_numpy(array: &Bound<'_, PyAny>) -> PyResult<Tensor> {
 
 /// A new numpy array holding a copy of the tensor's values.
 pub fn tensor_to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+    super::errors::guard(|| copy_to_numpy(py, t))
+}
+
+fn copy_to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
     let shape = t.shape().to_vec();
     let flat = match t.dtype() {
         DType::F32 => PyArray1::from_vec(py, t.to_vec::<f32>()?).into_any(),
