@@ -12,11 +12,48 @@ use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-#[derive(Clone, Debug)]
 pub enum Buffer {
     F32(Vec<f32>),
     F64(Vec<f64>),
     Bool(Vec<bool>),
+    /// Memory owned by someone else (a numpy array), shared without copying.
+    External(ExternalBuffer),
+}
+
+/// A float buffer that another owner keeps alive (e.g. a numpy array shared by
+/// `from_numpy`). Reads and writes go straight to that memory.
+pub struct ExternalBuffer {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+    dtype: DType,
+    _owner: Box<dyn std::any::Any + Send + Sync>,
+}
+
+// SAFETY: the memory is only reached through the storage's lock, like a Vec, and
+// the owner (which must itself be Send + Sync) keeps it alive as long as this lives.
+unsafe impl Send for ExternalBuffer {}
+unsafe impl Sync for ExternalBuffer {}
+
+impl ExternalBuffer {
+    /// # Safety
+    /// `ptr` must point to `len` properly aligned, initialised elements of `dtype`
+    /// (f32 or f64), valid for reads and writes for as long as `owner` lives, and
+    /// not freed or moved by anyone while this buffer exists.
+    pub unsafe fn new(
+        ptr: *mut u8,
+        len: usize,
+        dtype: DType,
+        owner: Box<dyn std::any::Any + Send + Sync>,
+    ) -> Option<Self> {
+        let ptr = std::ptr::NonNull::new(ptr)?;
+        matches!(dtype, DType::F32 | DType::F64).then_some(ExternalBuffer { ptr, len, dtype, _owner: owner })
+    }
+}
+
+impl std::fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Buffer({} x {})", self.dtype().name(), self.len())
+    }
 }
 
 impl Buffer {
@@ -25,6 +62,7 @@ impl Buffer {
             Buffer::F32(_) => DType::F32,
             Buffer::F64(_) => DType::F64,
             Buffer::Bool(_) => DType::Bool,
+            Buffer::External(e) => e.dtype,
         }
     }
 
@@ -33,11 +71,26 @@ impl Buffer {
             Buffer::F32(v) => v.len(),
             Buffer::F64(v) => v.len(),
             Buffer::Bool(v) => v.len(),
+            Buffer::External(e) => e.len,
         }
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    pub fn is_external(&self) -> bool {
+        matches!(self, Buffer::External(_))
+    }
+
+    /// The address of the first element (for sharing with numpy).
+    pub fn as_ptr(&self) -> *const u8 {
+        match self {
+            Buffer::F32(v) => v.as_ptr().cast(),
+            Buffer::F64(v) => v.as_ptr().cast(),
+            Buffer::Bool(v) => v.as_ptr().cast(),
+            Buffer::External(e) => e.ptr.as_ptr(),
+        }
     }
 }
 
@@ -57,6 +110,10 @@ macro_rules! impl_element {
             fn slice(buf: &Buffer) -> Option<&[Self]> {
                 match buf {
                     Buffer::$variant(v) => Some(v),
+                    // SAFETY: ExternalBuffer::new's contract: `len` aligned, live elements of this dtype.
+                    Buffer::External(e) if e.dtype == $dtype => {
+                        Some(unsafe { std::slice::from_raw_parts(e.ptr.as_ptr().cast::<$t>(), e.len) })
+                    }
                     _ => None,
                 }
             }
@@ -64,6 +121,10 @@ macro_rules! impl_element {
             fn slice_mut(buf: &mut Buffer) -> Option<&mut [Self]> {
                 match buf {
                     Buffer::$variant(v) => Some(v),
+                    // SAFETY: as above, and `&mut Buffer` gives exclusive access through the storage lock.
+                    Buffer::External(e) if e.dtype == $dtype => {
+                        Some(unsafe { std::slice::from_raw_parts_mut(e.ptr.as_ptr().cast::<$t>(), e.len) })
+                    }
                     _ => None,
                 }
             }

@@ -68,6 +68,19 @@ impl Tensor {
         Ok(Self::from_buffer(T::wrap(data), shape))
     }
 
+    /// A contiguous tensor over `buffer`, which must hold exactly `numel(shape)` elements.
+    pub fn from_external(buffer: Buffer, shape: Shape) -> Result<Tensor> {
+        if buffer.len() != numel(&shape) {
+            return shape_err(format!("cannot view {} elements as shape {}", buffer.len(), fmt_shape(&shape)));
+        }
+        Ok(Self::from_buffer(buffer, shape))
+    }
+
+    /// True when the data lives in memory shared with another owner (e.g. numpy).
+    pub fn is_external(&self) -> bool {
+        self.0.storage.read().is_external()
+    }
+
     pub(crate) fn from_buffer(buffer: Buffer, shape: Shape) -> Tensor {
         let strides = contiguous_strides(&shape);
         Self::from_parts(Arc::new(Storage::new(buffer)), shape, strides, 0, false)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os as _os
 
-from rustgrad import _rustgrad, autograd, cuda, errors
+from rustgrad import _rustgrad, autograd, cuda, errors, nn, optim, viz
 from rustgrad._creation import (
     _dtype_from_name,
     arange,
@@ -86,6 +86,7 @@ from rustgrad._rustgrad import (
     manual_seed,
     set_num_threads,
 )
+from rustgrad.serialization import load, save
 
 __version__: str = _rustgrad.__version__
 
@@ -108,5 +109,5 @@ __all__ = [
     "no_grad", "numel", "ones", "ones_like", "pow", "rand", "rand_like", "randn", "randn_like",
     "relu", "reshape", "set_grad_enabled", "set_num_threads", "sigmoid", "sign", "sqrt", "square",
     "squeeze", "sub", "sum", "t", "tanh", "tensor", "transpose", "unsqueeze", "where", "zeros",
-    "zeros_like", "_dtype_from_name",
+    "zeros_like", "_dtype_from_name", "load", "nn", "optim", "save", "viz",
 ]

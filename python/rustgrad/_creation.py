@@ -107,7 +107,11 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
-    """A tensor with the values of a float32, float64 or bool numpy array."""
+    """A tensor that shares memory with a float32 or float64 numpy array, as in PyTorch.
+
+    Writes to either show in the other. Arrays whose memory cannot be shared
+    (non-contiguous views, read-only or misaligned arrays, bool arrays) are copied.
+    """
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
     if array.dtype.kind not in "fb" or array.dtype == np.float16:
@@ -115,7 +119,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
             f"can't convert np.ndarray of type {array.dtype}; the supported types are "
             "float32, float64 and bool"
         )
-    return _rustgrad._from_numpy(np.asarray(array, order="C"), False)
+    return _rustgrad._from_numpy(np.asarray(array, order="C"), False, True)
 
 
 def full(size: Sequence[int], fill_value: float, *, dtype: Any = None, device: Any = None,

@@ -67,6 +67,8 @@ pub fn execute(plan: &Plan, ctx: &mut RunContext<'_>) -> Result<RunResult> {
             StepKind::PassThrough => Some(inputs[0].clone()),
             StepKind::Assign { var, mode } => {
                 let new_value = match mode {
+                    // A fed value may share the caller's numpy memory; a variable must own its value.
+                    AssignMode::Set if inputs[0].is_external() => crate::forward::copy(&inputs[0])?,
                     AssignMode::Set => inputs[0].clone(),
                     AssignMode::Add => forward(&Op::Binary(BinaryOp::Add), &[&read_var(ctx, plan, *var)?, &inputs[0]])?,
                     AssignMode::Sub => forward(&Op::Binary(BinaryOp::Sub), &[&read_var(ctx, plan, *var)?, &inputs[0]])?,

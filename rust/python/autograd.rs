@@ -242,6 +242,15 @@ impl PyAccumulateGrad {
     fn __repr__(&self) -> &'static str {
         "<AccumulateGrad>"
     }
+
+    /// Two sinks are equal when they feed the same leaf tensor.
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other.cast::<PyAccumulateGrad>().is_ok_and(|o| o.get().variable.same_tensor(&self.variable))
+    }
+
+    fn __hash__(&self) -> isize {
+        self.variable.id() as isize
+    }
 }
 
 #[pymethods]

@@ -5,8 +5,12 @@ use super::tensor::PyTensor;
 use crate::dtype::DType;
 use crate::error::Error;
 use crate::op::IndexItem;
+use crate::storage::{Buffer, ExternalBuffer};
 use crate::tensor::Tensor;
-use numpy::{PyArray1, PyReadonlyArrayDyn, PyUntypedArrayMethods};
+use numpy::{
+    npyffi, Element as _, PyArray1, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn,
+    PyUntypedArrayMethods,
+};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyEllipsis, PyList, PySlice, PyString, PyTuple};
@@ -195,6 +199,77 @@ fn copy_from_numpy(array: &Bound<'_, PyAny>) -> PyResult<Tensor> {
         array.getattr("dtype").map(|d| repr(&d)).unwrap_or_default()
     ))
     .into())
+}
+
+/// Keeps a numpy array alive while a tensor shares its memory.
+struct NumpyOwner(#[allow(dead_code)] Py<PyAny>);
+
+/// A tensor sharing the memory of a C-contiguous, aligned, writeable float32 or
+/// float64 numpy array; None when the array is not like that (the caller copies).
+pub fn share_from_numpy(array: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
+    fn share<T: numpy::Element>(array: &Bound<'_, PyAny>, dtype: DType) -> PyResult<Option<Tensor>> {
+        let Ok(typed) = array.cast::<PyArrayDyn<T>>() else { return Ok(None) };
+        let needed = npyffi::NPY_ARRAY_C_CONTIGUOUS | npyffi::NPY_ARRAY_ALIGNED | npyffi::NPY_ARRAY_WRITEABLE;
+        // SAFETY: `typed` is a live numpy array; reading its flags field is what numpy's own macros do.
+        let flags = unsafe { (*typed.as_array_ptr()).fields.flags };
+        if flags & needed != needed || typed.len() == 0 {
+            return Ok(None);
+        }
+        let shape = typed.shape().to_vec();
+        let owner = Box::new(NumpyOwner(array.clone().unbind()));
+        // SAFETY: the array is C-contiguous, aligned and writeable with `len` elements of `dtype`,
+        // and `owner` holds a reference to it, so its memory lives as long as the buffer.
+        let buffer = unsafe { ExternalBuffer::new(typed.data().cast(), typed.len(), dtype, owner) };
+        match buffer {
+            Some(b) => Ok(Some(Tensor::from_external(Buffer::External(b), shape)?)),
+            None => Ok(None),
+        }
+    }
+    if let Some(t) = share::<f32>(array, DType::F32)? {
+        return Ok(Some(t));
+    }
+    share::<f64>(array, DType::F64)
+}
+
+/// A numpy array that views the tensor's memory (no copy). `base` must keep the
+/// tensor's storage alive (the Python tensor object does). Bool tensors are copied.
+pub fn share_to_numpy<'py>(py: Python<'py>, t: &Tensor, base: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let descr = match t.dtype() {
+        DType::F32 => f32::get_dtype(py),
+        DType::F64 => f64::get_dtype(py),
+        DType::Bool => return tensor_to_numpy(py, t),
+    };
+    let item = t.dtype().size_in_bytes() as isize;
+    let mut dims: Vec<npyffi::npy_intp> = t.shape().iter().map(|&d| d as npyffi::npy_intp).collect();
+    let mut strides: Vec<npyffi::npy_intp> = t.strides().iter().map(|&s| (s * item) as npyffi::npy_intp).collect();
+    let data = {
+        let guard = t.storage().read();
+        // The storage never moves its elements, so the address stays valid after the lock is released.
+        guard.as_ptr().wrapping_add(t.offset() * item as usize) as *mut std::ffi::c_void
+    };
+    // SAFETY: `data` addresses the tensor's elements with these dims and strides inside its
+    // storage; `base` becomes the array's owner and keeps that storage alive.
+    unsafe {
+        let array = npyffi::PY_ARRAY_API.PyArray_NewFromDescr(
+            py,
+            npyffi::get_type_object(py, npyffi::NpyTypes::PyArray_Type),
+            descr.into_dtype_ptr(),
+            dims.len() as std::ffi::c_int,
+            dims.as_mut_ptr(),
+            strides.as_mut_ptr(),
+            data,
+            npyffi::NPY_ARRAY_WRITEABLE,
+            std::ptr::null_mut(),
+        );
+        if array.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        if npyffi::PY_ARRAY_API.PyArray_SetBaseObject(py, array.cast(), base.into_ptr()) != 0 {
+            pyo3::ffi::Py_DecRef(array);
+            return Err(PyErr::fetch(py));
+        }
+        Ok(Bound::from_owned_ptr(py, array))
+    }
 }
 
 /// A new numpy array holding a copy of the tensor's values.

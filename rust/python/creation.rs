@@ -1,7 +1,7 @@
 //! Tensor factories. The Python layer parses PyTorch-style arguments; these
 //! functions receive plain shapes and dtypes.
 
-use super::convert::{parse_dtype, tensor_from_numpy};
+use super::convert::{parse_dtype, share_from_numpy, tensor_from_numpy};
 use super::errors::guard;
 use super::tensor::PyTensor;
 use crate::error::Error;
@@ -66,10 +66,18 @@ pub fn _random(
     finish(t, requires_grad)
 }
 
-/// A tensor holding a copy of a numpy array (float32, float64 or bool).
+/// A tensor from a numpy array (float32, float64 or bool). With `share`, it uses the
+/// array's memory when the layout allows (C-contiguous, aligned, writeable, float);
+/// otherwise, and without `share`, it copies.
 #[pyfunction]
-pub fn _from_numpy(array: &Bound<'_, PyAny>, requires_grad: bool) -> PyResult<PyTensor> {
-    finish(tensor_from_numpy(array)?, requires_grad)
+#[pyo3(signature = (array, requires_grad, share=false))]
+pub fn _from_numpy(array: &Bound<'_, PyAny>, requires_grad: bool, share: bool) -> PyResult<PyTensor> {
+    let shared = if share { share_from_numpy(array)? } else { None };
+    let tensor = match shared {
+        Some(t) => t,
+        None => tensor_from_numpy(array)?,
+    };
+    finish(tensor, requires_grad)
 }
 
 #[pyfunction]

@@ -1,8 +1,11 @@
 //! Bindings for static graphs: `Graph` (building, gradients) and `Session`
 //! (compiled, cached plans run with the GIL released).
 
-use super::convert::{dtype_object, parse_dtype, repr, tensor_from_numpy, tensor_to_numpy, PyDType};
+use super::convert::{
+    dtype_object, parse_dtype, repr, share_from_numpy, share_to_numpy, tensor_from_numpy, tensor_to_numpy, PyDType,
+};
 use super::errors::{external, guard};
+use super::tensor::PyTensor;
 use crate::error::{Error, Result};
 use crate::graph::executor::{execute, RunContext};
 use crate::graph::plan::{compile, Plan};
@@ -269,6 +272,16 @@ impl PyGraph {
         self.with(|g| Ok(g.node(id)?.kind.has_value()))
     }
 
+    /// The variable an assign node writes (or a read node reads), if any.
+    fn node_variable(&self, id: NodeId) -> PyResult<Option<usize>> {
+        self.with(|g| {
+            Ok(match g.node(id)?.kind {
+                crate::graph::NodeKind::Assign { var, .. } | crate::graph::NodeKind::VariableRead(var) => Some(var),
+                _ => None,
+            })
+        })
+    }
+
     fn node_is_custom(&self, id: NodeId) -> PyResult<bool> {
         self.with(|g| Ok(matches!(g.node(id)?.kind, crate::graph::NodeKind::FunctionCall { .. })))
     }
@@ -360,7 +373,11 @@ impl PySession {
         values: Vec<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         self.check_open()?;
-        let feed_tensors = values.iter().map(tensor_from_numpy).collect::<PyResult<Vec<_>>>()?;
+        // Feeds already have the placeholder's dtype (the Python side casts them): share their memory.
+        let feed_tensors = values
+            .iter()
+            .map(|v| share_from_numpy(v)?.map_or_else(|| tensor_from_numpy(v), Ok))
+            .collect::<PyResult<Vec<_>>>()?;
         let fetched = guard(|| {
             {
                 let graph = self.graph.read();
@@ -402,6 +419,13 @@ impl PySession {
         let out = PyList::empty(py);
         for value in fetched {
             match value {
+                // A value computed by this run and held by nothing else is handed over without a
+                // copy; variables, constants and feeds are copied so the caller owns the result.
+                Some(t) if t.is_uniquely_owned() && !t.is_external() => {
+                    let holder = Bound::new(py, PyTensor::wrap(t))?;
+                    let shared = share_to_numpy(py, &holder.get().inner, holder.clone().into_any())?;
+                    out.append(shared)?
+                }
                 Some(t) => out.append(tensor_to_numpy(py, &t)?)?,
                 None => out.append(py.None())?,
             }

@@ -577,28 +577,35 @@ impl PyTensor {
     }
 
     fn tolist(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        // A copy: the list must not depend on this tensor's memory.
         Ok(convert::tensor_to_numpy(py, &self.inner)?.call_method0("tolist")?.unbind())
     }
 
-    fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        if self.inner.requires_grad() {
+    /// A numpy array sharing this tensor's memory (as in PyTorch): writes to one show in the other.
+    fn numpy<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let inner = &slf.get().inner;
+        if inner.requires_grad() {
             return Err(Error::Gradient(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.".into(),
             )
             .into());
         }
-        convert::tensor_to_numpy(py, &self.inner)
+        convert::share_to_numpy(slf.py(), inner, slf.clone().into_any())
     }
 
+    /// numpy's conversion protocol: shares memory unless `copy=True` is asked for.
     #[pyo3(signature = (dtype=None, copy=None))]
     fn __array__<'py>(
-        &self,
-        py: Python<'py>,
+        slf: &Bound<'py, Self>,
         dtype: Option<&Bound<'py, PyAny>>,
         copy: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let _ = copy;
-        let array = convert::tensor_to_numpy(py, &self.inner)?;
+        let (py, inner) = (slf.py(), &slf.get().inner);
+        let array = if copy == Some(true) {
+            convert::tensor_to_numpy(py, inner)?
+        } else {
+            convert::share_to_numpy(py, inner, slf.clone().into_any())?
+        };
         match dtype {
             Some(d) if !d.is_none() => array.call_method1("astype", (d,)),
             _ => Ok(array),

@@ -8,7 +8,7 @@ it in Rust with the same kernels and derivative rules as eager mode.
 
 from __future__ import annotations
 
-from rustgrad.static import errors, nn
+from rustgrad.static import errors, losses, nn, train
 from rustgrad.static._gradients import gradients
 from rustgrad.static._graph import (
     Graph,
@@ -102,5 +102,5 @@ __all__ = [
     "random_normal", "random_uniform", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "reset_default_graph",
     "reshape", "sigmoid", "sign", "sqrt", "square", "stop_gradient", "subtract", "tanh",
     "trainable_variables", "transpose", "truediv", "variables_initializer", "where", "zeros",
-    "zeros_like",
+    "zeros_like", "losses", "train",
 ]

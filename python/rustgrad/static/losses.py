@@ -1,0 +1,105 @@
+"""``rustgrad.static.losses`` (``tf.losses``): TF1 loss functions.
+
+As in TF1, the per-element losses are multiplied by ``weights`` and reduced with
+``reduction``; the default, ``Reduction.SUM_BY_NONZERO_WEIGHTS``, divides the
+weighted sum by the number of elements whose weight is nonzero, which with the
+default ``weights=1.0`` is the mean over all elements.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from rustgrad.static._graph import Tensor, convert_to_tensor
+from rustgrad.static._ops import cast, maximum, not_equal, ones_like, reduce_sum, square
+
+__all__ = ["Reduction", "absolute_difference", "compute_weighted_loss", "mean_squared_error"]
+
+
+class Reduction:
+    """How a loss's elements are combined (TF1's ``tf.losses.Reduction``)."""
+
+    NONE = "none"
+    SUM = "weighted_sum"
+    SUM_OVER_BATCH_SIZE = "weighted_sum_over_batch_size"
+    MEAN = "weighted_mean"
+    SUM_BY_NONZERO_WEIGHTS = "weighted_sum_by_nonzero_weights"
+    SUM_OVER_NONZERO_WEIGHTS = SUM_BY_NONZERO_WEIGHTS
+
+    @classmethod
+    def all(cls) -> tuple[str, ...]:
+        return (cls.NONE, cls.SUM, cls.MEAN, cls.SUM_OVER_BATCH_SIZE, cls.SUM_OVER_NONZERO_WEIGHTS,
+                cls.SUM_BY_NONZERO_WEIGHTS)
+
+    @classmethod
+    def validate(cls, key: str) -> None:
+        if key not in cls.all():
+            raise ValueError(f"Invalid Reduction Key {key}.")
+
+
+def _is_one(weights: Any) -> bool:
+    return not isinstance(weights, Tensor) and isinstance(weights, (int, float)) and float(weights) == 1.0
+
+
+def compute_weighted_loss(losses: Any, weights: Any = 1.0, scope: Optional[str] = None,
+                          loss_collection: Any = None,
+                          reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    """``losses * weights`` reduced as ``reduction`` says (a scalar unless ``Reduction.NONE``)."""
+    Reduction.validate(reduction)
+    losses = convert_to_tensor(losses)
+    if not losses.dtype.is_floating_point:
+        losses = cast(losses, "float32")
+    if _is_one(weights):
+        weighted = losses
+        weights_full = None
+    else:
+        w = convert_to_tensor(weights, losses.dtype, losses.graph)
+        weighted = losses * w
+        weights_full = ones_like(losses) * w  # the weights broadcast to the losses' shape
+    if reduction == Reduction.NONE:
+        return weighted
+    total = reduce_sum(weighted)
+    if reduction == Reduction.SUM:
+        return total
+    if reduction == Reduction.MEAN:
+        denominator = reduce_sum(ones_like(losses) if weights_full is None else weights_full)
+    elif reduction == Reduction.SUM_OVER_BATCH_SIZE or weights_full is None:
+        denominator = reduce_sum(ones_like(losses))
+    else:
+        denominator = reduce_sum(cast(not_equal(weights_full, 0.0), losses.dtype))
+    # TF1's safe division: a zero denominator (all weights zero) gives a zero loss.
+    return total / maximum(denominator, 1e-30) if reduction == Reduction.MEAN else \
+        total / maximum(denominator, 1.0)
+
+
+def mean_squared_error(labels: Any, predictions: Any, weights: Any = 1.0, scope: Optional[str] = None,
+                       loss_collection: Any = None,
+                       reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    """(predictions - labels)², weighted and reduced; by default the mean over all elements."""
+    if labels is None:
+        raise ValueError("labels must not be None.")
+    if predictions is None:
+        raise ValueError("predictions must not be None.")
+    predictions = convert_to_tensor(predictions)
+    labels = convert_to_tensor(labels, predictions.dtype, predictions.graph)
+    _check_shapes(labels, predictions, "mean_squared_error")
+    return compute_weighted_loss(square(predictions - labels), weights, scope, loss_collection, reduction)
+
+
+def absolute_difference(labels: Any, predictions: Any, weights: Any = 1.0, scope: Optional[str] = None,
+                        loss_collection: Any = None,
+                        reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    """|predictions - labels|, weighted and reduced; by default the mean over all elements."""
+    predictions = convert_to_tensor(predictions)
+    labels = convert_to_tensor(labels, predictions.dtype, predictions.graph)
+    _check_shapes(labels, predictions, "absolute_difference")
+    return compute_weighted_loss(abs(predictions - labels), weights, scope, loss_collection, reduction)
+
+
+def _check_shapes(labels: Tensor, predictions: Tensor, name: str) -> None:
+    a, b = labels.shape, predictions.shape
+    if a.rank is None or b.rank is None:
+        return
+    if a.rank != b.rank or any(x is not None and y is not None and x != y for x, y in zip(a, b)):
+        raise ValueError(f"{name}: Shapes {b} and {a} are incompatible (predictions and labels must have "
+                         "the same shape)")
