@@ -307,6 +307,43 @@ pub fn matmul2d(a: &Tensor, b: &Tensor, transpose_a: bool, transpose_b: bool) ->
     })
 }
 
+/// `w + alpha·op(a)·op(b)` as a new tensor: a copy of `w` into which the product
+/// accumulates (one pass over `w` instead of three for a separate scale and subtract).
+pub fn matmul_update(
+    w: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    transpose_a: bool,
+    transpose_b: bool,
+    alpha: f64,
+) -> Result<Tensor> {
+    if a.rank() != 2 || b.rank() != 2 || w.rank() != 2 {
+        return shape_err("fused update: expected 2-D operands");
+    }
+    let ((m, k), (k2, n)) = (dims_2d(a, transpose_a), dims_2d(b, transpose_b));
+    if k != k2 || w.shape() != [m, n] || a.dtype() != w.dtype() || b.dtype() != w.dtype() {
+        return shape_err(format!(
+            "fused update: cannot add a {m}x{k} by {k2}x{n} product to a tensor of shape {}",
+            fmt_shape(w.shape())
+        ));
+    }
+    float_dispatch!(w.dtype(), "fused update", |T| {
+        let mut out = w.to_vec::<T>()?;
+        let (ga, gb) = (a.storage().read(), b.storage().read());
+        let mismatch = || Error::DType("internal dtype mismatch in the fused update".into());
+        let (da, db) = (T::slice(&ga).ok_or_else(mismatch)?, T::slice(&gb).ok_or_else(mismatch)?);
+        matmul::matmul_into(
+            mat_ref(a, da, transpose_a),
+            mat_ref(b, db, transpose_b),
+            &mut out,
+            T::from_f64(alpha),
+            T::ONE,
+        );
+        drop((ga, gb));
+        Tensor::from_vec(out, vec![m, n])
+    })
+}
+
 // ----- reductions -----
 
 fn reduce_dims(op: &str, x: &Tensor, dims: Option<&[isize]>) -> Result<Vec<usize>> {

@@ -105,7 +105,7 @@ pub fn infer_reshape(from: &[usize], to: &[isize]) -> Result<Shape> {
     }
     let mut out: Shape = to.iter().map(|&d| d.max(0) as usize).collect();
     if let Some(i) = infer_at {
-        if known == 0 || total % known != 0 {
+        if known == 0 || !total.is_multiple_of(known) {
             return invalid();
         }
         out[i] = total / known;

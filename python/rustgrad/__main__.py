@@ -60,7 +60,42 @@ def _plot(runs: list[Run], path: str) -> None:
     print(f"\nwrote {path}")
 
 
+def profile(argv: Sequence[str]) -> int:
+    """Traces the static demo step and prints its slowest nodes (mean over the runs)."""
+    parser = argparse.ArgumentParser(prog="python -m rustgrad profile",
+                                     description="Print the slowest nodes of the static demo step.")
+    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--top", type=int, default=12)
+    args = parser.parse_args(argv)
+    from rustgrad import static as tf
+    from rustgrad._demo import build_static
+
+    problem = Problem.make(0)
+    graph, t = build_static(problem)
+    totals: dict[tuple[str, str], float] = {}
+    with tf.Session(graph=graph) as sess:
+        sess.run(t["init"])
+        feed = {t["x"]: problem.x, t["y"]: problem.y}
+        sess.run([t["loss"], *t["train"]], feed_dict=feed)  # compile the plan outside the measurement
+        for _ in range(args.steps):
+            meta = tf.RunMetadata()
+            sess.run([t["loss"], *t["train"]], feed_dict=feed, options=tf.RunOptions(trace=True),
+                     run_metadata=meta)
+            for name, op, seconds in meta.node_times:
+                totals[(name, op)] = totals.get((name, op), 0.0) + seconds
+    step = sum(totals.values()) / args.steps
+    print(f"static demo step: {step * 1e6:.1f} µs in nodes (mean of {args.steps} traced runs)")
+    print(f"{'node':<40} {'op':<22} {'µs':>8} {'share':>6}")
+    for (name, op), total in sorted(totals.items(), key=lambda kv: kv[1], reverse=True)[:args.top]:
+        mean = total / args.steps
+        print(f"{name:<40} {op:<22} {mean * 1e6:8.1f} {mean / step:6.1%}")
+    return 0
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["profile"]:
+        return profile(argv[1:])
     args = _parse(argv)
     if args.threads:
         rustgrad.set_num_threads(args.threads)

@@ -25,6 +25,8 @@ pub struct RunContext<'a> {
     /// How many times each seeded random node has drawn in this session.
     pub random_draws: &'a mut HashMap<NodeId, u64>,
     pub between_steps: &'a mut dyn FnMut() -> Result<()>,
+    /// When set, receives (step name, op type, seconds) for every step run.
+    pub trace: Option<&'a mut Vec<(String, String, f64)>>,
 }
 
 fn value(values: &[Option<Tensor>], slot: usize, name: &str) -> Result<Tensor> {
@@ -49,6 +51,7 @@ pub fn execute(plan: &Plan, ctx: &mut RunContext<'_>) -> Result<RunResult> {
     let mut assigns = Vec::new();
     for (s, step) in plan.steps.iter().enumerate() {
         (ctx.between_steps)()?;
+        let started = ctx.trace.is_some().then(std::time::Instant::now);
         let inputs = step.inputs.iter().map(|&i| value(&values, i, &step.name)).collect::<Result<Vec<_>>>()?;
         let refs: Vec<&Tensor> = inputs.iter().collect();
         let out = match &step.kind {
@@ -64,6 +67,14 @@ pub fn execute(plan: &Plan, ctx: &mut RunContext<'_>) -> Result<RunResult> {
                 Some(random::sample(shape, *dtype, *dist, draw_seed)?)
             }
             StepKind::Op(op) => Some(forward(op, &refs)?),
+            StepKind::MatMulUpdate { alpha, transpose_a, transpose_b } => Some(crate::forward::matmul_update(
+                &inputs[0],
+                &inputs[1],
+                &inputs[2],
+                *transpose_a,
+                *transpose_b,
+                *alpha,
+            )?),
             StepKind::PassThrough => Some(inputs[0].clone()),
             StepKind::Assign { var, mode } => {
                 let new_value = match mode {
@@ -79,6 +90,9 @@ pub fn execute(plan: &Plan, ctx: &mut RunContext<'_>) -> Result<RunResult> {
             StepKind::NoValue => None,
         };
         values[s] = out;
+        if let (Some(trace), Some(t0)) = (ctx.trace.as_deref_mut(), started) {
+            trace.push((step.name.clone(), step.kind_name(), t0.elapsed().as_secs_f64()));
+        }
         for &r in &step.release {
             values[r] = None;
         }

@@ -5,10 +5,11 @@
 use super::{fmt_partial, AssignMode, Graph, NodeId, NodeKind, VarId};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernels::elementwise::{BinaryOp, ScalarOp};
 use crate::op::Op;
 use crate::random::Distribution;
 use crate::tensor::Tensor;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 #[derive(Clone)]
 pub enum StepKind {
@@ -23,6 +24,13 @@ pub enum StepKind {
         dtype: DType,
     },
     Op(Op),
+    /// Fused `w - lr·op(a)·op(b)` (inputs w, a, b): an SGD update computed by one
+    /// matrix product that accumulates into a copy of w, instead of three passes.
+    MatMulUpdate {
+        alpha: f64,
+        transpose_a: bool,
+        transpose_b: bool,
+    },
     /// The value of the single input, unchanged (identity, function outputs).
     PassThrough,
     Assign {
@@ -42,6 +50,23 @@ pub struct Step {
     pub inputs: Vec<usize>,
     /// Values no later step reads (and nobody fetched): dropped after this step.
     pub release: Vec<usize>,
+}
+
+impl Step {
+    /// The op type shown in traces.
+    pub fn kind_name(&self) -> String {
+        match &self.kind {
+            StepKind::Fed(_) => "Feed".into(),
+            StepKind::Constant(_) => "Const".into(),
+            StepKind::ReadVar(_) => "ReadVariable".into(),
+            StepKind::Random { .. } => "Random".into(),
+            StepKind::Op(op) => op.name(),
+            StepKind::MatMulUpdate { .. } => "fused_sgd_update".into(),
+            StepKind::PassThrough => "Identity".into(),
+            StepKind::Assign { .. } => "Assign".into(),
+            StepKind::NoValue => "NoOp".into(),
+        }
+    }
 }
 
 pub struct Plan {
@@ -77,9 +102,65 @@ fn missing_feed(graph: &Graph, id: NodeId) -> Error {
     ))
 }
 
+/// A fused update found in the graph: the Sub node, and what replaces it.
+struct Fusion {
+    kind: StepKind,
+    inputs: Vec<NodeId>,
+    absorbed: [NodeId; 2],
+}
+
+/// Finds `w - c·matmul(a, b)` where the scaled product feeds nothing else.
+fn find_update_fusions(
+    graph: &Graph,
+    order: &[NodeId],
+    fetches: &[NodeId],
+    fed: &HashSet<NodeId>,
+) -> HashMap<NodeId, Fusion> {
+    let mut consumers: HashMap<NodeId, usize> = HashMap::new();
+    for &id in order.iter().filter(|id| !fed.contains(id)) {
+        for &input in &graph.nodes[id].inputs {
+            *consumers.entry(input).or_insert(0) += 1;
+        }
+    }
+    for &f in fetches {
+        *consumers.entry(f).or_insert(0) += 1;
+    }
+    let op_of = |id: NodeId| match &graph.nodes[id].kind {
+        NodeKind::Op(op) if !fed.contains(&id) => Some(op),
+        _ => None,
+    };
+    let mut fusions = HashMap::new();
+    for &id in order {
+        let (Some(Op::Binary(BinaryOp::Sub)), [w, scaled]) = (op_of(id), graph.nodes[id].inputs.as_slice()) else {
+            continue;
+        };
+        let Some(&Op::Scalar(ScalarOp::Mul, c)) = op_of(*scaled) else { continue };
+        let product = graph.nodes[*scaled].inputs[0];
+        let Some(&Op::MatMul { transpose_a, transpose_b }) = op_of(product) else { continue };
+        let sole_use = |n: NodeId| consumers.get(&n).copied() == Some(1);
+        let same_shape = graph.nodes[*w].shape.is_some() && graph.nodes[*w].shape == graph.nodes[product].shape;
+        let same_dtype = graph.nodes[*w].dtype == graph.nodes[product].dtype;
+        if sole_use(*scaled)
+            && sole_use(product)
+            && same_shape
+            && same_dtype
+            && graph.nodes[*w].shape.as_ref().is_some_and(|d| d.iter().all(Option::is_some))
+        {
+            let mut inputs = vec![*w];
+            inputs.extend_from_slice(&graph.nodes[product].inputs);
+            let kind = StepKind::MatMulUpdate { alpha: -c, transpose_a, transpose_b };
+            fusions.insert(id, Fusion { kind, inputs, absorbed: [*scaled, product] });
+        }
+    }
+    fusions
+}
+
 pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Plan> {
     let fed: HashSet<NodeId> = feeds.iter().copied().collect();
-    let order = needed_nodes(graph, fetches, &fed)?;
+    let mut order = needed_nodes(graph, fetches, &fed)?;
+    let fusions = find_update_fusions(graph, &order, fetches, &fed);
+    let absorbed: HashSet<NodeId> = fusions.values().flat_map(|f| f.absorbed).collect();
+    order.retain(|id| !absorbed.contains(id));
     let position = |id: NodeId| order.binary_search(&id).ok();
     let mut steps = Vec::with_capacity(order.len());
     for &id in &order {
@@ -101,7 +182,12 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
                 NodeKind::FunctionOutput { .. } => StepKind::PassThrough,
             }
         };
+        let (kind, fused_inputs) = match fusions.get(&id) {
+            Some(f) => (f.kind.clone(), Some(f.inputs.as_slice())),
+            None => (kind, None),
+        };
         let input_nodes: &[NodeId] = match (&kind, &node.kind) {
+            _ if fused_inputs.is_some() => fused_inputs.unwrap_or_default(),
             (StepKind::Fed(_), _) => &[],
             (_, NodeKind::FunctionOutput { .. }) => &node.inputs[1..],
             _ => &node.inputs,

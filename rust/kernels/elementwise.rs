@@ -307,7 +307,14 @@ where
 
 /// `cond ? x : y` over the broadcast `shape`.
 pub fn where_select<T: Copy>(shape: &[usize], cond: &Operand<bool>, x: &Operand<T>, y: &Operand<T>) -> Vec<T> {
-    let mut out = Vec::with_capacity(shape.iter().product());
+    let n: usize = shape.iter().product();
+    if n > 0 && cond.dense && (x.dense || x.is_single(shape)) && (y.dense || y.is_single(shape)) {
+        // The common case (masks in relu-style gradients): one linear pass.
+        let c = cond.dense_slice(n);
+        let pick = |o: &Operand<T>, i: usize| if o.dense { o.data[o.offset + i] } else { o.data[o.offset] };
+        return (0..n).map(|i| if c[i] { pick(x, i) } else { pick(y, i) }).collect();
+    }
+    let mut out = Vec::with_capacity(n);
     walk(shape, [cond.strides, x.strides, y.strides], [cond.offset, x.offset, y.offset], |[c, i, j]| {
         out.push(if cond.data[c] { x.data[i] } else { y.data[j] })
     });

@@ -35,9 +35,9 @@ fn parallelism(m: usize, n: usize, k: usize) -> Parallelism {
     }
 }
 
-/// `out = beta·out + a·b` for a row-major `out` of shape (a.rows, b.cols).
+/// `out = beta·out + alpha·a·b` for a row-major `out` of shape (a.rows, b.cols).
 /// With `beta == 0` the previous contents of `out` are ignored (even NaN).
-pub fn matmul_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], beta: T) {
+pub fn matmul_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, beta: T) {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     debug_assert_eq!(k, b.rows);
     debug_assert_eq!(out.len(), m * n);
@@ -50,6 +50,9 @@ pub fn matmul_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], beta: T)
             out.iter_mut().for_each(|v| *v = T::ZERO);
         }
         return;
+    }
+    if let Some(done) = try_own_sgemm(a, b, out, alpha, beta) {
+        return done;
     }
     let par = parallelism(m, n, k);
     let mut run = move || {
@@ -72,7 +75,7 @@ pub fn matmul_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], beta: T)
                 b.col_stride,
                 b.row_stride,
                 beta,
-                T::ONE,
+                alpha,
                 false,
                 false,
                 false,
@@ -86,9 +89,47 @@ pub fn matmul_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], beta: T)
     }
 }
 
+/// Products up to this many multiply-adds use our own AVX-512 kernel (see sgemm_avx512.rs).
+#[cfg(target_arch = "x86_64")]
+const OWN_SGEMM_MAX_FLOPS: usize = 1 << 28;
+
+/// Uses the AVX-512 float32 kernel for the products it is faster at; None when it does not apply.
+fn try_own_sgemm<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, beta: T) -> Option<()> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::any::TypeId;
+        if TypeId::of::<T>() != TypeId::of::<f32>() || b.col_stride != 1 || !super::sgemm_avx512::available() {
+            return None;
+        }
+        let work = a.rows.saturating_mul(b.cols).saturating_mul(a.cols);
+        // Without cache blocking the kernel falls behind `gemm` on large products.
+        if work > OWN_SGEMM_MAX_FLOPS || std::env::var("RUSTGRAD_GEMM").as_deref() == Ok("crate") {
+            return None;
+        }
+        // SAFETY: T is f32 (checked above), so these are the same types.
+        let (a32, b32, out32, alpha32, beta32): (MatRef<f32>, MatRef<f32>, &mut [f32], f32, f32) = unsafe {
+            (
+                std::mem::transmute_copy(&a),
+                std::mem::transmute_copy(&b),
+                std::mem::transmute::<&mut [T], &mut [f32]>(out),
+                std::mem::transmute_copy(&alpha),
+                std::mem::transmute_copy(&beta),
+            )
+        };
+        let parallel = work >= (1 << 20) && super::threads::num_threads() > 1;
+        super::sgemm_avx512::sgemm(a32, b32, out32, alpha32, beta32, parallel);
+        Some(())
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (a, b, out, alpha, beta);
+        None
+    }
+}
+
 pub fn matmul<T: Float>(a: MatRef<T>, b: MatRef<T>) -> Vec<T> {
     let mut out = vec![T::ZERO; a.rows * b.cols];
-    matmul_into(a, b, &mut out, T::ZERO);
+    matmul_into(a, b, &mut out, T::ONE, T::ZERO);
     out
 }
 
@@ -152,7 +193,7 @@ mod tests {
         let a = values(4, 0.0);
         let b = values(4, 1.0);
         let mut out = vec![1.0; 4];
-        matmul_into(dense(&a, 2, 2), dense(&b, 2, 2), &mut out, 1.0);
+        matmul_into(dense(&a, 2, 2), dense(&b, 2, 2), &mut out, 1.0, 1.0);
         let want = naive(&a, &b, 2, 2, 2);
         for (g, w) in out.iter().zip(&want) {
             assert!((g - (w + 1.0)).abs() < 1e-12);

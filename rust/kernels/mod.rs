@@ -6,6 +6,8 @@ pub mod elementwise;
 pub mod layout;
 pub mod matmul;
 pub mod reduce;
+#[cfg(target_arch = "x86_64")]
+pub mod sgemm_avx512;
 pub mod threads;
 
 /// Elementwise work below this many elements runs on the calling thread: these

@@ -364,13 +364,16 @@ impl PySession {
     }
 
     /// Runs the fetches with the given feeds (numpy arrays already cast to each
-    /// placeholder's dtype). Returns one numpy array (or None) per fetch.
+    /// placeholder's dtype). Returns one numpy array (or None) per fetch. With
+    /// `trace` (a list), appends `(node name, op, seconds)` for every node run.
+    #[pyo3(signature = (fetches, feeds, values, trace=None))]
     fn run<'py>(
         &self,
         py: Python<'py>,
         fetches: Vec<NodeId>,
         feeds: Vec<NodeId>,
         values: Vec<Bound<'py, PyAny>>,
+        trace: Option<Bound<'py, PyList>>,
     ) -> PyResult<Bound<'py, PyList>> {
         self.check_open()?;
         // Feeds already have the placeholder's dtype (the Python side casts them): share their memory.
@@ -393,6 +396,8 @@ impl PySession {
                 let state = self.state.lock();
                 (state.variables.clone(), state.random_draws.clone())
             };
+            let mut timings = Vec::new();
+            let tracing = trace.is_some();
             let result = py.detach(|| {
                 let mut check = super::autograd::signal_checker();
                 let mut ctx = RunContext {
@@ -400,9 +405,15 @@ impl PySession {
                     variables: &snapshot,
                     random_draws: &mut draws,
                     between_steps: &mut check,
+                    trace: tracing.then_some(&mut timings),
                 };
                 execute(&plan, &mut ctx)
             })?;
+            if let Some(list) = &trace {
+                for entry in timings {
+                    list.append(entry)?;
+                }
+            }
             let mut state = self.state.lock();
             if state.closed {
                 return Err(Error::FailedPrecondition("the Session was closed while running".into()).into());

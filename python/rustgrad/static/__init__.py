@@ -69,7 +69,7 @@ from rustgrad.static._ops import (
     zeros,
     zeros_like,
 )
-from rustgrad.static._session import InteractiveSession, Session, get_default_session
+from rustgrad.static._session import InteractiveSession, RunMetadata, RunOptions, Session, get_default_session
 from rustgrad.static._variables import (
     Variable,
     global_variables,
@@ -92,7 +92,7 @@ def disable_eager_execution() -> None:
 
 
 __all__ = [
-    "Graph", "InteractiveSession", "Operation", "Session", "Tensor", "TensorShape", "Variable",
+    "Graph", "InteractiveSession", "Operation", "RunMetadata", "RunOptions", "Session", "Tensor", "TensorShape", "Variable",
     "abs", "add", "as_dtype", "bool", "cast", "clip_by_value", "constant", "convert_to_tensor",
     "disable_eager_execution", "disable_v2_behavior", "divide", "double", "equal", "errors", "exp",
     "float32", "float64", "get_default_graph", "get_default_session", "global_variables",

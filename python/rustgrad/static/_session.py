@@ -22,6 +22,31 @@ from rustgrad.errors import FailedPreconditionError, InvalidArgumentError
 from rustgrad.static._graph import Graph, Operation, Tensor, get_default_graph, numpy_dtype
 
 
+class RunOptions:
+    """Options of one ``Session.run``. ``RunOptions(trace=True)`` (or TF1's
+    ``trace_level=RunOptions.FULL_TRACE``) records the time of every node."""
+
+    NO_TRACE = 0
+    SOFTWARE_TRACE = 1
+    HARDWARE_TRACE = 2
+    FULL_TRACE = 3
+
+    def __init__(self, trace_level: int = 0, trace: bool = False) -> None:
+        self.trace_level = trace_level
+        self.trace = bool(trace) or trace_level > 0
+
+
+class RunMetadata:
+    """Filled by a traced run: ``node_times`` lists (node name, op, seconds) in execution order."""
+
+    def __init__(self) -> None:
+        self.node_times: list[tuple[str, str, float]] = []
+
+    def top(self, n: int = 10) -> list[tuple[str, str, float]]:
+        """The ``n`` slowest nodes of the run, slowest first."""
+        return sorted(self.node_times, key=lambda entry: entry[2], reverse=True)[:n]
+
+
 class _SessionStack(threading.local):
     def __init__(self) -> None:
         self.stack: list[Session] = []
@@ -75,7 +100,10 @@ class Session:
         leaves = [self._resolve(leaf) for leaf in leaves]
         fetch_ids = [self._node_of(leaf, "Fetch") for leaf in leaves]
         feed_ids, feed_values = self._feeds(feed_dict or {})
-        results = self._core.run(fetch_ids, feed_ids, feed_values)
+        trace: Optional[list] = [] if options is not None and getattr(options, "trace", False) else None
+        results = self._core.run(fetch_ids, feed_ids, feed_values, trace)
+        if trace is not None and run_metadata is not None:
+            run_metadata.node_times = trace
         values = [None if isinstance(leaf, Operation) else _scalarise(r)
                   for leaf, r in zip(leaves, results)]
         return _rebuild(template, iter(values))

@@ -1,0 +1,223 @@
+//! A float32 matrix product for AVX-512 machines, tuned for the mid-size
+//! products of small networks (e.g. 64×1000×100), where general GEMM libraries
+//! spend much of their time packing and waking threads.
+//!
+//! It reads A through any strides (so transposed views cost nothing) and B
+//! rows directly when they are contiguous. Output rows are split into bands of
+//! a fixed height that run in parallel; every output element is summed over k
+//! in the same order whatever the number of threads, so results are bitwise
+//! identical at any thread count.
+
+#![allow(clippy::too_many_arguments)]
+
+use super::matmul::MatRef;
+use std::arch::x86_64::*;
+
+/// Rows per microkernel call and columns per microkernel call (two zmm registers).
+const MR: usize = 8;
+const NR: usize = 32;
+/// Output rows per parallel task, at most. Smaller products are cut into at
+/// least four bands so both cores get work; the cut depends only on the shape.
+const MAX_BAND_ROWS: usize = 64;
+
+fn band_rows(m: usize) -> usize {
+    m.div_ceil(4).next_multiple_of(MR).clamp(MR, MAX_BAND_ROWS)
+}
+
+pub fn available() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+}
+
+/// A raw pointer to the output that may be sent to the worker handling its band.
+#[derive(Copy, Clone)]
+struct OutPtr(*mut f32);
+// SAFETY: bands write disjoint rows of the output, which outlives the parallel loop.
+unsafe impl Send for OutPtr {}
+unsafe impl Sync for OutPtr {}
+
+/// `out = beta·out + alpha·a·b` (row-major `out`, row stride `b.cols`). Requires `b.col_stride == 1`
+/// and `available()`.
+pub fn sgemm(a: MatRef<'_, f32>, b: MatRef<'_, f32>, out: &mut [f32], alpha: f32, beta: f32, parallel: bool) {
+    let (m, n) = (a.rows, b.cols);
+    debug_assert!(b.col_stride == 1 && available());
+    let ptr = OutPtr(out.as_mut_ptr());
+    let height = band_rows(m);
+    let band = move |start: usize| {
+        let ptr = ptr;
+        let rows = height.min(m - start);
+        // SAFETY: avx512f was detected (`available`), the band's rows are in bounds, and
+        // operand pointers and strides come from tensor layouts checked by the caller.
+        unsafe { band_kernel(a, b, ptr.0.add(start * n), start, rows, alpha, beta) }
+    };
+    let starts: Vec<usize> = (0..m).step_by(height).collect();
+    if parallel && starts.len() > 1 {
+        use rayon::prelude::*;
+        super::threads::install(|| starts.into_par_iter().for_each(band));
+    } else {
+        starts.into_iter().for_each(band);
+    }
+}
+
+#[target_feature(enable = "avx512f")]
+unsafe fn band_kernel(
+    a: MatRef<'_, f32>,
+    b: MatRef<'_, f32>,
+    c: *mut f32,
+    row0: usize,
+    rows: usize,
+    alpha: f32,
+    beta: f32,
+) {
+    let (k, n) = (a.cols, b.cols);
+    let a_base = a.data.as_ptr().offset(a.offset as isize + row0 as isize * a.row_stride);
+    let b_base = b.data.as_ptr().add(b.offset);
+    let mut j = 0;
+    while j < n {
+        let width = NR.min(n - j);
+        let masks = column_masks(width);
+        let mut i = 0;
+        while i < rows {
+            let height = MR.min(rows - i);
+            let a_tile = a_base.offset(i as isize * a.row_stride);
+            let c_tile = c.add(i * n + j);
+            macro_rules! tile {
+                ($h:literal) => {
+                    micro::<$h>(
+                        k,
+                        a_tile,
+                        a.row_stride,
+                        a.col_stride,
+                        b_base.add(j),
+                        b.row_stride,
+                        c_tile,
+                        n,
+                        masks,
+                        [alpha, beta],
+                    )
+                };
+            }
+            match height {
+                8 => tile!(8),
+                7 => tile!(7),
+                6 => tile!(6),
+                5 => tile!(5),
+                4 => tile!(4),
+                3 => tile!(3),
+                2 => tile!(2),
+                _ => tile!(1),
+            }
+            i += MR;
+        }
+        j += NR;
+    }
+}
+
+fn column_masks(width: usize) -> [__mmask16; 2] {
+    let lane = |w: usize| if w >= 16 { 0xFFFF } else { ((1u32 << w) - 1) as __mmask16 };
+    [lane(width), lane(width.saturating_sub(16))]
+}
+
+/// C[H×32] = beta·C + alpha·A[H×k]·B[k×32] with H ≤ 8 rows and masked columns.
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn micro<const H: usize>(
+    k: usize,
+    a: *const f32,
+    a_rs: isize,
+    a_cs: isize,
+    b: *const f32,
+    b_rs: isize,
+    c: *mut f32,
+    ldc: usize,
+    masks: [__mmask16; 2],
+    [alpha, beta]: [f32; 2],
+) {
+    let mut acc = [[_mm512_setzero_ps(); 2]; H];
+    let mut b_row = b;
+    let mut a_col = a;
+    for _ in 0..k {
+        let b0 = _mm512_maskz_loadu_ps(masks[0], b_row);
+        let b1 = _mm512_maskz_loadu_ps(masks[1], b_row.add(16));
+        for (r, row) in acc.iter_mut().enumerate() {
+            let av = _mm512_set1_ps(*a_col.offset(r as isize * a_rs));
+            row[0] = _mm512_fmadd_ps(av, b0, row[0]);
+            row[1] = _mm512_fmadd_ps(av, b1, row[1]);
+        }
+        b_row = b_row.offset(b_rs);
+        a_col = a_col.offset(a_cs);
+    }
+    let (alpha_v, beta_v) = (_mm512_set1_ps(alpha), _mm512_set1_ps(beta));
+    for (r, row) in acc.iter().enumerate() {
+        let dst = c.add(r * ldc);
+        for (half, &sum) in row.iter().enumerate() {
+            let p = dst.add(16 * half);
+            let value = if alpha == 1.0 { sum } else { _mm512_mul_ps(alpha_v, sum) };
+            let result =
+                if beta == 0.0 { value } else { _mm512_fmadd_ps(beta_v, _mm512_maskz_loadu_ps(masks[half], p), value) };
+            _mm512_mask_storeu_ps(p, masks[half], result);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
+        let mut out = vec![0.0f32; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                out[i * n + j] = (0..k).map(|p| a[i * k + p] as f64 * b[p * n + j] as f64).sum::<f64>() as f32;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn odd_shapes_and_transposed_a_match_a_naive_loop() {
+        if !available() {
+            return;
+        }
+        for &(m, k, n) in &[(1, 1, 1), (9, 7, 33), (64, 1000, 100), (65, 3, 31), (130, 64, 17)] {
+            let a: Vec<f32> = (0..m * k).map(|i| ((i * 7 % 13) as f32 - 6.0) * 0.25).collect();
+            let b: Vec<f32> = (0..k * n).map(|i| ((i * 5 % 11) as f32 - 5.0) * 0.5).collect();
+            let want = naive(&a, &b, m, k, n);
+            let a_ref = MatRef { data: &a, offset: 0, rows: m, cols: k, row_stride: k as isize, col_stride: 1 };
+            let b_ref = MatRef { data: &b, offset: 0, rows: k, cols: n, row_stride: n as isize, col_stride: 1 };
+            let mut out = vec![f32::NAN; m * n];
+            sgemm(a_ref, b_ref, &mut out, 1.0, 0.0, true);
+            for (g, w) in out.iter().zip(&want) {
+                assert!((g - w).abs() <= 1e-3 * w.abs().max(1.0), "({m},{k},{n}): {g} vs {w}");
+            }
+            // The same product with A stored transposed (a column-major view).
+            let mut a_t = vec![0.0f32; m * k];
+            for i in 0..m {
+                for p in 0..k {
+                    a_t[p * m + i] = a[i * k + p];
+                }
+            }
+            let a_view = MatRef { data: &a_t, offset: 0, rows: m, cols: k, row_stride: 1, col_stride: m as isize };
+            let mut out_t = vec![1.0f32; m * n];
+            sgemm(a_view, b_ref, &mut out_t, 1.0, 1.0, false);
+            for (g, w) in out_t.iter().zip(&want) {
+                assert!((g - (w + 1.0)).abs() <= 1e-3 * w.abs().max(1.0), "({m},{k},{n}) transposed: {g} vs {w}");
+            }
+        }
+    }
+
+    #[test]
+    fn results_do_not_depend_on_threading() {
+        if !available() {
+            return;
+        }
+        let (m, k, n) = (300, 77, 45);
+        let a: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.37).sin()).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| (i as f32 * 0.11).cos()).collect();
+        let a_ref = MatRef { data: &a, offset: 0, rows: m, cols: k, row_stride: k as isize, col_stride: 1 };
+        let b_ref = MatRef { data: &b, offset: 0, rows: k, cols: n, row_stride: n as isize, col_stride: 1 };
+        let (mut serial, mut parallel) = (vec![0.0; m * n], vec![0.0; m * n]);
+        sgemm(a_ref, b_ref, &mut serial, 1.0, 0.0, false);
+        sgemm(a_ref, b_ref, &mut parallel, 1.0, 0.0, true);
+        assert_eq!(serial, parallel);
+    }
+}
