@@ -92,7 +92,8 @@ def disable_eager_execution() -> None:
 
 
 __all__ = [
-    "Graph", "InteractiveSession", "Operation", "RunMetadata", "RunOptions", "Session", "Tensor", "TensorShape", "Variable",
+    "Graph", "InteractiveSession", "Operation", "RunMetadata", "RunOptions", "Session", "Tensor", "TensorShape",
+    "Variable",
     "abs", "add", "as_dtype", "bool", "cast", "clip_by_value", "constant", "convert_to_tensor",
     "disable_eager_execution", "disable_v2_behavior", "divide", "double", "equal", "errors", "exp",
     "float32", "float64", "get_default_graph", "get_default_session", "global_variables",
