@@ -487,7 +487,7 @@ pub fn index_layout(x: &Tensor, items: &[IndexItem]) -> Result<(Shape, Vec<isize
             IndexItem::Slice { start, stop, step } => {
                 if step <= 0 {
                     return Err(Error::InvalidArgument(format!(
-                        "slice step must be positive, got {step}; use .flip() style copies for reversed views"
+                        "slice step must be greater than zero, got {step}; reversed views are not supported"
                     )));
                 }
                 let size = x.shape()[dim] as isize;

@@ -36,6 +36,17 @@ pub struct TensorInner {
 #[derive(Clone)]
 pub struct Tensor(Arc<TensorInner>);
 
+/// A handle that does not keep the tensor alive (a node's reference to an output
+/// whose gradient it should keep: holding it strongly would make a cycle).
+#[derive(Clone)]
+pub struct WeakTensor(std::sync::Weak<TensorInner>);
+
+impl WeakTensor {
+    pub fn upgrade(&self) -> Option<Tensor> {
+        self.0.upgrade().map(Tensor)
+    }
+}
+
 impl std::fmt::Debug for Tensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Tensor({} {})", self.dtype().name(), fmt_shape(self.shape()))
@@ -156,8 +167,14 @@ impl Tensor {
     }
 
     pub fn is_contiguous(&self) -> bool {
-        let expected = contiguous_strides(&self.0.shape);
-        self.0.shape.iter().zip(self.0.strides.iter().zip(&expected)).all(|(&d, (&s, &e))| d <= 1 || s == e)
+        let mut expected = 1isize;
+        for (&d, &s) in self.0.shape.iter().zip(&self.0.strides).rev() {
+            if d > 1 && s != expected {
+                return false;
+            }
+            expected *= d.max(1) as isize;
+        }
+        true
     }
 
     /// A new tensor over the same storage with another layout (no autograd history).
@@ -293,6 +310,21 @@ impl Tensor {
         meta.requires_grad = node.is_some() || meta.requires_grad;
         meta.grad_fn = node;
         meta.output_nr = output_nr;
+    }
+
+    pub fn downgrade(&self) -> WeakTensor {
+        WeakTensor(Arc::downgrade(&self.0))
+    }
+
+    /// Keeps this non-leaf tensor's gradient in `.grad` after backward (leaves always do).
+    pub fn retain_grad(&self) -> crate::error::Result<()> {
+        if !self.requires_grad() {
+            return crate::error::grad_err("can't retain_grad on Tensor that has requires_grad=False");
+        }
+        if let Some(node) = self.grad_fn() {
+            node.retained.lock().push((self.output_nr(), self.downgrade()));
+        }
+        Ok(())
     }
 
     pub fn is_leaf(&self) -> bool {

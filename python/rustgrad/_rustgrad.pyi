@@ -306,7 +306,7 @@ class Tensor:
     ) -> None:
         """``create_graph=True`` (higher-order gradients) and ``inputs=`` raise ``GradientError``."""
     def retain_grad(self) -> None:
-        """Not supported: always raises ``GradientError`` (use ``rustgrad.autograd.grad``)."""
+        """Keeps this non-leaf tensor's gradient in ``.grad`` after ``backward()``."""
 
 # ----- autograd graph nodes ------------------------------------------------------------------
 
@@ -373,7 +373,11 @@ class GraphCore:
         inputs: Sequence[builtins.int],
     ) -> tuple[builtins.int, list[builtins.int]]: ...
     def gradients(
-        self, ys: Sequence[builtins.int], xs: Sequence[builtins.int], grad_ys: Sequence[Optional[builtins.int]]
+        self,
+        ys: Sequence[builtins.int],
+        xs: Sequence[builtins.int],
+        grad_ys: Sequence[Optional[builtins.int]],
+        stops: Sequence[builtins.int] = ...,
     ) -> list[Optional[builtins.int]]: ...
     def num_nodes(self) -> builtins.int: ...
     def node_name(self, id: builtins.int) -> str: ...

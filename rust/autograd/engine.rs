@@ -269,6 +269,7 @@ pub fn run_backward(
         };
     }
     let mut captured: Vec<Option<Tensor>> = vec![None; capture.map_or(0, |c| c.len())];
+    let mut retained_grads: Vec<(Tensor, Tensor)> = Vec::new();
 
     let mut ready: BinaryHeap<Ready> = BinaryHeap::new();
     for node in &root_nodes {
@@ -282,6 +283,13 @@ pub fn run_backward(
         for (out_nr, g) in grads.iter().enumerate() {
             if let (Some(&slot), Some(g)) = (capture_node.get(&(node.id(), out_nr)), g) {
                 captured[slot] = Some(g.clone());
+            }
+        }
+        if capture.is_none() {
+            for (out_nr, weak) in node.retained.lock().iter() {
+                if let (Some(tensor), Some(Some(g))) = (weak.upgrade(), grads.get(*out_nr)) {
+                    retained_grads.push((tensor, g.clone()));
+                }
             }
         }
         let input_grads = run_node(&node, grads)?;
@@ -340,6 +348,8 @@ pub fn run_backward(
             leaf_out.push((leaf, grad));
         }
     }
+    // Non-leaf tensors that asked to keep their gradient are updated like leaves.
+    leaf_out.extend(retained_grads);
     Ok(BackwardResult { leaf_grads: leaf_out, captured })
 }
 

@@ -4,7 +4,7 @@
 use crate::dtype::DType;
 use crate::op::Op;
 use crate::shape::Shape;
-use crate::tensor::Tensor;
+use crate::tensor::{Tensor, WeakTensor};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -49,6 +49,8 @@ pub struct Node {
     pub saved: Mutex<Option<Saved>>,
     /// Creation order; the reverse pass runs later nodes first.
     pub sequence: u64,
+    /// Outputs whose gradient is kept in their `.grad` (`retain_grad()`), by output index.
+    pub retained: Mutex<Vec<(usize, WeakTensor)>>,
 }
 
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
@@ -68,6 +70,7 @@ impl Node {
             output_meta,
             saved: Mutex::new(Some(saved)),
             sequence: SEQUENCE.fetch_add(1, Ordering::Relaxed),
+            retained: Mutex::new(Vec::new()),
         }
     }
 

@@ -25,8 +25,8 @@ impl Differentiator for GraphDifferentiator<'_> {
     }
 }
 
-/// Nodes on some path from an x to a y.
-fn relevant_nodes(graph: &Graph, ys: &[NodeId], xs: &[NodeId]) -> Result<HashSet<NodeId>> {
+/// Nodes on some path from an x to a y that does not pass through a stop node.
+fn relevant_nodes(graph: &Graph, ys: &[NodeId], xs: &[NodeId], stops: &[NodeId]) -> Result<HashSet<NodeId>> {
     let mut ancestors = HashSet::new();
     let mut stack: Vec<NodeId> = ys.to_vec();
     while let Some(id) = stack.pop() {
@@ -37,7 +37,7 @@ fn relevant_nodes(graph: &Graph, ys: &[NodeId], xs: &[NodeId]) -> Result<HashSet
     let lowest = xs.iter().copied().min().unwrap_or(0);
     let mut descendants: HashSet<NodeId> = xs.iter().copied().collect();
     for id in lowest..graph.nodes.len() {
-        if graph.nodes[id].inputs.iter().any(|i| descendants.contains(i)) {
+        if !stops.contains(&id) && graph.nodes[id].inputs.iter().any(|i| descendants.contains(i)) {
             descendants.insert(id);
         }
     }
@@ -58,13 +58,15 @@ fn accumulate(d: &mut GraphDifferentiator<'_>, slots: &mut Slots, key: (NodeId, 
 }
 
 /// For each x, the node holding d(sum of ys)/dx, or None when ys do not depend on x.
+/// No gradient flows through the `stops` nodes (TF's `stop_gradients`).
 pub fn gradients(
     graph: &RwLock<Graph>,
     ys: &[NodeId],
     xs: &[NodeId],
     grad_ys: &[Option<NodeId>],
+    stops: &[NodeId],
 ) -> Result<Vec<Option<NodeId>>> {
-    let relevant = relevant_nodes(&graph.read(), ys, xs)?;
+    let relevant = relevant_nodes(&graph.read(), ys, xs, stops)?;
     let mut d = GraphDifferentiator { graph };
     let mut slots: Slots = HashMap::new();
     for (i, &y) in ys.iter().enumerate() {

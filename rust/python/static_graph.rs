@@ -230,13 +230,15 @@ impl PyGraph {
     }
 
     /// Symbolic gradients; the graph lock is not held while a user Function's backward runs.
+    #[pyo3(signature = (ys, xs, grad_ys, stops=Vec::new()))]
     fn gradients(
         &self,
         ys: Vec<NodeId>,
         xs: Vec<NodeId>,
         grad_ys: Vec<Option<NodeId>>,
+        stops: Vec<NodeId>,
     ) -> PyResult<Vec<Option<NodeId>>> {
-        guard(|| Ok(gradients(&self.inner, &ys, &xs, &grad_ys)?))
+        guard(|| Ok(gradients(&self.inner, &ys, &xs, &grad_ys, &stops)?))
     }
 
     fn num_nodes(&self) -> usize {

@@ -358,8 +358,13 @@ impl PyTensor {
         run_op(py, Op::Reshape(keep), &[&self.inner])
     }
 
-    fn contiguous(&self) -> PyResult<PyTensor> {
-        Ok(PyTensor::wrap(self.alias_with_history()))
+    /// This tensor when its layout is already row-major contiguous, else a contiguous copy.
+    fn contiguous(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        if slf.get().inner.is_contiguous() {
+            return Ok(slf);
+        }
+        let copy = run_op(slf.py(), Op::Copy, &[&slf.get().inner])?;
+        Bound::new(slf.py(), copy)
     }
 
     // ----- math -----
@@ -866,12 +871,9 @@ impl PyTensor {
         run_backward_py(py, vec![self.inner.clone()], vec![grad], retain_graph.unwrap_or(false))
     }
 
+    /// Keeps this non-leaf tensor's gradient in `.grad` after backward.
     fn retain_grad(&self) -> PyResult<()> {
-        Err(Error::Gradient(
-            "retain_grad() is not supported; use rustgrad.autograd.grad(output, [tensor]) to get a non-leaf gradient"
-                .into(),
-        )
-        .into())
+        Ok(self.inner.retain_grad()?)
     }
 }
 

@@ -19,7 +19,10 @@ def _as_list(x: Any) -> list[Any]:
 
 def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
               stop_gradients: Optional[Sequence[Tensor]] = None) -> list[Optional[Tensor]]:
-    """d(sum of ys)/dx for each x, as new graph tensors; None where ys do not depend on x."""
+    """d(sum of ys)/dx for each x, as new graph tensors; None where ys do not depend on x.
+
+    No gradient flows through the tensors in ``stop_gradients``.
+    """
     ys, xs = _as_list(ys), _as_list(xs)
     if not ys or not xs:
         return [None] * len(xs)
@@ -30,7 +33,8 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
     if grad_ys is not None:
         for i, g in enumerate(_as_list(grad_ys)):
             seeds[i] = None if g is None else convert_to_tensor(g, ys[i].dtype, graph)._id
-    ids = graph._core.gradients([y._id for y in ys], [x._id for x in xs], seeds)
+    stops = [graph._own(t)._id for t in _as_list(stop_gradients)] if stop_gradients is not None else []
+    ids = graph._core.gradients([y._id for y in ys], [x._id for x in xs], seeds, stops)
     return [None if i is None else Tensor(graph, i) for i in ids]
 
 
