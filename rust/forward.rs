@@ -155,9 +155,13 @@ fn zip_tensors<T: Element, U: Element>(
     let (ga, gb) = (a.storage().read(), b.storage().read());
     let mismatch = || Error::DType("internal dtype mismatch in a broadcasting kernel".into());
     let (da, db) = (T::slice(&ga).ok_or_else(mismatch)?, T::slice(&gb).ok_or_else(mismatch)?);
-    let (sa, sb) = (broadcast_strides(a.shape(), a.strides(), shape), broadcast_strides(b.shape(), b.strides(), shape));
-    let oa = Operand { data: da, strides: &sa, offset: a.offset(), dense: a.shape() == shape && a.is_contiguous() };
-    let ob = Operand { data: db, strides: &sb, offset: b.offset(), dense: b.shape() == shape && b.is_contiguous() };
+    let (dense_a, dense_b) = (a.shape() == shape && a.is_contiguous(), b.shape() == shape && b.is_contiguous());
+    // A dense operand is read through its own strides; only broadcast operands need new ones.
+    let strides_for =
+        |t: &Tensor, dense: bool| if dense { None } else { Some(broadcast_strides(t.shape(), t.strides(), shape)) };
+    let (sa, sb) = (strides_for(a, dense_a), strides_for(b, dense_b));
+    let oa = Operand { data: da, strides: sa.as_deref().unwrap_or(a.strides()), offset: a.offset(), dense: dense_a };
+    let ob = Operand { data: db, strides: sb.as_deref().unwrap_or(b.strides()), offset: b.offset(), dense: dense_b };
     let out = kernel(&oa, &ob);
     drop((ga, gb));
     Tensor::from_vec(out, shape.to_vec())

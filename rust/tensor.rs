@@ -54,8 +54,14 @@ impl std::fmt::Debug for Tensor {
 }
 
 impl Tensor {
-    fn from_parts(storage: Arc<Storage>, shape: Shape, strides: Vec<isize>, offset: usize, is_view: bool) -> Tensor {
-        let dtype = storage.read().dtype();
+    fn from_parts(
+        storage: Arc<Storage>,
+        dtype: DType,
+        shape: Shape,
+        strides: Vec<isize>,
+        offset: usize,
+        is_view: bool,
+    ) -> Tensor {
         Tensor(Arc::new(TensorInner {
             storage,
             shape,
@@ -94,7 +100,8 @@ impl Tensor {
 
     pub(crate) fn from_buffer(buffer: Buffer, shape: Shape) -> Tensor {
         let strides = contiguous_strides(&shape);
-        Self::from_parts(Arc::new(Storage::new(buffer)), shape, strides, 0, false)
+        let dtype = buffer.dtype();
+        Self::from_parts(Arc::new(Storage::new(buffer)), dtype, shape, strides, 0, false)
     }
 
     pub fn scalar(value: f64, dtype: DType) -> Tensor {
@@ -179,13 +186,14 @@ impl Tensor {
 
     /// A new tensor over the same storage with another layout (no autograd history).
     pub fn view_as_layout(&self, shape: Shape, strides: Vec<isize>, offset: usize) -> Tensor {
-        Self::from_parts(self.0.storage.clone(), shape, strides, offset, true)
+        Self::from_parts(self.0.storage.clone(), self.0.dtype, shape, strides, offset, true)
     }
 
     /// The same data and layout without autograd history; shares the version counter.
     pub fn alias(&self) -> Tensor {
         Self::from_parts(
             self.0.storage.clone(),
+            self.0.dtype,
             self.0.shape.clone(),
             self.0.strides.clone(),
             self.0.offset,

@@ -7,6 +7,7 @@ reverse pass calls ``backward`` when it reaches the node.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -108,11 +109,8 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args: Any) -> Any:
-        if "forward" not in _defined_methods(cls) or "backward" not in _defined_methods(cls):
-            raise TypeError(
-                f"{cls.__name__} must define both forward(ctx, ...) and backward(ctx, ...) "
-                "as staticmethods"
-            )
+        if cls not in _complete_functions:
+            _check_complete(cls)
         ctx = FunctionCtx()
         for a in args:
             if isinstance(a, GraphValue):
@@ -120,9 +118,13 @@ class Function(metaclass=_FunctionMeta):
 
                 return apply_function(cls, args, ctx)
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
-        with no_grad():
+        grad_was_enabled = _rustgrad.is_grad_enabled()
+        _rustgrad._set_grad_enabled(False)
+        try:
             result = cls.forward(ctx, *args)
-        if not (is_grad_enabled() and any(ctx.needs_input_grad)):
+        finally:
+            _rustgrad._set_grad_enabled(grad_was_enabled)
+        if not (grad_was_enabled and any(ctx.needs_input_grad)):
             return result
         single = not isinstance(result, tuple)
         outputs = (result,) if single else result
@@ -133,6 +135,18 @@ class Function(metaclass=_FunctionMeta):
             cls.__name__, cls.backward, ctx, args, outputs, non_differentiable
         )
         return recorded[0] if single else tuple(recorded)
+
+
+# Function subclasses already checked to define forward and backward.
+_complete_functions: weakref.WeakSet[type] = weakref.WeakSet()
+
+
+def _check_complete(cls: type) -> None:
+    if "forward" not in _defined_methods(cls) or "backward" not in _defined_methods(cls):
+        raise TypeError(
+            f"{cls.__name__} must define both forward(ctx, ...) and backward(ctx, ...) as staticmethods"
+        )
+    _complete_functions.add(cls)
 
 
 def _defined_methods(cls: type) -> set[str]:

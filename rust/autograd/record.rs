@@ -15,12 +15,14 @@ fn differentiable(op: &Op) -> bool {
 }
 
 fn edge_for(t: &Tensor) -> Option<Edge> {
-    if !t.requires_grad() {
-        return None;
-    }
-    Some(match t.grad_fn() {
-        Some(node) => Edge::Node(node, t.output_nr()),
-        None => Edge::Leaf(t.clone()),
+    t.with_meta(|meta| {
+        if !meta.requires_grad {
+            return None;
+        }
+        Some(match &meta.grad_fn {
+            Some(node) => Edge::Node(node.clone(), meta.output_nr),
+            None => Edge::Leaf(t.clone()),
+        })
     })
 }
 

@@ -158,7 +158,12 @@ fn find_update_fusions(
 pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Plan> {
     let fed: HashSet<NodeId> = feeds.iter().copied().collect();
     let mut order = needed_nodes(graph, fetches, &fed)?;
-    let fusions = find_update_fusions(graph, &order, fetches, &fed);
+    // RUSTGRAD_DISABLE_FUSION=1 compiles plans without fused steps (to measure what fusion brings).
+    let fusions = if std::env::var_os("RUSTGRAD_DISABLE_FUSION").is_some() {
+        HashMap::new()
+    } else {
+        find_update_fusions(graph, &order, fetches, &fed)
+    };
     let absorbed: HashSet<NodeId> = fusions.values().flat_map(|f| f.absorbed).collect();
     order.retain(|id| !absorbed.contains(id));
     let position = |id: NodeId| order.binary_search(&id).ok();

@@ -89,6 +89,13 @@ pub fn matmul_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T
     }
 }
 
+/// `RUSTGRAD_GEMM=crate` turns our own kernel off (to measure what it brings).
+#[cfg(target_arch = "x86_64")]
+fn only_gemm_crate() -> bool {
+    static ONLY_CRATE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ONLY_CRATE.get_or_init(|| std::env::var("RUSTGRAD_GEMM").as_deref() == Ok("crate"))
+}
+
 /// Products up to this many multiply-adds use our own AVX-512 kernel (see sgemm_avx512.rs).
 #[cfg(target_arch = "x86_64")]
 const OWN_SGEMM_MAX_FLOPS: usize = 1 << 28;
@@ -103,7 +110,7 @@ fn try_own_sgemm<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, 
         }
         let work = a.rows.saturating_mul(b.cols).saturating_mul(a.cols);
         // Without cache blocking the kernel falls behind `gemm` on large products.
-        if work > OWN_SGEMM_MAX_FLOPS || std::env::var("RUSTGRAD_GEMM").as_deref() == Ok("crate") {
+        if work > OWN_SGEMM_MAX_FLOPS || only_gemm_crate() {
             return None;
         }
         // SAFETY: T is f32 (checked above), so these are the same types.
