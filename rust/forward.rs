@@ -612,13 +612,18 @@ pub fn write_into(dst: &Tensor, value: &Tensor) -> Result<()> {
             fmt_shape(dst.shape())
         ));
     }
-    // Materialise first: `value` may read the very storage being written.
-    let dense = broadcast_to(&as_dtype(value, dst.dtype())?, dst.shape())?;
+    // Read the values out first: `value` may share the very storage being written.
+    let value = as_dtype(value, dst.dtype())?;
+    let dense = if value.shape() == dst.shape() { value } else { broadcast_to(&value, dst.shape())? };
     fn put<T: Element>(dst: &Tensor, dense: &Tensor) -> Result<()> {
         let values = dense.to_vec::<T>()?;
         let mut guard = dst.storage().write();
         let slice = T::slice_mut(&mut guard).ok_or_else(|| Error::DType("internal dtype mismatch in copy_".into()))?;
-        scatter_strided(slice, dst.shape(), dst.strides(), dst.offset(), &values);
+        if dst.is_contiguous() {
+            slice[dst.offset()..dst.offset() + values.len()].copy_from_slice(&values);
+        } else {
+            scatter_strided(slice, dst.shape(), dst.strides(), dst.offset(), &values);
+        }
         Ok(())
     }
     match dst.dtype() {
@@ -664,6 +669,19 @@ pub fn add_in_place(dst: &Tensor, src: &Tensor, alpha: f64) -> Result<()> {
 /// one that has the shape of `dst[mask]`.
 pub fn masked_fill(dst: &Tensor, mask: &Tensor, value: &Tensor) -> Result<()> {
     let full_mask = expand_mask(mask, dst)?;
+    if value.numel() == 1 && dst.is_contiguous() && dst.dtype().is_float() {
+        // The common `grad[x < 0] = 0`: one pass over the mask, writing in place.
+        let keep = full_mask.to_vec::<bool>()?;
+        let v = value.to_f64_vec()[0];
+        return float_dispatch!(dst.dtype(), "index_put_", |T| {
+            let fill = T::from_f64(v);
+            let mut guard = dst.storage().write();
+            let slice = T::slice_mut(&mut guard).ok_or_else(|| Error::DType("internal dtype mismatch".into()))?;
+            let region = &mut slice[dst.offset()..dst.offset() + keep.len()];
+            region.iter_mut().zip(&keep).filter(|(_, &k)| k).for_each(|(slot, _)| *slot = fill);
+            Ok(())
+        });
+    }
     let broadcasts = broadcast_shapes("index_put_", value.shape(), dst.shape()).is_ok_and(|s| s == dst.shape());
     let merged = if value.numel() == 1 || broadcasts {
         where_select(&full_mask, &as_dtype(value, dst.dtype())?, dst)?

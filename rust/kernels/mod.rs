@@ -8,6 +8,7 @@ pub mod matmul;
 pub mod reduce;
 #[cfg(target_arch = "x86_64")]
 pub mod sgemm_avx512;
+pub mod spin_pool;
 pub mod threads;
 
 /// Elementwise work below this many elements runs on the calling thread: these

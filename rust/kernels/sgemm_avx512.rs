@@ -50,12 +50,9 @@ pub fn sgemm(a: MatRef<'_, f32>, b: MatRef<'_, f32>, out: &mut [f32], alpha: f32
         unsafe { band_kernel(a, b, ptr.0.add(start * n), start, rows, alpha, beta) }
     };
     let starts: Vec<usize> = (0..m).step_by(height).collect();
-    if parallel && starts.len() > 1 {
-        use rayon::prelude::*;
-        super::threads::install(|| starts.into_par_iter().for_each(band));
-    } else {
-        starts.into_iter().for_each(band);
-    }
+    let workers = if parallel { super::threads::num_threads().min(starts.len()) } else { 1 };
+    // Part w takes bands w, w + workers, ...: which thread computes a band never changes its result.
+    super::spin_pool::run(workers, &|w| starts.iter().skip(w).step_by(workers).for_each(|&s| band(s)));
 }
 
 #[target_feature(enable = "avx512f")]

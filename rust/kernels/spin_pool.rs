@@ -1,0 +1,155 @@
+//! A tiny pool for splitting one kernel call across cores with low latency.
+//!
+//! Rayon workers go to sleep between the short products of a training step,
+//! and waking them costs about as much as the work they would do. These helper
+//! threads instead spin for a short while after each job (as BLAS libraries'
+//! threads do), so a product that follows within that window starts on all
+//! cores at once. After `IDLE_SPIN` without work a helper parks.
+//!
+//! `run(parts, f)` calls `f(0)` on the calling thread and `f(1..parts)` on
+//! helpers, and returns when all have finished.
+
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread::{self, Thread};
+use std::time::{Duration, Instant};
+
+const IDLE_SPIN: Duration = Duration::from_micros(300);
+
+/// One call's work, shared with the helpers for the duration of `run`.
+struct Job {
+    task: *const (dyn Fn(usize) + Sync),
+    remaining: AtomicUsize,
+    panicked: AtomicBool,
+}
+
+struct Helper {
+    /// The job to run and the part number, published by `run`; null when idle.
+    slot: AtomicPtr<(*const Job, usize)>,
+    thread: Thread,
+}
+
+struct Pool {
+    helpers: Vec<Arc<Helper>>,
+    /// The process that started the helpers: a forked child has none of them.
+    pid: u32,
+    /// One `run` at a time: concurrent callers would otherwise race for helpers.
+    busy: Mutex<()>,
+}
+
+fn helper_loop(me: Arc<Helper>) {
+    let mut idle_since = Instant::now();
+    loop {
+        let published = me.slot.swap(std::ptr::null_mut(), Ordering::Acquire);
+        if published.is_null() {
+            if idle_since.elapsed() < IDLE_SPIN {
+                // Yield now and then, so a busy machine loses little to the spinning.
+                thread::yield_now();
+            } else {
+                thread::park_timeout(Duration::from_millis(50));
+            }
+            continue;
+        }
+        // SAFETY: `run` keeps the job alive until `remaining` reaches 0, which happens only
+        // after this part's decrement; the boxed pair was published for exactly one taker.
+        unsafe { run_published(published) };
+        idle_since = Instant::now();
+    }
+}
+
+/// Runs a published (job, part) pair and marks it done.
+///
+/// # Safety
+/// `published` must come from `run`'s `Box::into_raw` and be taken exactly once, while
+/// its job is alive.
+unsafe fn run_published(published: *mut (*const Job, usize)) {
+    let (job, part) = unsafe { *Box::from_raw(published) };
+    let job = unsafe { &*job };
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { (*job.task)(part) }));
+    if outcome.is_err() {
+        job.panicked.store(true, Ordering::Relaxed);
+    }
+    job.remaining.fetch_sub(1, Ordering::Release);
+}
+
+fn pool() -> Option<&'static Pool> {
+    static POOL: OnceLock<Option<Pool>> = OnceLock::new();
+    let pool = POOL.get_or_init(|| {
+        let helpers = thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1);
+        let mut list = Vec::new();
+        for i in 0..helpers {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let spawned = thread::Builder::new().name(format!("rustgrad-spin-{i}")).spawn(move || {
+                let me = Arc::new(Helper { slot: AtomicPtr::new(std::ptr::null_mut()), thread: thread::current() });
+                if tx.send(me.clone()).is_ok() {
+                    helper_loop(me);
+                }
+            });
+            match spawned.ok().and_then(|_| rx.recv().ok()) {
+                Some(helper) => list.push(helper),
+                None => break,
+            }
+        }
+        (!list.is_empty()).then_some(Pool { helpers: list, pid: std::process::id(), busy: Mutex::new(()) })
+    });
+    pool.as_ref().filter(|p| p.pid == std::process::id())
+}
+
+/// Runs `task(0)..task(parts - 1)`: parts 1..=h on the h helpers, the rest on this
+/// thread. Runs every part here when there are no helpers (or another run holds them).
+pub fn run(parts: usize, task: &(dyn Fn(usize) + Sync)) {
+    let serial = || (0..parts).for_each(task);
+    if parts <= 1 {
+        return serial();
+    }
+    let Some(pool) = pool() else { return serial() };
+    let Some(_guard) = pool.busy.try_lock() else { return serial() };
+    let helped = (parts - 1).min(pool.helpers.len());
+    // SAFETY (lifetime): the job, and `task` behind it, outlive every helper's use of them,
+    // because this function waits for `remaining` to reach 0 before returning.
+    let job = Job {
+        task: unsafe { std::mem::transmute::<&(dyn Fn(usize) + Sync), &'static (dyn Fn(usize) + Sync)>(task) },
+        remaining: AtomicUsize::new(helped),
+        panicked: AtomicBool::new(false),
+    };
+    for (i, helper) in pool.helpers.iter().take(helped).enumerate() {
+        let pair = Box::into_raw(Box::new((&job as *const Job, i + 1)));
+        helper.slot.store(pair, Ordering::Release);
+        helper.thread.unpark();
+    }
+    task(0);
+    (helped + 1..parts).for_each(task);
+    // A helper that has not picked its part up yet (descheduled on a busy machine) gives it back.
+    for helper in pool.helpers.iter().take(helped) {
+        let unclaimed = helper.slot.swap(std::ptr::null_mut(), Ordering::Acquire);
+        if !unclaimed.is_null() {
+            // SAFETY: taken back from the slot, so no helper has it; the job is alive.
+            unsafe { run_published(unclaimed) };
+        }
+    }
+    while job.remaining.load(Ordering::Acquire) != 0 {
+        thread::yield_now();
+    }
+    if job.panicked.load(Ordering::Relaxed) {
+        panic!("a kernel panicked on a helper thread");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_part_runs_exactly_once() {
+        for parts in 1..4 {
+            let hits: Vec<AtomicUsize> = (0..parts).map(|_| AtomicUsize::new(0)).collect();
+            for _ in 0..100 {
+                run(parts, &|p| {
+                    hits[p].fetch_add(1, Ordering::Relaxed);
+                });
+            }
+            assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 100));
+        }
+    }
+}
