@@ -12,7 +12,7 @@ use crate::shape::{
     broadcast_shapes, broadcast_strides, contiguous_strides, fmt_shape, infer_reshape, normalize_dim, normalize_dims,
     numel, reduced_shape, Shape,
 };
-use crate::storage::{Buffer, Element};
+use crate::storage::{ensure_allocatable, Buffer, Element};
 use crate::tensor::Tensor;
 
 /// Runs `$body` with `$T` bound to the tensor's float type; bool is an error naming `$op`.
@@ -170,12 +170,14 @@ fn zip_tensors<T: Element, U: Element>(
 pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let shape = broadcast_shapes(op.name(), a.shape(), b.shape())?;
     let dtype = same_dtype(op.name(), a, b)?;
+    ensure_allocatable(&shape, dtype)?;
     let (a, b) = (as_dtype(a, dtype)?, as_dtype(b, dtype)?);
     float_dispatch!(dtype, op.name(), |T| zip_tensors::<T, T>(&a, &b, &shape, |p, q| ew::binary(op, &shape, p, q)))
 }
 
 pub fn compare(op: CmpOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let shape = broadcast_shapes(op.name(), a.shape(), b.shape())?;
+    ensure_allocatable(&shape, DType::Bool)?;
     if a.dtype() == DType::Bool && b.dtype() == DType::Bool {
         let f = move |x: bool, y: bool| match op {
             CmpOp::Eq => x == y,
@@ -198,6 +200,7 @@ pub fn where_select(cond: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
     }
     let shape = broadcast_shapes("where", &broadcast_shapes("where", cond.shape(), x.shape())?, y.shape())?;
     let dtype = same_dtype("where", x, y)?;
+    ensure_allocatable(&shape, dtype)?;
     let (x, y) = (as_dtype(x, dtype)?, as_dtype(y, dtype)?);
     fn run<T: Element>(shape: &[usize], c: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
         let (gc, gx, gy) = (c.storage().read(), x.storage().read(), y.storage().read());
@@ -300,6 +303,7 @@ pub fn matmul2d(a: &Tensor, b: &Tensor, transpose_a: bool, transpose_b: bool) ->
         ));
     }
     let dtype = same_dtype("mm", a, b)?;
+    ensure_allocatable(&[m, n], dtype)?;
     let (a, b) = (as_dtype(a, dtype)?, as_dtype(b, dtype)?);
     float_dispatch!(dtype, "mm", |T| {
         let (ga, gb) = (a.storage().read(), b.storage().read());
@@ -433,6 +437,7 @@ pub fn broadcast_to(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
     if target != shape {
         return shape_err(format!("expand: cannot broadcast shape {} to {}", fmt_shape(x.shape()), fmt_shape(shape)));
     }
+    ensure_allocatable(shape, x.dtype())?;
     let strides = broadcast_strides(x.shape(), x.strides(), shape);
     copy(&x.view_as_layout(shape.to_vec(), strides, x.offset()))
 }
@@ -464,6 +469,7 @@ pub fn transpose(x: &Tensor, d0: isize, d1: isize) -> Result<Tensor> {
 
 /// The layout of `x[items]`: (shape, strides, offset).
 pub fn index_layout(x: &Tensor, items: &[IndexItem]) -> Result<(Shape, Vec<isize>, usize)> {
+    let items = &crate::op::expand_ellipsis(items, x.rank());
     let consumed = items.iter().filter(|i| !matches!(i, IndexItem::NewAxis)).count();
     if consumed > x.rank() {
         return Err(Error::Index(format!("too many indices for tensor of dimension {} (got {consumed})", x.rank())));
@@ -473,6 +479,7 @@ pub fn index_layout(x: &Tensor, items: &[IndexItem]) -> Result<(Shape, Vec<isize
     let mut dim = 0;
     for item in items {
         match *item {
+            IndexItem::Ellipsis => {}
             IndexItem::NewAxis => {
                 shape.push(1);
                 strides.push(0);

@@ -182,23 +182,32 @@ fn physical_memory_bytes() -> usize {
     })
 }
 
+fn out_of_memory(bytes: Option<usize>, dtype: DType, shape: &[usize]) -> Error {
+    let size = bytes.map_or_else(|| "more than usize::MAX".to_string(), |b| b.to_string());
+    Error::OutOfMemory(format!(
+        "cannot allocate {size} bytes for a {} tensor of shape {}; use a smaller shape",
+        dtype.name(),
+        fmt_shape(shape)
+    ))
+}
+
+/// Fails with `Error::OutOfMemory` when a tensor of this shape and dtype cannot fit in
+/// this machine's memory. Kernels call it before allocating their output, since a
+/// failed allocation in Rust aborts the process.
+pub fn ensure_allocatable(shape: &[usize], dtype: DType) -> Result<usize> {
+    let len = shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
+    let bytes = len.and_then(|n| n.checked_mul(dtype.size_in_bytes()));
+    match (len, bytes) {
+        (Some(n), Some(b)) if b <= physical_memory_bytes() => Ok(n),
+        _ => Err(out_of_memory(bytes, dtype, shape)),
+    }
+}
+
 /// A vector of `len` copies of `value`, or `Error::OutOfMemory` naming the shape.
 pub fn try_alloc<T: Element>(len: usize, value: T, shape: &[usize]) -> Result<Vec<T>> {
-    let oom = |bytes: Option<usize>| {
-        let size = bytes.map_or_else(|| "more than usize::MAX".to_string(), |b| b.to_string());
-        Error::OutOfMemory(format!(
-            "cannot allocate {size} bytes for a {} tensor of shape {}; use a smaller shape",
-            T::DTYPE.name(),
-            fmt_shape(shape)
-        ))
-    };
-    let bytes = len.checked_mul(std::mem::size_of::<T>());
-    match bytes {
-        Some(b) if b <= physical_memory_bytes() => {}
-        _ => return Err(oom(bytes)),
-    }
+    ensure_allocatable(shape, T::DTYPE)?;
     let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| oom(bytes))?;
+    v.try_reserve_exact(len).map_err(|_| out_of_memory(len.checked_mul(std::mem::size_of::<T>()), T::DTYPE, shape))?;
     v.resize(len, value);
     Ok(v)
 }

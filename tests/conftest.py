@@ -42,3 +42,18 @@ def run_python():
         )
 
     return run
+
+
+# Hypothesis profiles for the property tests: "ci" (the default) is derandomized with a fixed
+# number of examples per test; HYPOTHESIS_PROFILE=long runs many more.
+try:
+    from hypothesis import settings as _hypothesis_settings
+except ImportError:  # pragma: no cover - hypothesis is a test extra
+    _hypothesis_settings = None
+
+if _hypothesis_settings is not None:
+    _hypothesis_settings.register_profile(
+        "ci", derandomize=True, max_examples=40, deadline=None, print_blob=True
+    )
+    _hypothesis_settings.register_profile("long", max_examples=2000, deadline=None, print_blob=True)
+    _hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

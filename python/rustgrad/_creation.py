@@ -8,7 +8,7 @@ import numpy as np
 
 from rustgrad import _rustgrad
 from rustgrad._rustgrad import Tensor, device
-from rustgrad.errors import DTypeError, ShapeError
+from rustgrad.errors import ArgumentTypeError, DTypeError, ShapeError
 
 float32 = _rustgrad.float32
 float64 = _rustgrad.float64
@@ -113,7 +113,9 @@ def from_numpy(array: np.ndarray) -> Tensor:
     (non-contiguous views, read-only or misaligned arrays, bool arrays) are copied.
     """
     if not isinstance(array, np.ndarray):
-        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+        raise ArgumentTypeError(
+            f"expected np.ndarray (got {type(array).__name__}); use rustgrad.tensor(data) for other data"
+        )
     if array.dtype.kind not in "fb" or array.dtype == np.float16:
         raise DTypeError(
             f"can't convert np.ndarray of type {array.dtype}; the supported types are "

@@ -16,7 +16,7 @@ from rustgrad import _rustgrad
 from rustgrad._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from rustgrad._graph_value import GraphValue
 from rustgrad._rustgrad import AccumulateGrad, Node, Tensor, backward, grad, is_anomaly_enabled
-from rustgrad.errors import GradientError, RustgradError
+from rustgrad.errors import ArgumentTypeError, GradientError, RustgradError
 
 __all__ = [
     "Function",
@@ -51,7 +51,7 @@ class FunctionCtx:
         """Keeps tensors for ``backward``; modifying them in place afterwards is detected."""
         for t in tensors:
             if t is not None and not isinstance(t, (Tensor, GraphValue)):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"save_for_backward can only save tensors (or None), got {type(t).__name__}; "
                     "store other values as ctx attributes"
                 )
@@ -143,7 +143,7 @@ _complete_functions: weakref.WeakSet[type] = weakref.WeakSet()
 
 def _check_complete(cls: type) -> None:
     if "forward" not in _defined_methods(cls) or "backward" not in _defined_methods(cls):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"{cls.__name__} must define both forward(ctx, ...) and backward(ctx, ...) as staticmethods"
         )
     _complete_functions.add(cls)

@@ -14,6 +14,7 @@ __all__ = [
     "RustgradError",
     "ShapeError",
     "DTypeError",
+    "ArgumentTypeError",
     "IndexOutOfRangeError",
     "OutOfMemoryError",
     "GradientError",
@@ -38,6 +39,10 @@ class ShapeError(RustgradError, RuntimeError, ValueError):
 
 class DTypeError(RustgradError, TypeError):
     """An unknown dtype, or a dtype an op does not accept."""
+
+
+class ArgumentTypeError(RustgradError, TypeError):
+    """An argument of the wrong kind (a list where an array is needed, a tensor used as a bool)."""
 
 
 class IndexOutOfRangeError(RustgradError, IndexError):

@@ -137,10 +137,12 @@ fn vec_known(total: usize) -> Vec<usize> {
 
 fn index(shape: &PartialShape, items: &[IndexItem]) -> Result<PartialShape> {
     let Some(dims) = shape else { return Ok(None) };
+    let items = &crate::op::expand_ellipsis(items, dims.len());
     let mut out = Vec::new();
     let mut dim = 0;
     for item in items {
         match *item {
+            IndexItem::Ellipsis => {}
             IndexItem::NewAxis => out.push(Some(1)),
             IndexItem::Int(_) => dim += 1,
             IndexItem::Slice { start, stop, step } => {

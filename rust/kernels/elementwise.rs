@@ -202,6 +202,9 @@ fn pow_scalar<T: Float>(v: T, p: T) -> T {
         v * v
     } else if p == T::ONE {
         v
+    } else if p == T::from_f64(0.5) {
+        // As numpy and PyTorch: x ** 0.5 is sqrt(x), so (-inf) ** 0.5 is NaN, not +inf.
+        v.sqrt()
     } else {
         v.powf(p)
     }

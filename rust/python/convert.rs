@@ -179,9 +179,10 @@ fn copy_from_numpy(array: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     fn take<T: numpy::Element + crate::storage::Element>(array: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
         let Ok(view) = array.extract::<PyReadonlyArrayDyn<'_, T>>() else { return Ok(None) };
         let shape = view.shape().to_vec();
+        // `as_slice` also accepts Fortran order; only a C-ordered slice is in row-major order.
         let data = match view.as_slice() {
-            Ok(s) => s.to_vec(),
-            Err(_) => view.as_array().iter().copied().collect(),
+            Ok(s) if view.is_c_contiguous() => s.to_vec(),
+            _ => view.as_array().iter().copied().collect(),
         };
         Ok(Some(Tensor::from_vec(data, shape)?))
     }

@@ -40,6 +40,12 @@ error_class!(argument_error, "rustgrad.errors", "InvalidArgumentError");
 error_class!(precondition_error, "rustgrad.errors", "FailedPreconditionError");
 error_class!(internal_error, "rustgrad.errors", "InternalError");
 error_class!(device_error_class, "rustgrad.errors", "DeviceError");
+error_class!(argument_type_error_class, "rustgrad.errors", "ArgumentTypeError");
+
+/// A `TypeError` that is also a `RustgradError`.
+pub fn argument_type_error(msg: String) -> PyErr {
+    Python::attach(|py| raise(py, argument_type_error_class(py), msg))
+}
 
 pub fn device_error(msg: String) -> PyErr {
     Python::attach(|py| raise(py, device_error_class(py), msg))

@@ -84,6 +84,7 @@ fn index_items(list: &Bound<'_, PyAny>) -> PyResult<Vec<IndexItem>> {
             Ok(match kind.as_str() {
                 "int" => IndexItem::Int(a.unwrap_or(0)),
                 "newaxis" => IndexItem::NewAxis,
+                "ellipsis" => IndexItem::Ellipsis,
                 _ => IndexItem::Slice { start: a, stop: b, step: c.unwrap_or(1) },
             })
         })

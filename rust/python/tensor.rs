@@ -799,7 +799,7 @@ impl PyTensor {
             .shape()
             .first()
             .copied()
-            .ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("len() of a 0-d tensor"))
+            .ok_or_else(|| super::errors::argument_type_error("len() of a 0-d tensor".into()))
     }
 
     fn __iter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {

@@ -15,7 +15,7 @@ import numpy as np
 from rustgrad import _rustgrad
 from rustgrad._graph_value import GraphValue
 from rustgrad._rustgrad import GraphCore
-from rustgrad.errors import DTypeError, InvalidArgumentError
+from rustgrad.errors import ArgumentTypeError, DTypeError, InvalidArgumentError
 
 float32 = _rustgrad.float32
 float64 = _rustgrad.float64
@@ -265,7 +265,7 @@ class Tensor(GraphValue):
         return id(self)
 
     def __bool__(self) -> bool:
-        raise TypeError(
+        raise ArgumentTypeError(
             "Using a graph Tensor as a Python bool is not allowed: its value is only known when a "
             "Session runs it."
         )
@@ -352,7 +352,7 @@ class Tensor(GraphValue):
     def __getitem__(self, key: Any) -> Tensor:
         if isinstance(key, Tensor):
             return self.graph._op("masked_select", (), [self, key])
-        return self.graph._op("index", (_index_items(key, len(self.shape)),), [self])
+        return self.graph._op("index", (_index_items(key),), [self])
 
     def __setitem__(self, key: Any, value: Any) -> None:
         """Graph tensors are immutable; ``t[mask] = v`` rebinds ``t`` to ``where(mask, v, t)``.
@@ -428,15 +428,15 @@ def _axes(axis: Any) -> Optional[list[int]]:
     return [int(axis)]
 
 
-def _index_items(key: Any, rank: int) -> list[tuple]:
+def _index_items(key: Any) -> list[tuple]:
+    """The key as (kind, start, stop, step) items; `...` is expanded when the rank is known (at run time)."""
     parts = key if isinstance(key, tuple) else (key,)
-    consuming = sum(1 for p in parts if p is not None and p is not Ellipsis)
     items: list[tuple] = []
     for part in parts:
         if part is None:
             items.append(("newaxis", None, None, None))
         elif part is Ellipsis:
-            items.extend(("slice", None, None, 1) for _ in range(max(rank - consuming, 0)))
+            items.append(("ellipsis", None, None, None))
         elif isinstance(part, slice):
             items.append(("slice", part.start, part.stop, part.step or 1))
         else:
