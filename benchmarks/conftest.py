@@ -6,6 +6,7 @@ Run with ``python -m pytest benchmarks`` or, for the report, ``python benchmarks
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -28,3 +29,10 @@ def _all_threads():
     threads = rustgrad.get_num_threads()
     yield
     rustgrad.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
+def _settle():
+    """BLAS threads (numpy's and ours) spin for a while after their last job; a pause lets
+    them park, so one benchmark's spinning threads do not slow the next one."""
+    time.sleep(0.3)

@@ -27,7 +27,13 @@ from numpy_steps import InPlaceNumpyStep, SimpleNumpyStep  # noqa: E402
 from rustgrad._demo import Problem, train_eager, train_static  # noqa: E402
 
 
+def settle() -> None:
+    """Lets spinning BLAS threads (numpy's and ours) park before the next system runs."""
+    time.sleep(0.3)
+
+
 def time_numpy(step_class: type, problem: Problem, steps: int) -> float:
+    settle()
     step = step_class(problem.x, problem.y, problem.w1, problem.w2)
     start = time.perf_counter()
     for _ in range(steps):
@@ -45,7 +51,9 @@ def main() -> None:
                                        "rustgrad static (Session.run)": [],
                                        "numpy in-place": [], "numpy one array per op": []}
     for _ in range(args.repeats):
+        settle()
         results["rustgrad eager (custom Function)"].append(train_eager(problem, args.steps).us_per_step)
+        settle()
         results["rustgrad static (Session.run)"].append(train_static(problem, args.steps).us_per_step)
         results["numpy in-place"].append(time_numpy(InPlaceNumpyStep, problem, args.steps))
         results["numpy one array per op"].append(time_numpy(SimpleNumpyStep, problem, args.steps))

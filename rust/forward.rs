@@ -129,16 +129,10 @@ pub fn clamp(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
     float_dispatch!(x.dtype(), "clamp", |T| {
         let (lo, hi) = (T::from_f64(min.unwrap_or(f64::NEG_INFINITY)), T::from_f64(max.unwrap_or(f64::INFINITY)));
         let out = x.with_contiguous(|v: &[T]| {
+            // Branch-free: clamping data of either sign must not mispredict per element. NaN stays NaN.
             ew::map(v, move |e| {
-                if e.is_nan() {
-                    e
-                } else if e < lo {
-                    lo
-                } else if e > hi {
-                    hi
-                } else {
-                    e
-                }
+                let raised = std::hint::select_unpredictable(e < lo, lo, e);
+                std::hint::select_unpredictable(raised > hi, hi, raised)
             })
         })?;
         Tensor::from_vec(out, x.shape().to_vec())
@@ -208,10 +202,13 @@ pub fn where_select(cond: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
         let sc = broadcast_strides(c.shape(), c.strides(), shape);
         let sx = broadcast_strides(x.shape(), x.strides(), shape);
         let sy = broadcast_strides(y.shape(), y.strides(), shape);
+        let dense = |t: &Tensor| t.shape() == shape && t.is_contiguous();
         let oc =
-            Operand { data: bool::slice(&gc).ok_or_else(mismatch)?, strides: &sc, offset: c.offset(), dense: false };
-        let ox = Operand { data: T::slice(&gx).ok_or_else(mismatch)?, strides: &sx, offset: x.offset(), dense: false };
-        let oy = Operand { data: T::slice(&gy).ok_or_else(mismatch)?, strides: &sy, offset: y.offset(), dense: false };
+            Operand { data: bool::slice(&gc).ok_or_else(mismatch)?, strides: &sc, offset: c.offset(), dense: dense(c) };
+        let ox =
+            Operand { data: T::slice(&gx).ok_or_else(mismatch)?, strides: &sx, offset: x.offset(), dense: dense(x) };
+        let oy =
+            Operand { data: T::slice(&gy).ok_or_else(mismatch)?, strides: &sy, offset: y.offset(), dense: dense(y) };
         let out = ew::where_select(shape, &oc, &ox, &oy);
         drop((gc, gx, gy));
         Tensor::from_vec(out, shape.to_vec())
@@ -229,7 +226,7 @@ fn mask_grad(g: &Tensor, x: &Tensor, op: &str, keep: impl Fn(f64) -> bool + Sync
     let dtype = same_dtype(op, g, x)?;
     let (g, x) = (as_dtype(g, dtype)?, as_dtype(x, dtype)?);
     float_dispatch!(dtype, op, |T| zip_tensors::<T, T>(&g, &x, &shape, |p, q| {
-        ew::zip_broadcast(&shape, p, q, |gv: T, xv: T| if keep(xv.to_f64()) { gv } else { T::ZERO })
+        ew::zip_broadcast(&shape, p, q, |gv: T, xv: T| std::hint::select_unpredictable(keep(xv.to_f64()), gv, T::ZERO))
     }))
 }
 
@@ -685,7 +682,7 @@ pub fn masked_fill(dst: &Tensor, mask: &Tensor, value: &Tensor) -> Result<()> {
             let mut guard = dst.storage().write();
             let slice = T::slice_mut(&mut guard).ok_or_else(|| Error::DType("internal dtype mismatch".into()))?;
             let region = &mut slice[dst.offset()..dst.offset() + keep.len()];
-            region.iter_mut().zip(&keep).filter(|(_, &k)| k).for_each(|(slot, _)| *slot = fill);
+            region.iter_mut().zip(&keep).for_each(|(slot, &k)| *slot = std::hint::select_unpredictable(k, fill, *slot));
             Ok(())
         });
     }

@@ -5,6 +5,8 @@ use super::layout::walk;
 use super::PARALLEL_MIN_ELEMENTS;
 use crate::dtype::Float;
 use rayon::prelude::*;
+// Masks in gradients are data-dependent coin flips: a branch per element would mispredict half the time.
+use std::hint::select_unpredictable;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum UnaryOp {
@@ -173,7 +175,7 @@ pub fn unary<T: Float>(op: UnaryOp, x: &[T]) -> Vec<T> {
         UnaryOp::Tanh => map(x, |v| v.tanh()),
         UnaryOp::Sigmoid => map(x, |v| T::ONE / (T::ONE + (-v).exp())),
         // NaN stays NaN, as in PyTorch.
-        UnaryOp::Relu => map(x, |v| if v > T::ZERO || v.is_nan() { v } else { T::ZERO }),
+        UnaryOp::Relu => map(x, |v| select_unpredictable(v > T::ZERO || v.is_nan(), v, T::ZERO)),
         UnaryOp::Sign => map(x, |v| v.signum_or_zero()),
         UnaryOp::Square => map(x, |v| v * v),
     }
@@ -312,10 +314,28 @@ where
 pub fn where_select<T: Copy>(shape: &[usize], cond: &Operand<bool>, x: &Operand<T>, y: &Operand<T>) -> Vec<T> {
     let n: usize = shape.iter().product();
     if n > 0 && cond.dense && (x.dense || x.is_single(shape)) && (y.dense || y.is_single(shape)) {
-        // The common case (masks in relu-style gradients): one linear pass.
+        // The common case (masks in relu-style gradients): one linear, vectorisable pass.
         let c = cond.dense_slice(n);
-        let pick = |o: &Operand<T>, i: usize| if o.dense { o.data[o.offset + i] } else { o.data[o.offset] };
-        return (0..n).map(|i| if c[i] { pick(x, i) } else { pick(y, i) }).collect();
+        return match (x.dense, y.dense) {
+            (true, true) => c
+                .iter()
+                .zip(x.dense_slice(n))
+                .zip(y.dense_slice(n))
+                .map(|((&k, &p), &q)| select_unpredictable(k, p, q))
+                .collect(),
+            (true, false) => {
+                let q = y.data[y.offset];
+                c.iter().zip(x.dense_slice(n)).map(|(&k, &p)| select_unpredictable(k, p, q)).collect()
+            }
+            (false, true) => {
+                let p = x.data[x.offset];
+                c.iter().zip(y.dense_slice(n)).map(|(&k, &q)| select_unpredictable(k, p, q)).collect()
+            }
+            (false, false) => {
+                let (p, q) = (x.data[x.offset], y.data[y.offset]);
+                c.iter().map(|&k| select_unpredictable(k, p, q)).collect()
+            }
+        };
     }
     let mut out = Vec::with_capacity(n);
     walk(shape, [cond.strides, x.strides, y.strides], [cond.offset, x.offset, y.offset], |[c, i, j]| {
