@@ -82,6 +82,7 @@ from rustgrad._rustgrad import (
     Tensor,
     device,
     dtype,
+    from_dlpack,
     get_num_threads,
     manual_seed,
     set_num_threads,
@@ -101,7 +102,8 @@ if hasattr(_os, "register_at_fork"):
     _os.register_at_fork(after_in_child=_rustgrad._after_fork_in_child)
 
 __all__ = [
-    "Tensor", "abs", "add", "amax", "amin", "arange", "as_tensor", "autograd", "bool", "clamp", "clip", "cuda",
+    "Tensor", "abs", "add", "from_dlpack", "amax", "amin", "arange", "as_tensor", "autograd", "bool", "clamp",
+    "clip", "cuda",
     "device", "div", "double", "dtype", "empty", "enable_grad", "eq", "errors", "exp", "eye",
     "flatten", "float", "float32", "float64", "from_numpy", "full", "full_like", "ge",
     "get_num_threads", "gt", "inference_mode", "is_grad_enabled", "is_tensor", "le", "linspace",

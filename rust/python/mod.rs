@@ -4,6 +4,7 @@
 mod autograd;
 mod convert;
 mod creation;
+mod dlpack;
 mod errors;
 mod static_graph;
 mod tensor;
@@ -40,6 +41,7 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(errors::_panic_for_test, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::_matmul, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::_where, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack::from_dlpack, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
