@@ -79,18 +79,33 @@ unsafe fn band_kernel(
             let c_tile = c.add(i * n + j);
             macro_rules! tile {
                 ($h:literal) => {
-                    micro::<$h>(
-                        k,
-                        a_tile,
-                        a.row_stride,
-                        a.col_stride,
-                        b_base.add(j),
-                        b.row_stride,
-                        c_tile,
-                        n,
-                        masks,
-                        [alpha, beta],
-                    )
+                    if width <= 16 {
+                        micro::<$h, 1>(
+                            k,
+                            a_tile,
+                            a.row_stride,
+                            a.col_stride,
+                            b_base.add(j),
+                            b.row_stride,
+                            c_tile,
+                            n,
+                            masks,
+                            [alpha, beta],
+                        )
+                    } else {
+                        micro::<$h, 2>(
+                            k,
+                            a_tile,
+                            a.row_stride,
+                            a.col_stride,
+                            b_base.add(j),
+                            b.row_stride,
+                            c_tile,
+                            n,
+                            masks,
+                            [alpha, beta],
+                        )
+                    }
                 };
             }
             match height {
@@ -114,10 +129,11 @@ fn column_masks(width: usize) -> [__mmask16; 2] {
     [lane(width), lane(width.saturating_sub(16))]
 }
 
-/// C[H×32] = beta·C + alpha·A[H×k]·B[k×32] with H ≤ 8 rows and masked columns.
+/// C[H×16V] = beta·C + alpha·A[H×k]·B[k×16V] with H ≤ 8 rows, V ≤ 2 vectors of
+/// columns (one for narrow edges, so masked-off lanes waste less work), masked columns.
 #[target_feature(enable = "avx512f")]
 #[inline]
-unsafe fn micro<const H: usize>(
+unsafe fn micro<const H: usize, const V: usize>(
     k: usize,
     a: *const f32,
     a_rs: isize,
@@ -129,16 +145,19 @@ unsafe fn micro<const H: usize>(
     masks: [__mmask16; 2],
     [alpha, beta]: [f32; 2],
 ) {
-    let mut acc = [[_mm512_setzero_ps(); 2]; H];
+    let mut acc = [[_mm512_setzero_ps(); V]; H];
     let mut b_row = b;
     let mut a_col = a;
     for _ in 0..k {
-        let b0 = _mm512_maskz_loadu_ps(masks[0], b_row);
-        let b1 = _mm512_maskz_loadu_ps(masks[1], b_row.add(16));
+        let mut bv = [_mm512_setzero_ps(); V];
+        for (v, slot) in bv.iter_mut().enumerate() {
+            *slot = _mm512_maskz_loadu_ps(masks[v], b_row.add(16 * v));
+        }
         for (r, row) in acc.iter_mut().enumerate() {
             let av = _mm512_set1_ps(*a_col.offset(r as isize * a_rs));
-            row[0] = _mm512_fmadd_ps(av, b0, row[0]);
-            row[1] = _mm512_fmadd_ps(av, b1, row[1]);
+            for (lane, &b_lane) in row.iter_mut().zip(&bv) {
+                *lane = _mm512_fmadd_ps(av, b_lane, *lane);
+            }
         }
         b_row = b_row.offset(b_rs);
         a_col = a_col.offset(a_cs);
