@@ -77,34 +77,16 @@ unsafe fn band_kernel(
             let height = MR.min(rows - i);
             let a_tile = a_base.offset(i as isize * a.row_stride);
             let c_tile = c.add(i * n + j);
+            let (a_strides, b_tile) = ([a.row_stride, a.col_stride], b_base.add(j));
             macro_rules! tile {
+                ($h:literal, $v:literal) => {
+                    micro::<$h, $v>(k, a_tile, a_strides, b_tile, b.row_stride, c_tile, n, masks, [alpha, beta])
+                };
                 ($h:literal) => {
                     if width <= 16 {
-                        micro::<$h, 1>(
-                            k,
-                            a_tile,
-                            a.row_stride,
-                            a.col_stride,
-                            b_base.add(j),
-                            b.row_stride,
-                            c_tile,
-                            n,
-                            masks,
-                            [alpha, beta],
-                        )
+                        tile!($h, 1)
                     } else {
-                        micro::<$h, 2>(
-                            k,
-                            a_tile,
-                            a.row_stride,
-                            a.col_stride,
-                            b_base.add(j),
-                            b.row_stride,
-                            c_tile,
-                            n,
-                            masks,
-                            [alpha, beta],
-                        )
+                        tile!($h, 2)
                     }
                 };
             }
@@ -136,8 +118,7 @@ fn column_masks(width: usize) -> [__mmask16; 2] {
 unsafe fn micro<const H: usize, const V: usize>(
     k: usize,
     a: *const f32,
-    a_rs: isize,
-    a_cs: isize,
+    [a_rs, a_cs]: [isize; 2],
     b: *const f32,
     b_rs: isize,
     c: *mut f32,

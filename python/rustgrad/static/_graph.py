@@ -13,6 +13,7 @@ from typing import Any, Iterator, Optional, Sequence, Union
 import numpy as np
 
 from rustgrad import _rustgrad
+from rustgrad._creation import _resolve_dtype
 from rustgrad._graph_value import GraphValue
 from rustgrad._rustgrad import GraphCore
 from rustgrad.errors import ArgumentTypeError, DTypeError, InvalidArgumentError
@@ -26,17 +27,9 @@ _NUMPY = {"float32": np.float32, "float64": np.float64, "bool": np.bool_}
 
 def as_dtype(dtype: Any) -> Any:
     """A rustgrad dtype from a rustgrad dtype, a name, or a numpy dtype."""
-    if isinstance(dtype, _rustgrad.dtype):
-        return dtype
-    try:
-        name = dtype if isinstance(dtype, str) else np.dtype(dtype).name
-    except TypeError:
-        name = None
-    names = {"float32": float32, "float": float32, "float64": float64, "double": float64,
-             "bool": bool_}
-    if name not in names:
-        raise DTypeError(f"unsupported dtype {dtype!r}; use float32, float64 or bool")
-    return names[name]
+    if dtype is None:
+        raise DTypeError("a dtype is required here; use float32, float64 or bool")
+    return _resolve_dtype(dtype)
 
 
 def numpy_dtype(dtype: Any) -> Any:
