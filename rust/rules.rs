@@ -29,16 +29,24 @@ pub struct RuleArgs<'a, V> {
 /// Inputs whose values are not kept are seen by the rule as placeholders of the
 /// right shape and dtype (the rule reads only their shape).
 pub struct Saves {
-    pub inputs: Vec<bool>,
+    /// Bit i set: keep the value of input i.
+    pub inputs: u32,
     pub output: bool,
+}
+
+impl Saves {
+    pub fn keeps_input(&self, i: usize) -> bool {
+        i < 32 && self.inputs & (1 << i) != 0
+    }
 }
 
 /// What `op`'s rule reads when `needs[i]` says which inputs want a gradient.
 pub fn saves(op: &Op, needs: &[bool]) -> Saves {
-    let n = needs.len();
-    let none = || vec![false; n];
-    let all = || vec![true; n];
-    let first = || (0..n).map(|i| i == 0).collect::<Vec<_>>();
+    let n = needs.len().min(32);
+    let none = || 0u32;
+    let all = || ((1u64 << n) - 1) as u32;
+    let only = |i: usize| 1u32 << i;
+    let first = || only(0);
     let (inputs, output) = match op {
         Op::Unary(UnaryOp::Exp | UnaryOp::Sqrt | UnaryOp::Tanh | UnaryOp::Sigmoid) => (none(), true),
         Op::Unary(UnaryOp::Neg | UnaryOp::Sign) => (none(), false),
@@ -50,14 +58,17 @@ pub fn saves(op: &Op, needs: &[bool]) -> Saves {
         Op::Scalar(ScalarOp::RPow, _) => (none(), true),
         Op::Scalar(ScalarOp::Pow | ScalarOp::Max | ScalarOp::Min, _) | Op::Clamp { .. } => (all(), false),
         Op::Binary(BinaryOp::Add | BinaryOp::Sub) => (none(), false),
-        Op::Binary(BinaryOp::Div) => ((0..n).map(|i| i == 1).collect(), true),
+        Op::Binary(BinaryOp::Div) => (only(1), true),
         Op::Binary(_) => (all(), false),
         // Each operand is read only for the other operand's gradient.
-        Op::MatMul { .. } => ((0..n).map(|i| needs.get(1 - i.min(1)).copied().unwrap_or(true)).collect(), false),
+        Op::MatMul { .. } => {
+            let keep = |i: usize, other: usize| if needs.get(other).copied().unwrap_or(true) { only(i) } else { 0 };
+            (keep(0, 1) | keep(1, 0), false)
+        }
         Op::Where => (first(), false),
         Op::Extreme { .. } => (all(), true),
-        Op::MaskedSelect => ((0..n).map(|i| i == 1).collect(), false),
-        Op::ReluBackward | Op::ClampBackward { .. } => ((0..n).map(|i| i == 1).collect(), false),
+        Op::MaskedSelect => (only(1), false),
+        Op::ReluBackward | Op::ClampBackward { .. } => (only(1), false),
         Op::Compare(_)
         | Op::Sum { .. }
         | Op::Mean { .. }

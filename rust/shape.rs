@@ -24,12 +24,13 @@ pub fn checked_numel(shape: &[usize]) -> Result<usize> {
 }
 
 pub fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
-    let mut strides = vec![0isize; shape.len()];
+    let mut strides = Vec::with_capacity(shape.len());
     let mut acc = 1isize;
-    for i in (0..shape.len()).rev() {
-        strides[i] = acc;
-        acc *= shape[i].max(1) as isize;
+    for &d in shape.iter().rev() {
+        strides.push(acc);
+        acc *= d.max(1) as isize;
     }
+    strides.reverse();
     strides
 }
 

@@ -191,10 +191,12 @@ fn run_node(node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor
                 Some(g) => EagerValue::fresh(g),
                 None => return Ok(vec![None; node.next.len()]),
             };
-            let inputs: Vec<EagerValue> = saved
-                .inputs
+            // An op that keeps no input values records an empty list.
+            let inputs: Vec<EagerValue> = node
+                .input_meta
                 .iter()
-                .zip(&node.input_meta)
+                .enumerate()
+                .map(|(i, meta)| (saved.inputs.get(i).and_then(Option::as_ref), meta))
                 .map(|(s, (shape, dtype))| match s {
                     Some(s) => Ok(EagerValue::saved(s)),
                     // The rule reads only this input's shape and dtype.

@@ -46,10 +46,17 @@ pub fn apply(op: Op, inputs: &[&Tensor]) -> Result<Tensor> {
 
 fn attach(op: Op, inputs: &[&Tensor], out: &Tensor) {
     let next: Vec<Option<Edge>> = inputs.iter().map(|t| edge_for(t)).collect();
-    let needs: Vec<bool> = next.iter().map(Option::is_some).collect();
-    let saves = rules::saves(&op, &needs);
+    let mut needs = [false; 4];
+    for (slot, edge) in needs.iter_mut().zip(&next) {
+        *slot = edge.is_some();
+    }
+    let saves = rules::saves(&op, &needs[..next.len().min(4)]);
     let saved = Saved {
-        inputs: inputs.iter().zip(&saves.inputs).map(|(t, &keep)| keep.then(|| SavedTensor::new(t))).collect(),
+        inputs: if saves.inputs != 0 {
+            inputs.iter().enumerate().map(|(i, t)| saves.keeps_input(i).then(|| SavedTensor::new(t))).collect()
+        } else {
+            Vec::new()
+        },
         output: saves.output.then(|| SavedTensor::new(out)),
     };
     let node = Node::new(op, next, inputs.iter().map(|t| meta(t)).collect(), vec![meta(out)], saved);
