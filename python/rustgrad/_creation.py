@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -221,5 +221,3 @@ def eye(n: int, m: Optional[int] = None, *, dtype: Any = None, device: Any = Non
     values = np.eye(n, m if m is not None else n, dtype=np.float64)
     return tensor(values, dtype=_resolve_dtype(dtype), device=device, requires_grad=requires_grad)
 
-
-Number = Union[int, float]

@@ -13,6 +13,7 @@ stay connected, as in PyTorch::
 
 from __future__ import annotations
 
+import abc
 import copy
 from typing import Any, Callable, Iterable, Optional
 
@@ -30,7 +31,7 @@ class _Required:
 required = _Required()
 
 
-class Optimizer:
+class Optimizer(abc.ABC):
     """Base class: holds ``param_groups`` (a list of dicts with ``"params"`` and the
     hyperparameters) and per-parameter ``state``."""
 
@@ -143,8 +144,9 @@ class Optimizer:
     def _set_state(self, p: Tensor, value: dict[str, Any]) -> None:
         self.state[p] = value
 
+    @abc.abstractmethod
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
-        raise NotImplementedError
+        """Updates every parameter once (each optimizer defines its rule)."""
 
     def _closure_loss(self, closure: Optional[Callable[[], Any]]) -> Any:
         if closure is None:

@@ -295,18 +295,14 @@ pub fn run_backward(
             }
         }
         let input_grads = run_node(&node, grads)?;
-        if options.detect_anomaly {
-            for (i, g) in input_grads.iter().enumerate() {
-                if let Some(g) = g.as_ref().filter(|g| has_nan(g)) {
-                    let _ = g;
-                    return grad_err(format!(
-                        "Function '{}' returned nan values in its {i}th output. The forward op was '{}'; \
-                         check its inputs for values outside its domain",
-                        node.name(),
-                        node.op.name()
-                    ));
-                }
-            }
+        let first_nan = || input_grads.iter().position(|g| g.as_ref().is_some_and(has_nan));
+        if let Some(i) = options.detect_anomaly.then(first_nan).flatten() {
+            return grad_err(format!(
+                "Function '{}' returned nan values in its {i}th output. The forward op was '{}'; \
+                 check its inputs for values outside its domain",
+                node.name(),
+                node.op.name()
+            ));
         }
         for (edge, grad) in node.next.iter().zip(input_grads) {
             match edge {

@@ -22,12 +22,13 @@ non-trainable Variables initialised to zeros (the powers to β₁ and β₂), so
 
 from __future__ import annotations
 
+import abc
 import os
 from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from rustgrad.errors import FailedPreconditionError, InvalidArgumentError
+from rustgrad.errors import ArgumentTypeError, FailedPreconditionError, InvalidArgumentError
 from rustgrad.static._gradients import gradients
 from rustgrad.static._graph import Graph, Operation, Tensor, convert_to_tensor, numpy_dtype
 from rustgrad.static._variables import Variable, global_variables, trainable_variables
@@ -43,7 +44,7 @@ __all__ = [
 GradsAndVars = Sequence[tuple[Optional[Tensor], Variable]]
 
 
-class Optimizer:
+class Optimizer(abc.ABC):
     """Base class of the TF1 optimizers: ``compute_gradients`` + ``apply_gradients`` = ``minimize``."""
 
     GATE_NONE = 0
@@ -85,8 +86,8 @@ class Optimizer:
         """A list of (gradient, variable) pairs; the gradient is None where ``loss`` does not depend
         on the variable."""
         if callable(loss) and not isinstance(loss, Tensor):
-            raise NotImplementedError("compute_gradients: a callable loss is an eager-mode feature; "
-                                      "pass a graph Tensor")
+            raise ArgumentTypeError("compute_gradients: a callable loss is an eager-mode feature; "
+                                    "pass a graph Tensor")
         if not isinstance(loss, Tensor):
             raise TypeError(f"compute_gradients: loss must be a graph Tensor, got {type(loss).__name__}")
         if var_list is None:
@@ -144,11 +145,12 @@ class Optimizer:
 
     # ----- for subclasses -----
 
-    def _prepare(self, graph: Graph, var_list: list[Variable]) -> None:
-        pass
+    def _prepare(self, graph: Graph, var_list: list[Variable]) -> None:  # noqa: B027 - optional hook
+        """Creates variables shared by all updates (none by default)."""
 
+    @abc.abstractmethod
     def _apply_dense(self, grad: Tensor, var: Variable) -> list[Tensor]:
-        raise NotImplementedError
+        """The assign ops that update ``var`` (and its slots) from ``grad``."""
 
     def _finish(self, graph: Graph) -> list[Tensor]:
         return []
