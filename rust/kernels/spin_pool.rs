@@ -132,6 +132,7 @@ pub fn run(parts: usize, task: &(dyn Fn(usize) + Sync)) {
         thread::yield_now();
     }
     if job.panicked.load(Ordering::Relaxed) {
+        // invariant: re-raises a helper's panic on the caller, where the binding's guard turns it into InternalError.
         panic!("a kernel panicked on a helper thread");
     }
 }
