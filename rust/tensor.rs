@@ -252,7 +252,7 @@ impl Tensor {
     }
 
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
-        self.with_contiguous(|s: &[T]| s.to_vec())
+        self.with_contiguous(|s: &[T]| crate::kernels::layout::copy_slice(s))
     }
 
     /// Every element as f64, row-major (bools as 0/1).

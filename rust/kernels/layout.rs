@@ -48,6 +48,36 @@ pub fn walk<const N: usize>(
     }
 }
 
+/// Copies below this many bytes run on one thread.
+const PARALLEL_COPY_MIN_BYTES: usize = 1 << 18;
+
+/// A copy of `src`, split across cores for large slices (copies of weight matrices
+/// are on the hot path of every static training step).
+pub fn copy_slice<T: Copy + Send + Sync>(src: &[T]) -> Vec<T> {
+    let workers = super::threads::num_threads().min(2);
+    if std::mem::size_of_val(src) < PARALLEL_COPY_MIN_BYTES || workers < 2 {
+        return src.to_vec();
+    }
+    let mut out: Vec<T> = Vec::with_capacity(src.len());
+    let half = src.len() / 2;
+    let dst = SendPtr(out.as_mut_ptr());
+    super::spin_pool::run(2, &|part| {
+        let dst = dst;
+        let (start, end) = if part == 0 { (0, half) } else { (half, src.len()) };
+        // SAFETY: the two parts write disjoint halves of `out`'s allocated capacity.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr().add(start), dst.0.add(start), end - start) };
+    });
+    // SAFETY: both halves were initialised above.
+    unsafe { out.set_len(src.len()) };
+    out
+}
+
+#[derive(Copy, Clone)]
+struct SendPtr<T>(*mut T);
+// SAFETY: used only to write disjoint ranges from the parts of one `spin_pool::run`.
+unsafe impl<T> Send for SendPtr<T> {}
+unsafe impl<T> Sync for SendPtr<T> {}
+
 /// Copies a strided view into a new row-major vector.
 pub fn gather_strided<T: Copy>(src: &[T], shape: &[usize], strides: &[isize], offset: usize) -> Vec<T> {
     let mut out = Vec::with_capacity(shape.iter().product());
