@@ -62,10 +62,9 @@ pub fn copy_slice<T: Copy + Send + Sync>(src: &[T]) -> Vec<T> {
     let half = src.len() / 2;
     let dst = SendPtr(out.as_mut_ptr());
     super::spin_pool::run(2, &|part| {
-        let dst = dst;
         let (start, end) = if part == 0 { (0, half) } else { (half, src.len()) };
         // SAFETY: the two parts write disjoint halves of `out`'s allocated capacity.
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr().add(start), dst.0.add(start), end - start) };
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr().add(start), dst.get().add(start), end - start) };
     });
     // SAFETY: both halves were initialised above.
     unsafe { out.set_len(src.len()) };
@@ -74,6 +73,13 @@ pub fn copy_slice<T: Copy + Send + Sync>(src: &[T]) -> Vec<T> {
 
 #[derive(Copy, Clone)]
 struct SendPtr<T>(*mut T);
+
+impl<T> SendPtr<T> {
+    /// Through a method, so closures capture the (Sync) wrapper rather than the raw pointer.
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
 // SAFETY: used only to write disjoint ranges from the parts of one `spin_pool::run`.
 unsafe impl<T> Send for SendPtr<T> {}
 unsafe impl<T> Sync for SendPtr<T> {}
