@@ -4,29 +4,18 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 
+import _reference
 import pytest
 
-HERE = Path(__file__).resolve().parent
-SHARED = HERE.parent.parent / "shared" / "reference" / "two_layer_torch.py"
-FALLBACK = HERE / "data" / "two_layer_torch.py"
+NAME = "two_layer_torch.py"
+SHARED = _reference.shared_path(NAME)
+FALLBACK = _reference.fallback_path(NAME)
 ITERATIONS = 50
 
 
-def reference_source() -> str:
-    path = SHARED if SHARED.is_file() else FALLBACK
-    return path.read_text()
-
-
 def patched_source() -> str:
-    lines = reference_source().splitlines(keepends=True)
-    imports = [i for i, line in enumerate(lines) if line.rstrip("\r\n") == "import torch"]
-    assert len(imports) == 1, "expected exactly one `import torch` line in the reference"
-    lines[imports[0]] = "import rustgrad as torch\n"
-    src = "".join(lines)
-    assert src.count("range(500)") == 1
-    return src.replace("range(500)", f"range({ITERATIONS})")
+    return _reference.patched(NAME, "import torch", "import rustgrad as torch", ITERATIONS)
 
 
 def test_fallback_copy_is_identical_to_shared_reference():

@@ -4,17 +4,17 @@ trains exactly like the eager (PyTorch-shaped) one on the same data and weights.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
+import _reference
 import numpy as np
 import pytest
 
 import rustgrad
 import rustgrad.compat.v1 as tf
 
-HERE = Path(__file__).resolve().parent
-SHARED = HERE.parent.parent / "shared" / "reference" / "two_layer_tf1.py"
-FALLBACK = HERE / "data" / "two_layer_tf1.py"
+NAME = "two_layer_tf1.py"
+SHARED = _reference.shared_path(NAME)
+FALLBACK = _reference.fallback_path(NAME)
 ITERATIONS = 50
 
 
@@ -25,21 +25,10 @@ def _fresh_default_graph():
     tf.reset_default_graph()
 
 
-def reference_source() -> str:
-    path = SHARED if SHARED.is_file() else FALLBACK
-    return path.read_text()
-
-
 def patched_source() -> str:
-    lines = reference_source().splitlines(keepends=True)
-    imports = [i for i, line in enumerate(lines)
-               if line.rstrip("\r\n") == "import tensorflow.compat.v1 as tf"]
-    assert len(imports) == 1, "expected exactly one `import tensorflow.compat.v1 as tf` line"
-    lines[imports[0]] = "import rustgrad.compat.v1 as tf\n"
-    src = "".join(lines)
+    src = _reference.patched(NAME, "import tensorflow.compat.v1 as tf", "import rustgrad.compat.v1 as tf", ITERATIONS)
     assert "tensorflow" not in src
-    assert src.count("range(500)") == 1
-    return src.replace("range(500)", f"range({ITERATIONS})")
+    return src
 
 
 def test_fallback_copy_is_identical_to_shared_reference():
