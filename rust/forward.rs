@@ -36,9 +36,6 @@ macro_rules! float_dispatch {
         }
     };
 }
-#[allow(unused_imports)]
-pub(crate) use float_dispatch;
-
 pub fn forward(op: &Op, inputs: &[&Tensor]) -> Result<Tensor> {
     let arg = |i: usize| -> Result<&Tensor> {
         inputs.get(i).copied().ok_or_else(|| {
@@ -303,13 +300,27 @@ pub fn matmul2d(a: &Tensor, b: &Tensor, transpose_a: bool, transpose_b: bool) ->
     ensure_allocatable(&[m, n], dtype)?;
     let (a, b) = (as_dtype(a, dtype)?, as_dtype(b, dtype)?);
     float_dispatch!(dtype, "mm", |T| {
-        let (ga, gb) = (a.storage().read(), b.storage().read());
-        let mismatch = || Error::DType("internal dtype mismatch in mm".into());
-        let (da, db) = (T::slice(&ga).ok_or_else(mismatch)?, T::slice(&gb).ok_or_else(mismatch)?);
-        let out = matmul::matmul(mat_ref(&a, da, transpose_a), mat_ref(&b, db, transpose_b));
-        drop((ga, gb));
+        let mut out = vec![T::ZERO; m * n];
+        product_into(&a, &b, transpose_a, transpose_b, &mut out, T::ONE, T::ZERO)?;
         Tensor::from_vec(out, vec![m, n])
     })
+}
+
+/// `out = beta·out + alpha·op(a)·op(b)` for checked 2-D operands of element type `T`.
+fn product_into<T: Float + Element>(
+    a: &Tensor,
+    b: &Tensor,
+    transpose_a: bool,
+    transpose_b: bool,
+    out: &mut [T],
+    alpha: T,
+    beta: T,
+) -> Result<()> {
+    let (ga, gb) = (a.storage().read(), b.storage().read());
+    let mismatch = || Error::DType("internal dtype mismatch in a matrix product".into());
+    let (da, db) = (T::slice(&ga).ok_or_else(mismatch)?, T::slice(&gb).ok_or_else(mismatch)?);
+    matmul::matmul_into(mat_ref(a, da, transpose_a), mat_ref(b, db, transpose_b), out, alpha, beta);
+    Ok(())
 }
 
 /// `w + alpha·op(a)·op(b)` as a new tensor: a copy of `w` into which the product
@@ -334,17 +345,7 @@ pub fn matmul_update(
     }
     float_dispatch!(w.dtype(), "fused update", |T| {
         let mut out = w.to_vec::<T>()?;
-        let (ga, gb) = (a.storage().read(), b.storage().read());
-        let mismatch = || Error::DType("internal dtype mismatch in the fused update".into());
-        let (da, db) = (T::slice(&ga).ok_or_else(mismatch)?, T::slice(&gb).ok_or_else(mismatch)?);
-        matmul::matmul_into(
-            mat_ref(a, da, transpose_a),
-            mat_ref(b, db, transpose_b),
-            &mut out,
-            T::from_f64(alpha),
-            T::ONE,
-        );
-        drop((ga, gb));
+        product_into(a, b, transpose_a, transpose_b, &mut out, T::from_f64(alpha), T::ONE)?;
         Tensor::from_vec(out, vec![m, n])
     })
 }
@@ -734,9 +735,4 @@ pub fn fill(dst: &Tensor, value: f64) -> Result<()> {
             })
         }
     }
-}
-
-/// Checks that `numel(shape)` elements fit, for error messages before allocation.
-pub fn check_shape_numel(shape: &[usize]) -> Result<usize> {
-    crate::shape::checked_numel(shape).map(|_| numel(shape))
 }

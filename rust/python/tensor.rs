@@ -269,7 +269,7 @@ impl PyTensor {
     #[getter(T)]
     fn transposed(&self, py: Python<'_>) -> PyResult<PyTensor> {
         match self.inner.rank() {
-            0 | 1 => Ok(PyTensor::wrap(self.alias_with_history())),
+            0 | 1 => Ok(PyTensor::wrap(self.inner.clone())),
             2 => run_op(py, Op::Transpose(0, 1), &[&self.inner]),
             r => Err(Error::Shape(format!(
                 "T: only defined for tensors of up to 2 dimensions (got {r}); use .transpose(d0, d1)"
@@ -956,11 +956,6 @@ impl PyTensor {
             .into());
         }
         Ok(())
-    }
-
-    /// A new handle on the same data that keeps this tensor's history.
-    fn alias_with_history(&self) -> Tensor {
-        self.inner.clone()
     }
 
     fn cast_to(&self, py: Python<'_>, dtype: DType) -> PyResult<PyTensor> {

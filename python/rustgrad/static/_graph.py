@@ -13,7 +13,7 @@ from typing import Any, Iterator, Optional, Sequence, Union
 import numpy as np
 
 from rustgrad import _rustgrad
-from rustgrad._creation import _resolve_dtype
+from rustgrad._creation import _NUMPY_DTYPES, _resolve_dtype
 from rustgrad._graph_value import GraphValue
 from rustgrad._rustgrad import GraphCore
 from rustgrad.errors import ArgumentTypeError, DTypeError, InvalidArgumentError
@@ -22,7 +22,6 @@ float32 = _rustgrad.float32
 float64 = _rustgrad.float64
 bool_ = _rustgrad.bool
 
-_NUMPY = {"float32": np.float32, "float64": np.float64, "bool": np.bool_}
 
 
 def as_dtype(dtype: Any) -> Any:
@@ -33,7 +32,7 @@ def as_dtype(dtype: Any) -> Any:
 
 
 def numpy_dtype(dtype: Any) -> Any:
-    return _NUMPY[as_dtype(dtype).name]
+    return _NUMPY_DTYPES[as_dtype(dtype).name]
 
 
 class TensorShape(tuple):
