@@ -54,8 +54,8 @@ const PARALLEL_COPY_MIN_BYTES: usize = 1 << 18;
 /// A copy of `src`, split across cores for large slices (copies of weight matrices
 /// are on the hot path of every static training step).
 pub fn copy_slice<T: Copy + Send + Sync>(src: &[T]) -> Vec<T> {
-    let workers = super::threads::num_threads().min(2);
-    if std::mem::size_of_val(src) < PARALLEL_COPY_MIN_BYTES || workers < 2 {
+    // Size first: asking for the thread count takes a lock, which small copies should not pay.
+    if std::mem::size_of_val(src) < PARALLEL_COPY_MIN_BYTES || super::threads::num_threads() < 2 {
         return src.to_vec();
     }
     let mut out: Vec<T> = Vec::with_capacity(src.len());
