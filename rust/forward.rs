@@ -218,6 +218,7 @@ pub fn where_select(cond: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
 }
 
 /// (g, x) -> g where keep(x), else 0. One pass; used by relu and clamp backward.
+/// `g` where `keep(x)`, else 0, in one pass (broadcasting `g` and `x`).
 fn mask_grad(g: &Tensor, x: &Tensor, op: &str, keep: impl Fn(f64) -> bool + Sync + Send) -> Result<Tensor> {
     let shape = broadcast_shapes(op, g.shape(), x.shape())?;
     let dtype = same_dtype(op, g, x)?;
@@ -225,6 +226,21 @@ fn mask_grad(g: &Tensor, x: &Tensor, op: &str, keep: impl Fn(f64) -> bool + Sync
     float_dispatch!(dtype, op, |T| zip_tensors::<T, T>(&g, &x, &shape, |p, q| {
         ew::zip_broadcast(&shape, p, q, |gv: T, xv: T| std::hint::select_unpredictable(keep(xv.to_f64()), gv, T::ZERO))
     }))
+}
+
+/// `g` where `cmp(x, threshold) == keep_when`, else 0: the fused backward mask of
+/// maximum/minimum against a constant. Each comparison gets its own loop, so the
+/// predicate is inlined and the pass vectorises.
+pub fn mask_grad_threshold(g: &Tensor, x: &Tensor, cmp: CmpOp, threshold: f64, keep_when: bool) -> Result<Tensor> {
+    let t = threshold;
+    match cmp {
+        CmpOp::Lt => mask_grad(g, x, "where", move |v| (v < t) == keep_when),
+        CmpOp::Le => mask_grad(g, x, "where", move |v| (v <= t) == keep_when),
+        CmpOp::Gt => mask_grad(g, x, "where", move |v| (v > t) == keep_when),
+        CmpOp::Ge => mask_grad(g, x, "where", move |v| (v >= t) == keep_when),
+        CmpOp::Eq => mask_grad(g, x, "where", move |v| (v == t) == keep_when),
+        CmpOp::Ne => mask_grad(g, x, "where", move |v| (v != t) == keep_when),
+    }
 }
 
 pub fn cast(x: &Tensor, dtype: DType) -> Result<Tensor> {
@@ -300,7 +316,7 @@ pub fn matmul2d(a: &Tensor, b: &Tensor, transpose_a: bool, transpose_b: bool) ->
     ensure_allocatable(&[m, n], dtype)?;
     let (a, b) = (as_dtype(a, dtype)?, as_dtype(b, dtype)?);
     float_dispatch!(dtype, "mm", |T| {
-        let mut out = vec![T::ZERO; m * n];
+        let mut out = crate::storage::zeroed_vec::<T>(m * n);
         product_into(&a, &b, transpose_a, transpose_b, &mut out, T::ONE, T::ZERO)?;
         Tensor::from_vec(out, vec![m, n])
     })
@@ -323,8 +339,10 @@ fn product_into<T: Float + Element>(
     Ok(())
 }
 
-/// `w + alpha·op(a)·op(b)` as a new tensor: a copy of `w` into which the product
-/// accumulates (one pass over `w` instead of three for a separate scale and subtract).
+/// `w + alpha·op(a)·op(b)` as a new tensor: the product accumulates onto `w` as it
+/// is stored (one pass over `w` instead of three for a separate scale and subtract).
+/// With `with_copy`, also returns a second tensor holding the same values (stored
+/// by the same pass), for a caller that must own the result separately.
 pub fn matmul_update(
     w: &Tensor,
     a: &Tensor,
@@ -332,7 +350,8 @@ pub fn matmul_update(
     transpose_a: bool,
     transpose_b: bool,
     alpha: f64,
-) -> Result<Tensor> {
+    with_copy: bool,
+) -> Result<(Tensor, Option<Tensor>)> {
     if a.rank() != 2 || b.rank() != 2 || w.rank() != 2 {
         return shape_err("fused update: expected 2-D operands");
     }
@@ -343,10 +362,28 @@ pub fn matmul_update(
             fmt_shape(w.shape())
         ));
     }
+    ensure_allocatable(&[m, n * (1 + with_copy as usize)], w.dtype())?;
     float_dispatch!(w.dtype(), "fused update", |T| {
-        let mut out = w.to_vec::<T>()?;
-        product_into(a, b, transpose_a, transpose_b, &mut out, T::from_f64(alpha), T::ONE)?;
-        Tensor::from_vec(out, vec![m, n])
+        let mut out: Vec<T> = crate::storage::vec_with_capacity(m * n);
+        let mut copy: Vec<T> = crate::storage::vec_with_capacity(if with_copy { m * n } else { 0 });
+        {
+            let (ga, gb) = (a.storage().read(), b.storage().read());
+            let mismatch = || Error::DType("internal dtype mismatch in a matrix product".into());
+            let (da, db) = (T::slice(&ga).ok_or_else(mismatch)?, T::slice(&gb).ok_or_else(mismatch)?);
+            let (ma, mb) = (mat_ref(a, da, transpose_a), mat_ref(b, db, transpose_b));
+            let copy_slots = with_copy.then(|| &mut copy.spare_capacity_mut()[..m * n]);
+            let alpha = T::from_f64(alpha);
+            w.with_contiguous(|init: &[T]| {
+                matmul::matmul_update_into(ma, mb, init, &mut out.spare_capacity_mut()[..m * n], copy_slots, alpha)
+            })?;
+        }
+        // SAFETY: matmul_update_into wrote all m×n elements of `out`, and of `copy` when asked.
+        unsafe {
+            out.set_len(m * n);
+            copy.set_len(if with_copy { m * n } else { 0 });
+        }
+        let copy = if with_copy { Some(Tensor::from_vec(copy, vec![m, n])?) } else { None };
+        Ok((Tensor::from_vec(out, vec![m, n])?, copy))
     })
 }
 
@@ -583,7 +620,7 @@ fn masked_scatter(g: &Tensor, mask: &Tensor, like: &Tensor) -> Result<Tensor> {
     }
     float_dispatch!(like.dtype(), "index_backward", |T| {
         let values = as_dtype(g, like.dtype())?.to_vec::<T>()?;
-        let mut out = vec![T::ZERO; like.numel()];
+        let mut out = crate::storage::zeroed_vec::<T>(like.numel());
         let mut next = values.chunks(block.max(1));
         for (i, _) in keep.iter().enumerate().filter(|(_, &k)| k) {
             if let Some(chunk) = next.next() {

@@ -238,7 +238,8 @@ fn scalar_rule<D: Differentiator>(
             if v == 0.0 {
                 return d.apply(Op::FullLike(0.0), &[g]);
             }
-            let lowered = d.apply(Op::Scalar(ScalarOp::Pow, v - 1.0), &[x])?;
+            // x² (the squared error) is common enough to skip computing x¹.
+            let lowered = if v == 2.0 { x.clone() } else { d.apply(Op::Scalar(ScalarOp::Pow, v - 1.0), &[x])? };
             let slope = d.apply(Op::Scalar(ScalarOp::Mul, v), &[&lowered])?;
             mul(d, g, &slope)
         }

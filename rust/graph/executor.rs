@@ -49,6 +49,8 @@ fn read_var(ctx: &RunContext<'_>, plan: &Plan, var: VarId) -> Result<Tensor> {
 pub fn execute(plan: &Plan, ctx: &mut RunContext<'_>) -> Result<RunResult> {
     let mut values: Vec<Option<Tensor>> = vec![None; plan.steps.len()];
     let mut assigns = Vec::new();
+    // Copies that fused updates stored for fetched assigns, by the update's step.
+    let mut fetch_copies: Vec<(usize, Tensor)> = Vec::new();
     for (s, step) in plan.steps.iter().enumerate() {
         (ctx.between_steps)()?;
         let started = ctx.trace.is_some().then(std::time::Instant::now);
@@ -67,14 +69,16 @@ pub fn execute(plan: &Plan, ctx: &mut RunContext<'_>) -> Result<RunResult> {
                 Some(random::sample(shape, *dtype, *dist, draw_seed)?)
             }
             StepKind::Op(op) => Some(forward(op, &refs)?),
-            StepKind::MatMulUpdate { alpha, transpose_a, transpose_b } => Some(crate::forward::matmul_update(
-                &inputs[0],
-                &inputs[1],
-                &inputs[2],
-                *transpose_a,
-                *transpose_b,
-                *alpha,
-            )?),
+            StepKind::MatMulUpdate { alpha, transpose_a, transpose_b, copy_for_fetch } => {
+                let (w, a, b) = (&inputs[0], &inputs[1], &inputs[2]);
+                let (value, copy) =
+                    crate::forward::matmul_update(w, a, b, *transpose_a, *transpose_b, *alpha, *copy_for_fetch)?;
+                fetch_copies.extend(copy.map(|c| (s, c)));
+                Some(value)
+            }
+            StepKind::MaskedGrad { cmp, threshold, keep_when } => {
+                Some(crate::forward::mask_grad_threshold(&inputs[0], &inputs[1], *cmp, *threshold, *keep_when)?)
+            }
             StepKind::PassThrough => Some(inputs[0].clone()),
             StepKind::Assign { var, mode } => {
                 let new_value = match mode {
@@ -97,7 +101,18 @@ pub fn execute(plan: &Plan, ctx: &mut RunContext<'_>) -> Result<RunResult> {
             values[r] = None;
         }
     }
-    let fetched =
-        plan.fetch_steps.iter().map(|&(s, has_value)| if has_value { values[s].clone() } else { None }).collect();
+    let mut copy_of = |s: usize| {
+        let source = match (&plan.steps[s].kind, plan.steps[s].inputs.as_slice()) {
+            (StepKind::Assign { mode: AssignMode::Set, .. }, &[update]) => update,
+            _ => return None,
+        };
+        let position = fetch_copies.iter().position(|(step, _)| *step == source)?;
+        Some(fetch_copies.swap_remove(position).1)
+    };
+    let fetched = plan
+        .fetch_steps
+        .iter()
+        .map(|&(s, has_value)| if has_value { copy_of(s).or_else(|| values[s].clone()) } else { None })
+        .collect();
     Ok(RunResult { fetched, assigns })
 }

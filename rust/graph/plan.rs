@@ -5,7 +5,7 @@
 use super::{fmt_partial, AssignMode, Graph, NodeId, NodeKind, VarId};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernels::elementwise::{BinaryOp, ScalarOp};
+use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp};
 use crate::op::Op;
 use crate::random::Distribution;
 use crate::tensor::Tensor;
@@ -30,6 +30,18 @@ pub enum StepKind {
         alpha: f64,
         transpose_a: bool,
         transpose_b: bool,
+        /// The assign of this value is fetched: the same pass also stores a second
+        /// copy, which the caller gets (the variable keeps the first).
+        copy_for_fetch: bool,
+    },
+    /// Fused `where(cmp(x, threshold), g, 0)` (inputs g, x), or with the branches
+    /// swapped when `!keep_when`: the backward mask of maximum/minimum against a
+    /// constant (relu written as `maximum(h, 0)`), in one pass and without the
+    /// bool mask and the tensor of zeros.
+    MaskedGrad {
+        cmp: CmpOp,
+        threshold: f64,
+        keep_when: bool,
     },
     /// The value of the single input, unchanged (identity, function outputs).
     PassThrough,
@@ -62,6 +74,7 @@ impl Step {
             StepKind::Random { .. } => "Random".into(),
             StepKind::Op(op) => op.name(),
             StepKind::MatMulUpdate { .. } => "fused_sgd_update".into(),
+            StepKind::MaskedGrad { .. } => "fused_masked_grad".into(),
             StepKind::PassThrough => "Identity".into(),
             StepKind::Assign { .. } => "Assign".into(),
             StepKind::NoValue => "NoOp".into(),
@@ -102,20 +115,43 @@ fn missing_feed(graph: &Graph, id: NodeId) -> Error {
     ))
 }
 
-/// A fused update found in the graph: the Sub node, and what replaces it.
+/// A fused step found in the graph: the node it replaces, its inputs, and the
+/// nodes it computes along the way (which then get no step of their own).
 struct Fusion {
     kind: StepKind,
     inputs: Vec<NodeId>,
-    absorbed: [NodeId; 2],
+    absorbed: Vec<NodeId>,
 }
 
-/// Finds `w - c·matmul(a, b)` where the scaled product feeds nothing else.
-fn find_update_fusions(
-    graph: &Graph,
-    order: &[NodeId],
-    fetches: &[NodeId],
-    fed: &HashSet<NodeId>,
-) -> HashMap<NodeId, Fusion> {
+/// What the fusion patterns look at: each node's op and how many readers it has.
+struct FusionView<'a> {
+    graph: &'a Graph,
+    fed: &'a HashSet<NodeId>,
+    consumers: HashMap<NodeId, usize>,
+}
+
+impl FusionView<'_> {
+    fn op_of(&self, id: NodeId) -> Option<&Op> {
+        match &self.graph.nodes[id].kind {
+            NodeKind::Op(op) if !self.fed.contains(&id) => Some(op),
+            _ => None,
+        }
+    }
+
+    fn sole_use(&self, id: NodeId) -> bool {
+        self.consumers.get(&id).copied() == Some(1)
+    }
+
+    /// The value of a one-element constant that no feed replaces.
+    fn scalar_constant(&self, id: NodeId) -> Option<f64> {
+        match &self.graph.nodes[id].kind {
+            NodeKind::Constant(t) if !self.fed.contains(&id) && t.numel() == 1 => Some(t.to_f64_vec()[0]),
+            _ => None,
+        }
+    }
+}
+
+fn find_fusions(graph: &Graph, order: &[NodeId], fetches: &[NodeId], fed: &HashSet<NodeId>) -> HashMap<NodeId, Fusion> {
     let mut consumers: HashMap<NodeId, usize> = HashMap::new();
     for &id in order.iter().filter(|id| !fed.contains(id)) {
         for &input in &graph.nodes[id].inputs {
@@ -125,34 +161,69 @@ fn find_update_fusions(
     for &f in fetches {
         *consumers.entry(f).or_insert(0) += 1;
     }
-    let op_of = |id: NodeId| match &graph.nodes[id].kind {
-        NodeKind::Op(op) if !fed.contains(&id) => Some(op),
-        _ => None,
+    let view = FusionView { graph, fed, consumers };
+    order
+        .iter()
+        .filter_map(|&id| Some((id, update_fusion(&view, id).or_else(|| masked_grad_fusion(&view, id))?)))
+        .collect()
+}
+
+/// `where(cmp(x, c), g, zeros_like(g))` (or with g and the zeros swapped) for a
+/// one-element constant `c`: the gradient rule of maximum/minimum against a constant.
+fn masked_grad_fusion(view: &FusionView<'_>, id: NodeId) -> Option<Fusion> {
+    let graph = view.graph;
+    let (Some(Op::Where), [cond, on_true, on_false]) = (view.op_of(id), graph.nodes[id].inputs.as_slice()) else {
+        return None;
     };
-    let mut fusions = HashMap::new();
-    for &id in order {
-        let (Some(Op::Binary(BinaryOp::Sub)), [w, scaled]) = (op_of(id), graph.nodes[id].inputs.as_slice()) else {
-            continue;
+    let Some(&Op::Compare(cmp)) = view.op_of(*cond) else { return None };
+    let [x, c] = graph.nodes[*cond].inputs[..] else { return None };
+    let threshold = view.scalar_constant(c)?;
+    let zeros_of = |z: NodeId, g: NodeId| {
+        matches!(view.op_of(z), Some(&Op::FullLike(v)) if v == 0.0) && graph.nodes[z].inputs == [g]
+    };
+    let (g, zeros, keep_when) = if zeros_of(*on_false, *on_true) {
+        (*on_true, *on_false, true)
+    } else if zeros_of(*on_true, *on_false) {
+        (*on_false, *on_true, false)
+    } else {
+        return None;
+    };
+    // Broadcasting x against a one-element constant of no higher rank leaves x's shape,
+    // so the one-pass kernel (which broadcasts g with x) gives the same shape and values.
+    let x_rank = graph.nodes[x].shape.as_ref().map(Vec::len)?;
+    let c_rank = graph.nodes[c].shape.as_ref().map(Vec::len)?;
+    let same_dtype = graph.nodes[x].dtype == graph.nodes[g].dtype && graph.nodes[g].dtype == graph.nodes[id].dtype;
+    if c_rank > x_rank || !same_dtype || !graph.nodes[id].dtype.is_float() {
+        return None;
+    }
+    let absorbed = [*cond, zeros].into_iter().filter(|&n| view.sole_use(n)).collect();
+    Some(Fusion { kind: StepKind::MaskedGrad { cmp, threshold, keep_when }, inputs: vec![g, x], absorbed })
+}
+
+/// `w - c·matmul(a, b)` where the scaled product feeds nothing else.
+fn update_fusion(view: &FusionView<'_>, id: NodeId) -> Option<Fusion> {
+    let graph = view.graph;
+    {
+        let (Some(Op::Binary(BinaryOp::Sub)), [w, scaled]) = (view.op_of(id), graph.nodes[id].inputs.as_slice()) else {
+            return None;
         };
-        let Some(&Op::Scalar(ScalarOp::Mul, c)) = op_of(*scaled) else { continue };
+        let Some(&Op::Scalar(ScalarOp::Mul, c)) = view.op_of(*scaled) else { return None };
         let product = graph.nodes[*scaled].inputs[0];
-        let Some(&Op::MatMul { transpose_a, transpose_b }) = op_of(product) else { continue };
-        let sole_use = |n: NodeId| consumers.get(&n).copied() == Some(1);
+        let Some(&Op::MatMul { transpose_a, transpose_b }) = view.op_of(product) else { return None };
         let same_shape = graph.nodes[*w].shape.is_some() && graph.nodes[*w].shape == graph.nodes[product].shape;
         let same_dtype = graph.nodes[*w].dtype == graph.nodes[product].dtype;
-        if sole_use(*scaled)
-            && sole_use(product)
+        let fused = view.sole_use(*scaled)
+            && view.sole_use(product)
             && same_shape
             && same_dtype
-            && graph.nodes[*w].shape.as_ref().is_some_and(|d| d.iter().all(Option::is_some))
-        {
+            && graph.nodes[*w].shape.as_ref().is_some_and(|d| d.iter().all(Option::is_some));
+        fused.then(|| {
             let mut inputs = vec![*w];
             inputs.extend_from_slice(&graph.nodes[product].inputs);
-            let kind = StepKind::MatMulUpdate { alpha: -c, transpose_a, transpose_b };
-            fusions.insert(id, Fusion { kind, inputs, absorbed: [*scaled, product] });
-        }
+            let kind = StepKind::MatMulUpdate { alpha: -c, transpose_a, transpose_b, copy_for_fetch: false };
+            Fusion { kind, inputs, absorbed: vec![*scaled, product] }
+        })
     }
-    fusions
 }
 
 pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Plan> {
@@ -162,9 +233,9 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
     let fusions = if std::env::var_os("RUSTGRAD_DISABLE_FUSION").is_some() {
         HashMap::new()
     } else {
-        find_update_fusions(graph, &order, fetches, &fed)
+        find_fusions(graph, &order, fetches, &fed)
     };
-    let absorbed: HashSet<NodeId> = fusions.values().flat_map(|f| f.absorbed).collect();
+    let absorbed: HashSet<NodeId> = fusions.values().flat_map(|f| f.absorbed.iter().copied()).collect();
     order.retain(|id| !absorbed.contains(id));
     let position = |id: NodeId| order.binary_search(&id).ok();
     let mut steps = Vec::with_capacity(order.len());
@@ -213,8 +284,23 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
             Ok((step, graph.nodes[f].kind.has_value()))
         })
         .collect::<Result<_>>()?;
+    mark_fetched_updates(&mut steps, &fetch_steps);
     plan_releases(&mut steps, &fetch_steps);
     Ok(Plan { steps, fetch_steps, variable_names: graph.variables.iter().map(|v| v.name.clone()).collect() })
+}
+
+/// A fetched assign of a fused update's value would copy that value for the
+/// caller after the run; instead the update stores the copy as it computes.
+fn mark_fetched_updates(steps: &mut [Step], fetch_steps: &[(usize, bool)]) {
+    for &(fetched, _) in fetch_steps {
+        let update = match (&steps[fetched].kind, steps[fetched].inputs.as_slice()) {
+            (StepKind::Assign { mode: AssignMode::Set, .. }, &[update]) => update,
+            _ => continue,
+        };
+        if let StepKind::MatMulUpdate { copy_for_fetch, .. } = &mut steps[update].kind {
+            *copy_for_fetch = true;
+        }
+    }
 }
 
 /// Marks, at each step, the values whose last reader it is.

@@ -140,11 +140,24 @@ fn nan_min<T: Float>(a: T, b: T) -> T {
     }
 }
 
+/// `[f(0), f(1), ..., f(n - 1)]`, computed in parallel for large `n`.
+pub fn tabulate<T: Copy + Send + Sync>(n: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
+    let mut out = crate::storage::vec_with_capacity(n);
+    if n >= PARALLEL_MIN_ELEMENTS && super::threads::num_threads() > 1 {
+        super::threads::install(|| {
+            (0..n).into_par_iter().with_min_len(PARALLEL_MIN_ELEMENTS / 4).map(&f).collect_into_vec(&mut out)
+        });
+    } else {
+        out.extend((0..n).map(f));
+    }
+    out
+}
+
 /// Maps `f` over a contiguous slice, in parallel for large inputs.
 #[inline]
 pub fn map<T: Copy + Send + Sync, U: Copy + Send + Sync>(x: &[T], f: impl Fn(T) -> U + Sync + Send) -> Vec<U> {
     if x.len() >= PARALLEL_MIN_ELEMENTS && super::threads::num_threads() > 1 {
-        let mut out = Vec::with_capacity(x.len());
+        let mut out = crate::storage::vec_with_capacity(x.len());
         super::threads::install(|| {
             x.par_iter().with_min_len(PARALLEL_MIN_ELEMENTS / 4).map(|&v| f(v)).collect_into_vec(&mut out)
         });
@@ -285,7 +298,7 @@ where
     if a.dense && b.dense {
         let (xa, xb) = (a.dense_slice(n), b.dense_slice(n));
         if n >= PARALLEL_MIN_ELEMENTS && super::threads::num_threads() > 1 {
-            let mut out = Vec::with_capacity(n);
+            let mut out = crate::storage::vec_with_capacity(n);
             super::threads::install(|| {
                 xa.par_iter()
                     .zip(xb.par_iter())
@@ -305,39 +318,42 @@ where
         let s = a.data[a.offset];
         return map(b.dense_slice(n), |v| f(s, v));
     }
-    let mut out = Vec::with_capacity(n);
+    let mut out = crate::storage::vec_with_capacity(n);
     walk(shape, [a.strides, b.strides], [a.offset, b.offset], |[i, j]| out.push(f(a.data[i], b.data[j])));
     out
 }
 
 /// `cond ? x : y` over the broadcast `shape`.
-pub fn where_select<T: Copy>(shape: &[usize], cond: &Operand<bool>, x: &Operand<T>, y: &Operand<T>) -> Vec<T> {
+pub fn where_select<T: Copy + Send + Sync>(
+    shape: &[usize],
+    cond: &Operand<bool>,
+    x: &Operand<T>,
+    y: &Operand<T>,
+) -> Vec<T> {
     let n: usize = shape.iter().product();
     if n > 0 && cond.dense && (x.dense || x.is_single(shape)) && (y.dense || y.is_single(shape)) {
         // The common case (masks in relu-style gradients): one linear, vectorisable pass.
         let c = cond.dense_slice(n);
         return match (x.dense, y.dense) {
-            (true, true) => c
-                .iter()
-                .zip(x.dense_slice(n))
-                .zip(y.dense_slice(n))
-                .map(|((&k, &p), &q)| select_unpredictable(k, p, q))
-                .collect(),
+            (true, true) => {
+                let (xs, ys) = (x.dense_slice(n), y.dense_slice(n));
+                tabulate(n, |i| select_unpredictable(c[i], xs[i], ys[i]))
+            }
             (true, false) => {
-                let q = y.data[y.offset];
-                c.iter().zip(x.dense_slice(n)).map(|(&k, &p)| select_unpredictable(k, p, q)).collect()
+                let (xs, q) = (x.dense_slice(n), y.data[y.offset]);
+                tabulate(n, |i| select_unpredictable(c[i], xs[i], q))
             }
             (false, true) => {
-                let p = x.data[x.offset];
-                c.iter().zip(y.dense_slice(n)).map(|(&k, &q)| select_unpredictable(k, p, q)).collect()
+                let (p, ys) = (x.data[x.offset], y.dense_slice(n));
+                tabulate(n, |i| select_unpredictable(c[i], p, ys[i]))
             }
             (false, false) => {
                 let (p, q) = (x.data[x.offset], y.data[y.offset]);
-                c.iter().map(|&k| select_unpredictable(k, p, q)).collect()
+                tabulate(n, |i| select_unpredictable(c[i], p, q))
             }
         };
     }
-    let mut out = Vec::with_capacity(n);
+    let mut out = crate::storage::vec_with_capacity(n);
     walk(shape, [cond.strides, x.strides, y.strides], [cond.offset, x.offset, y.offset], |[c, i, j]| {
         out.push(if cond.data[c] { x.data[i] } else { y.data[j] })
     });

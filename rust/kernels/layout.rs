@@ -58,7 +58,7 @@ pub fn copy_slice<T: Copy + Send + Sync>(src: &[T]) -> Vec<T> {
     if std::mem::size_of_val(src) < PARALLEL_COPY_MIN_BYTES || super::threads::num_threads() < 2 {
         return src.to_vec();
     }
-    let mut out: Vec<T> = Vec::with_capacity(src.len());
+    let mut out: Vec<T> = crate::storage::vec_with_capacity(src.len());
     let half = src.len() / 2;
     let dst = SendPtr(out.as_mut_ptr());
     super::spin_pool::run(2, &|part| {
@@ -86,7 +86,7 @@ unsafe impl<T> Sync for SendPtr<T> {}
 
 /// Copies a strided view into a new row-major vector.
 pub fn gather_strided<T: Copy>(src: &[T], shape: &[usize], strides: &[isize], offset: usize) -> Vec<T> {
-    let mut out = Vec::with_capacity(shape.iter().product());
+    let mut out = crate::storage::vec_with_capacity(shape.iter().product());
     walk(shape, [strides], [offset], |[i]| out.push(src[i]));
     out
 }

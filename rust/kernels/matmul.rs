@@ -4,6 +4,7 @@
 
 use crate::dtype::Float;
 use gemm::Parallelism;
+use std::mem::MaybeUninit;
 
 /// A read-only strided matrix inside a storage slice.
 #[derive(Copy, Clone)]
@@ -51,8 +52,10 @@ pub fn matmul_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T
         }
         return;
     }
-    if let Some(done) = try_own_sgemm(a, b, out, alpha, beta) {
-        return done;
+    let ptr = out.as_mut_ptr();
+    // SAFETY: `out` holds the m×n outputs and may be read as the initial values.
+    if unsafe { try_own_sgemm(a, b, ptr, [ptr, std::ptr::null_mut()], alpha, beta) }.is_some() {
+        return;
     }
     let par = parallelism(m, n, k);
     let mut run = move || {
@@ -89,6 +92,42 @@ pub fn matmul_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T
     }
 }
 
+/// `out = init + alpha·a·b`, writing every element of the (possibly uninitialised)
+/// `out`, and of `copy` when given. Our own kernel reads `init` while it stores the
+/// result (and its copy), which saves the separate passes that copying `init` into
+/// `out` first, and `out` into `copy` after, would cost.
+pub fn matmul_update_into<T: Float>(
+    a: MatRef<T>,
+    b: MatRef<T>,
+    init: &[T],
+    out: &mut [MaybeUninit<T>],
+    mut copy: Option<&mut [MaybeUninit<T>]>,
+    alpha: T,
+) {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    let sizes_ok = init.len() == m * n && out.len() == m * n && copy.as_ref().is_none_or(|c| c.len() == m * n);
+    assert!(sizes_ok, "matmul_update_into: operand sizes");
+    if m > 0 && n > 0 && k > 0 {
+        let copy_ptr = copy.as_mut().map_or(std::ptr::null_mut(), |c| c.as_mut_ptr().cast::<T>());
+        // SAFETY: `init` holds m×n readable values; `out` and `copy` m×n writable slots each.
+        let outs = [out.as_mut_ptr().cast::<T>(), copy_ptr];
+        if unsafe { try_own_sgemm(a, b, init.as_ptr(), outs, alpha, T::ONE) }.is_some() {
+            return;
+        }
+    }
+    for (slot, &v) in out.iter_mut().zip(init) {
+        slot.write(v);
+    }
+    // SAFETY: every element was initialised just above.
+    let out = unsafe { &mut *(out as *mut [MaybeUninit<T>] as *mut [T]) };
+    matmul_into(a, b, out, alpha, T::ONE);
+    if let Some(copy) = copy {
+        for (slot, &v) in copy.iter_mut().zip(out.iter()) {
+            slot.write(v);
+        }
+    }
+}
+
 /// `RUSTGRAD_GEMM=crate` turns our own kernel off (to measure what it brings).
 #[cfg(target_arch = "x86_64")]
 fn only_gemm_crate() -> bool {
@@ -100,8 +139,20 @@ fn only_gemm_crate() -> bool {
 #[cfg(target_arch = "x86_64")]
 const OWN_SGEMM_MAX_FLOPS: usize = 1 << 28;
 
-/// Uses the AVX-512 float32 kernel for the products it is faster at; None when it does not apply.
-fn try_own_sgemm<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, beta: T) -> Option<()> {
+/// `out = beta·init + alpha·a·b` on the AVX-512 float32 kernel, for the products it
+/// is faster at; None (and nothing written) when it does not apply.
+///
+/// # Safety
+/// `init` must be valid for m×n reads and `outs[0]` (and a non-null `outs[1]`) for
+/// m×n writes (`outs[0]` may equal `init`).
+unsafe fn try_own_sgemm<T: Float>(
+    a: MatRef<T>,
+    b: MatRef<T>,
+    init: *const T,
+    outs: [*mut T; 2],
+    alpha: T,
+    beta: T,
+) -> Option<()> {
     #[cfg(target_arch = "x86_64")]
     {
         use std::any::TypeId;
@@ -114,22 +165,23 @@ fn try_own_sgemm<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, 
             return None;
         }
         // SAFETY: T is f32 (checked above), so these are the same types.
-        let (a32, b32, out32, alpha32, beta32): (MatRef<f32>, MatRef<f32>, &mut [f32], f32, f32) = unsafe {
+        let (a32, b32, alpha32, beta32): (MatRef<f32>, MatRef<f32>, f32, f32) = unsafe {
             (
                 std::mem::transmute_copy(&a),
                 std::mem::transmute_copy(&b),
-                std::mem::transmute::<&mut [T], &mut [f32]>(out),
                 std::mem::transmute_copy(&alpha),
                 std::mem::transmute_copy(&beta),
             )
         };
         let parallel = work >= (1 << 20) && super::threads::num_threads() > 1;
-        super::sgemm_avx512::sgemm(a32, b32, out32, alpha32, beta32, parallel);
+        // SAFETY: the caller's contract on `init` and `out`; the kernel's requirements were checked above.
+        let outs32 = [outs[0].cast::<f32>(), outs[1].cast::<f32>()];
+        unsafe { super::sgemm_avx512::sgemm_from(a32, b32, init.cast(), outs32, alpha32, beta32, parallel) };
         Some(())
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (a, b, out, alpha, beta);
+        let _ = (a, b, init, outs, alpha, beta);
         None
     }
 }

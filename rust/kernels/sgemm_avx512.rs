@@ -12,6 +12,7 @@
 
 use super::matmul::MatRef;
 use std::arch::x86_64::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Rows per microkernel call and columns per microkernel call (two zmm registers).
 const MR: usize = 8;
@@ -38,28 +39,58 @@ unsafe impl Sync for OutPtr {}
 /// `out = beta·out + alpha·a·b` (row-major `out`, row stride `b.cols`). Requires `b.col_stride == 1`
 /// and `available()`.
 pub fn sgemm(a: MatRef<'_, f32>, b: MatRef<'_, f32>, out: &mut [f32], alpha: f32, beta: f32, parallel: bool) {
+    assert_eq!(out.len(), a.rows * b.cols, "sgemm: output size");
+    let ptr = out.as_mut_ptr();
+    // SAFETY: `out` holds the m×n outputs, and reading the initial values from it is allowed.
+    unsafe { sgemm_from(a, b, ptr, [ptr, std::ptr::null_mut()], alpha, beta, parallel) }
+}
+
+/// `out = beta·init + alpha·a·b`, where `init` and `out` are row-major m×n
+/// (they may be the same memory). Every output element is written; `out` is read
+/// only when it is `init`. When `outs[1]` is not null the result is also stored
+/// there (a second copy costs a store, not another pass over memory).
+///
+/// # Safety
+/// `outs[0]` (and a non-null `outs[1]`) must be valid for m×n writes and `init` for m×n
+/// reads (when `beta != 0`); requires `b.col_stride == 1` and `available()`.
+pub unsafe fn sgemm_from(
+    a: MatRef<'_, f32>,
+    b: MatRef<'_, f32>,
+    init: *const f32,
+    outs: [*mut f32; 2],
+    alpha: f32,
+    beta: f32,
+    parallel: bool,
+) {
     let (m, n) = (a.rows, b.cols);
     debug_assert!(b.col_stride == 1 && available());
-    let ptr = OutPtr(out.as_mut_ptr());
+    let (ptr, init, copy) = (OutPtr(outs[0]), OutPtr(init.cast_mut()), OutPtr(outs[1]));
     let height = band_rows(m);
     let band = move |start: usize| {
-        let ptr = ptr;
+        let (ptr, init, copy) = (ptr, init, copy);
         let rows = height.min(m - start);
+        let copy_band = if copy.0.is_null() { copy.0 } else { copy.0.add(start * n) };
         // SAFETY: avx512f was detected (`available`), the band's rows are in bounds, and
         // operand pointers and strides come from tensor layouts checked by the caller.
-        unsafe { band_kernel(a, b, ptr.0.add(start * n), start, rows, alpha, beta) }
+        unsafe { band_kernel(a, b, [init.0.add(start * n), ptr.0.add(start * n), copy_band], start, rows, alpha, beta) }
     };
-    let starts: Vec<usize> = (0..m).step_by(height).collect();
-    let workers = if parallel { super::threads::num_threads().min(starts.len()) } else { 1 };
-    // Part w takes bands w, w + workers, ...: which thread computes a band never changes its result.
-    super::spin_pool::run(workers, &|w| starts.iter().skip(w).step_by(workers).for_each(|&s| band(s)));
+    let bands = m.div_ceil(height);
+    let workers = if parallel { super::threads::num_threads().min(bands) } else { 1 };
+    // Workers claim bands as they come free, so a helper that starts late still takes
+    // what is left; which thread computes a band never changes its result.
+    let next_band = AtomicUsize::new(0);
+    super::spin_pool::run(workers, &|_| {
+        while let Some(b) = Some(next_band.fetch_add(1, Ordering::Relaxed)).filter(|&b| b < bands) {
+            band(b * height)
+        }
+    });
 }
 
 #[target_feature(enable = "avx512f")]
 unsafe fn band_kernel(
     a: MatRef<'_, f32>,
     b: MatRef<'_, f32>,
-    c: *mut f32,
+    [c_in, c, c_copy]: [*mut f32; 3],
     row0: usize,
     rows: usize,
     alpha: f32,
@@ -76,7 +107,9 @@ unsafe fn band_kernel(
         while i < rows {
             let height = MR.min(rows - i);
             let a_tile = a_base.offset(i as isize * a.row_stride);
-            let c_tile = c.add(i * n + j);
+            let offset = i * n + j;
+            let copy_tile = if c_copy.is_null() { c_copy } else { c_copy.add(offset) };
+            let c_tile = [c_in.add(offset).cast_const(), c.add(offset).cast_const(), copy_tile.cast_const()];
             let (a_strides, b_tile) = ([a.row_stride, a.col_stride], b_base.add(j));
             macro_rules! tile {
                 ($h:literal, $v:literal) => {
@@ -121,7 +154,7 @@ unsafe fn micro<const H: usize, const V: usize>(
     [a_rs, a_cs]: [isize; 2],
     b: *const f32,
     b_rs: isize,
-    c: *mut f32,
+    [c_in, c, c_copy]: [*const f32; 3],
     ldc: usize,
     masks: [__mmask16; 2],
     [alpha, beta]: [f32; 2],
@@ -145,13 +178,16 @@ unsafe fn micro<const H: usize, const V: usize>(
     }
     let (alpha_v, beta_v) = (_mm512_set1_ps(alpha), _mm512_set1_ps(beta));
     for (r, row) in acc.iter().enumerate() {
-        let dst = c.add(r * ldc);
+        let (src, dst) = (c_in.add(r * ldc), c.add(r * ldc).cast_mut());
         for (half, &sum) in row.iter().enumerate() {
-            let p = dst.add(16 * half);
+            let (q, p) = (src.add(16 * half), dst.add(16 * half));
             let value = if alpha == 1.0 { sum } else { _mm512_mul_ps(alpha_v, sum) };
             let result =
-                if beta == 0.0 { value } else { _mm512_fmadd_ps(beta_v, _mm512_maskz_loadu_ps(masks[half], p), value) };
+                if beta == 0.0 { value } else { _mm512_fmadd_ps(beta_v, _mm512_maskz_loadu_ps(masks[half], q), value) };
             _mm512_mask_storeu_ps(p, masks[half], result);
+            if !c_copy.is_null() {
+                _mm512_mask_storeu_ps(c_copy.add(r * ldc + 16 * half).cast_mut(), masks[half], result);
+            }
         }
     }
 }
