@@ -248,6 +248,37 @@ mod tests {
     }
 
     #[test]
+    fn update_reads_init_and_stores_the_result_twice() {
+        fn check<T: Float + std::fmt::Debug>(to: impl Fn(f64) -> T, tol: f64) {
+            // 70×90×40 f32 runs on the AVX-512 kernel where available; f64 on the gemm crate.
+            let (m, k, n) = (70, 90, 40);
+            let a64 = values(m * k, 0.4);
+            let b64 = values(k * n, 0.8);
+            let init64 = values(m * n, 0.2);
+            let (a, b, init): (Vec<T>, Vec<T>, Vec<T>) = (
+                a64.iter().map(|&v| to(v)).collect(),
+                b64.iter().map(|&v| to(v)).collect(),
+                init64.iter().map(|&v| to(v)).collect(),
+            );
+            let a_ref = MatRef { data: &a, offset: 0, rows: m, cols: k, row_stride: k as isize, col_stride: 1 };
+            let b_ref = MatRef { data: &b, offset: 0, rows: k, cols: n, row_stride: n as isize, col_stride: 1 };
+            let mut out = vec![MaybeUninit::<T>::uninit(); m * n];
+            let mut copy = vec![MaybeUninit::<T>::uninit(); m * n];
+            matmul_update_into(a_ref, b_ref, &init, &mut out, Some(&mut copy), to(-0.5));
+            let want = naive(&a64, &b64, m, k, n);
+            for i in 0..m * n {
+                // SAFETY: matmul_update_into writes every element of both outputs.
+                let (got, dup) = unsafe { (out[i].assume_init(), copy[i].assume_init()) };
+                let expected = init64[i] - 0.5 * want[i];
+                assert!((got.to_f64() - expected).abs() <= tol * expected.abs().max(1.0), "{i}: {got:?}");
+                assert_eq!(got.to_f64().to_bits(), dup.to_f64().to_bits());
+            }
+        }
+        check::<f32>(|v| v as f32, 1e-4);
+        check::<f64>(|v| v, 1e-12);
+    }
+
+    #[test]
     fn beta_one_accumulates_into_the_output() {
         let a = values(4, 0.0);
         let b = values(4, 1.0);
