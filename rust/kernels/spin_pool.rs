@@ -172,7 +172,9 @@ mod placement {
                 if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut allowed) != 0 {
                     allowed = std::mem::zeroed();
                 }
-                Placement { tid: libc::gettid(), allowed, avoiding: AtomicI32::new(-1) }
+                // The raw syscall rather than gettid(), which needs glibc 2.30 (wheels target older ones).
+                let tid = libc::syscall(libc::SYS_gettid) as libc::pid_t;
+                Placement { tid, allowed, avoiding: AtomicI32::new(-1) }
             }
         }
 
