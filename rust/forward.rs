@@ -217,8 +217,8 @@ pub fn where_select(cond: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
     }
 }
 
-/// (g, x) -> g where keep(x), else 0. One pass; used by relu and clamp backward.
-/// `g` where `keep(x)`, else 0, in one pass (broadcasting `g` and `x`).
+/// (g, x) -> g where keep(x), else 0. One pass (broadcasting `g` and `x`); used by
+/// relu and clamp backward and the fused masks of static plans.
 fn mask_grad(g: &Tensor, x: &Tensor, op: &str, keep: impl Fn(f64) -> bool + Sync + Send) -> Result<Tensor> {
     let shape = broadcast_shapes(op, g.shape(), x.shape())?;
     let dtype = same_dtype(op, g, x)?;
@@ -229,8 +229,8 @@ fn mask_grad(g: &Tensor, x: &Tensor, op: &str, keep: impl Fn(f64) -> bool + Sync
 }
 
 /// `g` where `cmp(x, threshold) == keep_when`, else 0: the fused backward mask of
-/// maximum/minimum against a constant. Each comparison gets its own loop, so the
-/// predicate is inlined and the pass vectorises.
+/// maximum/minimum against a constant. Each comparison gets its own instance of
+/// the loop, so no match on `cmp` runs per element.
 pub fn mask_grad_threshold(g: &Tensor, x: &Tensor, cmp: CmpOp, threshold: f64, keep_when: bool) -> Result<Tensor> {
     let t = threshold;
     match cmp {
@@ -317,26 +317,26 @@ pub fn matmul2d(a: &Tensor, b: &Tensor, transpose_a: bool, transpose_b: bool) ->
     let (a, b) = (as_dtype(a, dtype)?, as_dtype(b, dtype)?);
     float_dispatch!(dtype, "mm", |T| {
         let mut out = crate::storage::zeroed_vec::<T>(m * n);
-        product_into(&a, &b, transpose_a, transpose_b, &mut out, T::ONE, T::ZERO)?;
+        with_mat_refs(&a, &b, transpose_a, transpose_b, |ma, mb| {
+            matmul::matmul_into(ma, mb, &mut out, T::ONE, T::ZERO)
+        })?;
         Tensor::from_vec(out, vec![m, n])
     })
 }
 
-/// `out = beta·out + alpha·op(a)·op(b)` for checked 2-D operands of element type `T`.
-fn product_into<T: Float + Element>(
+/// Calls `f` with the matrix views op(a) and op(b) of checked 2-D operands of
+/// element type `T`, while their storages are read-locked.
+fn with_mat_refs<T: Float + Element, R>(
     a: &Tensor,
     b: &Tensor,
     transpose_a: bool,
     transpose_b: bool,
-    out: &mut [T],
-    alpha: T,
-    beta: T,
-) -> Result<()> {
+    f: impl FnOnce(MatRef<'_, T>, MatRef<'_, T>) -> R,
+) -> Result<R> {
     let (ga, gb) = (a.storage().read(), b.storage().read());
     let mismatch = || Error::DType("internal dtype mismatch in a matrix product".into());
     let (da, db) = (T::slice(&ga).ok_or_else(mismatch)?, T::slice(&gb).ok_or_else(mismatch)?);
-    matmul::matmul_into(mat_ref(a, da, transpose_a), mat_ref(b, db, transpose_b), out, alpha, beta);
-    Ok(())
+    Ok(f(mat_ref(a, da, transpose_a), mat_ref(b, db, transpose_b)))
 }
 
 /// `w + alpha·op(a)·op(b)` as a new tensor: the product accumulates onto `w` as it
@@ -366,17 +366,13 @@ pub fn matmul_update(
     float_dispatch!(w.dtype(), "fused update", |T| {
         let mut out: Vec<T> = crate::storage::vec_with_capacity(m * n);
         let mut copy: Vec<T> = crate::storage::vec_with_capacity(if with_copy { m * n } else { 0 });
-        {
-            let (ga, gb) = (a.storage().read(), b.storage().read());
-            let mismatch = || Error::DType("internal dtype mismatch in a matrix product".into());
-            let (da, db) = (T::slice(&ga).ok_or_else(mismatch)?, T::slice(&gb).ok_or_else(mismatch)?);
-            let (ma, mb) = (mat_ref(a, da, transpose_a), mat_ref(b, db, transpose_b));
-            let copy_slots = with_copy.then(|| &mut copy.spare_capacity_mut()[..m * n]);
-            let alpha = T::from_f64(alpha);
+        let copy_slots = with_copy.then(|| &mut copy.spare_capacity_mut()[..m * n]);
+        let alpha = T::from_f64(alpha);
+        with_mat_refs(a, b, transpose_a, transpose_b, |ma, mb| {
             w.with_contiguous(|init: &[T]| {
                 matmul::matmul_update_into(ma, mb, init, &mut out.spare_capacity_mut()[..m * n], copy_slots, alpha)
-            })?;
-        }
+            })
+        })??;
         // SAFETY: matmul_update_into wrote all m×n elements of `out`, and of `copy` when asked.
         unsafe {
             out.set_len(m * n);

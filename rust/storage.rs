@@ -213,9 +213,6 @@ pub fn try_alloc<T: Element>(len: usize, value: T, shape: &[usize]) -> Result<Ve
     Ok(v)
 }
 
-/// Allocations from this size on ask for transparent huge pages.
-const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
-
 /// Asks Linux to back a new, not yet touched allocation with transparent huge
 /// pages, as numpy does for its large arrays. Where THP is in `madvise` mode (a
 /// common default) a 64 MiB buffer then costs 32 page faults instead of 16,384:
@@ -224,6 +221,8 @@ pub fn advise_huge_pages<T>(v: &Vec<T>) {
     #[cfg(target_os = "linux")]
     {
         const HUGE_PAGE: usize = 2 << 20;
+        // Allocations from this size on ask for transparent huge pages.
+        const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
         let bytes = v.capacity().saturating_mul(std::mem::size_of::<T>());
         if bytes < HUGE_PAGE_MIN_BYTES {
             return;

@@ -33,7 +33,7 @@ def sgd_graph(dtype, rng):
         init = tf.global_variables_initializer()
     sess = tf.Session(graph=graph)
     sess.run(init)
-    return sess, x, w, loss, new_w, x_value, w_value
+    return sess, x, w, new_w, x_value, w_value
 
 
 def numpy_step(x, w):
@@ -44,7 +44,7 @@ def numpy_step(x, w):
 
 @pytest.mark.parametrize("dtype, rtol", [(np.float32, 1e-5), (np.float64, 1e-12)])
 def test_fused_update_and_mask_give_the_unfused_values(dtype, rtol):
-    sess, x, w, loss, new_w, x_value, w_value = sgd_graph(dtype, np.random.default_rng(0))
+    sess, x, w, new_w, x_value, w_value = sgd_graph(dtype, np.random.default_rng(0))
     (fetched,), ops = traced_run(sess, [new_w], {x: x_value})
     assert "fused_sgd_update" in ops and "fused_masked_grad" in ops
     assert "where" not in ops and "ge" not in ops
@@ -81,7 +81,7 @@ def test_hand_written_mask_with_swapped_branches_is_fused_too():
 
 
 def test_fetched_assign_value_is_the_callers_own_copy():
-    sess, x, w, loss, new_w, x_value, _ = sgd_graph(np.float32, np.random.default_rng(1))
+    sess, x, w, new_w, x_value, _ = sgd_graph(np.float32, np.random.default_rng(1))
     first, second = sess.run([new_w, new_w], feed_dict={x: x_value})
     np.testing.assert_array_equal(first, second)
     assert not np.shares_memory(first, second)

@@ -102,10 +102,7 @@ pub fn execute(plan: &Plan, ctx: &mut RunContext<'_>) -> Result<RunResult> {
         }
     }
     let mut copy_of = |s: usize| {
-        let source = match (&plan.steps[s].kind, plan.steps[s].inputs.as_slice()) {
-            (StepKind::Assign { mode: AssignMode::Set, .. }, &[update]) => update,
-            _ => return None,
-        };
+        let source = plan.steps[s].assigned_value()?;
         let position = fetch_copies.iter().position(|(step, _)| *step == source)?;
         Some(fetch_copies.swap_remove(position).1)
     };

@@ -65,6 +65,14 @@ pub struct Step {
 }
 
 impl Step {
+    /// For `var.assign(value)`, the step computing `value`.
+    pub fn assigned_value(&self) -> Option<usize> {
+        match (&self.kind, self.inputs.as_slice()) {
+            (StepKind::Assign { mode: AssignMode::Set, .. }, &[value]) => Some(value),
+            _ => None,
+        }
+    }
+
     /// The op type shown in traces.
     pub fn kind_name(&self) -> String {
         match &self.kind {
@@ -203,27 +211,25 @@ fn masked_grad_fusion(view: &FusionView<'_>, id: NodeId) -> Option<Fusion> {
 /// `w - c·matmul(a, b)` where the scaled product feeds nothing else.
 fn update_fusion(view: &FusionView<'_>, id: NodeId) -> Option<Fusion> {
     let graph = view.graph;
-    {
-        let (Some(Op::Binary(BinaryOp::Sub)), [w, scaled]) = (view.op_of(id), graph.nodes[id].inputs.as_slice()) else {
-            return None;
-        };
-        let Some(&Op::Scalar(ScalarOp::Mul, c)) = view.op_of(*scaled) else { return None };
-        let product = graph.nodes[*scaled].inputs[0];
-        let Some(&Op::MatMul { transpose_a, transpose_b }) = view.op_of(product) else { return None };
-        let same_shape = graph.nodes[*w].shape.is_some() && graph.nodes[*w].shape == graph.nodes[product].shape;
-        let same_dtype = graph.nodes[*w].dtype == graph.nodes[product].dtype;
-        let fused = view.sole_use(*scaled)
-            && view.sole_use(product)
-            && same_shape
-            && same_dtype
-            && graph.nodes[*w].shape.as_ref().is_some_and(|d| d.iter().all(Option::is_some));
-        fused.then(|| {
-            let mut inputs = vec![*w];
-            inputs.extend_from_slice(&graph.nodes[product].inputs);
-            let kind = StepKind::MatMulUpdate { alpha: -c, transpose_a, transpose_b, copy_for_fetch: false };
-            Fusion { kind, inputs, absorbed: vec![*scaled, product] }
-        })
-    }
+    let (Some(Op::Binary(BinaryOp::Sub)), [w, scaled]) = (view.op_of(id), graph.nodes[id].inputs.as_slice()) else {
+        return None;
+    };
+    let Some(&Op::Scalar(ScalarOp::Mul, c)) = view.op_of(*scaled) else { return None };
+    let product = graph.nodes[*scaled].inputs[0];
+    let Some(&Op::MatMul { transpose_a, transpose_b }) = view.op_of(product) else { return None };
+    let same_shape = graph.nodes[*w].shape.is_some() && graph.nodes[*w].shape == graph.nodes[product].shape;
+    let same_dtype = graph.nodes[*w].dtype == graph.nodes[product].dtype;
+    let fused = view.sole_use(*scaled)
+        && view.sole_use(product)
+        && same_shape
+        && same_dtype
+        && graph.nodes[*w].shape.as_ref().is_some_and(|d| d.iter().all(Option::is_some));
+    fused.then(|| {
+        let mut inputs = vec![*w];
+        inputs.extend_from_slice(&graph.nodes[product].inputs);
+        let kind = StepKind::MatMulUpdate { alpha: -c, transpose_a, transpose_b, copy_for_fetch: false };
+        Fusion { kind, inputs, absorbed: vec![*scaled, product] }
+    })
 }
 
 pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Plan> {
@@ -293,10 +299,7 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
 /// caller after the run; instead the update stores the copy as it computes.
 fn mark_fetched_updates(steps: &mut [Step], fetch_steps: &[(usize, bool)]) {
     for &(fetched, _) in fetch_steps {
-        let update = match (&steps[fetched].kind, steps[fetched].inputs.as_slice()) {
-            (StepKind::Assign { mode: AssignMode::Set, .. }, &[update]) => update,
-            _ => continue,
-        };
+        let Some(update) = steps[fetched].assigned_value() else { continue };
         if let StepKind::MatMulUpdate { copy_for_fetch, .. } = &mut steps[update].kind {
             *copy_for_fetch = true;
         }

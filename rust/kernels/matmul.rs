@@ -106,6 +106,7 @@ pub fn matmul_update_into<T: Float>(
 ) {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     let sizes_ok = init.len() == m * n && out.len() == m * n && copy.as_ref().is_none_or(|c| c.len() == m * n);
+    // invariant: forward::matmul_update sizes all three from the checked shapes.
     assert!(sizes_ok, "matmul_update_into: operand sizes");
     if m > 0 && n > 0 && k > 0 {
         let copy_ptr = copy.as_mut().map_or(std::ptr::null_mut(), |c| c.as_mut_ptr().cast::<T>());
@@ -115,17 +116,22 @@ pub fn matmul_update_into<T: Float>(
             return;
         }
     }
-    for (slot, &v) in out.iter_mut().zip(init) {
-        slot.write(v);
-    }
-    // SAFETY: every element was initialised just above.
-    let out = unsafe { &mut *(out as *mut [MaybeUninit<T>] as *mut [T]) };
+    let out = write_all(out, init);
     matmul_into(a, b, out, alpha, T::ONE);
     if let Some(copy) = copy {
-        for (slot, &v) in copy.iter_mut().zip(out.iter()) {
-            slot.write(v);
-        }
+        write_all(copy, out);
     }
+}
+
+/// Copies `values` into `slots` (of the same length) and returns them as initialised.
+fn write_all<'a, T: Copy>(slots: &'a mut [MaybeUninit<T>], values: &[T]) -> &'a mut [T] {
+    // invariant: both callers pass m×n slots and m×n values (checked in matmul_update_into).
+    assert_eq!(slots.len(), values.len(), "write_all: lengths differ");
+    for (slot, &v) in slots.iter_mut().zip(values) {
+        slot.write(v);
+    }
+    // SAFETY: the lengths are equal (checked above), so every slot was written.
+    unsafe { &mut *(slots as *mut [MaybeUninit<T>] as *mut [T]) }
 }
 
 /// `RUSTGRAD_GEMM=crate` turns our own kernel off (to measure what it brings).

@@ -39,6 +39,7 @@ unsafe impl Sync for OutPtr {}
 /// `out = beta·out + alpha·a·b` (row-major `out`, row stride `b.cols`). Requires `b.col_stride == 1`
 /// and `available()`.
 pub fn sgemm(a: MatRef<'_, f32>, b: MatRef<'_, f32>, out: &mut [f32], alpha: f32, beta: f32, parallel: bool) {
+    // invariant: callers pass an output of a.rows × b.cols (checked shapes); this guards the unsafe call.
     assert_eq!(out.len(), a.rows * b.cols, "sgemm: output size");
     let ptr = out.as_mut_ptr();
     // SAFETY: `out` holds the m×n outputs, and reading the initial values from it is allowed.
@@ -69,7 +70,7 @@ pub unsafe fn sgemm_from(
     let band = move |start: usize| {
         let (ptr, init, copy) = (ptr, init, copy);
         let rows = height.min(m - start);
-        let copy_band = if copy.0.is_null() { copy.0 } else { copy.0.add(start * n) };
+        let copy_band = offset_unless_null(copy.0, start * n);
         // SAFETY: avx512f was detected (`available`), the band's rows are in bounds, and
         // operand pointers and strides come from tensor layouts checked by the caller.
         unsafe { band_kernel(a, b, [init.0.add(start * n), ptr.0.add(start * n), copy_band], start, rows, alpha, beta) }
@@ -79,11 +80,25 @@ pub unsafe fn sgemm_from(
     // Workers claim bands as they come free, so a helper that starts late still takes
     // what is left; which thread computes a band never changes its result.
     let next_band = AtomicUsize::new(0);
-    super::spin_pool::run(workers, &|_| {
-        while let Some(b) = Some(next_band.fetch_add(1, Ordering::Relaxed)).filter(|&b| b < bands) {
-            band(b * height)
+    super::spin_pool::run(workers, &|_| loop {
+        let claimed = next_band.fetch_add(1, Ordering::Relaxed);
+        if claimed >= bands {
+            break;
         }
+        band(claimed * height)
     });
+}
+
+/// `p + count`, or null when `p` is (the absent second output).
+///
+/// # Safety
+/// A non-null `p + count` must stay inside `p`'s allocation.
+unsafe fn offset_unless_null(p: *mut f32, count: usize) -> *mut f32 {
+    if p.is_null() {
+        p
+    } else {
+        p.add(count)
+    }
 }
 
 #[target_feature(enable = "avx512f")]
@@ -108,7 +123,7 @@ unsafe fn band_kernel(
             let height = MR.min(rows - i);
             let a_tile = a_base.offset(i as isize * a.row_stride);
             let offset = i * n + j;
-            let copy_tile = if c_copy.is_null() { c_copy } else { c_copy.add(offset) };
+            let copy_tile = offset_unless_null(c_copy, offset);
             let c_tile = [c_in.add(offset).cast_const(), c.add(offset).cast_const(), copy_tile.cast_const()];
             let (a_strides, b_tile) = ([a.row_stride, a.col_stride], b_base.add(j));
             macro_rules! tile {
