@@ -316,7 +316,7 @@ pub fn matmul2d(a: &Tensor, b: &Tensor, transpose_a: bool, transpose_b: bool) ->
     ensure_allocatable(&[m, n], dtype)?;
     let (a, b) = (as_dtype(a, dtype)?, as_dtype(b, dtype)?);
     float_dispatch!(dtype, "mm", |T| {
-        let mut out = crate::storage::zeroed_vec::<T>(m * n);
+        let mut out = crate::storage::overwritable_vec::<T>(m * n);
         with_mat_refs(&a, &b, transpose_a, transpose_b, |ma, mb| {
             matmul::matmul_into(ma, mb, &mut out, T::ONE, T::ZERO)
         })?;

@@ -2,6 +2,7 @@
 //! static graph executor. Nothing outside `python/` knows about Python.
 
 pub mod autograd;
+pub mod buffer_pool;
 pub mod dtype;
 pub mod error;
 pub mod forward;

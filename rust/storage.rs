@@ -5,6 +5,7 @@
 //! Its version counter lets the autograd tape notice that a saved tensor was
 //! modified after it was saved.
 
+use crate::buffer_pool;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::shape::fmt_shape;
@@ -166,9 +167,20 @@ impl Storage {
     }
 }
 
+impl Drop for Storage {
+    /// Large buffers go back to the pool for the next tensor of their size.
+    fn drop(&mut self) {
+        match std::mem::replace(self.data.get_mut(), Buffer::Bool(Vec::new())) {
+            Buffer::F32(v) => buffer_pool::give(v),
+            Buffer::F64(v) => buffer_pool::give(v),
+            _ => {}
+        }
+    }
+}
+
 /// Total physical memory, read once; allocations beyond it fail cleanly
 /// instead of letting the kernel's OOM killer end the process.
-fn physical_memory_bytes() -> usize {
+pub(crate) fn physical_memory_bytes() -> usize {
     static TOTAL: OnceLock<usize> = OnceLock::new();
     *TOTAL.get_or_init(|| {
         std::fs::read_to_string("/proc/meminfo")
@@ -206,6 +218,10 @@ pub fn ensure_allocatable(shape: &[usize], dtype: DType) -> Result<usize> {
 /// A vector of `len` copies of `value`, or `Error::OutOfMemory` naming the shape.
 pub fn try_alloc<T: Element>(len: usize, value: T, shape: &[usize]) -> Result<Vec<T>> {
     ensure_allocatable(shape, T::DTYPE)?;
+    if let Some(mut v) = buffer_pool::take(len) {
+        v.resize(len, value);
+        return Ok(v);
+    }
     let mut v = Vec::new();
     v.try_reserve_exact(len).map_err(|_| out_of_memory(len.checked_mul(std::mem::size_of::<T>()), T::DTYPE, shape))?;
     advise_huge_pages(&v);
@@ -239,11 +255,28 @@ pub fn advise_huge_pages<T>(v: &Vec<T>) {
     let _ = v;
 }
 
-/// An empty vector with room for `len` elements (huge pages when large).
-pub fn vec_with_capacity<T>(len: usize) -> Vec<T> {
-    let v = Vec::with_capacity(len);
-    advise_huge_pages(&v);
-    v
+/// An empty vector with room for `len` elements: a recycled buffer, or new memory
+/// (on huge pages when large).
+pub fn vec_with_capacity<T: Copy + 'static>(len: usize) -> Vec<T> {
+    buffer_pool::take(len).unwrap_or_else(|| {
+        let v = Vec::with_capacity(len);
+        advise_huge_pages(&v);
+        v
+    })
+}
+
+/// `len` elements for an output that the caller overwrites entirely: a recycled
+/// buffer still holding old values, or zeros from new memory.
+pub fn overwritable_vec<T: crate::dtype::Float>(len: usize) -> Vec<T> {
+    match buffer_pool::take::<T>(len) {
+        Some(mut v) => {
+            // SAFETY: the pool only keeps buffers whose every element was initialised
+            // (`give` requires len == capacity), and T is a plain float.
+            unsafe { v.set_len(len) };
+            v
+        }
+        None => zeroed_vec(len),
+    }
 }
 
 /// `len` zeros (huge pages when large). Zeroed memory comes straight from the

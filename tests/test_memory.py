@@ -27,8 +27,10 @@ RSS_MARGIN = 8 * MIB
 
 
 def rss() -> int:
+    """Resident memory in use: freed buffers that rustgrad keeps for reuse
+    (rustgrad.memory_cached()) do not count, since the next tensor of their size takes them."""
     with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * PAGE
+        return int(f.read().split()[1]) * PAGE - rustgrad.memory_cached()
 
 
 @pytest.fixture
@@ -256,6 +258,46 @@ def test_retain_graph_keeps_builtin_saved_tensors_and_a_later_backward_frees_the
     loss.backward()            # accumulates in place, then frees the saved output
     assert x.grad.numpy()[:3].tolist() == [2.0, 2.0, 2.0]
     assert rss() - base <= with_grad - 80 * MIB, "the last backward did not free the saved output"
+
+
+def test_a_freed_large_buffer_is_reused_by_the_next_tensor_of_its_size():
+    rustgrad.empty_cache()
+    a = rustgrad.ones(4 * MIB)  # 16 MiB
+    address = a.data_ptr()
+    del a
+    assert rustgrad.memory_cached() == 16 * MIB
+    b = rustgrad.ones(4 * MIB)
+    assert b.data_ptr() == address
+    assert rustgrad.memory_cached() == 0
+    c = rustgrad.ones(4 * MIB + 1)  # another size gets new memory
+    assert c.data_ptr() != address
+    del b, c
+    rustgrad.empty_cache()
+    assert rustgrad.memory_cached() == 0
+
+
+def test_empty_cache_returns_the_kept_memory_to_the_system():
+    rustgrad.empty_cache()
+    with open("/proc/self/statm") as f:
+        before = int(f.read().split()[1]) * PAGE
+    x = rustgrad.ones(25 * MIB)  # 100 MiB, touched
+    del x
+    assert rustgrad.memory_cached() == 100 * MIB
+    rustgrad.empty_cache()
+    with open("/proc/self/statm") as f:
+        after = int(f.read().split()[1]) * PAGE
+    assert after <= before + RSS_MARGIN
+
+
+def test_the_reuse_pool_is_bounded():
+    rustgrad.empty_cache()
+    # Twelve 64 MiB tensors of different sizes, freed together: the pool keeps at most 512 MiB.
+    tensors = [rustgrad.ones(16 * MIB + i) for i in range(12)]
+    del tensors
+    assert 0 < rustgrad.memory_cached() <= 512 * MIB
+    rustgrad.ones(200 * MIB // 4)  # larger than a quarter of the pool: freed, not kept
+    assert rustgrad.memory_cached() <= 512 * MIB
+    rustgrad.empty_cache()
 
 
 # ---------------------------------------------------------------- allocation failure

@@ -82,9 +82,11 @@ from rustgrad._rustgrad import (
     Tensor,
     device,
     dtype,
+    empty_cache,
     from_dlpack,
     get_num_threads,
     manual_seed,
+    memory_cached,
     set_num_threads,
 )
 from rustgrad.serialization import load, save
@@ -104,10 +106,10 @@ if hasattr(_os, "register_at_fork"):
 __all__ = [
     "Tensor", "abs", "add", "from_dlpack", "amax", "amin", "arange", "as_tensor", "autograd", "bool", "clamp",
     "clip", "cuda",
-    "device", "div", "double", "dtype", "empty", "enable_grad", "eq", "errors", "exp", "eye",
+    "device", "div", "double", "dtype", "empty", "empty_cache", "enable_grad", "eq", "errors", "exp", "eye",
     "flatten", "float", "float32", "float64", "from_numpy", "full", "full_like", "ge",
     "get_num_threads", "gt", "inference_mode", "is_grad_enabled", "is_tensor", "le", "linspace",
-    "log", "lt", "manual_seed", "matmul", "maximum", "mean", "minimum", "mm", "mul", "ne", "neg",
+    "log", "lt", "manual_seed", "matmul", "maximum", "mean", "memory_cached", "minimum", "mm", "mul", "ne", "neg",
     "no_grad", "numel", "ones", "ones_like", "pow", "rand", "rand_like", "randn", "randn_like",
     "relu", "reshape", "set_grad_enabled", "set_num_threads", "sigmoid", "sign", "sqrt", "square",
     "squeeze", "sub", "sum", "t", "tanh", "tensor", "transpose", "unsqueeze", "where", "zeros",

@@ -42,6 +42,8 @@ __all__ = [
     "manual_seed",
     "set_num_threads",
     "get_num_threads",
+    "empty_cache",
+    "memory_cached",
     "_after_fork_in_child",
     "backward",
     "grad",
@@ -153,6 +155,8 @@ class Tensor:
     def is_cuda(self) -> builtins.bool: ...
     def is_floating_point(self) -> builtins.bool: ...
     def is_contiguous(self) -> builtins.bool: ...
+    def data_ptr(self) -> builtins.int:
+        """The address of the first element (tensors that share memory share addresses)."""
     @property
     def requires_grad(self) -> builtins.bool: ...
     @requires_grad.setter
@@ -444,6 +448,10 @@ def from_dlpack(obj: Any) -> Tensor:
     """A tensor sharing memory with any DLPack producer (copied when the layout does not allow sharing)."""
 def set_num_threads(threads: builtins.int) -> None: ...
 def get_num_threads() -> builtins.int: ...
+def empty_cache() -> None:
+    """Frees the large buffers (1 MiB and more) that rustgrad keeps for reuse after their tensors die."""
+def memory_cached() -> builtins.int:
+    """Bytes of freed tensor memory rustgrad keeps for reuse (at most 512 MiB or an eighth of RAM)."""
 def _after_fork_in_child() -> None: ...
 def backward(
     tensors: Union[Tensor, Iterable[Tensor]],

@@ -5,6 +5,7 @@ use super::layout::walk;
 use super::PARALLEL_MIN_ELEMENTS;
 use crate::dtype::Float;
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 // Masks in gradients are data-dependent coin flips: a branch per element would mispredict half the time.
 use std::hint::select_unpredictable;
 
@@ -140,35 +141,62 @@ fn nan_min<T: Float>(a: T, b: T) -> T {
     }
 }
 
-/// `[f(0), f(1), ..., f(n - 1)]`, computed in parallel for large `n`.
-pub fn tabulate<T: Copy + Send + Sync>(n: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
+/// Elements per parallel task: large enough that a task outlasts its scheduling.
+const CHUNK: usize = PARALLEL_MIN_ELEMENTS / 4;
+
+/// A vector of `n` elements written by `fill(start, slots)` over consecutive chunks,
+/// in parallel for large `n`. Every caller writes its chunk with a plain zipped loop:
+/// rayon's `collect_into_vec` checks its bound on every element, which keeps the
+/// loop from vectorising (a relu backward mask at 1024×4096 took 13 ms that way).
+fn fill_chunks<U: Copy + Send + Sync + 'static>(
+    n: usize,
+    fill: impl Fn(usize, &mut [MaybeUninit<U>]) + Sync + Send,
+) -> Vec<U> {
     let mut out = crate::storage::vec_with_capacity(n);
+    let slots = &mut out.spare_capacity_mut()[..n];
     if n >= PARALLEL_MIN_ELEMENTS && super::threads::num_threads() > 1 {
         super::threads::install(|| {
-            (0..n).into_par_iter().with_min_len(PARALLEL_MIN_ELEMENTS / 4).map(&f).collect_into_vec(&mut out)
+            slots.par_chunks_mut(CHUNK).enumerate().for_each(|(i, chunk)| fill(i * CHUNK, chunk))
         });
     } else {
-        out.extend((0..n).map(f));
+        fill(0, slots);
     }
+    // SAFETY: every `fill` caller writes each slot of the chunk it is given, and the
+    // chunks cover all `n` slots.
+    unsafe { out.set_len(n) };
     out
 }
 
 /// Maps `f` over a contiguous slice, in parallel for large inputs.
 #[inline]
-pub fn map<T: Copy + Send + Sync, U: Copy + Send + Sync>(x: &[T], f: impl Fn(T) -> U + Sync + Send) -> Vec<U> {
-    if x.len() >= PARALLEL_MIN_ELEMENTS && super::threads::num_threads() > 1 {
-        let mut out = crate::storage::vec_with_capacity(x.len());
-        super::threads::install(|| {
-            x.par_iter().with_min_len(PARALLEL_MIN_ELEMENTS / 4).map(|&v| f(v)).collect_into_vec(&mut out)
-        });
-        out
-    } else {
-        x.iter().map(|&v| f(v)).collect()
-    }
+pub fn map<T: Copy + Send + Sync, U: Copy + Send + Sync + 'static>(
+    x: &[T],
+    f: impl Fn(T) -> U + Sync + Send,
+) -> Vec<U> {
+    fill_chunks(x.len(), |start, out| {
+        for (slot, &v) in out.iter_mut().zip(&x[start..]) {
+            slot.write(f(v));
+        }
+    })
+}
+
+/// `f(a[i], b[i])` over two contiguous slices of the same length, in parallel for large inputs.
+#[inline]
+pub fn zip_map<T: Copy + Send + Sync, U: Copy + Send + Sync + 'static>(
+    a: &[T],
+    b: &[T],
+    f: impl Fn(T, T) -> U + Sync + Send,
+) -> Vec<U> {
+    debug_assert_eq!(a.len(), b.len());
+    fill_chunks(a.len().min(b.len()), |start, out| {
+        for ((slot, &p), &q) in out.iter_mut().zip(&a[start..]).zip(&b[start..]) {
+            slot.write(f(p, q));
+        }
+    })
 }
 
 /// Applies `f` in place over a contiguous slice, in parallel for large inputs.
-pub fn map_in_place<T: Copy + Send + Sync>(x: &mut [T], f: impl Fn(T) -> T + Sync + Send) {
+pub fn map_in_place<T: Copy + Send + Sync + 'static>(x: &mut [T], f: impl Fn(T) -> T + Sync + Send) {
     if x.len() >= PARALLEL_MIN_ELEMENTS && super::threads::num_threads() > 1 {
         super::threads::install(|| {
             x.par_chunks_mut(PARALLEL_MIN_ELEMENTS / 4).for_each(|c| c.iter_mut().for_each(|v| *v = f(*v)))
@@ -288,27 +316,15 @@ pub fn zip_broadcast<T, U>(
     f: impl Fn(T, T) -> U + Sync + Send,
 ) -> Vec<U>
 where
-    T: Copy + Send + Sync,
-    U: Copy + Send + Sync,
+    T: Copy + Send + Sync + 'static,
+    U: Copy + Send + Sync + 'static,
 {
     let n: usize = shape.iter().product();
     if n == 0 {
         return Vec::new();
     }
     if a.dense && b.dense {
-        let (xa, xb) = (a.dense_slice(n), b.dense_slice(n));
-        if n >= PARALLEL_MIN_ELEMENTS && super::threads::num_threads() > 1 {
-            let mut out = crate::storage::vec_with_capacity(n);
-            super::threads::install(|| {
-                xa.par_iter()
-                    .zip(xb.par_iter())
-                    .with_min_len(PARALLEL_MIN_ELEMENTS / 4)
-                    .map(|(&p, &q)| f(p, q))
-                    .collect_into_vec(&mut out)
-            });
-            return out;
-        }
-        return xa.iter().zip(xb).map(|(&p, &q)| f(p, q)).collect();
+        return zip_map(a.dense_slice(n), b.dense_slice(n), f);
     }
     if a.dense && b.is_single(shape) {
         let s = b.data[b.offset];
@@ -324,7 +340,7 @@ where
 }
 
 /// `cond ? x : y` over the broadcast `shape`.
-pub fn where_select<T: Copy + Send + Sync>(
+pub fn where_select<T: Copy + Send + Sync + 'static>(
     shape: &[usize],
     cond: &Operand<bool>,
     x: &Operand<T>,
@@ -334,23 +350,27 @@ pub fn where_select<T: Copy + Send + Sync>(
     if n > 0 && cond.dense && (x.dense || x.is_single(shape)) && (y.dense || y.is_single(shape)) {
         // The common case (masks in relu-style gradients): one linear, vectorisable pass.
         let c = cond.dense_slice(n);
+        let pick = |x: &Operand<T>, start: usize, i: usize| {
+            if x.dense {
+                x.data[x.offset + start + i]
+            } else {
+                x.data[x.offset]
+            }
+        };
         return match (x.dense, y.dense) {
             (true, true) => {
                 let (xs, ys) = (x.dense_slice(n), y.dense_slice(n));
-                tabulate(n, |i| select_unpredictable(c[i], xs[i], ys[i]))
+                fill_chunks(n, |start, out| {
+                    for (((slot, &k), &p), &q) in out.iter_mut().zip(&c[start..]).zip(&xs[start..]).zip(&ys[start..]) {
+                        slot.write(select_unpredictable(k, p, q));
+                    }
+                })
             }
-            (true, false) => {
-                let (xs, q) = (x.dense_slice(n), y.data[y.offset]);
-                tabulate(n, |i| select_unpredictable(c[i], xs[i], q))
-            }
-            (false, true) => {
-                let (p, ys) = (x.data[x.offset], y.dense_slice(n));
-                tabulate(n, |i| select_unpredictable(c[i], p, ys[i]))
-            }
-            (false, false) => {
-                let (p, q) = (x.data[x.offset], y.data[y.offset]);
-                tabulate(n, |i| select_unpredictable(c[i], p, q))
-            }
+            _ => fill_chunks(n, |start, out| {
+                for (i, (slot, &k)) in out.iter_mut().zip(&c[start..]).enumerate() {
+                    slot.write(select_unpredictable(k, pick(x, start, i), pick(y, start, i)));
+                }
+            }),
         };
     }
     let mut out = crate::storage::vec_with_capacity(n);

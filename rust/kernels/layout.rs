@@ -1,6 +1,9 @@
 //! Walking strided layouts: gathers, scatters and the multi-operand walker the
 //! broadcasting kernels use.
 
+use rayon::prelude::*;
+use std::mem::MaybeUninit;
+
 /// Calls `f` with the element offsets of `N` operands that share the iteration
 /// `shape`, in row-major order. Strides may be 0 (broadcast) or negative.
 #[inline]
@@ -53,7 +56,7 @@ const PARALLEL_COPY_MIN_BYTES: usize = 1 << 18;
 
 /// A copy of `src`, split across cores for large slices (copies of weight matrices
 /// are on the hot path of every static training step).
-pub fn copy_slice<T: Copy + Send + Sync>(src: &[T]) -> Vec<T> {
+pub fn copy_slice<T: Copy + Send + Sync + 'static>(src: &[T]) -> Vec<T> {
     // Size first: asking for the thread count takes a lock, which small copies should not pay.
     if std::mem::size_of_val(src) < PARALLEL_COPY_MIN_BYTES || super::threads::num_threads() < 2 {
         return src.to_vec();
@@ -84,11 +87,126 @@ impl<T> SendPtr<T> {
 unsafe impl<T> Send for SendPtr<T> {}
 unsafe impl<T> Sync for SendPtr<T> {}
 
-/// Copies a strided view into a new row-major vector.
-pub fn gather_strided<T: Copy>(src: &[T], shape: &[usize], strides: &[isize], offset: usize) -> Vec<T> {
-    let mut out = crate::storage::vec_with_capacity(shape.iter().product());
-    walk(shape, [strides], [offset], |[i]| out.push(src[i]));
+/// Copies a strided view into a new row-major vector: row by row (a slice copy
+/// when rows are contiguous), with the transpose of a matrix done in bands of
+/// output rows so that every source cache line is read once. Large views are
+/// copied in parallel.
+pub fn gather_strided<T: Copy + Send + Sync + 'static>(
+    src: &[T],
+    shape: &[usize],
+    strides: &[isize],
+    offset: usize,
+) -> Vec<T> {
+    let n: usize = shape.iter().product();
+    let mut out = crate::storage::vec_with_capacity(n);
+    if n == 0 {
+        return out;
+    }
+    if shape.is_empty() {
+        out.push(src[offset]);
+        return out;
+    }
+    let slots = &mut out.spare_capacity_mut()[..n];
+    let cols = shape[shape.len() - 1];
+    let bytes = n * std::mem::size_of::<T>();
+    let parallel = bytes >= PARALLEL_COPY_MIN_BYTES && super::threads::num_threads() > 1;
+    match transposed_matrix(shape, strides) {
+        Some(column_stride) => {
+            let band = TRANSPOSE_BAND_ROWS * cols;
+            let fill = |(b, rows): (usize, &mut [MaybeUninit<T>])| {
+                gather_transposed_band(src, offset + b * TRANSPOSE_BAND_ROWS, column_stride, cols, rows)
+            };
+            for_each_chunk(slots, band, parallel, fill);
+        }
+        None => {
+            let fill = |(r, row): (usize, &mut [MaybeUninit<T>])| gather_row(src, shape, strides, offset, r, row);
+            for_each_chunk(slots, cols, parallel, fill);
+        }
+    }
+    // SAFETY: the chunks cover all `n` slots and both fills write every slot of their chunk.
+    unsafe { out.set_len(n) };
     out
+}
+
+/// Output rows per band of a transpose, and columns per tile: a tile reads 16 source
+/// lines of 64 bytes (f32) and writes 16 whole output lines. Writing one element per
+/// output row instead (rows 4 KiB apart, all in one L1 set) took 3 to 10 times longer.
+const TRANSPOSE_BAND_ROWS: usize = 16;
+
+/// For a matrix stored transposed (rows are stride 1 apart, columns `s` apart), `s`.
+fn transposed_matrix(shape: &[usize], strides: &[isize]) -> Option<usize> {
+    match (shape, strides) {
+        (&[rows, cols], &[1, s]) if rows > 1 && cols > 1 && s >= rows as isize => Some(s as usize),
+        _ => None,
+    }
+}
+
+fn for_each_chunk<T: Send>(
+    slots: &mut [MaybeUninit<T>],
+    size: usize,
+    parallel: bool,
+    fill: impl Fn((usize, &mut [MaybeUninit<T>])) + Sync + Send,
+) {
+    if parallel {
+        super::threads::install(|| slots.par_chunks_mut(size).enumerate().for_each(&fill));
+    } else {
+        slots.chunks_mut(size).enumerate().for_each(fill);
+    }
+}
+
+/// Output rows `first..` of a transposed matrix: `band[i·cols + j] = src[first + i + j·s]`,
+/// through square tiles held in a local array.
+fn gather_transposed_band<T: Copy>(src: &[T], first: usize, s: usize, cols: usize, band: &mut [MaybeUninit<T>]) {
+    const TILE: usize = TRANSPOSE_BAND_ROWS;
+    let rows = band.len() / cols;
+    let mut tile = [[src[first]; TILE]; TILE];
+    for j0 in (0..cols).step_by(TILE) {
+        let width = TILE.min(cols - j0);
+        for (jj, tile_row) in tile.iter_mut().enumerate().take(width) {
+            tile_row[..rows].copy_from_slice(&src[first + (j0 + jj) * s..][..rows]);
+        }
+        for i in 0..rows {
+            let out = &mut band[i * cols + j0..][..width];
+            for (jj, slot) in out.iter_mut().enumerate() {
+                slot.write(tile[jj][i]);
+            }
+        }
+    }
+}
+
+/// Output row `r` of a strided view (`row.len()` is the last dimension).
+fn gather_row<T: Copy>(
+    src: &[T],
+    shape: &[usize],
+    strides: &[isize],
+    offset: usize,
+    r: usize,
+    row: &mut [MaybeUninit<T>],
+) {
+    let last = shape.len() - 1;
+    let mut start = offset as isize;
+    let mut rest = r;
+    for d in (0..last).rev() {
+        start += (rest % shape[d]) as isize * strides[d];
+        rest /= shape[d];
+    }
+    let step = strides[last];
+    match step {
+        1 => {
+            let source = &src[start as usize..][..row.len()];
+            for (slot, &v) in row.iter_mut().zip(source) {
+                slot.write(v);
+            }
+        }
+        0 => row.iter_mut().for_each(|slot| {
+            slot.write(src[start as usize]);
+        }),
+        _ => {
+            for (j, slot) in row.iter_mut().enumerate() {
+                slot.write(src[(start + j as isize * step) as usize]);
+            }
+        }
+    }
 }
 
 /// Writes row-major `values` into a strided view of `dst`.
@@ -117,6 +235,29 @@ mod tests {
         assert_eq!(gather_strided(&src, &[4], &[-1], 3), vec![3, 2, 1, 0]);
         assert_eq!(gather_strided(&src, &[], &[], 2), vec![2]);
         assert!(gather_strided(&src, &[0, 4], &[4, 1], 0).is_empty());
+    }
+
+    fn walked<T: Copy>(src: &[T], shape: &[usize], strides: &[isize], offset: usize) -> Vec<T> {
+        let mut out = Vec::new();
+        walk(shape, [strides], [offset], |[i]| out.push(src[i]));
+        out
+    }
+
+    #[test]
+    fn large_gathers_match_the_element_walk() {
+        // Big enough to run in parallel and to end on a partial band of transposed rows.
+        let (rows, cols) = (203, 517);
+        let src: Vec<u32> = (0..(rows * cols + 7) as u32).collect();
+        let cases: [(&[usize], &[isize], usize); 5] = [
+            (&[cols, rows], &[1, cols as isize], 0),
+            (&[cols, rows - 3], &[1, cols as isize], 5),
+            (&[7, 29, 517], &[517, 7 * 517, 1], 3),
+            (&[29, 7, 517], &[517, 29 * 517, -1], 516),
+            (&[rows, cols], &[0, 1], 2),
+        ];
+        for (shape, strides, offset) in cases {
+            assert_eq!(gather_strided(&src, shape, strides, offset), walked(&src, shape, strides, offset), "{shape:?}");
+        }
     }
 
     #[test]

@@ -57,6 +57,12 @@ pub fn matmul_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T
     if unsafe { try_own_sgemm(a, b, ptr, [ptr, std::ptr::null_mut()], alpha, beta) }.is_some() {
         return;
     }
+    if let Some(dense_a) = dense_copy_of_transposed(a, n) {
+        let a_ref = MatRef { data: &dense_a, offset: 0, rows: m, cols: k, row_stride: k as isize, col_stride: 1 };
+        matmul_into(a_ref, b, out, alpha, beta);
+        crate::buffer_pool::give(dense_a);
+        return;
+    }
     let par = parallelism(m, n, k);
     let mut run = move || {
         // SAFETY: every pointer addresses a live slice for the whole call, and the
@@ -90,6 +96,22 @@ pub fn matmul_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T
         Parallelism::None => run(),
         _ => super::threads::install(run),
     }
+}
+
+/// The `gemm` crate multiplies a column-major A (a transposed view, as in the
+/// weight gradient xᵀ·g) about 15% slower than a row-major one: 93 ms against 80 ms
+/// at 4096×1024×4096. A transposed copy costs about 3.5 ms there, so a large A is
+/// copied first when the product is wide enough to repay it (the copy's cost grows
+/// with m·k, the saving with m·k·n).
+fn dense_copy_of_transposed<T: Float>(a: MatRef<T>, n: usize) -> Option<Vec<T>> {
+    const MIN_WIDTH: usize = 2048;
+    const MIN_WORK: usize = 1 << 30;
+    let column_major = a.row_stride == 1 && a.col_stride >= a.rows as isize && a.cols > 1;
+    if !column_major || n < MIN_WIDTH || a.rows.saturating_mul(a.cols).saturating_mul(n) < MIN_WORK {
+        return None;
+    }
+    let strides = [a.row_stride, a.col_stride];
+    Some(super::layout::gather_strided(a.data, &[a.rows, a.cols], &strides, a.offset))
 }
 
 /// `out = init + alpha·a·b`, writing every element of the (possibly uninitialised)

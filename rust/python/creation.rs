@@ -99,6 +99,18 @@ pub fn get_num_threads() -> usize {
     crate::kernels::threads::num_threads()
 }
 
+/// Frees the large buffers kept for reuse (see rust/buffer_pool.rs).
+#[pyfunction]
+pub fn empty_cache() {
+    crate::buffer_pool::empty();
+}
+
+/// Bytes of freed tensor memory kept for reuse.
+#[pyfunction]
+pub fn memory_cached() -> usize {
+    crate::buffer_pool::pooled_bytes()
+}
+
 /// Called in a forked child (os.register_at_fork): the parent's pool threads do not exist there.
 #[pyfunction]
 pub fn _after_fork_in_child() {

@@ -30,6 +30,8 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(creation::manual_seed, m)?)?;
     m.add_function(wrap_pyfunction!(creation::set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(creation::get_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(creation::empty_cache, m)?)?;
+    m.add_function(wrap_pyfunction!(creation::memory_cached, m)?)?;
     m.add_function(wrap_pyfunction!(creation::_after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(autograd::backward, m)?)?;
     m.add_function(wrap_pyfunction!(autograd::grad, m)?)?;

@@ -199,6 +199,12 @@ impl PyTensor {
         self.inner.is_contiguous()
     }
 
+    /// The address of the first element, as `torch.Tensor.data_ptr()`.
+    fn data_ptr(&self) -> usize {
+        let base = self.inner.storage().read().as_ptr() as usize;
+        base + self.inner.offset() * self.inner.dtype().size_in_bytes()
+    }
+
     #[getter]
     fn get_requires_grad(&self) -> bool {
         self.inner.requires_grad()
