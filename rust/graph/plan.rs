@@ -95,6 +95,11 @@ pub struct Plan {
     /// For each fetch, the step holding its value (None for ops without a value).
     pub fetch_steps: Vec<(usize, bool)>,
     pub variable_names: Vec<String>,
+    /// Whether any step draws seeded random numbers (whose draw counts a run updates).
+    pub draws_random: bool,
+    /// The per-step value slots, kept between runs so that a run of a cached plan
+    /// does not allocate them again.
+    pub value_slots: parking_lot::Mutex<Vec<Option<Tensor>>>,
 }
 
 fn needed_nodes(graph: &Graph, fetches: &[NodeId], fed: &HashSet<NodeId>) -> Result<Vec<NodeId>> {
@@ -292,7 +297,14 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
         .collect::<Result<_>>()?;
     mark_fetched_updates(&mut steps, &fetch_steps);
     plan_releases(&mut steps, &fetch_steps);
-    Ok(Plan { steps, fetch_steps, variable_names: graph.variables.iter().map(|v| v.name.clone()).collect() })
+    let draws_random = steps.iter().any(|s| matches!(s.kind, StepKind::Random { seed: Some(_), .. }));
+    Ok(Plan {
+        steps,
+        fetch_steps,
+        variable_names: graph.variables.iter().map(|v| v.name.clone()).collect(),
+        draws_random,
+        value_slots: parking_lot::Mutex::new(Vec::new()),
+    })
 }
 
 /// A fetched assign of a fused update's value would copy that value for the

@@ -302,9 +302,19 @@ impl PyGraph {
 }
 
 struct SessionState {
-    variables: Vec<Option<Tensor>>,
+    /// Shared with running steps as a snapshot; replaced (copied on write) only when a
+    /// run stores new values while another run still reads the old ones.
+    variables: Arc<Vec<Option<Tensor>>>,
     random_draws: HashMap<NodeId, u64>,
     closed: bool,
+}
+
+fn store_variable(variables: &mut Arc<Vec<Option<Tensor>>>, var: usize, value: Tensor) {
+    let variables = Arc::make_mut(variables);
+    if variables.len() <= var {
+        variables.resize(var + 1, None);
+    }
+    variables[var] = Some(value);
 }
 
 type PlanKey = (Vec<NodeId>, Vec<NodeId>);
@@ -361,7 +371,11 @@ impl PySession {
     fn new(graph: &Bound<'_, PyGraph>) -> PySession {
         PySession {
             graph: graph.get().inner.clone(),
-            state: Mutex::new(SessionState { variables: vec![], random_draws: HashMap::new(), closed: false }),
+            state: Mutex::new(SessionState {
+                variables: Arc::new(vec![]),
+                random_draws: HashMap::new(),
+                closed: false,
+            }),
             plans: Mutex::new(HashMap::new()),
         }
     }
@@ -397,7 +411,9 @@ impl PySession {
             let plan = self.plan(&fetches, &feeds)?;
             let (snapshot, mut draws) = {
                 let state = self.state.lock();
-                (state.variables.clone(), state.random_draws.clone())
+                // Draw counts are copied only for plans that draw seeded random numbers.
+                let draws = if plan.draws_random { state.random_draws.clone() } else { HashMap::new() };
+                (state.variables.clone(), draws)
             };
             let mut timings = Vec::new();
             let tracing = trace.is_some();
@@ -417,17 +433,17 @@ impl PySession {
                     list.append(entry)?;
                 }
             }
+            drop(snapshot);
             let mut state = self.state.lock();
             if state.closed {
                 return Err(Error::FailedPrecondition("the Session was closed while running".into()).into());
             }
             for (var, value) in result.assigns {
-                if state.variables.len() <= var {
-                    state.variables.resize(var + 1, None);
-                }
-                state.variables[var] = Some(value);
+                store_variable(&mut state.variables, var, value);
             }
-            state.random_draws = draws;
+            if plan.draws_random {
+                state.random_draws = draws;
+            }
             Ok(result.fetched)
         })?;
         let out = PyList::empty(py);
@@ -450,7 +466,7 @@ impl PySession {
     fn close(&self) {
         let mut state = self.state.lock();
         state.closed = true;
-        state.variables.clear();
+        state.variables = Arc::new(vec![]);
         self.plans.lock().clear();
     }
 
@@ -483,11 +499,7 @@ impl PySession {
             ))
             .into());
         }
-        let mut state = self.state.lock();
-        if state.variables.len() <= var {
-            state.variables.resize(var + 1, None);
-        }
-        state.variables[var] = Some(value);
+        store_variable(&mut self.state.lock().variables, var, value);
         Ok(())
     }
 }
