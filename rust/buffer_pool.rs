@@ -37,8 +37,13 @@ struct Pool {
 
 static POOL: Mutex<Pool> = Mutex::new(Pool { buffers: Vec::new(), bytes: 0 });
 
+/// The pool's size; `RUSTGRAD_BUFFER_POOL=0` makes it 0 (to measure what it brings).
 fn capacity_bytes() -> usize {
-    MAX_BYTES.min(crate::storage::physical_memory_bytes() / 8)
+    static CAPACITY: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CAPACITY.get_or_init(|| match std::env::var("RUSTGRAD_BUFFER_POOL").as_deref() {
+        Ok("0") => 0,
+        _ => MAX_BYTES.min(crate::storage::physical_memory_bytes() / 8),
+    })
 }
 
 /// # Safety
