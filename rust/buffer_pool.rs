@@ -1,5 +1,6 @@
-//! Recycling of large buffers. When a tensor of a megabyte or more is freed, its
-//! memory is kept here and handed to the next tensor of exactly the same size.
+//! Recycling of large buffers. When a float tensor of a megabyte or more is
+//! freed, its memory is kept here and handed to the next tensor of exactly the
+//! same size (kernels also return large scratch copies here).
 //!
 //! A training step makes the same tensors every time. Fresh memory from the
 //! kernel costs a page fault for each page that is touched first. At 1024×4096
@@ -13,10 +14,12 @@
 use parking_lot::Mutex;
 use std::any::TypeId;
 use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Smaller buffers are left to the allocator, which recycles them well on its own.
 const MIN_BYTES: usize = 1 << 20;
-/// At most this much freed memory is kept, and never more than an eighth of RAM.
+/// At most this much freed memory is kept, and never more than an eighth of the
+/// memory this process may use (RAM, or the cgroup's limit when lower).
 /// The 1024×4096×4096×1000 training step recycles about 200 MiB per step.
 const MAX_BYTES: usize = 512 << 20;
 
@@ -37,13 +40,34 @@ struct Pool {
 
 static POOL: Mutex<Pool> = Mutex::new(Pool { buffers: Vec::new(), bytes: 0 });
 
+/// Set in a forked child: another thread of the parent may have held the lock at
+/// the fork, so the child leaves the inherited pool alone (its buffers leak).
+static FORKED: AtomicBool = AtomicBool::new(false);
+
+/// Stops the pool in a forked child (called from the fork handler).
+pub fn forget_after_fork() {
+    FORKED.store(true, Ordering::Relaxed);
+}
+
+fn in_use() -> bool {
+    !FORKED.load(Ordering::Relaxed) && capacity_bytes() > 0
+}
+
 /// The pool's size; `RUSTGRAD_BUFFER_POOL=0` makes it 0 (to measure what it brings).
 fn capacity_bytes() -> usize {
     static CAPACITY: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *CAPACITY.get_or_init(|| match std::env::var("RUSTGRAD_BUFFER_POOL").as_deref() {
         Ok("0") => 0,
-        _ => MAX_BYTES.min(crate::storage::physical_memory_bytes() / 8),
+        _ => MAX_BYTES.min(crate::storage::physical_memory_bytes().min(cgroup_limit_bytes()) / 8),
     })
+}
+
+/// The cgroup v2 (or v1) memory limit of this process, if it has one.
+fn cgroup_limit_bytes() -> usize {
+    ["/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"]
+        .iter()
+        .find_map(|path| std::fs::read_to_string(path).ok()?.trim().parse().ok())
+        .unwrap_or(usize::MAX)
 }
 
 /// # Safety
@@ -54,8 +78,11 @@ unsafe fn free_raw<T>(ptr: usize, capacity: usize) {
 }
 
 /// Keeps `v`'s memory for a later `take` of the same type and capacity (or frees
-/// it, when it is small, not full, or larger than the pool).
+/// it, when it is small, not full, more than a quarter of the pool, or the pool is off).
 pub fn give<T: Copy + 'static>(v: Vec<T>) {
+    if !in_use() {
+        return;
+    }
     let bytes = v.capacity().saturating_mul(std::mem::size_of::<T>());
     let limit = capacity_bytes();
     // Only full vectors, so that every element of a recycled buffer is initialised.
@@ -92,7 +119,7 @@ pub fn give<T: Copy + 'static>(v: Vec<T>) {
 /// An empty vector with exactly `capacity` elements of room, made from a freed
 /// buffer of that size, if the pool holds one.
 pub fn take<T: Copy + 'static>(capacity: usize) -> Option<Vec<T>> {
-    if capacity.saturating_mul(std::mem::size_of::<T>()) < MIN_BYTES {
+    if capacity.saturating_mul(std::mem::size_of::<T>()) < MIN_BYTES || !in_use() {
         return None;
     }
     let mut pool = POOL.lock();
@@ -111,6 +138,9 @@ pub fn pooled_bytes() -> usize {
 
 /// Frees every buffer the pool holds.
 pub fn empty() {
+    if FORKED.load(Ordering::Relaxed) {
+        return;
+    }
     let buffers = std::mem::take(&mut *POOL.lock());
     for old in buffers.buffers {
         // SAFETY: each entry is the forgotten Vec it was made from, taken out of the pool once.

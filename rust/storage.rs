@@ -223,7 +223,12 @@ pub fn try_alloc<T: Element>(len: usize, value: T, shape: &[usize]) -> Result<Ve
         return Ok(v);
     }
     let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| out_of_memory(len.checked_mul(std::mem::size_of::<T>()), T::DTYPE, shape))?;
+    if v.try_reserve_exact(len).is_err() {
+        // Memory kept for reuse may be what is missing.
+        buffer_pool::empty();
+        v.try_reserve_exact(len)
+            .map_err(|_| out_of_memory(len.checked_mul(std::mem::size_of::<T>()), T::DTYPE, shape))?;
+    }
     advise_huge_pages(&v);
     v.resize(len, value);
     Ok(v)

@@ -145,10 +145,13 @@ fn nan_min<T: Float>(a: T, b: T) -> T {
 const CHUNK: usize = PARALLEL_MIN_ELEMENTS / 4;
 
 /// A vector of `n` elements written by `fill(start, slots)` over consecutive chunks,
-/// in parallel for large `n`. Every caller writes its chunk with a plain zipped loop:
-/// rayon's `collect_into_vec` checks its bound on every element, which keeps the
-/// loop from vectorising (a relu backward mask at 1024×4096 took 13 ms that way).
-fn fill_chunks<U: Copy + Send + Sync + 'static>(
+/// in parallel for large `n`. Callers write their chunk with plain loops over
+/// slices: rayon's `collect_into_vec` checks its bound on every element, which keeps
+/// the loop from vectorising (a relu backward mask at 1024×4096 took 13 ms that way).
+///
+/// # Safety
+/// `fill` must write every slot of the chunk it is given.
+unsafe fn fill_chunks<U: Copy + Send + Sync + 'static>(
     n: usize,
     fill: impl Fn(usize, &mut [MaybeUninit<U>]) + Sync + Send,
 ) -> Vec<U> {
@@ -161,7 +164,7 @@ fn fill_chunks<U: Copy + Send + Sync + 'static>(
     } else {
         fill(0, slots);
     }
-    // SAFETY: every `fill` caller writes each slot of the chunk it is given, and the
+    // SAFETY: `fill` writes each slot of its chunk (the caller's contract), and the
     // chunks cover all `n` slots.
     unsafe { out.set_len(n) };
     out
@@ -173,11 +176,14 @@ pub fn map<T: Copy + Send + Sync, U: Copy + Send + Sync + 'static>(
     x: &[T],
     f: impl Fn(T) -> U + Sync + Send,
 ) -> Vec<U> {
-    fill_chunks(x.len(), |start, out| {
-        for (slot, &v) in out.iter_mut().zip(&x[start..]) {
-            slot.write(f(v));
-        }
-    })
+    // SAFETY: the chunk at `start` is at most `x.len() - start` long, so the zip writes every slot.
+    unsafe {
+        fill_chunks(x.len(), |start, out| {
+            for (slot, &v) in out.iter_mut().zip(&x[start..]) {
+                slot.write(f(v));
+            }
+        })
+    }
 }
 
 /// `f(a[i], b[i])` over two contiguous slices of the same length, in parallel for large inputs.
@@ -187,12 +193,15 @@ pub fn zip_map<T: Copy + Send + Sync, U: Copy + Send + Sync + 'static>(
     b: &[T],
     f: impl Fn(T, T) -> U + Sync + Send,
 ) -> Vec<U> {
-    debug_assert_eq!(a.len(), b.len());
-    fill_chunks(a.len().min(b.len()), |start, out| {
-        for ((slot, &p), &q) in out.iter_mut().zip(&a[start..]).zip(&b[start..]) {
-            slot.write(f(p, q));
-        }
-    })
+    assert_eq!(a.len(), b.len(), "zip_map: operands of different lengths");
+    // SAFETY: both inputs have the output's length, so the zip writes every slot of each chunk.
+    unsafe {
+        fill_chunks(a.len(), |start, out| {
+            for ((slot, &p), &q) in out.iter_mut().zip(&a[start..]).zip(&b[start..]) {
+                slot.write(f(p, q));
+            }
+        })
+    }
 }
 
 /// Applies `f` in place over a contiguous slice, in parallel for large inputs.
@@ -360,17 +369,24 @@ pub fn where_select<T: Copy + Send + Sync + 'static>(
         return match (x.dense, y.dense) {
             (true, true) => {
                 let (xs, ys) = (x.dense_slice(n), y.dense_slice(n));
+                // SAFETY: c, xs and ys all hold n elements, so the zip writes every slot.
+                unsafe {
+                    fill_chunks(n, |start, out| {
+                        let inputs = c[start..].iter().zip(&xs[start..]).zip(&ys[start..]);
+                        for (slot, ((&k, &p), &q)) in out.iter_mut().zip(inputs) {
+                            slot.write(select_unpredictable(k, p, q));
+                        }
+                    })
+                }
+            }
+            // SAFETY: c holds n elements, so the zip writes every slot.
+            _ => unsafe {
                 fill_chunks(n, |start, out| {
-                    for (((slot, &k), &p), &q) in out.iter_mut().zip(&c[start..]).zip(&xs[start..]).zip(&ys[start..]) {
-                        slot.write(select_unpredictable(k, p, q));
+                    for (i, (slot, &k)) in out.iter_mut().zip(&c[start..]).enumerate() {
+                        slot.write(select_unpredictable(k, pick(x, start, i), pick(y, start, i)));
                     }
                 })
-            }
-            _ => fill_chunks(n, |start, out| {
-                for (i, (slot, &k)) in out.iter_mut().zip(&c[start..]).enumerate() {
-                    slot.write(select_unpredictable(k, pick(x, start, i), pick(y, start, i)));
-                }
-            }),
+            },
         };
     }
     let mut out = crate::storage::vec_with_capacity(n);

@@ -87,10 +87,10 @@ impl<T> SendPtr<T> {
 unsafe impl<T> Send for SendPtr<T> {}
 unsafe impl<T> Sync for SendPtr<T> {}
 
-/// Copies a strided view into a new row-major vector: row by row (a slice copy
-/// when rows are contiguous), with the transpose of a matrix done in bands of
-/// output rows so that every source cache line is read once. Large views are
-/// copied in parallel.
+/// Copies a strided view into a new row-major vector: row by row (a tight loop
+/// over the source row when it is contiguous), with the transpose of a matrix
+/// done in tiles so that every source cache line is read once. Large views with
+/// more than one row (or band of 16 rows) are copied in parallel.
 pub fn gather_strided<T: Copy + Send + Sync + 'static>(
     src: &[T],
     shape: &[usize],

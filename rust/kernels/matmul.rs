@@ -1,6 +1,8 @@
 //! Matrix products on the `gemm` crate, which picks its SIMD kernel (AVX2,
-//! AVX-512, NEON) at run time. Operands are read through their strides, so a
-//! transposed view is multiplied without being copied.
+//! AVX-512, NEON) at run time, and on our own AVX-512 kernel for mid-size
+//! float32 products. Operands are read through their strides, so a transposed
+//! view is multiplied without being copied (except a column-major A in wide
+//! products, see `dense_copy_of_transposed`).
 
 use crate::dtype::Float;
 use gemm::Parallelism;
@@ -108,6 +110,11 @@ fn dense_copy_of_transposed<T: Float>(a: MatRef<T>, n: usize) -> Option<Vec<T>> 
     const MIN_WORK: usize = 1 << 30;
     let column_major = a.row_stride == 1 && a.col_stride >= a.rows as isize && a.cols > 1;
     if !column_major || n < MIN_WIDTH || a.rows.saturating_mul(a.cols).saturating_mul(n) < MIN_WORK {
+        return None;
+    }
+    // The copy is an optimisation: when memory is short, multiply through the strides.
+    let bytes = a.rows.saturating_mul(a.cols).saturating_mul(std::mem::size_of::<T>());
+    if bytes > crate::storage::physical_memory_bytes() / 8 {
         return None;
     }
     let strides = [a.row_stride, a.col_stride];

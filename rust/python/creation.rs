@@ -115,4 +115,5 @@ pub fn memory_cached() -> usize {
 #[pyfunction]
 pub fn _after_fork_in_child() {
     crate::kernels::threads::forget_pool_after_fork();
+    crate::buffer_pool::forget_after_fork();
 }

@@ -302,8 +302,8 @@ impl PyGraph {
 }
 
 struct SessionState {
-    /// Shared with running steps as a snapshot; replaced (copied on write) only when a
-    /// run stores new values while another run still reads the old ones.
+    /// Shared with running steps as a snapshot. Stores (by runs, restores, close)
+    /// copy it first only while another run still reads the old values.
     variables: Arc<Vec<Option<Tensor>>>,
     random_draws: HashMap<NodeId, u64>,
     closed: bool,
