@@ -451,7 +451,8 @@ def get_num_threads() -> builtins.int: ...
 def empty_cache() -> None:
     """Frees the large buffers (1 MiB and more) that rustgrad keeps for reuse after their tensors die."""
 def memory_cached() -> builtins.int:
-    """Bytes of freed tensor memory rustgrad keeps for reuse (at most the smaller of 512 MiB and an eighth of the memory the process may use)."""
+    """Bytes of freed tensor memory rustgrad keeps for reuse: at most the smaller of
+    512 MiB and an eighth of the memory the process may use."""
 def _after_fork_in_child() -> None: ...
 def backward(
     tensors: Union[Tensor, Iterable[Tensor]],
