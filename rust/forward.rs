@@ -324,6 +324,65 @@ pub fn matmul2d(a: &Tensor, b: &Tensor, transpose_a: bool, transpose_b: bool) ->
     })
 }
 
+/// `op(a)·op(b)` and an activation of it, as two tensors: the product `h` and
+/// `maximum(h, c)` or `relu(h)`. Where our own float32 kernel runs the product, it
+/// stores both in the same pass; elsewhere the activation is a second pass.
+pub fn matmul_activation(
+    a: &Tensor,
+    b: &Tensor,
+    transpose_a: bool,
+    transpose_b: bool,
+    activation: matmul::SecondOutput,
+) -> Result<(Tensor, Tensor)> {
+    let fused = a.rank() == 2 && b.rank() == 2 && a.dtype() == b.dtype() && a.dtype().is_float() && {
+        let ((m, k), (k2, n)) = (dims_2d(a, transpose_a), dims_2d(b, transpose_b));
+        k == k2 && ensure_allocatable(&[m, 2 * n], a.dtype()).is_ok()
+    };
+    if fused {
+        let both = match a.dtype() {
+            DType::F32 => both_outputs::<f32>(a, b, transpose_a, transpose_b, activation)?,
+            _ => both_outputs::<f64>(a, b, transpose_a, transpose_b, activation)?,
+        };
+        if let Some(both) = both {
+            return Ok(both);
+        }
+    }
+    let h = matmul2d(a, b, transpose_a, transpose_b)?;
+    let activated = match activation {
+        matmul::SecondOutput::Copy => copy(&h)?,
+        matmul::SecondOutput::AtLeast(c) => scalar(ScalarOp::Max, &h, c)?,
+        matmul::SecondOutput::Relu => unary(UnaryOp::Relu, &h)?,
+    };
+    Ok((h, activated))
+}
+
+/// The product and its activation from one pass of our own kernel, or None where it
+/// does not apply (operands checked by `matmul_activation`).
+fn both_outputs<T: Float + Element>(
+    a: &Tensor,
+    b: &Tensor,
+    transpose_a: bool,
+    transpose_b: bool,
+    activation: matmul::SecondOutput,
+) -> Result<Option<(Tensor, Tensor)>> {
+    let ((m, _), (_, n)) = (dims_2d(a, transpose_a), dims_2d(b, transpose_b));
+    let mut out: Vec<T> = crate::storage::vec_with_capacity(m * n);
+    let mut second: Vec<T> = crate::storage::vec_with_capacity(m * n);
+    let done = with_mat_refs(a, b, transpose_a, transpose_b, |ma, mb| {
+        let (o, s) = (&mut out.spare_capacity_mut()[..m * n], &mut second.spare_capacity_mut()[..m * n]);
+        matmul::matmul_two_outputs_into(ma, mb, o, s, activation)
+    })?;
+    if !done {
+        return Ok(None);
+    }
+    // SAFETY: matmul_two_outputs_into returned true, so it wrote all m×n elements of both.
+    unsafe {
+        out.set_len(m * n);
+        second.set_len(m * n);
+    }
+    Ok(Some((Tensor::from_vec(out, vec![m, n])?, Tensor::from_vec(second, vec![m, n])?)))
+}
+
 /// Calls `f` with the matrix views op(a) and op(b) of checked 2-D operands of
 /// element type `T`, while their storages are read-locked.
 fn with_mat_refs<T: Float + Element, R>(

@@ -108,3 +108,68 @@ def test_product_with_another_reader_is_not_fused():
     assert "fused_sgd_update" not in ops
     np.testing.assert_allclose(seen, a_value @ b_value, rtol=1e-12)
     np.testing.assert_allclose(updated, -0.5 * (a_value @ b_value), rtol=1e-12)
+
+
+def activation_graph(dtype, activation, a_value, b_value):
+    graph = tf.Graph()
+    with graph.as_default():
+        a = tf.placeholder(dtype, a_value.shape)
+        b = tf.constant(b_value)
+        product = tf.matmul(a, b)
+        out = activation(product)
+    return graph, a, product, out
+
+
+def max_with(c):
+    return lambda p: tf.maximum(p, tf.constant([c], dtype=p.dtype))
+
+
+# name: (graph activation, numpy reference, the fused step's op in traces)
+ACTIVATIONS = {
+    "maximum with 0": (max_with(0.0), lambda h: np.maximum(h, 0), "fused_mm_maximum"),
+    "maximum with -0.5": (max_with(-0.5), lambda h: np.maximum(h, -0.5), "fused_mm_maximum"),
+    "relu": (tf.nn.relu, lambda h: np.where((h > 0) | np.isnan(h), h, 0), "fused_mm_relu"),
+}
+
+
+@pytest.mark.parametrize("name", ACTIVATIONS)
+@pytest.mark.parametrize("dtype, rtol", [(np.float32, 1e-5), (np.float64, 1e-12)])
+@pytest.mark.parametrize("shape", [(64, 1000, 100), (7, 5, 37), (300, 3, 17)])
+def test_matmul_and_activation_are_one_step_with_the_unfused_values(name, dtype, rtol, shape):
+    m, k, n = shape
+    rng = np.random.default_rng(3)
+    a_value, b_value = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+    activation, reference, fused_op = ACTIVATIONS[name]
+    graph, a, product, out = activation_graph(dtype, activation, a_value, b_value)
+    (seen_product, activated), ops = traced_run(tf.Session(graph=graph), [product, out], {a: a_value})
+    assert fused_op in ops and "mm" not in ops and "maximum" not in ops and "relu" not in ops
+    want = a_value.astype(np.float64) @ b_value
+    np.testing.assert_allclose(seen_product, want, rtol=rtol, atol=rtol * np.sqrt(k))
+    np.testing.assert_array_equal(activated, reference(seen_product))
+
+
+@pytest.mark.parametrize("name", ACTIVATIONS)
+def test_fused_activation_keeps_nan_and_the_sign_of_zero_like_the_unfused_op(name):
+    # Rows of a·b: a NaN, +0, -0 and values on both sides of the constants.
+    a_value = np.array([[np.nan], [0.0], [-1.0], [1.0], [-0.25]], np.float32)
+    b_value = np.array([[1.0, 0.0, 2.0]], np.float32)
+    activation, _, fused_op = ACTIVATIONS[name]
+    graph, a, product, out = activation_graph(np.float32, activation, a_value, b_value)
+    (fused,), ops = traced_run(tf.Session(graph=graph), [out], {a: a_value})
+    assert fused_op in ops
+    unfused_graph = tf.Graph()
+    with unfused_graph.as_default():
+        h = tf.placeholder(tf.float32, (5, 3))
+        unfused_out = activation(h)
+    with np.errstate(invalid="ignore"):
+        h_value = a_value @ b_value
+    unfused = tf.Session(graph=unfused_graph).run(unfused_out, feed_dict={h: h_value})
+    np.testing.assert_array_equal(fused, unfused)
+    np.testing.assert_array_equal(np.signbit(fused), np.signbit(unfused))
+
+
+def test_the_reference_step_fuses_its_first_product_with_the_relu():
+    sess, x, w, new_w, x_value, w_value = sgd_graph(np.float32, np.random.default_rng(4))
+    (fetched,), ops = traced_run(sess, [new_w], {x: x_value})
+    assert "fused_mm_maximum" in ops and "maximum" not in ops
+    np.testing.assert_allclose(fetched, numpy_step(x_value.astype(np.float64), w_value), rtol=1e-5, atol=1e-5)

@@ -75,16 +75,29 @@ pub fn execute(plan: &Plan, ctx: &mut RunContext<'_>) -> Result<RunResult> {
     result
 }
 
+/// What steps hand on besides their own value.
+#[derive(Default)]
+struct SideOutputs {
+    assigns: Vec<(VarId, Tensor)>,
+    /// Copies that fused updates stored for fetched assigns, by the update's step.
+    fetch_copies: Vec<(usize, Tensor)>,
+    /// The activation a fused product stored, and the slot of the step it belongs to.
+    activation: Option<(usize, Tensor)>,
+}
+
 fn run_steps(plan: &Plan, ctx: &mut RunContext<'_>, values: &mut [Option<Tensor>]) -> Result<RunResult> {
-    let mut assigns = Vec::new();
-    // Copies that fused updates stored for fetched assigns, by the update's step.
-    let mut fetch_copies: Vec<(usize, Tensor)> = Vec::new();
+    let mut side = SideOutputs::default();
     for (s, step) in plan.steps.iter().enumerate() {
         (ctx.between_steps)()?;
         let started = ctx.trace.is_some().then(std::time::Instant::now);
-        let out =
-            with_inputs(values, step, |inputs| run_step(plan, ctx, s, step, inputs, &mut assigns, &mut fetch_copies))?;
+        let out = match step.kind {
+            StepKind::StoredByProduct => values[s].take(),
+            _ => with_inputs(values, step, |inputs| run_step(plan, ctx, s, step, inputs, &mut side))?,
+        };
         values[s] = out;
+        if let Some((slot, activation)) = side.activation.take() {
+            values[slot] = Some(activation);
+        }
         if let (Some(trace), Some(t0)) = (ctx.trace.as_deref_mut(), started) {
             trace.push((step.name.clone(), step.kind_name(), t0.elapsed().as_secs_f64()));
         }
@@ -92,6 +105,7 @@ fn run_steps(plan: &Plan, ctx: &mut RunContext<'_>, values: &mut [Option<Tensor>
             values[r] = None;
         }
     }
+    let SideOutputs { assigns, mut fetch_copies, .. } = side;
     let mut copy_of = |s: usize| {
         let source = plan.steps[s].assigned_value()?;
         let position = fetch_copies.iter().position(|(step, _)| *step == source)?;
@@ -112,8 +126,7 @@ fn run_step(
     s: usize,
     step: &Step,
     inputs: &[&Tensor],
-    assigns: &mut Vec<(VarId, Tensor)>,
-    fetch_copies: &mut Vec<(usize, Tensor)>,
+    side: &mut SideOutputs,
 ) -> Result<Option<Tensor>> {
     Ok(match &step.kind {
         StepKind::Fed(k) => Some(ctx.feeds[*k].clone()),
@@ -132,9 +145,16 @@ fn run_step(
             let (w, a, b) = (inputs[0], inputs[1], inputs[2]);
             let (value, copy) =
                 crate::forward::matmul_update(w, a, b, *transpose_a, *transpose_b, *alpha, *copy_for_fetch)?;
-            fetch_copies.extend(copy.map(|c| (s, c)));
+            side.fetch_copies.extend(copy.map(|c| (s, c)));
             Some(value)
         }
+        StepKind::MatMulActivation { transpose_a, transpose_b, activation, activation_slot } => {
+            let (product, activated) =
+                crate::forward::matmul_activation(inputs[0], inputs[1], *transpose_a, *transpose_b, *activation)?;
+            side.activation = Some((*activation_slot, activated));
+            Some(product)
+        }
+        StepKind::StoredByProduct => None,
         StepKind::MaskedGrad { cmp, threshold, keep_when } => {
             Some(crate::forward::mask_grad_threshold(inputs[0], inputs[1], *cmp, *threshold, *keep_when)?)
         }
@@ -147,7 +167,7 @@ fn run_step(
                 AssignMode::Add => forward(&Op::Binary(BinaryOp::Add), &[&read_var(ctx, plan, *var)?, inputs[0]])?,
                 AssignMode::Sub => forward(&Op::Binary(BinaryOp::Sub), &[&read_var(ctx, plan, *var)?, inputs[0]])?,
             };
-            assigns.push((*var, new_value.clone()));
+            side.assigns.push((*var, new_value.clone()));
             Some(new_value)
         }
         StepKind::NoValue => None,

@@ -5,7 +5,8 @@
 use super::{fmt_partial, AssignMode, Graph, NodeId, NodeKind, VarId};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp};
+use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
+use crate::kernels::matmul::SecondOutput;
 use crate::op::Op;
 use crate::random::Distribution;
 use crate::tensor::Tensor;
@@ -43,6 +44,17 @@ pub enum StepKind {
         threshold: f64,
         keep_when: bool,
     },
+    /// Fused `matmul(a, b)` followed by `maximum(·, c)` or `relu` (inputs a, b): the
+    /// product's kernel also stores the activation, into the slot of the step
+    /// `activation_slot` (a `StoredByProduct` step), so no pass reads the product again.
+    MatMulActivation {
+        transpose_a: bool,
+        transpose_b: bool,
+        activation: SecondOutput,
+        activation_slot: usize,
+    },
+    /// The activation of a `MatMulActivation` step, already stored by it.
+    StoredByProduct,
     /// The value of the single input, unchanged (identity, function outputs).
     PassThrough,
     Assign {
@@ -83,6 +95,9 @@ impl Step {
             StepKind::Op(op) => op.name(),
             StepKind::MatMulUpdate { .. } => "fused_sgd_update".into(),
             StepKind::MaskedGrad { .. } => "fused_masked_grad".into(),
+            StepKind::MatMulActivation { activation: SecondOutput::Relu, .. } => "fused_mm_relu".into(),
+            StepKind::MatMulActivation { .. } => "fused_mm_maximum".into(),
+            StepKind::StoredByProduct => "StoredByProduct".into(),
             StepKind::PassThrough => "Identity".into(),
             StepKind::Assign { .. } => "Assign".into(),
             StepKind::NoValue => "NoOp".into(),
@@ -175,10 +190,47 @@ fn find_fusions(graph: &Graph, order: &[NodeId], fetches: &[NodeId], fed: &HashS
         *consumers.entry(f).or_insert(0) += 1;
     }
     let view = FusionView { graph, fed, consumers };
-    order
+    let mut fusions: HashMap<NodeId, Fusion> = order
         .iter()
         .filter_map(|&id| Some((id, update_fusion(&view, id).or_else(|| masked_grad_fusion(&view, id))?)))
-        .collect()
+        .collect();
+    for &id in order {
+        let Some((product, fused_product, stored)) = activation_fusion(&view, id) else { continue };
+        if !fusions.contains_key(&product) && !fusions.contains_key(&id) {
+            fusions.insert(product, fused_product);
+            fusions.insert(id, stored);
+        }
+    }
+    fusions
+}
+
+/// `maximum(matmul(a, b), c)` for a one-element constant `c`, or `relu(matmul(a, b))`:
+/// the product's step also stores the activation. Returns the product node and the
+/// fusions that replace its step and the activation's.
+fn activation_fusion(view: &FusionView<'_>, id: NodeId) -> Option<(NodeId, Fusion, Fusion)> {
+    let graph = view.graph;
+    let node = &graph.nodes[id];
+    let (activation, product, absorbed) = match (view.op_of(id)?, node.inputs.as_slice()) {
+        (Op::Unary(UnaryOp::Relu), &[p]) => (SecondOutput::Relu, p, vec![]),
+        (Op::Binary(BinaryOp::Maximum), &[p, c]) => {
+            let value = view.scalar_constant(c).filter(|v| !v.is_nan())?;
+            let c_rank = graph.nodes[c].shape.as_ref().map(Vec::len)?;
+            if c_rank > 2 || graph.nodes[c].dtype != node.dtype {
+                return None;
+            }
+            (SecondOutput::AtLeast(value), p, [c].into_iter().filter(|&c| view.sole_use(c)).collect())
+        }
+        _ => return None,
+    };
+    let &Op::MatMul { transpose_a, transpose_b } = view.op_of(product)? else { return None };
+    if graph.nodes[product].dtype != node.dtype || !node.dtype.is_float() {
+        return None;
+    }
+    // The activation's slot is the node id until `compile` turns it into a step index.
+    let kind = StepKind::MatMulActivation { transpose_a, transpose_b, activation, activation_slot: id };
+    let fused_product = Fusion { kind, inputs: graph.nodes[product].inputs.clone(), absorbed: vec![] };
+    let stored = Fusion { kind: StepKind::StoredByProduct, inputs: vec![product], absorbed };
+    Some((product, fused_product, stored))
 }
 
 /// `where(cmp(x, c), g, zeros_like(g))` (or with g and the zeros swapped) for a
@@ -269,10 +321,15 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
                 NodeKind::FunctionOutput { .. } => StepKind::PassThrough,
             }
         };
-        let (kind, fused_inputs) = match fusions.get(&id) {
+        let (mut kind, fused_inputs) = match fusions.get(&id) {
             Some(f) => (f.kind.clone(), Some(f.inputs.as_slice())),
             None => (kind, None),
         };
+        if let StepKind::MatMulActivation { activation_slot, .. } = &mut kind {
+            *activation_slot = position(*activation_slot).ok_or_else(|| {
+                Error::InvalidArgument(format!("internal: the activation of {} was pruned", node.name))
+            })?;
+        }
         let input_nodes: &[NodeId] = match (&kind, &node.kind) {
             _ if fused_inputs.is_some() => fused_inputs.unwrap_or_default(),
             (StepKind::Fed(_), _) => &[],

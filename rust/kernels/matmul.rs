@@ -25,6 +25,17 @@ impl<'a, T> MatRef<'a, T> {
     }
 }
 
+/// What the second output of a two-output product holds, next to the product itself.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum SecondOutput {
+    /// The product again.
+    Copy,
+    /// `maximum(product, c)`, NaN-propagating as numpy's `maximum` (`c` must not be NaN).
+    AtLeast(f64),
+    /// `relu(product)`: +0 where the product is ≤ 0, NaN kept.
+    Relu,
+}
+
 /// Products smaller than this many multiply-adds run on one thread: for them
 /// the cost of waking the pool exceeds the work (64×1000×100, the seed
 /// network's largest product, is measurably faster on one thread).
@@ -56,7 +67,7 @@ pub fn matmul_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T
     }
     let ptr = out.as_mut_ptr();
     // SAFETY: `out` holds the m×n outputs and may be read as the initial values.
-    if unsafe { try_own_sgemm(a, b, ptr, [ptr, std::ptr::null_mut()], alpha, beta) }.is_some() {
+    if unsafe { try_own_sgemm(a, b, ptr, [ptr, std::ptr::null_mut()], SecondOutput::Copy, alpha, beta) }.is_some() {
         return;
     }
     if let Some(dense_a) = dense_copy_of_transposed(a, n) {
@@ -141,7 +152,7 @@ pub fn matmul_update_into<T: Float>(
         let copy_ptr = copy.as_mut().map_or(std::ptr::null_mut(), |c| c.as_mut_ptr().cast::<T>());
         // SAFETY: `init` holds m×n readable values; `out` and `copy` m×n writable slots each.
         let outs = [out.as_mut_ptr().cast::<T>(), copy_ptr];
-        if unsafe { try_own_sgemm(a, b, init.as_ptr(), outs, alpha, T::ONE) }.is_some() {
+        if unsafe { try_own_sgemm(a, b, init.as_ptr(), outs, SecondOutput::Copy, alpha, T::ONE) }.is_some() {
             return;
         }
     }
@@ -150,6 +161,27 @@ pub fn matmul_update_into<T: Float>(
     if let Some(copy) = copy {
         write_all(copy, out);
     }
+}
+
+/// `out = a·b` and `second = f(a·b)` (see `SecondOutput`), both stored by one pass
+/// of our own kernel. Returns false, with nothing written, where that kernel does
+/// not apply (then the caller computes the two separately).
+pub fn matmul_two_outputs_into<T: Float>(
+    a: MatRef<T>,
+    b: MatRef<T>,
+    out: &mut [MaybeUninit<T>],
+    second: &mut [MaybeUninit<T>],
+    what: SecondOutput,
+) -> bool {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    // invariant: forward::matmul_activation sizes both outputs from the checked shapes.
+    assert!(out.len() == m * n && second.len() == m * n, "matmul_two_outputs_into: output sizes");
+    if m == 0 || n == 0 || k == 0 {
+        return false;
+    }
+    let outs = [out.as_mut_ptr().cast::<T>(), second.as_mut_ptr().cast::<T>()];
+    // SAFETY: both outputs hold m×n writable slots; with beta = 0 nothing is read from `init`.
+    unsafe { try_own_sgemm(a, b, outs[0], outs, what, T::ONE, T::ZERO) }.is_some()
 }
 
 /// Copies `values` into `slots` (of the same length) and returns them as initialised.
@@ -195,6 +227,7 @@ unsafe fn try_own_sgemm<T: Float>(
     b: MatRef<T>,
     init: *const T,
     outs: [*mut T; 2],
+    second: SecondOutput,
     alpha: T,
     beta: T,
 ) -> Option<()> {
@@ -221,12 +254,12 @@ unsafe fn try_own_sgemm<T: Float>(
         let parallel = work >= (1 << 20) && super::threads::num_threads() > 1;
         // SAFETY: the caller's contract on `init` and `out`; the kernel's requirements were checked above.
         let outs32 = [outs[0].cast::<f32>(), outs[1].cast::<f32>()];
-        unsafe { super::sgemm_avx512::sgemm_from(a32, b32, init.cast(), outs32, alpha32, beta32, parallel) };
+        unsafe { super::sgemm_avx512::sgemm_from(a32, b32, init.cast(), outs32, second, alpha32, beta32, parallel) };
         Some(())
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (a, b, init, outs, alpha, beta);
+        let _ = (a, b, init, outs, second, alpha, beta);
         None
     }
 }

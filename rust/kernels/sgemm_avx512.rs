@@ -10,7 +10,7 @@
 
 #![allow(clippy::too_many_arguments)]
 
-use super::matmul::MatRef;
+use super::matmul::{MatRef, SecondOutput};
 use std::arch::x86_64::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -43,13 +43,14 @@ pub fn sgemm(a: MatRef<'_, f32>, b: MatRef<'_, f32>, out: &mut [f32], alpha: f32
     assert_eq!(out.len(), a.rows * b.cols, "sgemm: output size");
     let ptr = out.as_mut_ptr();
     // SAFETY: `out` holds the m×n outputs, and reading the initial values from it is allowed.
-    unsafe { sgemm_from(a, b, ptr, [ptr, std::ptr::null_mut()], alpha, beta, parallel) }
+    unsafe { sgemm_from(a, b, ptr, [ptr, std::ptr::null_mut()], SecondOutput::Copy, alpha, beta, parallel) }
 }
 
 /// `out = beta·init + alpha·a·b`, where `init` and `out` are row-major m×n
 /// (they may be the same memory). Every output element is written; `out` is read
 /// only when it is `init`. When `outs[1]` is not null the result is also stored
-/// there (a second copy costs a store, not another pass over memory).
+/// there, as `second` says (a copy, or an activation of it): a second store, not
+/// another pass over memory.
 ///
 /// # Safety
 /// `outs[0]` (and a non-null `outs[1]`) must be valid for m×n writes and `init` for m×n
@@ -59,6 +60,7 @@ pub unsafe fn sgemm_from(
     b: MatRef<'_, f32>,
     init: *const f32,
     outs: [*mut f32; 2],
+    second: SecondOutput,
     alpha: f32,
     beta: f32,
     parallel: bool,
@@ -73,7 +75,8 @@ pub unsafe fn sgemm_from(
         let copy_band = offset_unless_null(copy.0, start * n);
         // SAFETY: avx512f was detected (`available`), the band's rows are in bounds, and
         // operand pointers and strides come from tensor layouts checked by the caller.
-        unsafe { band_kernel(a, b, [init.0.add(start * n), ptr.0.add(start * n), copy_band], start, rows, alpha, beta) }
+        let c = [init.0.add(start * n), ptr.0.add(start * n), copy_band];
+        unsafe { band_kernel(a, b, c, second, start, rows, alpha, beta) }
     };
     let bands = m.div_ceil(height);
     let workers = if parallel { super::threads::num_threads().min(bands) } else { 1 };
@@ -106,6 +109,7 @@ unsafe fn band_kernel(
     a: MatRef<'_, f32>,
     b: MatRef<'_, f32>,
     [c_in, c, c_copy]: [*mut f32; 3],
+    second: SecondOutput,
     row0: usize,
     rows: usize,
     alpha: f32,
@@ -128,7 +132,7 @@ unsafe fn band_kernel(
             let (a_strides, b_tile) = ([a.row_stride, a.col_stride], b_base.add(j));
             macro_rules! tile {
                 ($h:literal, $v:literal) => {
-                    micro::<$h, $v>(k, a_tile, a_strides, b_tile, b.row_stride, c_tile, n, masks, [alpha, beta])
+                    micro::<$h, $v>(k, a_tile, a_strides, b_tile, b.row_stride, c_tile, n, masks, second, [alpha, beta])
                 };
                 ($h:literal) => {
                     if width <= 16 {
@@ -172,6 +176,7 @@ unsafe fn micro<const H: usize, const V: usize>(
     [c_in, c, c_copy]: [*const f32; 3],
     ldc: usize,
     masks: [__mmask16; 2],
+    second: SecondOutput,
     [alpha, beta]: [f32; 2],
 ) {
     let mut acc = [[_mm512_setzero_ps(); V]; H];
@@ -201,7 +206,16 @@ unsafe fn micro<const H: usize, const V: usize>(
                 if beta == 0.0 { value } else { _mm512_fmadd_ps(beta_v, _mm512_maskz_loadu_ps(masks[half], q), value) };
             _mm512_mask_storeu_ps(p, masks[half], result);
             if !c_copy.is_null() {
-                _mm512_mask_storeu_ps(c_copy.add(r * ldc + 16 * half).cast_mut(), masks[half], result);
+                let other = match second {
+                    SecondOutput::Copy => result,
+                    // max(c, v) is v when v is NaN, and c only when c > v: numpy's maximum(v, c).
+                    SecondOutput::AtLeast(c) => _mm512_max_ps(_mm512_set1_ps(c as f32), result),
+                    // Kept where v > 0 or v is NaN ("not less or equal, unordered"), else +0.
+                    SecondOutput::Relu => {
+                        _mm512_maskz_mov_ps(_mm512_cmp_ps_mask::<_CMP_NLE_UQ>(result, _mm512_setzero_ps()), result)
+                    }
+                };
+                _mm512_mask_storeu_ps(c_copy.add(r * ldc + 16 * half).cast_mut(), masks[half], other);
             }
         }
     }
