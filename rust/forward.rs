@@ -470,6 +470,29 @@ pub fn sum(x: &Tensor, dims: Option<&[isize]>, keepdim: bool, mean: bool) -> Res
     })
 }
 
+/// `sum(x ** 2)` over all elements without storing the squares (the same value,
+/// bit for bit, as the two ops).
+pub fn sum_of_squares(x: &Tensor) -> Result<Tensor> {
+    float_dispatch!(x.dtype(), "sum", |T| {
+        let total = x.with_contiguous(|s: &[T]| reduce::sum_of_squares(s))?;
+        Tensor::from_vec(vec![total], vec![])
+    })
+}
+
+/// `x · (factor · g)` for a one-element `g` of x's dtype: the gradient
+/// `expand(g) · (2·x)` of a sum of squares in one pass (factor 2, or -2 when negated).
+pub fn scale_by_item(g: &Tensor, x: &Tensor, factor: f64) -> Result<Tensor> {
+    if g.numel() != 1 || g.dtype() != x.dtype() {
+        return shape_err(format!(
+            "fused squared-error gradient: expected a one-element {} gradient, got {} of shape {}",
+            x.dtype().name(),
+            g.dtype().name(),
+            fmt_shape(g.shape())
+        ));
+    }
+    scalar(ScalarOp::Mul, x, factor * g.to_f64_vec()[0])
+}
+
 pub fn extreme(x: &Tensor, dims: Option<&[isize]>, keepdim: bool, largest: bool) -> Result<Tensor> {
     let op = if largest { "amax" } else { "amin" };
     let dims = reduce_dims(op, x, dims)?;

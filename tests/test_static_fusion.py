@@ -173,3 +173,45 @@ def test_the_reference_step_fuses_its_first_product_with_the_relu():
     (fetched,), ops = traced_run(sess, [new_w], {x: x_value})
     assert "fused_mm_maximum" in ops and "maximum" not in ops
     np.testing.assert_allclose(fetched, numpy_step(x_value.astype(np.float64), w_value), rtol=1e-5, atol=1e-5)
+
+
+def squared_error_graph(dtype, y_first, grad_ys=None, fetch_squares=False):
+    rng = np.random.default_rng(5)
+    y_value, p_value = rng.standard_normal((9, 4)).astype(dtype), rng.standard_normal((9, 4)).astype(dtype)
+    graph = tf.Graph()
+    with graph.as_default():
+        y = tf.placeholder(dtype, (None, 4))
+        y_pred = tf.placeholder(dtype, (None, 4))
+        # y_pred must not be fed for its gradient to be computed: route it through an identity.
+        prediction = tf.identity(y_pred)
+        diff = y - prediction if y_first else prediction - y
+        squares = diff**2.0
+        loss = tf.reduce_sum(squares)
+        grads = tf.gradients(loss, [prediction], grad_ys=None if grad_ys is None else [tf.constant(grad_ys, dtype)])
+    fetches = [loss, grads[0]] + ([squares] if fetch_squares else [])
+    values, ops = traced_run(tf.Session(graph=graph), fetches, {y: y_value, y_pred: p_value})
+    return values, ops, y_value, p_value
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("y_first", [True, False])
+@pytest.mark.parametrize("grad_ys", [None, -1.5])
+def test_squared_error_loss_and_gradient_are_fused_with_the_unfused_values(dtype, y_first, grad_ys):
+    (loss, grad), ops, y_value, p_value = squared_error_graph(dtype, y_first, grad_ys)
+    assert "fused_sum_of_squares" in ops and "fused_squared_error_grad" in ops
+    assert not {"pow", "expand_reduced", "neg"} & set(ops)
+    diff = (y_value - p_value) if y_first else (p_value - y_value)
+    np.testing.assert_allclose(loss, np.sum(diff.astype(np.float64) ** 2), rtol=1e-6)
+    upstream = 1.0 if grad_ys is None else grad_ys
+    # d/dprediction of sum(diff²) is ∓2·diff·upstream; both forms round the same single product.
+    sign = -1.0 if y_first else 1.0
+    np.testing.assert_array_equal(grad, diff * dtype(sign * 2 * upstream))
+
+
+def test_fetched_squares_are_still_computed_and_the_loss_still_fused():
+    (loss, grad, squares), ops, y_value, p_value = squared_error_graph(np.float32, True, fetch_squares=True)
+    assert "pow" in ops and "fused_sum_of_squares" in ops
+    diff = y_value - p_value
+    np.testing.assert_array_equal(squares, diff * diff)
+    np.testing.assert_allclose(loss, np.sum(squares.astype(np.float64)), rtol=1e-7)
+    np.testing.assert_array_equal(grad, diff * np.float32(-2.0))

@@ -155,6 +155,8 @@ fn run_step(
             Some(product)
         }
         StepKind::StoredByProduct => None,
+        StepKind::SumOfSquares => Some(crate::forward::sum_of_squares(inputs[0])?),
+        StepKind::ScaledByItem { factor } => Some(crate::forward::scale_by_item(inputs[0], inputs[1], *factor)?),
         StepKind::MaskedGrad { cmp, threshold, keep_when } => {
             Some(crate::forward::mask_grad_threshold(inputs[0], inputs[1], *cmp, *threshold, *keep_when)?)
         }

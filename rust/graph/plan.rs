@@ -55,6 +55,14 @@ pub enum StepKind {
     },
     /// The activation of a `MatMulActivation` step, already stored by it.
     StoredByProduct,
+    /// Fused `sum(d ** 2)` over all elements (input d), without storing the squares.
+    SumOfSquares,
+    /// Fused `expand_reduced(g, d ** 2) · (2·d)`, the gradient of `sum(d ** 2)` for a
+    /// one-element `g` (inputs g, d), as `d · (factor·g)` in one pass; `factor` is 2,
+    /// or -2 when the `neg` that follows (the rule of `y - d`) is fused too.
+    ScaledByItem {
+        factor: f64,
+    },
     /// The value of the single input, unchanged (identity, function outputs).
     PassThrough,
     Assign {
@@ -98,6 +106,8 @@ impl Step {
             StepKind::MatMulActivation { activation: SecondOutput::Relu, .. } => "fused_mm_relu".into(),
             StepKind::MatMulActivation { .. } => "fused_mm_maximum".into(),
             StepKind::StoredByProduct => "StoredByProduct".into(),
+            StepKind::SumOfSquares => "fused_sum_of_squares".into(),
+            StepKind::ScaledByItem { .. } => "fused_squared_error_grad".into(),
             StepKind::PassThrough => "Identity".into(),
             StepKind::Assign { .. } => "Assign".into(),
             StepKind::NoValue => "NoOp".into(),
@@ -151,11 +161,13 @@ struct Fusion {
     absorbed: Vec<NodeId>,
 }
 
-/// What the fusion patterns look at: each node's op and how many readers it has.
+/// What the fusion patterns look at: each node's op, its readers, and how many
+/// uses it has (its readers, plus one when it is fetched).
 struct FusionView<'a> {
     graph: &'a Graph,
     fed: &'a HashSet<NodeId>,
     consumers: HashMap<NodeId, usize>,
+    readers: HashMap<NodeId, Vec<NodeId>>,
 }
 
 impl FusionView<'_> {
@@ -167,7 +179,19 @@ impl FusionView<'_> {
     }
 
     fn sole_use(&self, id: NodeId) -> bool {
-        self.consumers.get(&id).copied() == Some(1)
+        self.uses(id) == 1
+    }
+
+    fn uses(&self, id: NodeId) -> usize {
+        self.consumers.get(&id).copied().unwrap_or(0)
+    }
+
+    fn readers(&self, id: NodeId) -> &[NodeId] {
+        self.readers.get(&id).map_or(&[], Vec::as_slice)
+    }
+
+    fn inputs(&self, id: NodeId) -> &[NodeId] {
+        &self.graph.nodes[id].inputs
     }
 
     /// The value of a one-element constant that no feed replaces.
@@ -181,15 +205,17 @@ impl FusionView<'_> {
 
 fn find_fusions(graph: &Graph, order: &[NodeId], fetches: &[NodeId], fed: &HashSet<NodeId>) -> HashMap<NodeId, Fusion> {
     let mut consumers: HashMap<NodeId, usize> = HashMap::new();
+    let mut readers: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
     for &id in order.iter().filter(|id| !fed.contains(id)) {
         for &input in &graph.nodes[id].inputs {
             *consumers.entry(input).or_insert(0) += 1;
+            readers.entry(input).or_default().push(id);
         }
     }
     for &f in fetches {
         *consumers.entry(f).or_insert(0) += 1;
     }
-    let view = FusionView { graph, fed, consumers };
+    let view = FusionView { graph, fed, consumers, readers };
     let mut fusions: HashMap<NodeId, Fusion> = order
         .iter()
         .filter_map(|&id| Some((id, update_fusion(&view, id).or_else(|| masked_grad_fusion(&view, id))?)))
@@ -201,7 +227,72 @@ fn find_fusions(graph: &Graph, order: &[NodeId], fetches: &[NodeId], fed: &HashS
             fusions.insert(id, stored);
         }
     }
+    for &id in order {
+        let found = squared_error_fusions(&view, id);
+        if found.iter().all(|(at, f)| !fusions.contains_key(at) && f.absorbed.iter().all(|a| !fusions.contains_key(a)))
+        {
+            fusions.extend(found);
+        }
+    }
     fusions
+}
+
+/// `sum(d ** 2)` over all elements, and each gradient `tf.gradients` built for it,
+/// `expand_reduced(g, d ** 2) · (2·d)` (with the `neg` after it, when that is its
+/// only reader): the loss is summed straight from `d`, and each gradient is one
+/// scaled pass over `d`. The squares, the expanded gradient and `2·d` are not stored.
+fn squared_error_fusions(view: &FusionView<'_>, loss: NodeId) -> Vec<(NodeId, Fusion)> {
+    let graph = view.graph;
+    let (Some(Op::Sum { dims: None, keepdim: false }), &[squares]) = (view.op_of(loss), view.inputs(loss)) else {
+        return vec![];
+    };
+    let (Some(&Op::Scalar(ScalarOp::Pow, power)), &[d]) = (view.op_of(squares), view.inputs(squares)) else {
+        return vec![];
+    };
+    let dtype = graph.nodes[d].dtype;
+    if power != 2.0 || !dtype.is_float() || graph.nodes[loss].dtype != dtype || graph.nodes[squares].dtype != dtype {
+        return vec![];
+    }
+    let mut fusions: Vec<(NodeId, Fusion)> =
+        view.readers(squares).iter().filter_map(|&expand| squared_error_gradient(view, expand, squares, d)).collect();
+    // The squares are not computed at all when every reader of them is fused.
+    let absorbed = if view.uses(squares) == 1 + fusions.len() { vec![squares] } else { vec![] };
+    fusions.push((loss, Fusion { kind: StepKind::SumOfSquares, inputs: vec![d], absorbed }));
+    fusions
+}
+
+fn squared_error_gradient(
+    view: &FusionView<'_>,
+    expand: NodeId,
+    squares: NodeId,
+    d: NodeId,
+) -> Option<(NodeId, Fusion)> {
+    let graph = view.graph;
+    let Some(Op::ExpandReduced { dims: None, keepdim: false, mean: false }) = view.op_of(expand) else { return None };
+    let &[g, like] = view.inputs(expand) else { return None };
+    let scalar_g =
+        graph.nodes[g].shape.as_ref().is_some_and(Vec::is_empty) && graph.nodes[g].dtype == graph.nodes[d].dtype;
+    if like != squares || !scalar_g || !view.sole_use(expand) {
+        return None;
+    }
+    let &[product] = view.readers(expand) else { return None };
+    let (Some(Op::Binary(BinaryOp::Mul)), &[p, q]) = (view.op_of(product), view.inputs(product)) else { return None };
+    let twice = if p == expand { q } else { p };
+    let doubles_d =
+        matches!(view.op_of(twice), Some(&Op::Scalar(ScalarOp::Mul, c)) if c == 2.0) && view.inputs(twice) == [d];
+    if !doubles_d || (p != expand && q != expand) || graph.nodes[product].dtype != graph.nodes[d].dtype {
+        return None;
+    }
+    let mut absorbed = vec![expand];
+    absorbed.extend([twice].into_iter().filter(|&t| view.sole_use(t)));
+    if let &[neg] = view.readers(product) {
+        if view.sole_use(product) && matches!(view.op_of(neg), Some(Op::Unary(UnaryOp::Neg))) {
+            absorbed.push(product);
+            let fusion = Fusion { kind: StepKind::ScaledByItem { factor: -2.0 }, inputs: vec![g, d], absorbed };
+            return Some((neg, fusion));
+        }
+    }
+    Some((product, Fusion { kind: StepKind::ScaledByItem { factor: 2.0 }, inputs: vec![g, d], absorbed }))
 }
 
 /// `maximum(matmul(a, b), c)` for a one-element constant `c`, or `relu(matmul(a, b))`:

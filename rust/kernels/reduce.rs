@@ -10,22 +10,34 @@ use rayon::prelude::*;
 /// that the order of additions never depends on the number of threads.
 const CHUNK: usize = 4096;
 
-fn sum_slice<T: Float>(x: &[T]) -> f64 {
+fn sum_slice<T: Float>(x: &[T], f: impl Fn(T) -> T) -> f64 {
     let mut acc = 0.0f64;
     for &v in x {
-        acc += v.to_f64();
+        acc += f(v).to_f64();
     }
     acc
 }
 
+/// The sum of `f(v)` over all elements, in the fixed order of `sum_all`.
+fn sum_all_of<T: Float>(x: &[T], f: impl Fn(T) -> T + Sync + Send) -> T {
+    let partial = |chunk: &[T]| sum_slice(chunk, &f);
+    let partials: Vec<f64> = if x.len() < PARALLEL_MIN_ELEMENTS {
+        x.chunks(CHUNK).map(partial).collect()
+    } else {
+        super::threads::install(|| x.par_chunks(CHUNK).map(partial).collect())
+    };
+    T::from_f64(partials.iter().sum())
+}
+
 /// The sum of all elements.
 pub fn sum_all<T: Float>(x: &[T]) -> T {
-    if x.len() < PARALLEL_MIN_ELEMENTS {
-        let partials: Vec<f64> = x.chunks(CHUNK).map(sum_slice).collect();
-        return T::from_f64(partials.iter().sum());
-    }
-    let partials: Vec<f64> = super::threads::install(|| x.par_chunks(CHUNK).map(sum_slice).collect());
-    T::from_f64(partials.iter().sum())
+    sum_all_of(x, |v| v)
+}
+
+/// The sum of the squares of all elements, bitwise equal to `sum_all` of the
+/// squares (each square is rounded to T before it is added).
+pub fn sum_of_squares<T: Float>(x: &[T]) -> T {
+    sum_all_of(x, |v| v * v)
 }
 
 /// Sums a contiguous tensor of `shape` over the sorted, deduplicated `dims`.
@@ -57,7 +69,7 @@ fn sum_rows<T: Float>(x: &[T], row: usize, rows: usize) -> Vec<T> {
         return vec![T::ZERO; rows];
     }
     let sum_row = |r: &[T]| {
-        let partials: Vec<f64> = r.chunks(CHUNK).map(sum_slice).collect();
+        let partials: Vec<f64> = r.chunks(CHUNK).map(|c| sum_slice(c, |v| v)).collect();
         T::from_f64(partials.iter().sum())
     };
     if x.len() >= PARALLEL_MIN_ELEMENTS {
@@ -152,9 +164,17 @@ mod tests {
     }
 
     #[test]
+    fn sum_of_squares_equals_the_sum_of_the_squares() {
+        let x: Vec<f32> = (0..300_000).map(|i| ((i as f32) * 0.37).sin() * 3.0).collect();
+        let squares: Vec<f32> = x.iter().map(|v| v * v).collect();
+        assert_eq!(sum_of_squares(&x).to_bits(), sum_all(&squares).to_bits());
+        assert_eq!(sum_of_squares::<f64>(&[]), 0.0);
+    }
+
+    #[test]
     fn sum_all_is_the_same_in_parallel() {
         let x: Vec<f32> = (0..PARALLEL_MIN_ELEMENTS * 2 + 5).map(|i| ((i % 97) as f32) * 0.37).collect();
-        let serial: Vec<f64> = x.chunks(CHUNK).map(sum_slice).collect();
+        let serial: Vec<f64> = x.chunks(CHUNK).map(|c| sum_slice(c, |v| v)).collect();
         assert_eq!(sum_all(&x), serial.iter().sum::<f64>() as f32);
     }
 }
