@@ -2,10 +2,10 @@
 
     python benchmarks/static_optimisations.py [--steps 300] [--repeats 5]
 
-Each configuration runs in its own process (the switches are read once per
-process): the fused SGD update in static plans (RUSTGRAD_DISABLE_FUSION=1 turns
-it off) and rustgrad's own AVX-512 matmul kernel (RUSTGRAD_GEMM=crate uses the
-`gemm` crate for every product instead). numpy runs on its best BLAS kernel.
+Each configuration runs in its own process. RUSTGRAD_DISABLE_FUSION turns off
+the static plan's fusions: `1` turns off all of them, or a list such as
+`activation,mask` turns off the ones it names. RUSTGRAD_GEMM=crate uses the
+`gemm` crate for every product instead of rustgrad's own AVX-512 matmul kernel.
 """
 
 from __future__ import annotations
@@ -30,7 +30,12 @@ print(" ".join(str(train(problem, steps).us_per_step) for _ in range(repeats)))
 
 CONFIGS = [
     ("static, all optimisations", "static", {}),
-    ("static, without the fused SGD update", "static", {"RUSTGRAD_DISABLE_FUSION": "1"}),
+    ("static, without the matmul+relu fusion", "static", {"RUSTGRAD_DISABLE_FUSION": "activation"}),
+    ("static, without the squared-error fusion", "static", {"RUSTGRAD_DISABLE_FUSION": "squared_error"}),
+    ("static, without the relu-mask fusion", "static", {"RUSTGRAD_DISABLE_FUSION": "mask"}),
+    ("static, without the fetch copies of updates", "static", {"RUSTGRAD_DISABLE_FUSION": "fetch_copy"}),
+    ("static, without the fused SGD update", "static", {"RUSTGRAD_DISABLE_FUSION": "update"}),
+    ("static, without any fusion", "static", {"RUSTGRAD_DISABLE_FUSION": "1"}),
     ("static, with the gemm crate for every matmul", "static", {"RUSTGRAD_GEMM": "crate"}),
     ("eager, all optimisations", "eager", {}),
     ("eager, with the gemm crate for every matmul", "eager", {"RUSTGRAD_GEMM": "crate"}),

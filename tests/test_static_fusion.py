@@ -4,6 +4,11 @@ leaves the caller owning what it fetches."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -215,3 +220,33 @@ def test_fetched_squares_are_still_computed_and_the_loss_still_fused():
     np.testing.assert_array_equal(squares, diff * diff)
     np.testing.assert_allclose(loss, np.sum(squares.astype(np.float64)), rtol=1e-7)
     np.testing.assert_array_equal(grad, diff * np.float32(-2.0))
+
+
+def test_each_fusion_can_be_turned_off_for_measurement():
+    script = textwrap.dedent("""
+        import numpy as np
+        from rustgrad import static as tf
+        from rustgrad._demo import Problem, build_static
+        problem = Problem.make(0)
+        graph, t = build_static(problem)
+        sess = tf.Session(graph=graph)
+        sess.run(t["init"])
+        metadata = tf.RunMetadata()
+        sess.run([t["loss"], *t["train"]], feed_dict={t["x"]: problem.x, t["y"]: problem.y},
+                 options=tf.RunOptions(trace=True), run_metadata=metadata)
+        print(" ".join(sorted({op for _, op, _ in metadata.node_times if op.startswith("fused")})))
+    """)
+
+    def fused_ops(disabled):
+        env = {**os.environ, "RUSTGRAD_DISABLE_FUSION": disabled} if disabled else dict(os.environ)
+        if not disabled:
+            env.pop("RUSTGRAD_DISABLE_FUSION", None)
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+        return set(out.stdout.split())
+
+    all_fused = {"fused_mm_maximum", "fused_sum_of_squares", "fused_squared_error_grad", "fused_masked_grad",
+                 "fused_sgd_update"}
+    assert fused_ops("") == all_fused
+    assert fused_ops("activation,mask") == all_fused - {"fused_mm_maximum", "fused_masked_grad"}
+    assert fused_ops("squared_error") == all_fused - {"fused_sum_of_squares", "fused_squared_error_grad"}
+    assert fused_ops("1") == set()

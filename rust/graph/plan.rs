@@ -203,6 +203,16 @@ impl FusionView<'_> {
     }
 }
 
+/// `RUSTGRAD_DISABLE_FUSION` turns fusions off, to measure what each brings: `1` (or
+/// `all`) turns all off, or a comma-separated list names some of `update`,
+/// `fetch_copy`, `mask`, `activation` and `squared_error`. Read when a plan is compiled.
+fn fusion_enabled(name: &str) -> bool {
+    match std::env::var("RUSTGRAD_DISABLE_FUSION") {
+        Ok(off) => !off.split(',').any(|o| matches!(o.trim(), "1" | "all") || o.trim() == name),
+        Err(_) => true,
+    }
+}
+
 fn find_fusions(graph: &Graph, order: &[NodeId], fetches: &[NodeId], fed: &HashSet<NodeId>) -> HashMap<NodeId, Fusion> {
     let mut consumers: HashMap<NodeId, usize> = HashMap::new();
     let mut readers: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
@@ -216,18 +226,22 @@ fn find_fusions(graph: &Graph, order: &[NodeId], fetches: &[NodeId], fed: &HashS
         *consumers.entry(f).or_insert(0) += 1;
     }
     let view = FusionView { graph, fed, consumers, readers };
+    let enabled = |name: &str| fusion_enabled(name);
     let mut fusions: HashMap<NodeId, Fusion> = order
         .iter()
-        .filter_map(|&id| Some((id, update_fusion(&view, id).or_else(|| masked_grad_fusion(&view, id))?)))
+        .filter_map(|&id| {
+            let update = enabled("update").then(|| update_fusion(&view, id)).flatten();
+            Some((id, update.or_else(|| enabled("mask").then(|| masked_grad_fusion(&view, id)).flatten())?))
+        })
         .collect();
-    for &id in order {
+    for &id in order.iter().filter(|_| enabled("activation")) {
         let Some((product, fused_product, stored)) = activation_fusion(&view, id) else { continue };
         if !fusions.contains_key(&product) && !fusions.contains_key(&id) {
             fusions.insert(product, fused_product);
             fusions.insert(id, stored);
         }
     }
-    for &id in order {
+    for &id in order.iter().filter(|_| enabled("squared_error")) {
         let found = squared_error_fusions(&view, id);
         if found.iter().all(|(at, f)| !fusions.contains_key(at) && f.absorbed.iter().all(|a| !fusions.contains_key(a)))
         {
@@ -383,12 +397,7 @@ fn update_fusion(view: &FusionView<'_>, id: NodeId) -> Option<Fusion> {
 pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Plan> {
     let fed: HashSet<NodeId> = feeds.iter().copied().collect();
     let mut order = needed_nodes(graph, fetches, &fed)?;
-    // RUSTGRAD_DISABLE_FUSION=1 compiles plans without fused steps (to measure what fusion brings).
-    let fusions = if std::env::var_os("RUSTGRAD_DISABLE_FUSION").is_some() {
-        HashMap::new()
-    } else {
-        find_fusions(graph, &order, fetches, &fed)
-    };
+    let fusions = find_fusions(graph, &order, fetches, &fed);
     let absorbed: HashSet<NodeId> = fusions.values().flat_map(|f| f.absorbed.iter().copied()).collect();
     order.retain(|id| !absorbed.contains(id));
     let position = |id: NodeId| order.binary_search(&id).ok();
@@ -458,6 +467,9 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
 /// A fetched assign of a fused update's value would copy that value for the
 /// caller after the run; instead the update stores the copy as it computes.
 fn mark_fetched_updates(steps: &mut [Step], fetch_steps: &[(usize, bool)]) {
+    if !fusion_enabled("fetch_copy") {
+        return;
+    }
     for &(fetched, _) in fetch_steps {
         let Some(update) = steps[fetched].assigned_value() else { continue };
         if let StepKind::MatMulUpdate { copy_for_fetch, .. } = &mut steps[update].kind {
