@@ -449,7 +449,7 @@ def from_dlpack(obj: Any) -> Tensor:
 def set_num_threads(threads: builtins.int) -> None: ...
 def get_num_threads() -> builtins.int: ...
 def empty_cache() -> None:
-    """Frees the large buffers (1 MiB and more) that rustgrad keeps for reuse after their tensors die."""
+    """Frees the large buffers (128 KiB and more) that rustgrad keeps for reuse after their tensors die."""
 def memory_cached() -> builtins.int:
     """Bytes of freed tensor memory rustgrad keeps for reuse: at most the smaller of
     512 MiB and an eighth of the memory the process may use."""
