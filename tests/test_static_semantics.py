@@ -837,3 +837,15 @@ def test_eval_with_feed_dict_and_explicit_session():
         sess.close()
     with tf.Session():
         np.testing.assert_array_equal(y.eval({x: [0.5, 0.25]}), [2.0, 1.0])
+
+
+def test_float64_feeds_to_float32_placeholders_are_rounded_once_and_left_unchanged():
+    x = tf.placeholder(tf.float32, shape=(None, 3))
+    y = tf.identity(x) * 1.0
+    fed = np.array([[0.1, 1 / 3, 1e-46], [2.0**24 + 1, -0.7, 3.4e38]], np.float64)
+    before = fed.copy()
+    with tf.Session() as sess:
+        (out,) = sess.run([y], feed_dict={x: fed})
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, fed.astype(np.float32))
+    np.testing.assert_array_equal(fed, before)
