@@ -49,16 +49,24 @@ class FunctionCtx:
 
     def save_for_backward(self, *tensors: Optional[Tensor]) -> None:
         """Keeps tensors for ``backward``; modifying them in place afterwards is detected."""
+        saved: list[Optional[Tensor]] = []
+        versions: list[Optional[int]] = []
         for t in tensors:
-            if t is not None and not isinstance(t, (Tensor, GraphValue)):
+            if t is None:
+                saved.append(None)
+                versions.append(None)
+            elif isinstance(t, (Tensor, GraphValue)):
+                # Detached aliases share the data and the version counter but not the
+                # history, so saving an output does not make a reference cycle.
+                saved.append(t.detach())
+                versions.append(t._version)
+            else:
                 raise ArgumentTypeError(
                     f"save_for_backward can only save tensors (or None), got {type(t).__name__}; "
                     "store other values as ctx attributes"
                 )
-        # Detached aliases share the data and the version counter but not the
-        # history, so saving an output does not make a reference cycle.
-        self._saved = tuple(None if t is None else t.detach() for t in tensors)
-        self._saved_versions = tuple(None if t is None else t._version for t in tensors)
+        self._saved = tuple(saved)
+        self._saved_versions = tuple(versions)
 
     @property
     def saved_tensors(self) -> tuple[Optional[Tensor], ...]:
@@ -112,12 +120,17 @@ class Function(metaclass=_FunctionMeta):
         if cls not in _complete_functions:
             _check_complete(cls)
         ctx = FunctionCtx()
+        needs_input_grad = []
         for a in args:
-            if isinstance(a, GraphValue):
+            if isinstance(a, Tensor):
+                needs_input_grad.append(a.requires_grad)
+            elif isinstance(a, GraphValue):
                 from rustgrad.static._gradients import apply_function
 
                 return apply_function(cls, args, ctx)
-        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+            else:
+                needs_input_grad.append(False)
+        ctx.needs_input_grad = tuple(needs_input_grad)
         grad_was_enabled = _rustgrad.is_grad_enabled()
         _rustgrad._set_grad_enabled(False)
         try:
@@ -128,9 +141,8 @@ class Function(metaclass=_FunctionMeta):
             return result
         single = not isinstance(result, tuple)
         outputs = (result,) if single else result
-        non_differentiable = [
-            any(o is n for n in ctx._non_differentiable) for o in outputs
-        ]
+        marked = ctx._non_differentiable
+        non_differentiable = [any(o is n for n in marked) for o in outputs] if marked else [False] * len(outputs)
         recorded = _rustgrad._record_function(
             cls.__name__, cls.backward, ctx, args, outputs, non_differentiable
         )
