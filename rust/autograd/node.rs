@@ -3,9 +3,9 @@
 
 use crate::dtype::DType;
 use crate::op::Op;
-use crate::shape::Shape;
 use crate::tensor::{Tensor, WeakTensor};
 use parking_lot::Mutex;
+use smallvec::SmallVec;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -37,14 +37,22 @@ pub struct Saved {
     pub output: Option<SavedTensor>,
 }
 
+/// The shape and dtype of a node's input or output, stored inline for up to four
+/// dimensions: recording an op then allocates the node and nothing else (the
+/// separate vectors cost about a third of a one-element op's recording time).
+pub type Meta = (SmallVec<[usize; 4]>, DType);
+
+/// Per-input (or per-output) lists of a node, inline for the common one or two.
+pub type PerInput<T> = SmallVec<[T; 2]>;
+
 pub struct Node {
     pub op: Op,
     /// One entry per op input; None where that input needs no gradient.
-    pub next: Vec<Option<Edge>>,
+    pub next: PerInput<Option<Edge>>,
     /// Shape and dtype of each input, to check the gradients a rule returns.
-    pub input_meta: Vec<(Shape, DType)>,
+    pub input_meta: PerInput<Meta>,
     /// Shape and dtype of each output, to make zero gradients for unused outputs.
-    pub output_meta: Vec<(Shape, DType)>,
+    pub output_meta: PerInput<Meta>,
     /// Freed after backward unless the graph is retained.
     pub saved: Mutex<Option<Saved>>,
     /// Creation order; the reverse pass runs later nodes first.
@@ -58,9 +66,9 @@ static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 impl Node {
     pub fn new(
         op: Op,
-        next: Vec<Option<Edge>>,
-        input_meta: Vec<(Shape, DType)>,
-        output_meta: Vec<(Shape, DType)>,
+        next: PerInput<Option<Edge>>,
+        input_meta: PerInput<Meta>,
+        output_meta: PerInput<Meta>,
         saved: Saved,
     ) -> Node {
         Node {
@@ -90,7 +98,7 @@ impl Node {
 /// Breaks long chains iteratively, so dropping a deep graph cannot overflow the stack.
 impl Drop for Node {
     fn drop(&mut self) {
-        fn take_unique_children(edges: &mut Vec<Option<Edge>>, stack: &mut Vec<Node>) {
+        fn take_unique_children(edges: &mut PerInput<Option<Edge>>, stack: &mut Vec<Node>) {
             for edge in edges.drain(..).flatten() {
                 if let Edge::Node(node, _) = edge {
                     if let Ok(owned) = Arc::try_unwrap(node) {

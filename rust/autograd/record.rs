@@ -2,7 +2,7 @@
 //! input requires grad.
 
 use super::grad_mode;
-use super::node::{Edge, Node, Saved, SavedTensor};
+use super::node::{Edge, Meta, Node, PerInput, Saved, SavedTensor};
 use crate::error::{grad_err, Result};
 use crate::forward::{self, forward};
 use crate::op::{CustomBackward, Op};
@@ -26,8 +26,8 @@ fn edge_for(t: &Tensor) -> Option<Edge> {
     })
 }
 
-fn meta(t: &Tensor) -> (Vec<usize>, crate::dtype::DType) {
-    (t.shape().to_vec(), t.dtype())
+fn meta(t: &Tensor) -> Meta {
+    (t.shape().into(), t.dtype())
 }
 
 /// Whether an op on these inputs would be recorded.
@@ -38,14 +38,17 @@ pub fn should_record(inputs: &[&Tensor]) -> bool {
 /// Evaluates `op` and, when needed, records it on the tape.
 pub fn apply(op: Op, inputs: &[&Tensor]) -> Result<Tensor> {
     let out = forward(&op, inputs)?;
-    if should_record(inputs) && differentiable(&op) && out.dtype().is_float() {
-        attach(op, inputs, &out);
+    if grad_mode::is_enabled() && differentiable(&op) && out.dtype().is_float() {
+        // One look at each input's metadata both decides and builds the record.
+        let next: PerInput<Option<Edge>> = inputs.iter().map(|t| edge_for(t)).collect();
+        if next.iter().any(Option::is_some) {
+            attach(op, inputs, next, &out);
+        }
     }
     Ok(out)
 }
 
-fn attach(op: Op, inputs: &[&Tensor], out: &Tensor) {
-    let next: Vec<Option<Edge>> = inputs.iter().map(|t| edge_for(t)).collect();
+fn attach(op: Op, inputs: &[&Tensor], next: PerInput<Option<Edge>>, out: &Tensor) {
     let mut needs = [false; 4];
     for (slot, edge) in needs.iter_mut().zip(&next) {
         *slot = edge.is_some();
@@ -59,7 +62,7 @@ fn attach(op: Op, inputs: &[&Tensor], out: &Tensor) {
         },
         output: saves.output.then(|| SavedTensor::new(out)),
     };
-    let node = Node::new(op, next, inputs.iter().map(|t| meta(t)).collect(), vec![meta(out)], saved);
+    let node = Node::new(op, next, inputs.iter().map(|t| meta(t)).collect(), smallvec::smallvec![meta(out)], saved);
     out.set_history(Some(Arc::new(node)), 0);
 }
 

@@ -273,7 +273,7 @@ impl PyNode {
     /// Output shapes of the forward op.
     #[getter]
     fn output_shapes(&self) -> Vec<Vec<usize>> {
-        self.inner.output_meta.iter().map(|(s, _)| s.clone()).collect()
+        self.inner.output_meta.iter().map(|(s, _)| s.to_vec()).collect()
     }
 
     #[getter]
