@@ -84,10 +84,11 @@ unsafe fn free_raw<T>(ptr: usize, capacity: usize) {
 /// Keeps `v`'s memory for a later `take` of the same type and capacity (or frees
 /// it, when it is small, not full, more than a quarter of the pool, or the pool is off).
 pub fn give<T: Copy + 'static>(v: Vec<T>) {
-    if !in_use() {
+    let bytes = v.capacity().saturating_mul(std::mem::size_of::<T>());
+    // Small buffers (every tensor of a tiny op) leave before anything else is looked at.
+    if bytes < MIN_BYTES || !in_use() {
         return;
     }
-    let bytes = v.capacity().saturating_mul(std::mem::size_of::<T>());
     let limit = capacity_bytes();
     // Only full vectors, so that every element of a recycled buffer is initialised.
     // A buffer may fill at most a quarter of the pool, so one huge tensor does not flush it.

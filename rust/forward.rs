@@ -136,12 +136,13 @@ pub fn clamp(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
     })
 }
 
-/// Runs a broadcasting kernel over `a` and `b`, both already of element type `T`.
+/// Runs a broadcasting kernel over `a` and `b`, both already of element type `T`,
+/// at the broadcast `shape` (which becomes the output's shape, without a copy).
 fn zip_tensors<T: Element, U: Element>(
     a: &Tensor,
     b: &Tensor,
-    shape: &[usize],
-    kernel: impl FnOnce(&Operand<T>, &Operand<T>) -> Vec<U>,
+    shape: Shape,
+    kernel: impl FnOnce(&[usize], &Operand<T>, &Operand<T>) -> Vec<U>,
 ) -> Result<Tensor> {
     let (ga, gb) = (a.storage().read(), b.storage().read());
     let mismatch = || Error::DType("internal dtype mismatch in a broadcasting kernel".into());
@@ -149,13 +150,13 @@ fn zip_tensors<T: Element, U: Element>(
     let (dense_a, dense_b) = (a.shape() == shape && a.is_contiguous(), b.shape() == shape && b.is_contiguous());
     // A dense operand is read through its own strides; only broadcast operands need new ones.
     let strides_for =
-        |t: &Tensor, dense: bool| if dense { None } else { Some(broadcast_strides(t.shape(), t.strides(), shape)) };
+        |t: &Tensor, dense: bool| if dense { None } else { Some(broadcast_strides(t.shape(), t.strides(), &shape)) };
     let (sa, sb) = (strides_for(a, dense_a), strides_for(b, dense_b));
     let oa = Operand { data: da, strides: sa.as_deref().unwrap_or(a.strides()), offset: a.offset(), dense: dense_a };
     let ob = Operand { data: db, strides: sb.as_deref().unwrap_or(b.strides()), offset: b.offset(), dense: dense_b };
-    let out = kernel(&oa, &ob);
+    let out = kernel(&shape, &oa, &ob);
     drop((ga, gb));
-    Tensor::from_vec(out, shape.to_vec())
+    Tensor::from_vec(out, shape)
 }
 
 pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
@@ -163,7 +164,7 @@ pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let dtype = same_dtype(op.name(), a, b)?;
     ensure_allocatable(&shape, dtype)?;
     let (a, b) = (as_dtype(a, dtype)?, as_dtype(b, dtype)?);
-    float_dispatch!(dtype, op.name(), |T| zip_tensors::<T, T>(&a, &b, &shape, |p, q| ew::binary(op, &shape, p, q)))
+    float_dispatch!(dtype, op.name(), |T| zip_tensors::<T, T>(&a, &b, shape, |shape, p, q| ew::binary(op, shape, p, q)))
 }
 
 pub fn compare(op: CmpOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
@@ -178,11 +179,13 @@ pub fn compare(op: CmpOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
             CmpOp::Gt => x & !y,
             CmpOp::Ge => x >= y,
         };
-        return zip_tensors::<bool, bool>(a, b, &shape, |p, q| ew::zip_broadcast(&shape, p, q, f));
+        return zip_tensors::<bool, bool>(a, b, shape, |shape, p, q| ew::zip_broadcast(shape, p, q, f));
     }
     let dtype = same_dtype(op.name(), a, b)?;
     let (a, b) = (as_dtype(a, dtype)?, as_dtype(b, dtype)?);
-    float_dispatch!(dtype, op.name(), |T| zip_tensors::<T, bool>(&a, &b, &shape, |p, q| ew::compare(op, &shape, p, q)))
+    float_dispatch!(dtype, op.name(), |T| zip_tensors::<T, bool>(&a, &b, shape, |shape, p, q| ew::compare(
+        op, shape, p, q
+    )))
 }
 
 pub fn where_select(cond: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
@@ -223,8 +226,8 @@ fn mask_grad(g: &Tensor, x: &Tensor, op: &str, keep: impl Fn(f64) -> bool + Sync
     let shape = broadcast_shapes(op, g.shape(), x.shape())?;
     let dtype = same_dtype(op, g, x)?;
     let (g, x) = (as_dtype(g, dtype)?, as_dtype(x, dtype)?);
-    float_dispatch!(dtype, op, |T| zip_tensors::<T, T>(&g, &x, &shape, |p, q| {
-        ew::zip_broadcast(&shape, p, q, |gv: T, xv: T| std::hint::select_unpredictable(keep(xv.to_f64()), gv, T::ZERO))
+    float_dispatch!(dtype, op, |T| zip_tensors::<T, T>(&g, &x, shape, |shape, p, q| {
+        ew::zip_broadcast(shape, p, q, |gv: T, xv: T| std::hint::select_unpredictable(keep(xv.to_f64()), gv, T::ZERO))
     }))
 }
 
