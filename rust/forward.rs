@@ -98,10 +98,16 @@ fn same_dtype(op: &str, a: &Tensor, b: &Tensor) -> Result<DType> {
 
 /// `t` as `dtype`, without copying when it already is.
 fn as_dtype(t: &Tensor, dtype: DType) -> Result<Tensor> {
+    as_dtype_ref(t, dtype).map(std::borrow::Cow::into_owned)
+}
+
+/// `t` itself when it already has `dtype` (no reference count is touched: tiny ops
+/// feel every atomic), else a cast copy.
+fn as_dtype_ref(t: &Tensor, dtype: DType) -> Result<std::borrow::Cow<'_, Tensor>> {
     if t.dtype() == dtype {
-        Ok(t.clone())
+        Ok(std::borrow::Cow::Borrowed(t))
     } else {
-        cast(t, dtype)
+        cast(t, dtype).map(std::borrow::Cow::Owned)
     }
 }
 
@@ -163,7 +169,7 @@ pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let shape = broadcast_shapes(op.name(), a.shape(), b.shape())?;
     let dtype = same_dtype(op.name(), a, b)?;
     ensure_allocatable(&shape, dtype)?;
-    let (a, b) = (as_dtype(a, dtype)?, as_dtype(b, dtype)?);
+    let (a, b) = (as_dtype_ref(a, dtype)?, as_dtype_ref(b, dtype)?);
     float_dispatch!(dtype, op.name(), |T| zip_tensors::<T, T>(&a, &b, shape, |shape, p, q| ew::binary(op, shape, p, q)))
 }
 
@@ -182,7 +188,7 @@ pub fn compare(op: CmpOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         return zip_tensors::<bool, bool>(a, b, shape, |shape, p, q| ew::zip_broadcast(shape, p, q, f));
     }
     let dtype = same_dtype(op.name(), a, b)?;
-    let (a, b) = (as_dtype(a, dtype)?, as_dtype(b, dtype)?);
+    let (a, b) = (as_dtype_ref(a, dtype)?, as_dtype_ref(b, dtype)?);
     float_dispatch!(dtype, op.name(), |T| zip_tensors::<T, bool>(&a, &b, shape, |shape, p, q| ew::compare(
         op, shape, p, q
     )))
@@ -195,7 +201,7 @@ pub fn where_select(cond: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
     let shape = broadcast_shapes("where", &broadcast_shapes("where", cond.shape(), x.shape())?, y.shape())?;
     let dtype = same_dtype("where", x, y)?;
     ensure_allocatable(&shape, dtype)?;
-    let (x, y) = (as_dtype(x, dtype)?, as_dtype(y, dtype)?);
+    let (x, y) = (as_dtype_ref(x, dtype)?, as_dtype_ref(y, dtype)?);
     fn run<T: Element>(shape: &[usize], c: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
         let (gc, gx, gy) = (c.storage().read(), x.storage().read(), y.storage().read());
         let mismatch = || Error::DType("internal dtype mismatch in where".into());
@@ -225,7 +231,7 @@ pub fn where_select(cond: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
 fn mask_grad(g: &Tensor, x: &Tensor, op: &str, keep: impl Fn(f64) -> bool + Sync + Send) -> Result<Tensor> {
     let shape = broadcast_shapes(op, g.shape(), x.shape())?;
     let dtype = same_dtype(op, g, x)?;
-    let (g, x) = (as_dtype(g, dtype)?, as_dtype(x, dtype)?);
+    let (g, x) = (as_dtype_ref(g, dtype)?, as_dtype_ref(x, dtype)?);
     float_dispatch!(dtype, op, |T| zip_tensors::<T, T>(&g, &x, shape, |shape, p, q| {
         ew::zip_broadcast(shape, p, q, |gv: T, xv: T| std::hint::select_unpredictable(keep(xv.to_f64()), gv, T::ZERO))
     }))
@@ -317,7 +323,7 @@ pub fn matmul2d(a: &Tensor, b: &Tensor, transpose_a: bool, transpose_b: bool) ->
     }
     let dtype = same_dtype("mm", a, b)?;
     ensure_allocatable(&[m, n], dtype)?;
-    let (a, b) = (as_dtype(a, dtype)?, as_dtype(b, dtype)?);
+    let (a, b) = (as_dtype_ref(a, dtype)?, as_dtype_ref(b, dtype)?);
     float_dispatch!(dtype, "mm", |T| {
         let mut out = crate::storage::overwritable_vec::<T>(m * n);
         with_mat_refs(&a, &b, transpose_a, transpose_b, |ma, mb| {

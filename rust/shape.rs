@@ -24,14 +24,18 @@ pub fn checked_numel(shape: &[usize]) -> Result<usize> {
 }
 
 pub fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
-    let mut strides = Vec::with_capacity(shape.len());
-    let mut acc = 1isize;
-    for &d in shape.iter().rev() {
-        strides.push(acc);
-        acc *= d.max(1) as isize;
-    }
-    strides.reverse();
+    let mut strides = vec![0; shape.len()];
+    fill_contiguous_strides(shape, &mut strides);
     strides
+}
+
+/// Writes the row-major strides of `shape` into `strides` (of the same length).
+pub fn fill_contiguous_strides(shape: &[usize], strides: &mut [isize]) {
+    let mut step = 1isize;
+    for (stride, &dim) in strides.iter_mut().zip(shape).rev() {
+        *stride = step;
+        step *= dim.max(1) as isize;
+    }
 }
 
 /// The broadcast shape of two shapes, numpy rules.

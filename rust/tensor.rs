@@ -8,9 +8,10 @@ use crate::autograd::node::Node;
 use crate::dtype::DType;
 use crate::error::{shape_err, Error, Result};
 use crate::kernels::layout::gather_strided;
-use crate::shape::{checked_numel, contiguous_strides, fmt_shape, numel, Shape};
+use crate::shape::{checked_numel, fill_contiguous_strides, fmt_shape, numel, Shape};
 use crate::storage::{try_alloc, Buffer, Element, Storage};
 use parking_lot::Mutex;
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 #[derive(Default)]
@@ -25,7 +26,8 @@ pub struct AutogradMeta {
 pub struct TensorInner {
     storage: Arc<Storage>,
     shape: Shape,
-    strides: Vec<isize>,
+    /// Inline for up to four dimensions: a new tensor then needs no allocation for them.
+    strides: SmallVec<[isize; 4]>,
     offset: usize,
     dtype: DType,
     /// Set for tensors that share storage with another tensor through a view op.
@@ -58,7 +60,7 @@ impl Tensor {
         storage: Arc<Storage>,
         dtype: DType,
         shape: Shape,
-        strides: Vec<isize>,
+        strides: SmallVec<[isize; 4]>,
         offset: usize,
         is_view: bool,
     ) -> Tensor {
@@ -99,7 +101,8 @@ impl Tensor {
     }
 
     pub(crate) fn from_buffer(buffer: Buffer, shape: Shape) -> Tensor {
-        let strides = contiguous_strides(&shape);
+        let mut strides = SmallVec::from_elem(0, shape.len());
+        fill_contiguous_strides(&shape, &mut strides);
         let dtype = buffer.dtype();
         Self::from_parts(Arc::new(Storage::new(buffer)), dtype, shape, strides, 0, false)
     }
@@ -186,7 +189,7 @@ impl Tensor {
 
     /// A new tensor over the same storage with another layout (no autograd history).
     pub fn view_as_layout(&self, shape: Shape, strides: Vec<isize>, offset: usize) -> Tensor {
-        Self::from_parts(self.0.storage.clone(), self.0.dtype, shape, strides, offset, true)
+        Self::from_parts(self.0.storage.clone(), self.0.dtype, shape, SmallVec::from_vec(strides), offset, true)
     }
 
     /// The same data and layout without autograd history; shares the version counter.
