@@ -375,6 +375,10 @@ fn both_outputs<T: Float + Element>(
     activation: matmul::SecondOutput,
 ) -> Result<Option<(Tensor, Tensor)>> {
     let ((m, _), (_, n)) = (dims_2d(a, transpose_a), dims_2d(b, transpose_b));
+    // Checked first, so that pooled buffers are not taken (and then lost) for nothing.
+    if !with_mat_refs(a, b, transpose_a, transpose_b, |ma: MatRef<'_, T>, mb| matmul::own_kernel_runs(ma, mb))? {
+        return Ok(None);
+    }
     let mut out: Vec<T> = crate::storage::vec_with_capacity(m * n);
     let mut second: Vec<T> = crate::storage::vec_with_capacity(m * n);
     let done = with_mat_refs(a, b, transpose_a, transpose_b, |ma, mb| {

@@ -250,3 +250,4 @@ def test_each_fusion_can_be_turned_off_for_measurement():
     assert fused_ops("activation,mask") == all_fused - {"fused_mm_maximum", "fused_masked_grad"}
     assert fused_ops("squared_error") == all_fused - {"fused_sum_of_squares", "fused_squared_error_grad"}
     assert fused_ops("1") == set()
+    assert fused_ops("activaton") == set(), "a word it does not know turns every fusion off"

@@ -203,17 +203,42 @@ impl FusionView<'_> {
     }
 }
 
-/// `RUSTGRAD_DISABLE_FUSION` turns fusions off, to measure what each brings: `1` (or
-/// `all`) turns all off, or a comma-separated list names some of `update`,
-/// `fetch_copy`, `mask`, `activation` and `squared_error`. Read when a plan is compiled.
-fn fusion_enabled(name: &str) -> bool {
-    match std::env::var("RUSTGRAD_DISABLE_FUSION") {
-        Ok(off) => !off.split(',').any(|o| matches!(o.trim(), "1" | "all") || o.trim() == name),
-        Err(_) => true,
+/// The fusions a plan may use. `RUSTGRAD_DISABLE_FUSION` turns them off, to
+/// measure what each brings: a comma-separated list of `update`, `fetch_copy`,
+/// `mask`, `activation` and `squared_error` turns those off; any other value
+/// (`1`, `all`, or a word it does not know) turns all of them off.
+struct EnabledFusions {
+    disabled: Option<Vec<String>>,
+}
+
+const FUSION_NAMES: [&str; 5] = ["update", "fetch_copy", "mask", "activation", "squared_error"];
+
+impl EnabledFusions {
+    fn from_env() -> EnabledFusions {
+        let disabled = std::env::var_os("RUSTGRAD_DISABLE_FUSION").map(|value| {
+            let value = value.to_string_lossy();
+            let names: Vec<String> = value.split(',').map(|n| n.trim().to_string()).collect();
+            if names.iter().all(|n| FUSION_NAMES.contains(&n.as_str())) {
+                names
+            } else {
+                FUSION_NAMES.iter().map(|n| n.to_string()).collect()
+            }
+        });
+        EnabledFusions { disabled }
+    }
+
+    fn allows(&self, name: &str) -> bool {
+        self.disabled.as_ref().is_none_or(|off| !off.iter().any(|n| n == name))
     }
 }
 
-fn find_fusions(graph: &Graph, order: &[NodeId], fetches: &[NodeId], fed: &HashSet<NodeId>) -> HashMap<NodeId, Fusion> {
+fn find_fusions(
+    graph: &Graph,
+    order: &[NodeId],
+    fetches: &[NodeId],
+    fed: &HashSet<NodeId>,
+    enabled: &EnabledFusions,
+) -> HashMap<NodeId, Fusion> {
     let mut consumers: HashMap<NodeId, usize> = HashMap::new();
     let mut readers: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
     for &id in order.iter().filter(|id| !fed.contains(id)) {
@@ -226,7 +251,7 @@ fn find_fusions(graph: &Graph, order: &[NodeId], fetches: &[NodeId], fed: &HashS
         *consumers.entry(f).or_insert(0) += 1;
     }
     let view = FusionView { graph, fed, consumers, readers };
-    let enabled = |name: &str| fusion_enabled(name);
+    let enabled = |name: &str| enabled.allows(name);
     let mut fusions: HashMap<NodeId, Fusion> = order
         .iter()
         .filter_map(|&id| {
@@ -267,8 +292,11 @@ fn squared_error_fusions(view: &FusionView<'_>, loss: NodeId) -> Vec<(NodeId, Fu
     if power != 2.0 || !dtype.is_float() || graph.nodes[loss].dtype != dtype || graph.nodes[squares].dtype != dtype {
         return vec![];
     }
+    let mut expands = view.readers(squares).to_vec();
+    expands.sort_unstable();
+    expands.dedup();
     let mut fusions: Vec<(NodeId, Fusion)> =
-        view.readers(squares).iter().filter_map(|&expand| squared_error_gradient(view, expand, squares, d)).collect();
+        expands.into_iter().filter_map(|expand| squared_error_gradient(view, expand, squares, d)).collect();
     // The squares are not computed at all when every reader of them is fused.
     let absorbed = if view.uses(squares) == 1 + fusions.len() { vec![squares] } else { vec![] };
     fusions.push((loss, Fusion { kind: StepKind::SumOfSquares, inputs: vec![d], absorbed }));
@@ -286,7 +314,7 @@ fn squared_error_gradient(
     let &[g, like] = view.inputs(expand) else { return None };
     let scalar_g =
         graph.nodes[g].shape.as_ref().is_some_and(Vec::is_empty) && graph.nodes[g].dtype == graph.nodes[d].dtype;
-    if like != squares || !scalar_g || !view.sole_use(expand) {
+    if like != squares || g == squares || !scalar_g || !view.sole_use(expand) {
         return None;
     }
     let &[product] = view.readers(expand) else { return None };
@@ -397,8 +425,16 @@ fn update_fusion(view: &FusionView<'_>, id: NodeId) -> Option<Fusion> {
 pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Plan> {
     let fed: HashSet<NodeId> = feeds.iter().copied().collect();
     let mut order = needed_nodes(graph, fetches, &fed)?;
-    let fusions = find_fusions(graph, &order, fetches, &fed);
-    let absorbed: HashSet<NodeId> = fusions.values().flat_map(|f| f.absorbed.iter().copied()).collect();
+    let enabled = EnabledFusions::from_env();
+    let mut fusions = find_fusions(graph, &order, fetches, &fed, &enabled);
+    let mut absorbed: HashSet<NodeId> = fusions.values().flat_map(|f| f.absorbed.iter().copied()).collect();
+    // A safety net over the patterns: a fused step must not read (or be) a node
+    // another fusion absorbed. Should patterns ever overlap so, nothing is fused.
+    let overlap = fusions.iter().any(|(id, f)| absorbed.contains(id) || f.inputs.iter().any(|i| absorbed.contains(i)));
+    if overlap {
+        fusions.clear();
+        absorbed.clear();
+    }
     order.retain(|id| !absorbed.contains(id));
     let position = |id: NodeId| order.binary_search(&id).ok();
     let mut steps = Vec::with_capacity(order.len());
@@ -452,7 +488,7 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
             Ok((step, graph.nodes[f].kind.has_value()))
         })
         .collect::<Result<_>>()?;
-    mark_fetched_updates(&mut steps, &fetch_steps);
+    mark_fetched_updates(&mut steps, &fetch_steps, &enabled);
     plan_releases(&mut steps, &fetch_steps);
     let draws_random = steps.iter().any(|s| matches!(s.kind, StepKind::Random { seed: Some(_), .. }));
     Ok(Plan {
@@ -466,8 +502,8 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
 
 /// A fetched assign of a fused update's value would copy that value for the
 /// caller after the run; instead the update stores the copy as it computes.
-fn mark_fetched_updates(steps: &mut [Step], fetch_steps: &[(usize, bool)]) {
-    if !fusion_enabled("fetch_copy") {
+fn mark_fetched_updates(steps: &mut [Step], fetch_steps: &[(usize, bool)], enabled: &EnabledFusions) {
+    if !enabled.allows("fetch_copy") {
         return;
     }
     for &(fetched, _) in fetch_steps {

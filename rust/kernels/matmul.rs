@@ -203,6 +203,25 @@ fn only_gemm_crate() -> bool {
 #[cfg(target_arch = "x86_64")]
 const OWN_SGEMM_MAX_FLOPS: usize = 1 << 28;
 
+/// Whether our own AVX-512 float32 kernel runs `a·b` (rather than the `gemm` crate).
+pub fn own_kernel_runs<T: Float>(a: MatRef<T>, b: MatRef<T>) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let work = a.rows.saturating_mul(b.cols).saturating_mul(a.cols);
+        std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
+            && b.col_stride == 1
+            && super::sgemm_avx512::available()
+            // Without cache blocking the kernel falls behind `gemm` on large products.
+            && work <= OWN_SGEMM_MAX_FLOPS
+            && !only_gemm_crate()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (a, b);
+        false
+    }
+}
+
 /// `out = beta·init + alpha·a·b` on the AVX-512 float32 kernel, for the products it
 /// is faster at; None (and nothing written) when it does not apply.
 ///
@@ -220,15 +239,10 @@ unsafe fn try_own_sgemm<T: Float>(
 ) -> Option<()> {
     #[cfg(target_arch = "x86_64")]
     {
-        use std::any::TypeId;
-        if TypeId::of::<T>() != TypeId::of::<f32>() || b.col_stride != 1 || !super::sgemm_avx512::available() {
+        if !own_kernel_runs(a, b) {
             return None;
         }
         let work = a.rows.saturating_mul(b.cols).saturating_mul(a.cols);
-        // Without cache blocking the kernel falls behind `gemm` on large products.
-        if work > OWN_SGEMM_MAX_FLOPS || only_gemm_crate() {
-            return None;
-        }
         // SAFETY: T is f32 (checked above), so these are the same types.
         let (a32, b32, alpha32, beta32): (MatRef<f32>, MatRef<f32>, f32, f32) = unsafe {
             (
