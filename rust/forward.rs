@@ -114,14 +114,14 @@ fn as_dtype_ref(t: &Tensor, dtype: DType) -> Result<std::borrow::Cow<'_, Tensor>
 pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
     float_dispatch!(x.dtype(), op.name(), |T| {
         let out = x.with_contiguous(|s: &[T]| ew::unary(op, s))?;
-        Tensor::from_vec(out, x.shape().to_vec())
+        Tensor::from_vec(out, x.shape())
     })
 }
 
 pub fn scalar(op: ScalarOp, x: &Tensor, s: f64) -> Result<Tensor> {
     float_dispatch!(x.dtype(), op.name(), |T| {
         let out = x.with_contiguous(|v: &[T]| ew::scalar(op, v, s))?;
-        Tensor::from_vec(out, x.shape().to_vec())
+        Tensor::from_vec(out, x.shape())
     })
 }
 
@@ -138,7 +138,7 @@ pub fn clamp(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
                 std::hint::select_unpredictable(raised > hi, hi, raised)
             })
         })?;
-        Tensor::from_vec(out, x.shape().to_vec())
+        Tensor::from_vec(out, x.shape())
     })
 }
 
@@ -153,7 +153,8 @@ fn zip_tensors<T: Element, U: Element>(
     let (ga, gb) = (a.storage().read(), b.storage().read());
     let mismatch = || Error::DType("internal dtype mismatch in a broadcasting kernel".into());
     let (da, db) = (T::slice(&ga).ok_or_else(mismatch)?, T::slice(&gb).ok_or_else(mismatch)?);
-    let (dense_a, dense_b) = (a.shape() == shape && a.is_contiguous(), b.shape() == shape && b.is_contiguous());
+    let (dense_a, dense_b) =
+        (a.shape() == &shape[..] && a.is_contiguous(), b.shape() == &shape[..] && b.is_contiguous());
     // A dense operand is read through its own strides; only broadcast operands need new ones.
     let strides_for =
         |t: &Tensor, dense: bool| if dense { None } else { Some(broadcast_strides(t.shape(), t.strides(), &shape)) };
@@ -217,7 +218,7 @@ pub fn where_select(cond: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
             Operand { data: T::slice(&gy).ok_or_else(mismatch)?, strides: &sy, offset: y.offset(), dense: dense(y) };
         let out = ew::where_select(shape, &oc, &ox, &oy);
         drop((gc, gx, gy));
-        Tensor::from_vec(out, shape.to_vec())
+        Tensor::from_vec(out, shape)
     }
     match dtype {
         DType::F32 => run::<f32>(&shape, cond, &x, &y),
@@ -253,7 +254,7 @@ pub fn mask_grad_threshold(g: &Tensor, x: &Tensor, cmp: CmpOp, threshold: f64, k
 }
 
 pub fn cast(x: &Tensor, dtype: DType) -> Result<Tensor> {
-    let shape = x.shape().to_vec();
+    let shape: Shape = x.shape().into();
     let buffer = match (x.dtype(), dtype) {
         (DType::F32, DType::F32) => Buffer::F32(x.to_vec()?),
         (DType::F64, DType::F64) => Buffer::F64(x.to_vec()?),
@@ -560,12 +561,12 @@ pub fn sum_to(g: &Tensor, shape: &[usize], dtype: DType) -> Result<Tensor> {
 /// A contiguous copy of `x` broadcast to `shape`.
 pub fn broadcast_to(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
     let target = broadcast_shapes("expand", x.shape(), shape)?;
-    if target != shape {
+    if target[..] != *shape {
         return shape_err(format!("expand: cannot broadcast shape {} to {}", fmt_shape(x.shape()), fmt_shape(shape)));
     }
     ensure_allocatable(shape, x.dtype())?;
     let strides = broadcast_strides(x.shape(), x.strides(), shape);
-    copy(&x.view_as_layout(shape.to_vec(), strides, x.offset()))
+    copy(&x.view_as_layout(shape, strides, x.offset()))
 }
 
 // ----- views -----
@@ -641,7 +642,7 @@ pub fn index_layout(x: &Tensor, items: &[IndexItem]) -> Result<(Shape, Vec<isize
     }
     shape.extend_from_slice(&x.shape()[dim..]);
     strides.extend_from_slice(&x.strides()[dim..]);
-    Ok((shape, strides, offset.max(0) as usize))
+    Ok((shape.into(), strides, offset.max(0) as usize))
 }
 
 pub fn index(x: &Tensor, items: &[IndexItem]) -> Result<Tensor> {
@@ -692,9 +693,9 @@ pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
         Tensor::from_vec(values, shape)
     }
     match x.dtype() {
-        DType::F32 => pick::<f32>(x, &keep, block, shape),
-        DType::F64 => pick::<f64>(x, &keep, block, shape),
-        DType::Bool => pick::<bool>(x, &keep, block, shape),
+        DType::F32 => pick::<f32>(x, &keep, block, shape.into()),
+        DType::F64 => pick::<f64>(x, &keep, block, shape.into()),
+        DType::Bool => pick::<bool>(x, &keep, block, shape.into()),
     }
 }
 
@@ -718,7 +719,7 @@ fn masked_scatter(g: &Tensor, mask: &Tensor, like: &Tensor) -> Result<Tensor> {
                 out[i * block..i * block + chunk.len()].copy_from_slice(chunk);
             }
         }
-        Tensor::from_vec(out, like.shape().to_vec())
+        Tensor::from_vec(out, like.shape())
     })
 }
 
@@ -738,7 +739,7 @@ pub fn expand_mask(mask: &Tensor, x: &Tensor) -> Result<Tensor> {
 /// Copies `value` (broadcast to `dst`'s shape, cast to its dtype) into `dst`'s elements.
 pub fn write_into(dst: &Tensor, value: &Tensor) -> Result<()> {
     let target = broadcast_shapes("copy_", value.shape(), dst.shape())?;
-    if target != dst.shape() {
+    if target[..] != *dst.shape() {
         return shape_err(format!(
             "copy_: cannot write a value of shape {} into a tensor of shape {}",
             fmt_shape(value.shape()),
@@ -815,7 +816,7 @@ pub fn masked_fill(dst: &Tensor, mask: &Tensor, value: &Tensor) -> Result<()> {
             Ok(())
         });
     }
-    let broadcasts = broadcast_shapes("index_put_", value.shape(), dst.shape()).is_ok_and(|s| s == dst.shape());
+    let broadcasts = broadcast_shapes("index_put_", value.shape(), dst.shape()).is_ok_and(|s| s[..] == *dst.shape());
     let merged = if value.numel() == 1 || broadcasts {
         where_select(&full_mask, &as_dtype(value, dst.dtype())?, dst)?
     } else {

@@ -57,7 +57,7 @@ pub fn sample(shape: &[usize], dtype: DType, dist: Distribution, seed: Option<u6
         DType::F64 => Buffer::F64((0..n).map(|_| draw(rng, dist)).collect()),
         DType::Bool => Buffer::Bool((0..n).map(|_| draw(rng, dist) >= 0.5).collect()),
     };
-    Ok(Tensor::from_buffer(buffer, shape.to_vec()))
+    Ok(Tensor::from_buffer(buffer, shape))
 }
 
 #[cfg(test)]

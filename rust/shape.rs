@@ -2,7 +2,7 @@
 
 use crate::error::{shape_err, Error, Result};
 
-pub type Shape = Vec<usize>;
+pub type Shape = smallvec::SmallVec<[usize; 4]>;
 
 /// `[2, 3]` — how shapes appear in every error message.
 pub fn fmt_shape(shape: &[usize]) -> String {
@@ -41,7 +41,7 @@ pub fn fill_contiguous_strides(shape: &[usize], strides: &mut [isize]) {
 /// The broadcast shape of two shapes, numpy rules.
 pub fn broadcast_shapes(op: &str, a: &[usize], b: &[usize]) -> Result<Shape> {
     let rank = a.len().max(b.len());
-    let mut out = vec![0; rank];
+    let mut out: Shape = smallvec::smallvec![0; rank];
     for i in 0..rank {
         let da = if i + a.len() >= rank { a[i + a.len() - rank] } else { 1 };
         let db = if i + b.len() >= rank { b[i + b.len() - rank] } else { 1 };
@@ -122,7 +122,7 @@ pub fn infer_reshape(from: &[usize], to: &[isize]) -> Result<Shape> {
 
 /// The shape after reducing `dims` (already normalised).
 pub fn reduced_shape(shape: &[usize], dims: &[usize], keepdim: bool) -> Shape {
-    let mut out = Vec::with_capacity(shape.len());
+    let mut out = Shape::with_capacity(shape.len());
     for (i, &d) in shape.iter().enumerate() {
         if dims.contains(&i) {
             if keepdim {
@@ -141,10 +141,10 @@ mod tests {
 
     #[test]
     fn broadcasting_follows_numpy() {
-        assert_eq!(broadcast_shapes("add", &[3, 1], &[1, 4]).unwrap(), vec![3, 4]);
-        assert_eq!(broadcast_shapes("add", &[2, 3], &[3]).unwrap(), vec![2, 3]);
-        assert_eq!(broadcast_shapes("add", &[], &[5]).unwrap(), vec![5]);
-        assert_eq!(broadcast_shapes("add", &[0, 1], &[1, 3]).unwrap(), vec![0, 3]);
+        assert_eq!(broadcast_shapes("add", &[3, 1], &[1, 4]).unwrap().to_vec(), vec![3, 4]);
+        assert_eq!(broadcast_shapes("add", &[2, 3], &[3]).unwrap().to_vec(), vec![2, 3]);
+        assert_eq!(broadcast_shapes("add", &[], &[5]).unwrap().to_vec(), vec![5]);
+        assert_eq!(broadcast_shapes("add", &[0, 1], &[1, 3]).unwrap().to_vec(), vec![0, 3]);
         let err = broadcast_shapes("add", &[2, 3], &[2, 4]).unwrap_err().to_string();
         assert!(err.contains("[2, 3]") && err.contains("[2, 4]") && err.contains("must match"));
     }
@@ -156,7 +156,7 @@ mod tests {
 
     #[test]
     fn reshape_infers_one_dimension() {
-        assert_eq!(infer_reshape(&[4, 6], &[-1, 3]).unwrap(), vec![8, 3]);
+        assert_eq!(infer_reshape(&[4, 6], &[-1, 3]).unwrap().to_vec(), vec![8, 3]);
         assert!(infer_reshape(&[4, 6], &[5, -1]).is_err());
         assert!(infer_reshape(&[4, 6], &[-1, -1]).is_err());
         assert!(infer_reshape(&[4, 6], &[5, 7]).unwrap_err().to_string().contains("invalid for input of size 24"));

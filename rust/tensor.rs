@@ -76,7 +76,8 @@ impl Tensor {
     }
 
     /// A contiguous tensor owning `data`, which must hold exactly `numel(shape)` elements.
-    pub fn from_vec<T: Element>(data: Vec<T>, shape: Shape) -> Result<Tensor> {
+    pub fn from_vec<T: Element>(data: Vec<T>, shape: impl Into<Shape>) -> Result<Tensor> {
+        let shape = shape.into();
         if data.len() != numel(&shape) {
             return shape_err(format!(
                 "cannot make a tensor of shape {} from {} elements",
@@ -88,7 +89,8 @@ impl Tensor {
     }
 
     /// A contiguous tensor over `buffer`, which must hold exactly `numel(shape)` elements.
-    pub fn from_external(buffer: Buffer, shape: Shape) -> Result<Tensor> {
+    pub fn from_external(buffer: Buffer, shape: impl Into<Shape>) -> Result<Tensor> {
+        let shape = shape.into();
         if buffer.len() != numel(&shape) {
             return shape_err(format!("cannot view {} elements as shape {}", buffer.len(), fmt_shape(&shape)));
         }
@@ -100,7 +102,8 @@ impl Tensor {
         self.0.storage.read().is_external()
     }
 
-    pub(crate) fn from_buffer(buffer: Buffer, shape: Shape) -> Tensor {
+    pub(crate) fn from_buffer(buffer: Buffer, shape: impl Into<Shape>) -> Tensor {
+        let shape = shape.into();
         let mut strides = SmallVec::from_elem(0, shape.len());
         fill_contiguous_strides(&shape, &mut strides);
         let dtype = buffer.dtype();
@@ -123,7 +126,7 @@ impl Tensor {
             DType::F64 => Buffer::F64(try_alloc(n, value, shape)?),
             DType::Bool => Buffer::Bool(try_alloc(n, value != 0.0, shape)?),
         };
-        Ok(Self::from_buffer(buffer, shape.to_vec()))
+        Ok(Self::from_buffer(buffer, shape))
     }
 
     pub fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
@@ -135,7 +138,7 @@ impl Tensor {
     /// whose values they do not read).
     pub fn placeholder(shape: &[usize], dtype: DType) -> Result<Tensor> {
         let zero = Self::zeros(&[], dtype)?;
-        Ok(zero.view_as_layout(shape.to_vec(), vec![0; shape.len()], 0))
+        Ok(zero.view_as_layout(shape, vec![0; shape.len()], 0))
     }
 
     pub fn zeros_like(&self) -> Result<Tensor> {
@@ -188,7 +191,8 @@ impl Tensor {
     }
 
     /// A new tensor over the same storage with another layout (no autograd history).
-    pub fn view_as_layout(&self, shape: Shape, strides: Vec<isize>, offset: usize) -> Tensor {
+    pub fn view_as_layout(&self, shape: impl Into<Shape>, strides: Vec<isize>, offset: usize) -> Tensor {
+        let shape = shape.into();
         Self::from_parts(self.0.storage.clone(), self.0.dtype, shape, SmallVec::from_vec(strides), offset, true)
     }
 
