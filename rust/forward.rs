@@ -376,25 +376,24 @@ fn both_outputs<T: Float + Element>(
     activation: matmul::SecondOutput,
 ) -> Result<Option<(Tensor, Tensor)>> {
     let ((m, _), (_, n)) = (dims_2d(a, transpose_a), dims_2d(b, transpose_b));
-    // Checked first, so that pooled buffers are not taken (and then lost) for nothing.
-    if !with_mat_refs(a, b, transpose_a, transpose_b, |ma: MatRef<'_, T>, mb| matmul::own_kernel_runs(ma, mb))? {
-        return Ok(None);
-    }
-    let mut out: Vec<T> = crate::storage::vec_with_capacity(m * n);
-    let mut second: Vec<T> = crate::storage::vec_with_capacity(m * n);
-    let done = with_mat_refs(a, b, transpose_a, transpose_b, |ma, mb| {
+    with_mat_refs(a, b, transpose_a, transpose_b, |ma: MatRef<'_, T>, mb| {
+        // Checked first, so that pooled buffers are not taken (and then lost) for nothing.
+        if !matmul::own_kernel_runs(ma, mb) {
+            return Ok(None);
+        }
+        let mut out: Vec<T> = crate::storage::vec_with_capacity(m * n);
+        let mut second: Vec<T> = crate::storage::vec_with_capacity(m * n);
         let (o, s) = (&mut out.spare_capacity_mut()[..m * n], &mut second.spare_capacity_mut()[..m * n]);
-        matmul::matmul_two_outputs_into(ma, mb, o, s, activation)
-    })?;
-    if !done {
-        return Ok(None);
-    }
-    // SAFETY: matmul_two_outputs_into returned true, so it wrote all m×n elements of both.
-    unsafe {
-        out.set_len(m * n);
-        second.set_len(m * n);
-    }
-    Ok(Some((Tensor::from_vec(out, vec![m, n])?, Tensor::from_vec(second, vec![m, n])?)))
+        if !matmul::matmul_two_outputs_into(ma, mb, o, s, activation) {
+            return Ok(None);
+        }
+        // SAFETY: matmul_two_outputs_into returned true, so it wrote all m×n elements of both.
+        unsafe {
+            out.set_len(m * n);
+            second.set_len(m * n);
+        }
+        Ok(Some((Tensor::from_vec(out, vec![m, n])?, Tensor::from_vec(second, vec![m, n])?)))
+    })?
 }
 
 /// Calls `f` with the matrix views op(a) and op(b) of checked 2-D operands of

@@ -3,6 +3,7 @@
 
 use crate::dtype::DType;
 use crate::op::Op;
+use crate::shape::Shape;
 use crate::tensor::{Tensor, WeakTensor};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
@@ -37,10 +38,9 @@ pub struct Saved {
     pub output: Option<SavedTensor>,
 }
 
-/// The shape and dtype of a node's input or output, stored inline for up to four
-/// dimensions: recording an op then allocates the node and nothing else (the
-/// separate vectors cost about a third of a one-element op's recording time).
-pub type Meta = (SmallVec<[usize; 4]>, DType);
+/// The shape and dtype of a node's input or output. Shapes are inline for up to
+/// four dimensions, so recording an op allocates the node and nothing else.
+pub type Meta = (Shape, DType);
 
 /// Per-input (or per-output) lists of a node, inline for the common one or two.
 pub type PerInput<T> = SmallVec<[T; 2]>;

@@ -183,7 +183,7 @@ mod tests {
     use crate::graph::plan::compile;
     use crate::graph::Graph;
 
-    /// A chain x → x+1 → (x+1)+1 → ... of `len` adds, run twice on the same plan.
+    /// A chain x → x+1 → (x+1)+1 → ... of 50 adds, run twice on the same plan.
     #[test]
     fn a_cached_plan_reuses_its_value_slots_between_runs() {
         let mut graph = Graph::new();

@@ -260,20 +260,23 @@ fn find_fusions(
         })
         .collect();
     for &id in order.iter().filter(|_| enabled("activation")) {
-        let Some((product, fused_product, stored)) = activation_fusion(&view, id) else { continue };
-        if !fusions.contains_key(&product) && !fusions.contains_key(&id) {
-            fusions.insert(product, fused_product);
-            fusions.insert(id, stored);
+        if let Some((product, fused_product, stored)) = activation_fusion(&view, id) {
+            insert_group(&mut fusions, vec![(product, fused_product), (id, stored)]);
         }
     }
     for &id in order.iter().filter(|_| enabled("squared_error")) {
-        let found = squared_error_fusions(&view, id);
-        if found.iter().all(|(at, f)| !fusions.contains_key(at) && f.absorbed.iter().all(|a| !fusions.contains_key(a)))
-        {
-            fusions.extend(found);
-        }
+        insert_group(&mut fusions, squared_error_fusions(&view, id));
     }
     fusions
+}
+
+/// Adds fusions that only make sense together, unless one of their nodes (replaced
+/// or absorbed) already belongs to an earlier fusion.
+fn insert_group(fusions: &mut HashMap<NodeId, Fusion>, group: Vec<(NodeId, Fusion)>) {
+    let taken = |id: &NodeId| fusions.contains_key(id);
+    if group.iter().all(|(at, f)| !taken(at) && !f.absorbed.iter().any(taken)) {
+        fusions.extend(group);
+    }
 }
 
 /// `sum(d ** 2)` over all elements, and each gradient `tf.gradients` built for it,

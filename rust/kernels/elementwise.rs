@@ -1,7 +1,7 @@
 //! Elementwise kernels: unary maps, scalar ops, broadcasting binary ops,
 //! comparisons and `where`.
 
-use super::layout::walk;
+use super::layout::{for_each_chunk, walk};
 use super::PARALLEL_MIN_ELEMENTS;
 use crate::dtype::Float;
 use rayon::prelude::*;
@@ -156,14 +156,8 @@ unsafe fn fill_chunks<U: Copy + Send + Sync + 'static>(
     fill: impl Fn(usize, &mut [MaybeUninit<U>]) + Sync + Send,
 ) -> Vec<U> {
     let mut out = crate::storage::vec_with_capacity(n);
-    let slots = &mut out.spare_capacity_mut()[..n];
-    if n >= PARALLEL_MIN_ELEMENTS && super::threads::num_threads() > 1 {
-        super::threads::install(|| {
-            slots.par_chunks_mut(CHUNK).enumerate().for_each(|(i, chunk)| fill(i * CHUNK, chunk))
-        });
-    } else {
-        fill(0, slots);
-    }
+    let parallel = n >= PARALLEL_MIN_ELEMENTS && super::threads::num_threads() > 1;
+    for_each_chunk(&mut out.spare_capacity_mut()[..n], CHUNK, parallel, |(i, chunk)| fill(i * CHUNK, chunk));
     // SAFETY: `fill` writes each slot of its chunk (the caller's contract), and the
     // chunks cover all `n` slots.
     unsafe { out.set_len(n) };
@@ -193,6 +187,7 @@ pub fn zip_map<T: Copy + Send + Sync, U: Copy + Send + Sync + 'static>(
     b: &[T],
     f: impl Fn(T, T) -> U + Sync + Send,
 ) -> Vec<U> {
+    // invariant: callers pass two dense operands of the output's length; this guards the unsafe fill.
     assert_eq!(a.len(), b.len(), "zip_map: operands of different lengths");
     // SAFETY: both inputs have the output's length, so the zip writes every slot of each chunk.
     unsafe {
@@ -207,9 +202,7 @@ pub fn zip_map<T: Copy + Send + Sync, U: Copy + Send + Sync + 'static>(
 /// Applies `f` in place over a contiguous slice, in parallel for large inputs.
 pub fn map_in_place<T: Copy + Send + Sync + 'static>(x: &mut [T], f: impl Fn(T) -> T + Sync + Send) {
     if x.len() >= PARALLEL_MIN_ELEMENTS && super::threads::num_threads() > 1 {
-        super::threads::install(|| {
-            x.par_chunks_mut(PARALLEL_MIN_ELEMENTS / 4).for_each(|c| c.iter_mut().for_each(|v| *v = f(*v)))
-        });
+        super::threads::install(|| x.par_chunks_mut(CHUNK).for_each(|c| c.iter_mut().for_each(|v| *v = f(*v))));
     } else {
         x.iter_mut().for_each(|v| *v = f(*v));
     }

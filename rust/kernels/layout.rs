@@ -57,10 +57,6 @@ const PARALLEL_COPY_MIN_BYTES: usize = 1 << 18;
 /// A copy of `src`, split across cores for large slices (copies of weight matrices
 /// are on the hot path of every static training step).
 pub fn copy_slice<T: Copy + Send + Sync + 'static>(src: &[T]) -> Vec<T> {
-    // Size first: asking for the thread count takes a lock, which small copies should not pay.
-    if std::mem::size_of_val(src) < PARALLEL_COPY_MIN_BYTES || super::threads::num_threads() < 2 {
-        return src.to_vec();
-    }
     let mut out: Vec<T> = crate::storage::vec_with_capacity(src.len());
     copy_into(&mut out.spare_capacity_mut()[..src.len()], src);
     // SAFETY: copy_into initialised all src.len() elements.
@@ -75,6 +71,7 @@ pub fn copy_slice<T: Copy + Send + Sync + 'static>(src: &[T]) -> Vec<T> {
 pub fn copy_into<T: Copy + Send + Sync>(dst: &mut [MaybeUninit<T>], src: &[T]) {
     // invariant: callers pass slices of one length (checked here before the raw copies).
     assert_eq!(dst.len(), src.len(), "copy_into: lengths differ");
+    // Size first: asking for the thread count takes a lock, which small copies should not pay.
     if std::mem::size_of_val(src) < PARALLEL_COPY_MIN_BYTES || super::threads::num_threads() < 2 {
         // SAFETY: both slices hold src.len() elements and do not overlap (dst is &mut).
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_mut_ptr().cast::<T>(), src.len()) };
@@ -105,7 +102,7 @@ unsafe impl<T> Sync for SendPtr<T> {}
 /// Copies a strided view into a new row-major vector: row by row (a tight loop
 /// over the source row when it is contiguous), with the transpose of a matrix
 /// done in tiles so that every source cache line is read once. Large views with
-/// more than one row (or band of 16 rows) are copied in parallel.
+/// more than one row (or band of 256 rows) are copied in parallel.
 pub fn gather_strided<T: Copy + Send + Sync + 'static>(
     src: &[T],
     shape: &[usize],
@@ -157,7 +154,9 @@ fn transposed_matrix(shape: &[usize], strides: &[isize]) -> Option<usize> {
     }
 }
 
-fn for_each_chunk<T: Send>(
+/// Calls `fill((index, chunk))` for each consecutive chunk of `size` slots, on the
+/// pool's threads when `parallel`.
+pub(crate) fn for_each_chunk<T: Send>(
     slots: &mut [MaybeUninit<T>],
     size: usize,
     parallel: bool,

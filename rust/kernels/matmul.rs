@@ -265,15 +265,15 @@ unsafe fn try_own_sgemm<T: Float>(
     }
 }
 
-pub fn matmul<T: Float>(a: MatRef<T>, b: MatRef<T>) -> Vec<T> {
-    let mut out = vec![T::ZERO; a.rows * b.cols];
-    matmul_into(a, b, &mut out, T::ONE, T::ZERO);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn matmul<T: Float>(a: MatRef<T>, b: MatRef<T>) -> Vec<T> {
+        let mut out = vec![T::ZERO; a.rows * b.cols];
+        matmul_into(a, b, &mut out, T::ONE, T::ZERO);
+        out
+    }
 
     fn naive(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
         let mut out = vec![0.0; m * n];

@@ -36,16 +36,6 @@ struct OutPtr(*mut f32);
 unsafe impl Send for OutPtr {}
 unsafe impl Sync for OutPtr {}
 
-/// `out = beta·out + alpha·a·b` (row-major `out`, row stride `b.cols`). Requires `b.col_stride == 1`
-/// and `available()`.
-pub fn sgemm(a: MatRef<'_, f32>, b: MatRef<'_, f32>, out: &mut [f32], alpha: f32, beta: f32, parallel: bool) {
-    // invariant: callers pass an output of a.rows × b.cols (checked shapes); this guards the unsafe call.
-    assert_eq!(out.len(), a.rows * b.cols, "sgemm: output size");
-    let ptr = out.as_mut_ptr();
-    // SAFETY: `out` holds the m×n outputs, and reading the initial values from it is allowed.
-    unsafe { sgemm_from(a, b, ptr, [ptr, std::ptr::null_mut()], SecondOutput::Copy, alpha, beta, parallel) }
-}
-
 /// `out = beta·init + alpha·a·b`, where `init` and `out` are row-major m×n
 /// (they may be the same memory). Every output element is written; `out` is read
 /// only when it is `init`. When `outs[1]` is not null the result is also stored
@@ -224,6 +214,15 @@ unsafe fn micro<const H: usize, const V: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `out = beta·out + alpha·a·b` (row-major `out`, row stride `b.cols`). Requires `b.col_stride == 1`
+    /// and `available()`.
+    fn sgemm(a: MatRef<'_, f32>, b: MatRef<'_, f32>, out: &mut [f32], alpha: f32, beta: f32, parallel: bool) {
+        assert_eq!(out.len(), a.rows * b.cols, "sgemm: output size");
+        let ptr = out.as_mut_ptr();
+        // SAFETY: `out` holds the m×n outputs, and reading the initial values from it is allowed.
+        unsafe { sgemm_from(a, b, ptr, [ptr, std::ptr::null_mut()], SecondOutput::Copy, alpha, beta, parallel) }
+    }
 
     fn naive(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
         let mut out = vec![0.0f32; m * n];
