@@ -411,6 +411,30 @@ fn with_mat_refs<T: Float + Element, R>(
     Ok(f(mat_ref(a, da, transpose_a), mat_ref(b, db, transpose_b)))
 }
 
+/// Checks the operands of a fused update `w + alpha·op(a)·op(b)` and that its
+/// outputs (one m×n tensor, two `with_copy`) can be allocated.
+pub fn check_matmul_update(
+    w: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    transpose_a: bool,
+    transpose_b: bool,
+    outputs: usize,
+) -> Result<(usize, usize)> {
+    if a.rank() != 2 || b.rank() != 2 || w.rank() != 2 {
+        return shape_err("fused update: expected 2-D operands");
+    }
+    let ((m, k), (k2, n)) = (dims_2d(a, transpose_a), dims_2d(b, transpose_b));
+    if k != k2 || w.shape() != [m, n] || a.dtype() != w.dtype() || b.dtype() != w.dtype() {
+        return shape_err(format!(
+            "fused update: cannot add a {m}x{k} by {k2}x{n} product to a tensor of shape {}",
+            fmt_shape(w.shape())
+        ));
+    }
+    ensure_allocatable(&[m, n * outputs], w.dtype())?;
+    Ok((m, n))
+}
+
 /// `w + alpha·op(a)·op(b)` as a new tensor: the product accumulates onto `w` as it
 /// is stored (one pass over `w` instead of three for a separate scale and subtract).
 /// With `with_copy`, also returns a second tensor holding the same values (stored
@@ -424,17 +448,7 @@ pub fn matmul_update(
     alpha: f64,
     with_copy: bool,
 ) -> Result<(Tensor, Option<Tensor>)> {
-    if a.rank() != 2 || b.rank() != 2 || w.rank() != 2 {
-        return shape_err("fused update: expected 2-D operands");
-    }
-    let ((m, k), (k2, n)) = (dims_2d(a, transpose_a), dims_2d(b, transpose_b));
-    if k != k2 || w.shape() != [m, n] || a.dtype() != w.dtype() || b.dtype() != w.dtype() {
-        return shape_err(format!(
-            "fused update: cannot add a {m}x{k} by {k2}x{n} product to a tensor of shape {}",
-            fmt_shape(w.shape())
-        ));
-    }
-    ensure_allocatable(&[m, n * (1 + with_copy as usize)], w.dtype())?;
+    let (m, n) = check_matmul_update(w, a, b, transpose_a, transpose_b, 1 + with_copy as usize)?;
     float_dispatch!(w.dtype(), "fused update", |T| {
         let mut out: Vec<T> = crate::storage::vec_with_capacity(m * n);
         let mut copy: Vec<T> = crate::storage::vec_with_capacity(if with_copy { m * n } else { 0 });
@@ -452,6 +466,47 @@ pub fn matmul_update(
         }
         let copy = if with_copy { Some(Tensor::from_vec(copy, vec![m, n])?) } else { None };
         Ok((Tensor::from_vec(out, vec![m, n])?, copy))
+    })
+}
+
+/// `w += alpha·op(a)·op(b)`, written into `w`'s own memory. The caller makes sure
+/// nothing else reads that memory: `w` must be a whole contiguous tensor that
+/// shares its storage with no other tensor (`a` and `b` included). With
+/// `with_copy`, also returns a new tensor holding the result, stored by the same pass.
+pub fn matmul_update_in_place(
+    w: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    transpose_a: bool,
+    transpose_b: bool,
+    alpha: f64,
+    with_copy: bool,
+) -> Result<Option<Tensor>> {
+    let (m, n) = check_matmul_update(w, a, b, transpose_a, transpose_b, with_copy as usize)?;
+    if !w.is_contiguous() || w.offset() != 0 || w.shares_storage(a) || w.shares_storage(b) {
+        return Err(Error::InvalidArgument(
+            "internal: a fused update in place needs a contiguous w that shares no memory with its operands".into(),
+        ));
+    }
+    float_dispatch!(w.dtype(), "fused update", |T| {
+        let mut copy: Vec<T> = crate::storage::vec_with_capacity(if with_copy { m * n } else { 0 });
+        let copy_slots = with_copy.then(|| &mut copy.spare_capacity_mut()[..m * n]);
+        let alpha = T::from_f64(alpha);
+        with_mat_refs(a, b, transpose_a, transpose_b, |ma, mb| {
+            let mut guard = w.storage().write();
+            let target = T::slice_mut(&mut guard)
+                .and_then(|all| all.get_mut(..m * n))
+                .ok_or_else(|| Error::DType("internal dtype mismatch in a fused update".into()))?;
+            matmul::matmul_accumulate_into(ma, mb, target, copy_slots, alpha);
+            Ok::<(), Error>(())
+        })??;
+        // SAFETY: matmul_accumulate_into wrote all m×n elements of `copy` when asked.
+        unsafe { copy.set_len(if with_copy { m * n } else { 0 }) };
+        if with_copy {
+            Ok(Some(Tensor::from_vec(copy, vec![m, n])?))
+        } else {
+            Ok(None)
+        }
     })
 }
 

@@ -223,7 +223,19 @@ impl Tensor {
 
     /// True when no other handle or view shares this tensor's data, so it may be reused in place.
     pub fn is_uniquely_owned(&self) -> bool {
-        Arc::strong_count(&self.0) == 1 && Arc::strong_count(&self.0.storage) == 1
+        self.is_held_only_by(1)
+    }
+
+    /// Whether exactly `holders` handles reach this tensor and no other tensor (a
+    /// view) shares its storage.
+    pub fn is_held_only_by(&self, holders: usize) -> bool {
+        Arc::strong_count(&self.0) == holders && Arc::strong_count(&self.0.storage) == 1
+    }
+
+    /// The address of the first element (where the tensor's memory is, for identity checks).
+    pub fn data_ptr(&self) -> usize {
+        let base = self.0.storage.read().as_ptr() as usize;
+        base + self.0.offset * self.0.dtype.size_in_bytes()
     }
 
     pub fn version(&self) -> u64 {

@@ -1,16 +1,20 @@
 //! Runs a compiled plan with the eager kernels. Variable reads see the values
 //! from the start of the run; assignments are returned, to be stored when the
-//! run has succeeded.
+//! run has succeeded. A run has two phases: `start` runs every step but the
+//! plan's commit phase (fused updates that may write into their variable's
+//! memory, and their assigns), and `Run::commit` runs those, with the session's
+//! variables locked, after checking that none of them can fail.
 
 use super::plan::{Plan, Step, StepKind};
 use super::{AssignMode, NodeId, VarId};
 use crate::error::{Error, Result};
-use crate::forward::forward;
+use crate::forward::{self, forward};
 use crate::kernels::elementwise::BinaryOp;
 use crate::op::Op;
 use crate::random;
 use crate::tensor::Tensor;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 pub struct RunResult {
     pub fetched: Vec<Option<Tensor>>,
@@ -64,15 +68,30 @@ fn read_var(ctx: &RunContext<'_>, plan: &Plan, var: VarId) -> Result<Tensor> {
     })
 }
 
+/// Runs a whole plan without writing into any variable's memory (the updates of
+/// the commit phase write new tensors). Sessions use `start` and `Run::commit`.
 pub fn execute(plan: &Plan, ctx: &mut RunContext<'_>) -> Result<RunResult> {
-    // The slots of an earlier run, if no other run holds them now.
-    let mut values = std::mem::take(&mut *plan.value_slots.lock());
-    values.clear();
-    values.resize(plan.steps.len(), None);
-    let result = run_steps(plan, ctx, &mut values);
-    values.clear();
-    *plan.value_slots.lock() = values;
-    result
+    let run = start(plan, ctx)?;
+    run.commit(None, ctx.trace.as_deref_mut())
+}
+
+/// How traces name a fused update that wrote into its variable's memory.
+pub const IN_PLACE_UPDATE: &str = "fused_sgd_update_in_place";
+
+/// A run whose steps before the commit phase have run.
+pub struct Run<'p> {
+    plan: &'p Plan,
+    values: Vec<Option<Tensor>>,
+    side: SideOutputs,
+}
+
+impl Drop for Run<'_> {
+    /// Hands the value slots back to the plan, for its next run.
+    fn drop(&mut self) {
+        let mut values = std::mem::take(&mut self.values);
+        values.clear();
+        *self.plan.value_slots.lock() = values;
+    }
 }
 
 /// What steps hand on besides their own value.
@@ -85,38 +104,137 @@ struct SideOutputs {
     activation: Option<(usize, Tensor)>,
 }
 
-fn run_steps(plan: &Plan, ctx: &mut RunContext<'_>, values: &mut [Option<Tensor>]) -> Result<RunResult> {
-    let mut side = SideOutputs::default();
-    for (s, step) in plan.steps.iter().enumerate() {
+/// Runs the plan's steps up to its commit phase.
+pub fn start<'p>(plan: &'p Plan, ctx: &mut RunContext<'_>) -> Result<Run<'p>> {
+    // The slots of an earlier run, if no other run holds them now.
+    let mut values = std::mem::take(&mut *plan.value_slots.lock());
+    values.clear();
+    values.resize(plan.steps.len(), None);
+    let mut run = Run { plan, values, side: SideOutputs::default() };
+    for (s, step) in plan.steps.iter().enumerate().take(plan.commit_from) {
         (ctx.between_steps)()?;
         let started = ctx.trace.is_some().then(std::time::Instant::now);
         let out = match step.kind {
-            StepKind::StoredByProduct => values[s].take(),
-            _ => with_inputs(values, step, |inputs| run_step(plan, ctx, s, step, inputs, &mut side))?,
+            StepKind::StoredByProduct => run.values[s].take(),
+            // Groups read no values (their inputs may have none, or run later).
+            StepKind::NoValue => None,
+            _ => with_inputs(&run.values, step, |inputs| run_step(plan, ctx, s, step, inputs, &mut run.side))?,
         };
-        values[s] = out;
-        if let Some((slot, activation)) = side.activation.take() {
-            values[slot] = Some(activation);
+        run.values[s] = out;
+        if let Some((slot, activation)) = run.side.activation.take() {
+            run.values[slot] = Some(activation);
         }
-        if let (Some(trace), Some(t0)) = (ctx.trace.as_deref_mut(), started) {
-            trace.push((step.name.clone(), step.kind_name(), t0.elapsed().as_secs_f64()));
+        run.finish_step(s, started, ctx.trace.as_deref_mut(), None);
+    }
+    Ok(run)
+}
+
+impl Run<'_> {
+    /// Records the step in the trace (under `kind`, or its own kind name) and
+    /// releases the values whose last reader it was.
+    fn finish_step(
+        &mut self,
+        s: usize,
+        started: Option<std::time::Instant>,
+        trace: Option<&mut Vec<(String, String, f64)>>,
+        kind: Option<&str>,
+    ) {
+        let step = &self.plan.steps[s];
+        if let (Some(trace), Some(t0)) = (trace, started) {
+            let kind = kind.map_or_else(|| step.kind_name(), str::to_string);
+            trace.push((step.name.clone(), kind, t0.elapsed().as_secs_f64()));
         }
         for &r in &step.release {
-            values[r] = None;
+            self.values[r] = None;
         }
     }
-    let SideOutputs { assigns, mut fetch_copies, .. } = side;
-    let mut copy_of = |s: usize| {
-        let source = plan.steps[s].assigned_value()?;
-        let position = fetch_copies.iter().position(|(step, _)| *step == source)?;
-        Some(fetch_copies.swap_remove(position).1)
-    };
-    let fetched = plan
-        .fetch_steps
-        .iter()
-        .map(|&(s, has_value)| if has_value { copy_of(s).or_else(|| values[s].clone()) } else { None })
-        .collect();
-    Ok(RunResult { fetched, assigns })
+
+    /// Runs the commit phase and returns the fetched values and the assignments.
+    /// With `variables` (the session's, locked by the caller for the whole call), an
+    /// update writes into its variable's memory when nothing but the session holds
+    /// it. Every update is checked before any runs, so a failed commit changes nothing.
+    pub fn commit(
+        mut self,
+        variables: Option<&mut Arc<Vec<Option<Tensor>>>>,
+        mut trace: Option<&mut Vec<(String, String, f64)>>,
+    ) -> Result<RunResult> {
+        let plan = self.plan;
+        for step in &plan.steps[plan.commit_from..] {
+            if let StepKind::MatMulUpdate { transpose_a, transpose_b, copy_for_fetch, .. } = step.kind {
+                with_inputs(&self.values, step, |inputs| {
+                    let outputs = 1 + copy_for_fetch as usize;
+                    forward::check_matmul_update(inputs[0], inputs[1], inputs[2], transpose_a, transpose_b, outputs)
+                })?;
+            }
+        }
+        let mut store = match variables {
+            Some(vars) if plan.commit_from < plan.steps.len() => Some(Arc::make_mut(vars)),
+            _ => None,
+        };
+        for (s, step) in plan.steps.iter().enumerate().skip(plan.commit_from) {
+            let started = trace.is_some().then(std::time::Instant::now);
+            let (value, in_place) = self.commit_step(s, step, store.as_deref_mut())?;
+            self.values[s] = Some(value);
+            let kind = in_place.then_some(IN_PLACE_UPDATE);
+            self.finish_step(s, started, trace.as_deref_mut(), kind);
+        }
+        Ok(self.results())
+    }
+
+    /// Runs one step of the commit phase; returns its value and whether it wrote
+    /// into a variable's memory.
+    fn commit_step(
+        &mut self,
+        s: usize,
+        step: &Step,
+        store: Option<&mut Vec<Option<Tensor>>>,
+    ) -> Result<(Tensor, bool)> {
+        let input = |i: usize| value(&self.values, step.inputs[i], &step.name).cloned();
+        match step.kind {
+            StepKind::MatMulUpdate { alpha, transpose_a, transpose_b, copy_for_fetch, in_place_of: Some(var) } => {
+                let (w, a, b) = (input(0)?, input(1)?, input(2)?);
+                // Drop this run's other references first: they count as holders of w.
+                for &r in &step.release {
+                    self.values[r] = None;
+                }
+                let owned_by_session = store
+                    .and_then(|vars| vars.get(var)?.as_ref())
+                    .is_some_and(|current| current.same_tensor(&w) && w.is_held_only_by(2) && !w.is_external());
+                let (value, copy) = if owned_by_session {
+                    let copy =
+                        forward::matmul_update_in_place(&w, &a, &b, transpose_a, transpose_b, alpha, copy_for_fetch)?;
+                    (w, copy)
+                } else {
+                    forward::matmul_update(&w, &a, &b, transpose_a, transpose_b, alpha, copy_for_fetch)?
+                };
+                self.side.fetch_copies.extend(copy.map(|c| (s, c)));
+                Ok((value, owned_by_session))
+            }
+            StepKind::Assign { var, mode: AssignMode::Set } => {
+                let value = input(0)?;
+                self.side.assigns.push((var, value.clone()));
+                Ok((value, false))
+            }
+            _ => Err(Error::InvalidArgument(format!("internal: {} cannot run in the commit phase", step.name))),
+        }
+    }
+
+    fn results(&mut self) -> RunResult {
+        let plan = self.plan;
+        let SideOutputs { assigns, mut fetch_copies, .. } = std::mem::take(&mut self.side);
+        let mut copy_of = |s: usize| {
+            let source = plan.steps[s].assigned_value()?;
+            let position = fetch_copies.iter().position(|(step, _)| *step == source)?;
+            Some(fetch_copies.swap_remove(position).1)
+        };
+        let values = &self.values;
+        let fetched = plan
+            .fetch_steps
+            .iter()
+            .map(|&(s, has_value)| if has_value { copy_of(s).or_else(|| values[s].clone()) } else { None })
+            .collect();
+        RunResult { fetched, assigns }
+    }
 }
 
 /// Computes one step's value from its inputs.
@@ -141,30 +259,29 @@ fn run_step(
             Some(random::sample(shape, *dtype, *dist, draw_seed)?)
         }
         StepKind::Op(op) => Some(forward(op, inputs)?),
-        StepKind::MatMulUpdate { alpha, transpose_a, transpose_b, copy_for_fetch } => {
+        StepKind::MatMulUpdate { alpha, transpose_a, transpose_b, copy_for_fetch, .. } => {
             let (w, a, b) = (inputs[0], inputs[1], inputs[2]);
-            let (value, copy) =
-                crate::forward::matmul_update(w, a, b, *transpose_a, *transpose_b, *alpha, *copy_for_fetch)?;
+            let (value, copy) = forward::matmul_update(w, a, b, *transpose_a, *transpose_b, *alpha, *copy_for_fetch)?;
             side.fetch_copies.extend(copy.map(|c| (s, c)));
             Some(value)
         }
         StepKind::MatMulActivation { transpose_a, transpose_b, activation, activation_slot } => {
             let (product, activated) =
-                crate::forward::matmul_activation(inputs[0], inputs[1], *transpose_a, *transpose_b, *activation)?;
+                forward::matmul_activation(inputs[0], inputs[1], *transpose_a, *transpose_b, *activation)?;
             side.activation = Some((*activation_slot, activated));
             Some(product)
         }
         StepKind::StoredByProduct => None,
-        StepKind::SumOfSquares => Some(crate::forward::sum_of_squares(inputs[0])?),
-        StepKind::ScaledByItem { factor } => Some(crate::forward::scale_by_item(inputs[0], inputs[1], *factor)?),
+        StepKind::SumOfSquares => Some(forward::sum_of_squares(inputs[0])?),
+        StepKind::ScaledByItem { factor } => Some(forward::scale_by_item(inputs[0], inputs[1], *factor)?),
         StepKind::MaskedGrad { cmp, threshold, keep_when } => {
-            Some(crate::forward::mask_grad_threshold(inputs[0], inputs[1], *cmp, *threshold, *keep_when)?)
+            Some(forward::mask_grad_threshold(inputs[0], inputs[1], *cmp, *threshold, *keep_when)?)
         }
         StepKind::PassThrough => Some(inputs[0].clone()),
         StepKind::Assign { var, mode } => {
             let new_value = match mode {
                 // A fed value may share the caller's numpy memory; a variable must own its value.
-                AssignMode::Set if inputs[0].is_external() => crate::forward::copy(inputs[0])?,
+                AssignMode::Set if inputs[0].is_external() => forward::copy(inputs[0])?,
                 AssignMode::Set => inputs[0].clone(),
                 AssignMode::Add => forward(&Op::Binary(BinaryOp::Add), &[&read_var(ctx, plan, *var)?, inputs[0]])?,
                 AssignMode::Sub => forward(&Op::Binary(BinaryOp::Sub), &[&read_var(ctx, plan, *var)?, inputs[0]])?,
@@ -182,6 +299,7 @@ mod tests {
     use crate::dtype::DType;
     use crate::graph::plan::compile;
     use crate::graph::Graph;
+    use crate::kernels::elementwise::ScalarOp;
 
     /// A chain x → x+1 → (x+1)+1 → ... of 50 adds, run twice on the same plan.
     #[test]
@@ -214,5 +332,62 @@ mod tests {
         assert_eq!(run(), vec![50.5, 49.0]);
         assert_eq!(plan.value_slots.lock().as_ptr(), slots, "the second run allocated new value slots");
         assert!(plan.value_slots.lock().is_empty(), "values must not outlive their run");
+    }
+    /// `v.assign(v - 0.5·a·a)` for a 2×2 variable, compiled with a fed `a`.
+    fn update_plan() -> (Plan, VarId) {
+        let mut graph = Graph::new();
+        let (var, read) = graph.variable(DType::F64, vec![2, 2], Some("v"));
+        let a = graph.placeholder(DType::F64, Some(vec![Some(2), Some(2)]), Some("a"));
+        let product = graph.op(Op::MatMul { transpose_a: false, transpose_b: false }, vec![a, a], None).unwrap();
+        let scaled = graph.op(Op::Scalar(ScalarOp::Mul, 0.5), vec![product], None).unwrap();
+        let new_value = graph.op(Op::Binary(BinaryOp::Sub), vec![read, scaled], None).unwrap();
+        let assign = graph.assign(var, AssignMode::Set, new_value, None).unwrap();
+        let plan = compile(&graph, &[assign], &[a]).unwrap();
+        assert_eq!(plan.commit_from, plan.steps.len() - 2, "the update and its assign form the commit phase");
+        (plan, var)
+    }
+
+    fn run_update(plan: &Plan, variables: &mut Arc<Vec<Option<Tensor>>>) -> RunResult {
+        let snapshot = variables.clone();
+        let mut draws = HashMap::new();
+        let mut no_check = || Ok(());
+        let feeds = vec![Tensor::from_vec(vec![1.0f64, 0.0, 0.0, 1.0], vec![2, 2]).unwrap()];
+        let mut ctx = RunContext {
+            feeds,
+            variables: &snapshot,
+            random_draws: &mut draws,
+            between_steps: &mut no_check,
+            trace: None,
+        };
+        let run = start(plan, &mut ctx).unwrap();
+        drop(snapshot);
+        run.commit(Some(variables), None).unwrap()
+    }
+
+    #[test]
+    fn an_update_writes_into_its_variable_only_when_nothing_else_holds_the_value() {
+        let (plan, var) = update_plan();
+        let initial = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], vec![2, 2]).unwrap();
+        let mut variables = Arc::new(vec![Some(initial.clone())]);
+        // `initial` is still held here, so the update must write a new tensor.
+        let result = run_update(&plan, &mut variables);
+        assert_eq!(initial.to_f64_vec(), vec![1.0, 2.0, 3.0, 4.0]);
+        let (_, updated) = &result.assigns[0];
+        assert!(!updated.shares_storage(&initial));
+        assert_eq!(updated.to_f64_vec(), vec![0.5, 2.0, 3.0, 3.5]);
+
+        Arc::make_mut(&mut variables)[var] = Some(updated.clone());
+        drop(result);
+        let memory = variables[var].as_ref().unwrap().data_ptr();
+        let result = run_update(&plan, &mut variables);
+        assert_eq!(result.assigns[0].1.data_ptr(), memory, "the sole holder's memory was not updated in place");
+        assert_eq!(result.assigns[0].1.to_f64_vec(), vec![0.0, 2.0, 3.0, 3.0]);
+        drop(result);
+
+        // Another run's snapshot still reads the value: it must keep seeing the old one.
+        let other_run = variables.clone();
+        let result = run_update(&plan, &mut variables);
+        assert_ne!(result.assigns[0].1.data_ptr(), memory);
+        assert_eq!(other_run[var].as_ref().unwrap().to_f64_vec(), vec![0.0, 2.0, 3.0, 3.0]);
     }
 }

@@ -6,6 +6,7 @@ pub mod executor;
 pub mod gradients;
 pub mod infer;
 pub mod plan;
+pub mod session;
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};

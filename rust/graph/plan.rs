@@ -34,6 +34,10 @@ pub enum StepKind {
         /// The assign of this value is fetched: the same pass also stores a second
         /// copy, which the caller gets (the variable keeps the first).
         copy_for_fetch: bool,
+        /// Set when w is this variable's value and the update's only use is to assign
+        /// it back: the step runs in the commit phase, into the variable's own memory
+        /// when nothing else holds that memory.
+        in_place_of: Option<VarId>,
     },
     /// Fused `where(cmp(x, threshold), g, 0)` (inputs g, x), or with the branches
     /// swapped when `!keep_when`: the backward mask of maximum/minimum against a
@@ -125,6 +129,10 @@ pub struct Plan {
     /// The per-step value slots, kept between runs so that a run of a cached plan
     /// does not allocate them again.
     pub value_slots: parking_lot::Mutex<Vec<Option<Tensor>>>,
+    /// Steps from this index on form the commit phase: updates that may write into
+    /// their variable's memory, and their assigns. They run after every other step,
+    /// with the session's variables locked.
+    pub commit_from: usize,
 }
 
 fn needed_nodes(graph: &Graph, fetches: &[NodeId], fed: &HashSet<NodeId>) -> Result<Vec<NodeId>> {
@@ -205,13 +213,13 @@ impl FusionView<'_> {
 
 /// The fusions a plan may use. `RUSTGRAD_DISABLE_FUSION` turns them off, to
 /// measure what each brings: a comma-separated list of `update`, `fetch_copy`,
-/// `mask`, `activation` and `squared_error` turns those off; any other value
+/// `in_place`, `mask`, `activation` and `squared_error` turns those off; any other value
 /// (`1`, `all`, or a word it does not know) turns all of them off.
 struct EnabledFusions {
     disabled: Option<Vec<String>>,
 }
 
-const FUSION_NAMES: [&str; 5] = ["update", "fetch_copy", "mask", "activation", "squared_error"];
+const FUSION_NAMES: [&str; 6] = ["update", "fetch_copy", "in_place", "mask", "activation", "squared_error"];
 
 impl EnabledFusions {
     fn from_env() -> EnabledFusions {
@@ -420,7 +428,8 @@ fn update_fusion(view: &FusionView<'_>, id: NodeId) -> Option<Fusion> {
     fused.then(|| {
         let mut inputs = vec![*w];
         inputs.extend_from_slice(&graph.nodes[product].inputs);
-        let kind = StepKind::MatMulUpdate { alpha: -c, transpose_a, transpose_b, copy_for_fetch: false };
+        let kind =
+            StepKind::MatMulUpdate { alpha: -c, transpose_a, transpose_b, copy_for_fetch: false, in_place_of: None };
         Fusion { kind, inputs, absorbed: vec![*scaled, product] }
     })
 }
@@ -484,7 +493,7 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
             .collect::<Result<Vec<_>>>()?;
         steps.push(Step { node: id, name: node.name.clone(), kind, inputs, release: vec![] });
     }
-    let fetch_steps: Vec<(usize, bool)> = fetches
+    let mut fetch_steps: Vec<(usize, bool)> = fetches
         .iter()
         .map(|&f| {
             let step = position(f).ok_or_else(|| Error::InvalidArgument(format!("internal: fetch {f} was pruned")))?;
@@ -492,6 +501,9 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
         })
         .collect::<Result<_>>()?;
     mark_fetched_updates(&mut steps, &fetch_steps, &enabled);
+    let deferred = if enabled.allows("in_place") { mark_in_place_updates(&mut steps) } else { vec![] };
+    let commit_from = steps.len() - deferred.len();
+    let mut steps = move_to_end(steps, &deferred, &mut fetch_steps);
     plan_releases(&mut steps, &fetch_steps);
     let draws_random = steps.iter().any(|s| matches!(s.kind, StepKind::Random { seed: Some(_), .. }));
     Ok(Plan {
@@ -500,7 +512,75 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
         variable_names: graph.variables.iter().map(|v| v.name.clone()).collect(),
         draws_random,
         value_slots: parking_lot::Mutex::new(Vec::new()),
+        commit_from,
     })
+}
+
+/// Marks the fused updates `v.assign(v - lr·a·b)` that may write into v's memory,
+/// and returns their steps with their assigns'. That needs the update's only reader
+/// to be the assign, nothing but groups to read the assign, and no other assign of
+/// v in the plan (whose order against this one would then change).
+fn mark_in_place_updates(steps: &mut [Step]) -> Vec<usize> {
+    let mut readers: Vec<Vec<usize>> = vec![vec![]; steps.len()];
+    let mut assigns_of: HashMap<VarId, usize> = HashMap::new();
+    for (s, step) in steps.iter().enumerate() {
+        for &i in &step.inputs {
+            readers[i].push(s);
+        }
+        if let StepKind::Assign { var, .. } = step.kind {
+            *assigns_of.entry(var).or_insert(0) += 1;
+        }
+    }
+    let mut deferred = vec![];
+    for assign in 0..steps.len() {
+        let (StepKind::Assign { var, mode: AssignMode::Set }, &[update]) =
+            (&steps[assign].kind, &steps[assign].inputs[..])
+        else {
+            continue;
+        };
+        let var = *var;
+        let reads_var = |s: usize| matches!(steps[s].kind, StepKind::ReadVar(v) if v == var);
+        let is_update_of_var =
+            matches!(steps[update].kind, StepKind::MatMulUpdate { .. }) && reads_var(steps[update].inputs[0]);
+        let only_groups_read_assign = readers[assign].iter().all(|&r| matches!(steps[r].kind, StepKind::NoValue));
+        if is_update_of_var && readers[update] == [assign] && only_groups_read_assign && assigns_of[&var] == 1 {
+            if let StepKind::MatMulUpdate { in_place_of, .. } = &mut steps[update].kind {
+                *in_place_of = Some(var);
+            }
+            deferred.extend([update, assign]);
+        }
+    }
+    deferred.sort_unstable();
+    deferred
+}
+
+/// Reorders the steps so that `deferred` (sorted) come last, in their order, and
+/// renumbers every reference to a step.
+fn move_to_end(steps: Vec<Step>, deferred: &[usize], fetch_steps: &mut [(usize, bool)]) -> Vec<Step> {
+    if deferred.is_empty() {
+        return steps;
+    }
+    let is_deferred = |s: usize| deferred.binary_search(&s).is_ok();
+    let order: Vec<usize> = (0..steps.len()).filter(|&s| !is_deferred(s)).chain(deferred.iter().copied()).collect();
+    let mut new_index = vec![0; steps.len()];
+    for (new, &old) in order.iter().enumerate() {
+        new_index[old] = new;
+    }
+    for (s, _) in fetch_steps.iter_mut() {
+        *s = new_index[*s];
+    }
+    let mut slots: Vec<Option<Step>> = steps.into_iter().map(Some).collect();
+    order
+        .iter()
+        .filter_map(|&old| slots[old].take())
+        .map(|mut step| {
+            step.inputs.iter_mut().for_each(|i| *i = new_index[*i]);
+            if let StepKind::MatMulActivation { activation_slot, .. } = &mut step.kind {
+                *activation_slot = new_index[*activation_slot];
+            }
+            step
+        })
+        .collect()
 }
 
 /// A fetched assign of a fused update's value would copy that value for the

@@ -164,6 +164,36 @@ pub fn matmul_update_into<T: Float>(
     }
 }
 
+/// `target += alpha·a·b` in place, and `copy = target` afterwards when given (the
+/// copy stored by the same pass where our own kernel runs the product).
+pub fn matmul_accumulate_into<T: Float>(
+    a: MatRef<T>,
+    b: MatRef<T>,
+    target: &mut [T],
+    mut copy: Option<&mut [MaybeUninit<T>]>,
+    alpha: T,
+) {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    let sizes_ok = target.len() == m * n && copy.as_ref().is_none_or(|c| c.len() == m * n);
+    // invariant: forward::matmul_update_in_place sizes both from the checked shapes.
+    assert!(sizes_ok, "matmul_accumulate_into: operand sizes");
+    if m > 0 && n > 0 && k > 0 {
+        let copy_ptr = copy.as_mut().map_or(std::ptr::null_mut(), |c| c.as_mut_ptr().cast::<T>());
+        let target_ptr = target.as_mut_ptr();
+        // SAFETY: `target` holds m×n values, read and written in place (the kernel reads
+        // each element before it stores it); `copy` has m×n writable slots.
+        if unsafe { try_own_sgemm(a, b, target_ptr, [target_ptr, copy_ptr], SecondOutput::Copy, alpha, T::ONE) }
+            .is_some()
+        {
+            return;
+        }
+    }
+    matmul_into(a, b, target, alpha, T::ONE);
+    if let Some(copy) = copy {
+        write_all(copy, target);
+    }
+}
+
 /// `out = a·b` and `second = f(a·b)` (see `SecondOutput`), both stored by one pass
 /// of our own kernel. Returns false, with nothing written, where that kernel does
 /// not apply (then the caller computes the two separately).

@@ -7,17 +7,14 @@ use super::convert::{
 use super::errors::{external, guard};
 use super::tensor::PyTensor;
 use crate::error::{Error, Result};
-use crate::graph::executor::{execute, RunContext};
-use crate::graph::plan::{compile, Plan};
+use crate::graph::session::{RunOptions, Session};
 use crate::graph::{fmt_partial, gradients::gradients, AssignMode, Graph, GraphFunction, NodeId, PartialShape};
 use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
 use crate::op::{IndexItem, Op};
 use crate::random::Distribution;
-use crate::tensor::Tensor;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 fn unary_op(name: &str) -> Option<UnaryOp> {
@@ -301,83 +298,16 @@ impl PyGraph {
     }
 }
 
-struct SessionState {
-    /// Shared with running steps as a snapshot. Stores (by runs, restores, close)
-    /// copy it first only while another run still reads the old values.
-    variables: Arc<Vec<Option<Tensor>>>,
-    random_draws: HashMap<NodeId, u64>,
-    closed: bool,
-}
-
-fn store_variable(variables: &mut Arc<Vec<Option<Tensor>>>, var: usize, value: Tensor) {
-    let variables = Arc::make_mut(variables);
-    if variables.len() <= var {
-        variables.resize(var + 1, None);
-    }
-    variables[var] = Some(value);
-}
-
-type PlanKey = (Vec<NodeId>, Vec<NodeId>);
-
 #[pyclass(frozen, name = "SessionCore", module = "rustgrad.static")]
 pub struct PySession {
-    graph: Arc<RwLock<Graph>>,
-    state: Mutex<SessionState>,
-    plans: Mutex<HashMap<PlanKey, Arc<Plan>>>,
-}
-
-fn check_feed_shape(graph: &Graph, node: NodeId, value: &Tensor) -> Result<()> {
-    let n = graph.node(node)?;
-    let fits = match &n.shape {
-        None => true,
-        Some(dims) => {
-            dims.len() == value.rank() && dims.iter().zip(value.shape()).all(|(d, &v)| d.is_none_or(|d| d == v))
-        }
-    };
-    if !fits {
-        let got: Vec<String> = value.shape().iter().map(|d| d.to_string()).collect();
-        let got = if got.len() == 1 { format!("({},)", got[0]) } else { format!("({})", got.join(", ")) };
-        return Err(Error::InvalidArgument(format!(
-            "Cannot feed value of shape {got} for Tensor '{}:0', which has shape '{}'",
-            n.name,
-            fmt_partial(&n.shape)
-        )));
-    }
-    Ok(())
-}
-
-impl PySession {
-    fn plan(&self, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Arc<Plan>> {
-        let key = (fetches.to_vec(), feeds.to_vec());
-        if let Some(plan) = self.plans.lock().get(&key) {
-            return Ok(plan.clone());
-        }
-        let plan = Arc::new(compile(&self.graph.read(), fetches, feeds)?);
-        self.plans.lock().insert(key, plan.clone());
-        Ok(plan)
-    }
-
-    fn check_open(&self) -> Result<()> {
-        if self.state.lock().closed {
-            return Err(Error::FailedPrecondition("Attempted to use a closed Session.".into()));
-        }
-        Ok(())
-    }
+    inner: Session,
 }
 
 #[pymethods]
 impl PySession {
     #[new]
     fn new(graph: &Bound<'_, PyGraph>) -> PySession {
-        PySession {
-            graph: graph.get().inner.clone(),
-            state: Mutex::new(SessionState {
-                variables: Arc::new(vec![]),
-                random_draws: HashMap::new(),
-                closed: false,
-            }),
-            plans: Mutex::new(HashMap::new()),
-        }
+        PySession { inner: Session::new(graph.get().inner.clone()) }
     }
 
     /// Runs the fetches with the given feeds (numpy arrays already cast to each
@@ -392,60 +322,23 @@ impl PySession {
         values: Vec<Bound<'py, PyAny>>,
         trace: Option<Bound<'py, PyList>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        self.check_open()?;
         // Feeds already have the placeholder's dtype (the Python side casts them): share their memory.
         let feed_tensors = values
             .iter()
             .map(|v| share_from_numpy(v)?.map_or_else(|| tensor_from_numpy(v), Ok))
             .collect::<PyResult<Vec<_>>>()?;
-        let fetched = guard(|| {
-            {
-                let graph = self.graph.read();
-                for (&node, value) in feeds.iter().zip(&feed_tensors) {
-                    check_feed_shape(&graph, node, value)?;
-                }
-                for &f in &fetches {
-                    graph.node(f)?;
-                }
-            }
-            let plan = self.plan(&fetches, &feeds)?;
-            let (snapshot, mut draws) = {
-                let state = self.state.lock();
-                // Draw counts are copied only for plans that draw seeded random numbers.
-                let draws = if plan.draws_random { state.random_draws.clone() } else { HashMap::new() };
-                (state.variables.clone(), draws)
-            };
-            let mut timings = Vec::new();
-            let tracing = trace.is_some();
-            let result = py.detach(|| {
-                let mut check = super::autograd::signal_checker();
-                let mut ctx = RunContext {
-                    feeds: feed_tensors,
-                    variables: &snapshot,
-                    random_draws: &mut draws,
-                    between_steps: &mut check,
-                    trace: tracing.then_some(&mut timings),
-                };
-                execute(&plan, &mut ctx)
-            })?;
-            if let Some(list) = &trace {
-                for entry in timings {
-                    list.append(entry)?;
-                }
-            }
-            drop(snapshot);
-            let mut state = self.state.lock();
-            if state.closed {
-                return Err(Error::FailedPrecondition("the Session was closed while running".into()).into());
-            }
-            for (var, value) in result.assigns {
-                store_variable(&mut state.variables, var, value);
-            }
-            if plan.draws_random {
-                state.random_draws = draws;
-            }
-            Ok(result.fetched)
+        let mut timings = Vec::new();
+        let tracing = trace.is_some();
+        let fetched = py.detach(|| {
+            let mut check = super::autograd::signal_checker();
+            let options = RunOptions { between_steps: &mut check, trace: tracing.then_some(&mut timings) };
+            self.inner.run(&fetches, &feeds, feed_tensors, options)
         })?;
+        if let Some(list) = &trace {
+            for entry in timings {
+                list.append(entry)?;
+            }
+        }
         let out = PyList::empty(py);
         for value in fetched {
             match value {
@@ -464,42 +357,20 @@ impl PySession {
     }
 
     fn close(&self) {
-        let mut state = self.state.lock();
-        state.closed = true;
-        state.variables = Arc::new(vec![]);
-        self.plans.lock().clear();
+        self.inner.close();
     }
 
     #[getter]
     fn closed(&self) -> bool {
-        self.state.lock().closed
+        self.inner.is_closed()
     }
 
     fn variable_value<'py>(&self, py: Python<'py>, var: usize) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.check_open()?;
-        let value = self.state.lock().variables.get(var).cloned().flatten();
+        let value = self.inner.variable_value(var)?;
         value.map(|t| tensor_to_numpy(py, &t)).transpose()
     }
 
     fn set_variable_value(&self, var: usize, array: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.check_open()?;
-        let value = tensor_from_numpy(array)?;
-        let (dtype, shape) = {
-            let g = self.graph.read();
-            let v = g.variables.get(var).ok_or_else(|| Error::InvalidArgument(format!("no variable {var}")))?;
-            (v.dtype, v.shape.clone())
-        };
-        if value.dtype() != dtype || value.shape() != shape.as_slice() {
-            return Err(Error::InvalidArgument(format!(
-                "cannot restore a {} value of shape {:?} into a {} variable of shape {:?}",
-                value.dtype().name(),
-                value.shape(),
-                dtype.name(),
-                shape
-            ))
-            .into());
-        }
-        store_variable(&mut self.state.lock().variables, var, value);
-        Ok(())
+        Ok(self.inner.set_variable_value(var, tensor_from_numpy(array)?)?)
     }
 }

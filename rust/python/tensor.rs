@@ -201,8 +201,7 @@ impl PyTensor {
 
     /// The address of the first element, as `torch.Tensor.data_ptr()`.
     fn data_ptr(&self) -> usize {
-        let base = self.inner.storage().read().as_ptr() as usize;
-        base + self.inner.offset() * self.inner.dtype().size_in_bytes()
+        self.inner.data_ptr()
     }
 
     #[getter]
