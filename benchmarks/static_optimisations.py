@@ -3,7 +3,7 @@
     python benchmarks/static_optimisations.py [--steps 300] [--repeats 5]
 
 Each configuration runs in its own process. RUSTGRAD_DISABLE_FUSION turns off
-the static plan's fusions: `1` turns off all of them, or a list such as
+the static plan's optimisations: `1` turns off all of them, or a list such as
 `activation,mask` turns off the ones it names. RUSTGRAD_GEMM=crate uses the
 `gemm` crate for every product instead of rustgrad's own AVX-512 matmul kernel.
 """
@@ -34,6 +34,8 @@ CONFIGS = [
     ("static, without the squared-error fusion", "static", {"RUSTGRAD_DISABLE_FUSION": "squared_error"}),
     ("static, without the relu-mask fusion", "static", {"RUSTGRAD_DISABLE_FUSION": "mask"}),
     ("static, without the fetch copies of updates", "static", {"RUSTGRAD_DISABLE_FUSION": "fetch_copy"}),
+    ("static, without updates in place", "static", {"RUSTGRAD_DISABLE_FUSION": "in_place"}),
+    ("static, without the memory plan", "static", {"RUSTGRAD_DISABLE_FUSION": "memory_plan"}),
     ("static, without the fused SGD update", "static", {"RUSTGRAD_DISABLE_FUSION": "update"}),
     ("static, without any fusion", "static", {"RUSTGRAD_DISABLE_FUSION": "1"}),
     ("static, with the gemm crate for every matmul", "static", {"RUSTGRAD_GEMM": "crate"}),

@@ -10,9 +10,15 @@
 //!
 //! The pool is bounded (see `capacity_bytes`). When it is full, the buffers it
 //! has held longest are freed first.
+//!
+//! A static plan keeps the buffers of its own memory plan (`Kept`) and, before
+//! each step, offers that step's buffers to the allocations of this thread
+//! (`offer`): an allocation of the same type and size takes an offered buffer
+//! first, whatever its size.
 
 use parking_lot::Mutex;
 use std::any::TypeId;
+use std::cell::RefCell;
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -81,6 +87,96 @@ unsafe fn free_raw<T>(ptr: usize, capacity: usize) {
     drop(unsafe { Vec::from_raw_parts(ptr as *mut T, 0, capacity) });
 }
 
+/// A buffer kept outside the pool (by a plan's memory plan), with its type erased.
+/// Every element is initialised; dropping it frees the memory.
+pub struct Kept(Pooled);
+
+impl Kept {
+    /// Keeps `v`'s memory, if it is full (so every element is initialised) and not empty.
+    pub fn new<T: Copy + 'static>(v: Vec<T>) -> Option<Kept> {
+        if v.len() != v.capacity() || v.capacity() == 0 {
+            return None;
+        }
+        let mut v = ManuallyDrop::new(v);
+        Some(Kept(Pooled {
+            type_id: TypeId::of::<T>(),
+            capacity: v.capacity(),
+            bytes: v.capacity().saturating_mul(std::mem::size_of::<T>()),
+            ptr: v.as_mut_ptr() as usize,
+            free: free_raw::<T>,
+        }))
+    }
+
+    fn into_vec<T: Copy + 'static>(self) -> Vec<T> {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: `matches` checked the type and capacity; the entry came from a forgotten
+        // Vec<T> and, with `self` forgotten, is turned back into one exactly once.
+        unsafe { Vec::from_raw_parts(this.0.ptr as *mut T, 0, this.0.capacity) }
+    }
+
+    #[cfg(test)]
+    pub fn address(&self) -> usize {
+        self.0.ptr
+    }
+
+    #[cfg(test)]
+    pub fn capacity(&self) -> usize {
+        self.0.capacity
+    }
+
+    fn matches<T: 'static>(&self, capacity: usize) -> bool {
+        self.0.type_id == TypeId::of::<T>() && self.0.capacity == capacity
+    }
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        // SAFETY: the entry is the forgotten Vec it was made from, freed once here.
+        unsafe { (self.0.free)(self.0.ptr, self.0.capacity) };
+    }
+}
+
+thread_local! {
+    /// Buffers offered to this thread's next allocations, each with its owner's tag.
+    static OFFERED: RefCell<Vec<(usize, Kept)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Offers `buffer` to the allocations of this thread until `withdraw`: the next
+/// `take` of its type and capacity gets it.
+pub fn offer(tag: usize, buffer: Kept) {
+    OFFERED.with_borrow_mut(|offered| offered.push((tag, buffer)));
+}
+
+/// Hands back, with their tags, the offered buffers no allocation took.
+pub fn withdraw(mut back: impl FnMut(usize, Kept)) {
+    let mut offered = OFFERED.with_borrow_mut(std::mem::take);
+    for (tag, buffer) in offered.drain(..) {
+        back(tag, buffer);
+    }
+    // Keep the vector's memory for the next offers.
+    OFFERED.with_borrow_mut(|slot| *slot = offered);
+}
+
+fn take_offered<T: Copy + 'static>(capacity: usize) -> Option<Vec<T>> {
+    OFFERED.with_borrow_mut(|offered| {
+        let found = offered.iter().position(|(_, b)| b.matches::<T>(capacity))?;
+        #[cfg(test)]
+        OFFERS_TAKEN.set(OFFERS_TAKEN.get() + 1);
+        Some(offered.swap_remove(found).1.into_vec())
+    })
+}
+
+#[cfg(test)]
+thread_local! {
+    static OFFERS_TAKEN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How many offered buffers allocations on this thread have taken.
+#[cfg(test)]
+pub fn offers_taken() -> usize {
+    OFFERS_TAKEN.get()
+}
+
 /// Keeps `v`'s memory for a later `take` of the same type and capacity (or frees
 /// it, when it is small, not full, more than a quarter of the pool, or the pool is off).
 pub fn give<T: Copy + 'static>(v: Vec<T>) {
@@ -121,9 +217,12 @@ pub fn give<T: Copy + 'static>(v: Vec<T>) {
     }
 }
 
-/// An empty vector with exactly `capacity` elements of room, made from a freed
-/// buffer of that size, if the pool holds one.
+/// An empty vector with exactly `capacity` elements of room, made from an offered
+/// buffer of that size, or a freed one, if the pool holds one.
 pub fn take<T: Copy + 'static>(capacity: usize) -> Option<Vec<T>> {
+    if let Some(v) = take_offered(capacity) {
+        return Some(v);
+    }
     if capacity.saturating_mul(std::mem::size_of::<T>()) < MIN_BYTES || !in_use() {
         return None;
     }
@@ -156,6 +255,24 @@ pub fn empty() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_offered_buffer_goes_to_the_first_allocation_of_its_type_and_size_on_this_thread() {
+        let kept = Kept::new(vec![1.0f32; 10]).expect("a full vector");
+        let address = kept.0.ptr;
+        offer(7, kept);
+        assert!(take::<f64>(10).is_none() && take::<f32>(11).is_none());
+        let other_thread = std::thread::spawn(|| take::<f32>(10).is_none()).join();
+        assert!(other_thread.unwrap_or(false), "another thread must not see the offer");
+        let v = take::<f32>(10).expect("the offered buffer");
+        assert_eq!((v.as_ptr() as usize, v.len(), v.capacity()), (address, 0, 10));
+        offer(3, Kept::new(vec![0u8; 4]).expect("a full vector"));
+        let mut back = vec![];
+        withdraw(|tag, buffer| back.push((tag, buffer.0.capacity)));
+        assert_eq!(back, vec![(3, 4)]);
+        withdraw(|_, _| panic!("nothing is offered any more"));
+        assert!(Kept::new(Vec::<f32>::with_capacity(4)).is_none(), "uninitialised room must not be kept");
+    }
 
     // One test, because the pool is shared by the whole process.
     #[test]

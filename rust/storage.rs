@@ -165,6 +165,11 @@ impl Storage {
     pub fn version(&self) -> u64 {
         self.version.load(Ordering::Relaxed)
     }
+
+    /// The buffer, taken out (the storage is left empty).
+    pub fn into_buffer(mut self) -> Buffer {
+        std::mem::replace(self.data.get_mut(), Buffer::Bool(Vec::new()))
+    }
 }
 
 impl Drop for Storage {

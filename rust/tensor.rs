@@ -232,6 +232,17 @@ impl Tensor {
         Arc::strong_count(&self.0) == holders && Arc::strong_count(&self.0.storage) == 1
     }
 
+    /// This tensor's memory, to be kept for reuse, when nothing else holds it.
+    pub fn into_kept_buffer(self) -> Option<crate::buffer_pool::Kept> {
+        let inner = Arc::try_unwrap(self.0).ok()?;
+        let storage = Arc::try_unwrap(inner.storage).ok()?;
+        match storage.into_buffer() {
+            Buffer::F32(v) => crate::buffer_pool::Kept::new(v),
+            Buffer::F64(v) => crate::buffer_pool::Kept::new(v),
+            _ => None,
+        }
+    }
+
     /// The address of the first element (where the tensor's memory is, for identity checks).
     pub fn data_ptr(&self) -> usize {
         let base = self.0.storage.read().as_ptr() as usize;

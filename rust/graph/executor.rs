@@ -5,8 +5,9 @@
 //! memory, and their assigns), and `Run::commit` runs those, with the session's
 //! variables locked, after checking that none of them can fail.
 
-use super::plan::{Plan, Step, StepKind};
+use super::plan::{Plan, RunState, Step, StepKind};
 use super::{AssignMode, NodeId, VarId};
+use crate::buffer_pool::{self, Kept};
 use crate::error::{Error, Result};
 use crate::forward::{self, forward};
 use crate::kernels::elementwise::BinaryOp;
@@ -82,15 +83,21 @@ pub const IN_PLACE_UPDATE: &str = "fused_sgd_update_in_place";
 pub struct Run<'p> {
     plan: &'p Plan,
     values: Vec<Option<Tensor>>,
+    /// The memory plan's buffers that no value holds now.
+    buffers: Vec<Option<Kept>>,
     side: SideOutputs,
 }
 
 impl Drop for Run<'_> {
-    /// Hands the value slots back to the plan, for its next run.
+    /// Keeps the memory of values nothing else holds, and hands the value slots
+    /// and buffers back to the plan, for its next run.
     fn drop(&mut self) {
-        let mut values = std::mem::take(&mut self.values);
-        values.clear();
-        *self.plan.value_slots.lock() = values;
+        for slot in 0..self.values.len() {
+            self.release(slot);
+        }
+        let values = std::mem::take(&mut self.values);
+        let buffers = std::mem::take(&mut self.buffers);
+        *self.plan.run_state.lock() = RunState { values, buffers };
     }
 }
 
@@ -106,21 +113,24 @@ struct SideOutputs {
 
 /// Runs the plan's steps up to its commit phase.
 pub fn start<'p>(plan: &'p Plan, ctx: &mut RunContext<'_>) -> Result<Run<'p>> {
-    // The slots of an earlier run, if no other run holds them now.
-    let mut values = std::mem::take(&mut *plan.value_slots.lock());
+    // The slots and buffers of an earlier run, if no other run holds them now.
+    let RunState { mut values, mut buffers } = std::mem::take(&mut *plan.run_state.lock());
     values.clear();
     values.resize(plan.steps.len(), None);
-    let mut run = Run { plan, values, side: SideOutputs::default() };
+    buffers.resize_with(plan.buffer_count, || None);
+    let mut run = Run { plan, values, buffers, side: SideOutputs::default() };
     for (s, step) in plan.steps.iter().enumerate().take(plan.commit_from) {
         (ctx.between_steps)()?;
         let started = ctx.trace.is_some().then(std::time::Instant::now);
+        run.offer_buffers(s);
         let out = match step.kind {
-            StepKind::StoredByProduct => run.values[s].take(),
+            StepKind::StoredByProduct => Ok(run.values[s].take()),
             // Groups read no values (their inputs may have none, or run later).
-            StepKind::NoValue => None,
-            _ => with_inputs(&run.values, step, |inputs| run_step(plan, ctx, s, step, inputs, &mut run.side))?,
+            StepKind::NoValue => Ok(None),
+            _ => with_inputs(&run.values, step, |inputs| run_step(plan, ctx, s, step, inputs, &mut run.side)),
         };
-        run.values[s] = out;
+        run.withdraw_buffers();
+        run.values[s] = out?;
         if let Some((slot, activation)) = run.side.activation.take() {
             run.values[slot] = Some(activation);
         }
@@ -130,6 +140,40 @@ pub fn start<'p>(plan: &'p Plan, ctx: &mut RunContext<'_>) -> Result<Run<'p>> {
 }
 
 impl Run<'_> {
+    /// Offers the step's buffers (its own, and the activation's of a fused product)
+    /// to the allocations of its kernel.
+    fn offer_buffers(&mut self, s: usize) {
+        let steps = &self.plan.steps;
+        let activation = match steps[s].kind {
+            StepKind::MatMulActivation { activation_slot, .. } => Some(activation_slot),
+            _ => None,
+        };
+        for slot in std::iter::once(s).chain(activation) {
+            if let Some(buffer) = steps[slot].buffer {
+                if let Some(kept) = self.buffers[buffer].take() {
+                    buffer_pool::offer(buffer, kept);
+                }
+            }
+        }
+    }
+
+    /// Takes back the offered buffers that no allocation took.
+    fn withdraw_buffers(&mut self) {
+        buffer_pool::withdraw(|buffer, kept| self.buffers[buffer] = Some(kept));
+    }
+
+    /// Drops a value; its memory goes back to its buffer of the memory plan when
+    /// nothing else holds it.
+    fn release(&mut self, slot: usize) {
+        let Some(value) = self.values[slot].take() else { return };
+        if let Some(buffer) = self.plan.steps[slot].buffer {
+            // The newest memory replaces older one: after a change of shape it has the new size.
+            if let Some(kept) = value.into_kept_buffer() {
+                self.buffers[buffer] = Some(kept);
+            }
+        }
+    }
+
     /// Records the step in the trace (under `kind`, or its own kind name) and
     /// releases the values whose last reader it was.
     fn finish_step(
@@ -145,7 +189,7 @@ impl Run<'_> {
             trace.push((step.name.clone(), kind, t0.elapsed().as_secs_f64()));
         }
         for &r in &step.release {
-            self.values[r] = None;
+            self.release(r);
         }
     }
 
@@ -195,7 +239,7 @@ impl Run<'_> {
                 let (w, a, b) = (input(0)?, input(1)?, input(2)?);
                 // Drop this run's other references first: they count as holders of w.
                 for &r in &step.release {
-                    self.values[r] = None;
+                    self.release(r);
                 }
                 let owned_by_session = store
                     .and_then(|vars| vars.get(var)?.as_ref())
@@ -327,11 +371,11 @@ mod tests {
             result.fetched[0].as_ref().unwrap().to_f64_vec()
         };
         assert_eq!(run(), vec![50.5, 49.0]);
-        let slots = plan.value_slots.lock().as_ptr();
-        assert!(plan.value_slots.lock().capacity() >= plan.steps.len());
+        let slots = plan.run_state.lock().values.as_ptr();
+        assert!(plan.run_state.lock().values.capacity() >= plan.steps.len());
         assert_eq!(run(), vec![50.5, 49.0]);
-        assert_eq!(plan.value_slots.lock().as_ptr(), slots, "the second run allocated new value slots");
-        assert!(plan.value_slots.lock().is_empty(), "values must not outlive their run");
+        assert_eq!(plan.run_state.lock().values.as_ptr(), slots, "the second run allocated new value slots");
+        assert!(plan.run_state.lock().values.iter().all(Option::is_none), "values must not outlive their run");
     }
     /// `v.assign(v - 0.5·a·a)` for a 2×2 variable, compiled with a fed `a`.
     fn update_plan() -> (Plan, VarId) {
@@ -389,5 +433,46 @@ mod tests {
         let result = run_update(&plan, &mut variables);
         assert_ne!(result.assigns[0].1.data_ptr(), memory);
         assert_eq!(other_run[var].as_ref().unwrap().to_f64_vec(), vec![0.0, 2.0, 3.0, 3.0]);
+    }
+    /// x → a → b → c → d, each `+ 1`, fed x of `len` elements: a and c share a
+    /// buffer, and so do b and d.
+    fn run_chain(plan: &Plan, x: Vec<f64>) -> Vec<f64> {
+        let mut draws = HashMap::new();
+        let mut no_check = || Ok(());
+        let len = x.len();
+        let feeds = vec![Tensor::from_vec(x, vec![len]).unwrap()];
+        let mut ctx =
+            RunContext { feeds, variables: &[], random_draws: &mut draws, between_steps: &mut no_check, trace: None };
+        let result = execute(plan, &mut ctx).unwrap();
+        result.fetched[0].as_ref().unwrap().to_f64_vec()
+    }
+
+    #[test]
+    fn the_memory_plan_shares_buffers_between_values_that_do_not_overlap_and_keeps_them() {
+        let mut graph = Graph::new();
+        let x = graph.placeholder(DType::F64, Some(vec![None]), Some("x"));
+        let one = graph.constant(Tensor::scalar(1.0, DType::F64), None);
+        let mut last = x;
+        for _ in 0..4 {
+            last = graph.op(Op::Binary(BinaryOp::Add), vec![last, one], None).unwrap();
+        }
+        let plan = compile(&graph, &[last], &[x]).unwrap();
+        assert_eq!(plan.buffer_count, 2);
+        let kept_address = |plan: &Plan| plan.run_state.lock().buffers[0].as_ref().map(Kept::address);
+        let taken_by = |x: Vec<f64>, expected: Vec<f64>| {
+            let before = buffer_pool::offers_taken();
+            assert_eq!(run_chain(&plan, x), expected);
+            buffer_pool::offers_taken() - before
+        };
+        // c takes a's memory and d b's; d leaves with the caller, c's memory stays.
+        assert_eq!(taken_by(vec![0.5, -1.0], vec![4.5, 3.0]), 2);
+        let first = kept_address(&plan).expect("c's memory is kept for the next run's a");
+        // Now a starts in c's memory too.
+        assert_eq!(taken_by(vec![1.5, 2.0], vec![5.5, 6.0]), 3);
+        assert_eq!(kept_address(&plan), Some(first));
+        // Another size: a allocates, and the plan keeps memory of the new size.
+        assert_eq!(taken_by(vec![0.0; 5], vec![4.0; 5]), 2);
+        let capacity = plan.run_state.lock().buffers[0].as_ref().map(Kept::capacity);
+        assert_eq!(capacity, Some(5));
     }
 }

@@ -3,6 +3,7 @@
 //! it needs (ops, constants), so running it never touches the graph.
 
 use super::{fmt_partial, AssignMode, Graph, NodeId, NodeKind, VarId};
+use crate::buffer_pool::Kept;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
@@ -86,6 +87,8 @@ pub struct Step {
     pub inputs: Vec<usize>,
     /// Values no later step reads (and nobody fetched): dropped after this step.
     pub release: Vec<usize>,
+    /// The buffer of the plan's memory plan that this step's output uses.
+    pub buffer: Option<usize>,
 }
 
 impl Step {
@@ -119,6 +122,14 @@ impl Step {
     }
 }
 
+/// What a plan keeps from one run to the next.
+#[derive(Default)]
+pub struct RunState {
+    pub values: Vec<Option<Tensor>>,
+    /// The memory plan's buffers that no value holds now, by buffer.
+    pub buffers: Vec<Option<Kept>>,
+}
+
 pub struct Plan {
     pub steps: Vec<Step>,
     /// For each fetch, the step holding its value (None for ops without a value).
@@ -126,9 +137,11 @@ pub struct Plan {
     pub variable_names: Vec<String>,
     /// Whether any step draws seeded random numbers (whose draw counts a run updates).
     pub draws_random: bool,
-    /// The per-step value slots, kept between runs so that a run of a cached plan
-    /// does not allocate them again.
-    pub value_slots: parking_lot::Mutex<Vec<Option<Tensor>>>,
+    /// The per-step value slots and the memory plan's buffers, kept between runs:
+    /// a run of a cached plan takes them (another run at the same time makes its own).
+    pub run_state: parking_lot::Mutex<RunState>,
+    /// How many buffers the memory plan uses.
+    pub buffer_count: usize,
     /// Steps from this index on form the commit phase: updates that may write into
     /// their variable's memory, and their assigns. They run after every other step,
     /// with the session's variables locked.
@@ -213,13 +226,14 @@ impl FusionView<'_> {
 
 /// The fusions a plan may use. `RUSTGRAD_DISABLE_FUSION` turns them off, to
 /// measure what each brings: a comma-separated list of `update`, `fetch_copy`,
-/// `in_place`, `mask`, `activation` and `squared_error` turns those off; any other value
+/// `in_place`, `mask`, `activation`, `squared_error` and `memory_plan` turns those off; any other value
 /// (`1`, `all`, or a word it does not know) turns all of them off.
 struct EnabledFusions {
     disabled: Option<Vec<String>>,
 }
 
-const FUSION_NAMES: [&str; 6] = ["update", "fetch_copy", "in_place", "mask", "activation", "squared_error"];
+const FUSION_NAMES: [&str; 7] =
+    ["update", "fetch_copy", "in_place", "mask", "activation", "squared_error", "memory_plan"];
 
 impl EnabledFusions {
     fn from_env() -> EnabledFusions {
@@ -491,7 +505,7 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
                     .ok_or_else(|| Error::InvalidArgument(format!("internal: input {i} of {} was pruned", node.name)))
             })
             .collect::<Result<Vec<_>>>()?;
-        steps.push(Step { node: id, name: node.name.clone(), kind, inputs, release: vec![] });
+        steps.push(Step { node: id, name: node.name.clone(), kind, inputs, release: vec![], buffer: None });
     }
     let mut fetch_steps: Vec<(usize, bool)> = fetches
         .iter()
@@ -505,13 +519,15 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
     let commit_from = steps.len() - deferred.len();
     let mut steps = move_to_end(steps, &deferred, &mut fetch_steps);
     plan_releases(&mut steps, &fetch_steps);
+    let buffer_count = if enabled.allows("memory_plan") { plan_buffers(graph, &mut steps) } else { 0 };
     let draws_random = steps.iter().any(|s| matches!(s.kind, StepKind::Random { seed: Some(_), .. }));
     Ok(Plan {
         steps,
         fetch_steps,
         variable_names: graph.variables.iter().map(|v| v.name.clone()).collect(),
         draws_random,
-        value_slots: parking_lot::Mutex::new(Vec::new()),
+        run_state: parking_lot::Mutex::new(RunState::default()),
+        buffer_count,
         commit_from,
     })
 }
@@ -595,6 +611,64 @@ fn mark_fetched_updates(steps: &mut [Step], fetch_steps: &[(usize, bool)], enabl
             *copy_for_fetch = true;
         }
     }
+}
+
+/// Whether a step's output is memory a kernel allocates (and not a view, an
+/// input, a variable's value or a constant).
+fn allocates_output(kind: &StepKind) -> bool {
+    match kind {
+        StepKind::Op(op) => !op.is_view(),
+        StepKind::MatMulUpdate { in_place_of, .. } => in_place_of.is_none(),
+        StepKind::Assign { mode, .. } => *mode != AssignMode::Set,
+        StepKind::Random { .. }
+        | StepKind::MaskedGrad { .. }
+        | StepKind::MatMulActivation { .. }
+        | StepKind::StoredByProduct
+        | StepKind::SumOfSquares
+        | StepKind::ScaledByItem { .. } => true,
+        StepKind::Fed(_) | StepKind::Constant(_) | StepKind::ReadVar(_) | StepKind::PassThrough | StepKind::NoValue => {
+            false
+        }
+    }
+}
+
+/// The memory plan: gives each allocated output a buffer that no value alive at
+/// the same time uses, shared by outputs of the same dtype and (partial) shape
+/// whose lifetimes do not overlap. A value lives from the step that stores it to
+/// the step that releases it. Returns the number of buffers.
+///
+/// The plan keeps these buffers from run to run and offers each step its own; a
+/// dimension unknown at compile time may make a size differ at run time, and then
+/// the kernel simply allocates (see `buffer_pool::offer`).
+fn plan_buffers(graph: &Graph, steps: &mut [Step]) -> usize {
+    type Class = (DType, Vec<Option<usize>>);
+    let mut free: HashMap<Class, Vec<usize>> = HashMap::new();
+    let mut class_of: Vec<Class> = vec![];
+    for s in 0..steps.len() {
+        // A fused product stores its activation too, so that value's life starts here.
+        let stored_here = match steps[s].kind {
+            StepKind::MatMulActivation { activation_slot, .. } => vec![s, activation_slot],
+            StepKind::StoredByProduct => vec![],
+            ref kind if allocates_output(kind) => vec![s],
+            _ => vec![],
+        };
+        for value in stored_here {
+            let node = &graph.nodes[steps[value].node];
+            let Some(shape) = node.shape.clone() else { continue };
+            let class = (node.dtype, shape);
+            let buffer = free.get_mut(&class).and_then(Vec::pop).unwrap_or_else(|| {
+                class_of.push(class.clone());
+                class_of.len() - 1
+            });
+            steps[value].buffer = Some(buffer);
+        }
+        for r in steps[s].release.clone() {
+            if let Some(buffer) = steps[r].buffer {
+                free.entry(class_of[buffer].clone()).or_default().push(buffer);
+            }
+        }
+    }
+    class_of.len()
 }
 
 /// Marks, at each step, the values whose last reader it is.
