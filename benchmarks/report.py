@@ -111,7 +111,7 @@ def section_matmul(m: dict) -> list[str]:
 
 def section_overhead(m: dict) -> list[str]:
     base = m["test_numpy_one_element_add"]["median"]
-    rows = [("numpy one-element `np.add(a, b)`", "test_numpy_one_element_add"),
+    rows = [("numpy one-element `a + b`", "test_numpy_one_element_add"),
             ("one-element add, no grad", "test_one_element_add_without_grad"),
             ("one-element add, requires_grad", "test_one_element_add_with_grad"),
             ("tiny `(a*b).sum().backward()`", "test_tiny_backward"),

@@ -12,6 +12,7 @@ use crate::shape::{checked_numel, fill_contiguous_strides, fmt_shape, numel, Sha
 use crate::storage::{try_alloc, Buffer, Element, Storage};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 #[derive(Default)]
@@ -33,6 +34,33 @@ pub struct TensorInner {
     /// Set for tensors that share storage with another tensor through a view op.
     is_view: bool,
     meta: Mutex<AutogradMeta>,
+    /// `requires_grad` and whether `grad_fn` is set, mirrored from `meta` by every
+    /// write to it: recording an op reads them without taking the lock.
+    history: AtomicU8,
+}
+
+const REQUIRES_GRAD: u8 = 1;
+const HAS_GRAD_FN: u8 = 2;
+
+fn write_history(meta: &mut AutogradMeta, node: Option<Arc<Node>>, output_nr: usize) {
+    meta.requires_grad = node.is_some() || meta.requires_grad;
+    meta.grad_fn = node;
+    meta.output_nr = output_nr;
+}
+
+fn history_bits(meta: &AutogradMeta) -> u8 {
+    (meta.requires_grad as u8 * REQUIRES_GRAD) | (meta.grad_fn.is_some() as u8 * HAS_GRAD_FN)
+}
+
+/// Where gradients for a tensor go, as last written.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum History {
+    /// The tensor does not require grad.
+    None,
+    /// A leaf that requires grad: gradients accumulate into its `.grad`.
+    Leaf,
+    /// The output of a recorded op (see `grad_fn`).
+    Node,
 }
 
 #[derive(Clone)]
@@ -72,6 +100,7 @@ impl Tensor {
             dtype,
             is_view,
             meta: Mutex::new(AutogradMeta::default()),
+            history: AtomicU8::new(0),
         }))
     }
 
@@ -316,11 +345,23 @@ impl Tensor {
     // ----- autograd bookkeeping -----
 
     pub fn requires_grad(&self) -> bool {
-        self.0.meta.lock().requires_grad
+        self.history() != History::None
+    }
+
+    /// Read without the metadata's lock (from the mirror every write updates).
+    pub fn history(&self) -> History {
+        let bits = self.0.history.load(Ordering::Acquire);
+        if bits & HAS_GRAD_FN != 0 {
+            History::Node
+        } else if bits & REQUIRES_GRAD != 0 {
+            History::Leaf
+        } else {
+            History::None
+        }
     }
 
     pub fn set_requires_grad(&self, value: bool) {
-        self.0.meta.lock().requires_grad = value;
+        self.with_meta(|meta| meta.requires_grad = value);
     }
 
     pub fn grad(&self) -> Option<Tensor> {
@@ -340,10 +381,20 @@ impl Tensor {
     }
 
     pub fn set_history(&self, node: Option<Arc<Node>>, output_nr: usize) {
-        let mut meta = self.0.meta.lock();
-        meta.requires_grad = node.is_some() || meta.requires_grad;
-        meta.grad_fn = node;
-        meta.output_nr = output_nr;
+        self.with_meta(|meta| write_history(meta, node, output_nr));
+    }
+
+    /// `set_history` for a tensor nobody else holds yet (a new op output): no lock is
+    /// needed then. Falls back to the locked write when the tensor is shared.
+    pub fn set_history_of_new(&mut self, node: Option<Arc<Node>>, output_nr: usize) {
+        match Arc::get_mut(&mut self.0) {
+            Some(inner) => {
+                let meta = inner.meta.get_mut();
+                write_history(meta, node, output_nr);
+                *inner.history.get_mut() = history_bits(meta);
+            }
+            None => self.set_history(node, output_nr),
+        }
     }
 
     pub fn downgrade(&self) -> WeakTensor {
@@ -362,10 +413,13 @@ impl Tensor {
     }
 
     pub fn is_leaf(&self) -> bool {
-        self.0.meta.lock().grad_fn.is_none()
+        self.history() != History::Node
     }
 
     pub fn with_meta<R>(&self, f: impl FnOnce(&mut AutogradMeta) -> R) -> R {
-        f(&mut self.0.meta.lock())
+        let mut meta = self.0.meta.lock();
+        let result = f(&mut meta);
+        self.0.history.store(history_bits(&meta), Ordering::Release);
+        result
     }
 }

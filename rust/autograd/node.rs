@@ -7,7 +7,6 @@ use crate::shape::Shape;
 use crate::tensor::{Tensor, WeakTensor};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Where the gradient of one input goes.
@@ -55,13 +54,25 @@ pub struct Node {
     pub output_meta: PerInput<Meta>,
     /// Freed after backward unless the graph is retained.
     pub saved: Mutex<Option<Saved>>,
-    /// Creation order; the reverse pass runs later nodes first.
+    /// One more than the highest `sequence` of the nodes it reads (0 when it reads
+    /// only leaves), so every node's is above its inputs'. Among nodes whose
+    /// gradients are complete, the reverse pass runs the highest first.
     pub sequence: u64,
     /// Outputs whose gradient is kept in their `.grad` (`retain_grad()`), by output index.
     pub retained: Mutex<Vec<(usize, WeakTensor)>>,
 }
 
-static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+/// A node's place in the reverse pass, from its inputs' nodes alone: unlike a
+/// global creation counter, it costs no atomic operation when ops are recorded.
+fn depth(next: &PerInput<Option<Edge>>) -> u64 {
+    next.iter()
+        .filter_map(|edge| match edge {
+            Some(Edge::Node(node, _)) => Some(node.sequence + 1),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
+}
 
 impl Node {
     pub fn new(
@@ -73,11 +84,11 @@ impl Node {
     ) -> Node {
         Node {
             op,
+            sequence: depth(&next),
             next,
             input_meta,
             output_meta,
             saved: Mutex::new(Some(saved)),
-            sequence: SEQUENCE.fetch_add(1, Ordering::Relaxed),
             retained: Mutex::new(Vec::new()),
         }
     }

@@ -7,7 +7,7 @@ use crate::error::{grad_err, Result};
 use crate::forward::{self, forward};
 use crate::op::{CustomBackward, Op};
 use crate::rules;
-use crate::tensor::Tensor;
+use crate::tensor::{History, Tensor};
 use std::sync::Arc;
 
 fn differentiable(op: &Op) -> bool {
@@ -15,15 +15,18 @@ fn differentiable(op: &Op) -> bool {
 }
 
 fn edge_for(t: &Tensor) -> Option<Edge> {
-    t.with_meta(|meta| {
-        if !meta.requires_grad {
-            return None;
-        }
-        Some(match &meta.grad_fn {
-            Some(node) => Edge::Node(node.clone(), meta.output_nr),
-            None => Edge::Leaf(t.clone()),
-        })
-    })
+    match t.history() {
+        History::None => None,
+        // Leaves (weights, inputs) are the common case, and need no lock.
+        History::Leaf => Some(Edge::Leaf(t.clone())),
+        History::Node => t.with_meta(|meta| {
+            Some(match &meta.grad_fn {
+                Some(node) => Edge::Node(node.clone(), meta.output_nr),
+                None if meta.requires_grad => Edge::Leaf(t.clone()),
+                None => return None,
+            })
+        }),
+    }
 }
 
 fn meta(t: &Tensor) -> Meta {
@@ -37,18 +40,18 @@ pub fn should_record(inputs: &[&Tensor]) -> bool {
 
 /// Evaluates `op` and, when needed, records it on the tape.
 pub fn apply(op: Op, inputs: &[&Tensor]) -> Result<Tensor> {
-    let out = forward(&op, inputs)?;
+    let mut out = forward(&op, inputs)?;
     if grad_mode::is_enabled() && differentiable(&op) && out.dtype().is_float() {
         // One look at each input's metadata both decides and builds the record.
         let next: PerInput<Option<Edge>> = inputs.iter().map(|t| edge_for(t)).collect();
         if next.iter().any(Option::is_some) {
-            attach(op, inputs, next, &out);
+            attach(op, inputs, next, &mut out);
         }
     }
     Ok(out)
 }
 
-fn attach(op: Op, inputs: &[&Tensor], next: PerInput<Option<Edge>>, out: &Tensor) {
+fn attach(op: Op, inputs: &[&Tensor], next: PerInput<Option<Edge>>, out: &mut Tensor) {
     let mut needs = [false; 4];
     for (slot, edge) in needs.iter_mut().zip(&next) {
         *slot = edge.is_some();
@@ -63,7 +66,7 @@ fn attach(op: Op, inputs: &[&Tensor], next: PerInput<Option<Edge>>, out: &Tensor
         output: saves.output.then(|| SavedTensor::new(out)),
     };
     let node = Node::new(op, next, inputs.iter().map(|t| meta(t)).collect(), smallvec::smallvec![meta(out)], saved);
-    out.set_history(Some(Arc::new(node)), 0);
+    out.set_history_of_new(Some(Arc::new(node)), 0);
 }
 
 /// Records a user-defined Function: `outputs` were computed from `inputs` by its
