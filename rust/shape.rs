@@ -40,6 +40,9 @@ pub fn fill_contiguous_strides(shape: &[usize], strides: &mut [isize]) {
 
 /// The broadcast shape of two shapes, numpy rules.
 pub fn broadcast_shapes(op: &str, a: &[usize], b: &[usize]) -> Result<Shape> {
+    if a == b {
+        return Ok(a.into());
+    }
     let rank = a.len().max(b.len());
     let mut out: Shape = smallvec::smallvec![0; rank];
     for i in 0..rank {

@@ -41,8 +41,11 @@ pub struct Saved {
 /// four dimensions, so recording an op allocates the node and nothing else.
 pub type Meta = (Shape, DType);
 
-/// Per-input (or per-output) lists of a node, inline for the common one or two.
+/// Per-input lists of a node, inline for the common one or two.
 pub type PerInput<T> = SmallVec<[T; 2]>;
+
+/// Per-output lists of a node, inline for the one output of built-in ops.
+pub type PerOutput<T> = SmallVec<[T; 1]>;
 
 pub struct Node {
     pub op: Op,
@@ -50,8 +53,9 @@ pub struct Node {
     pub next: PerInput<Option<Edge>>,
     /// Shape and dtype of each input, to check the gradients a rule returns.
     pub input_meta: PerInput<Meta>,
-    /// Shape and dtype of each output, to make zero gradients for unused outputs.
-    pub output_meta: PerInput<Meta>,
+    /// Shape and dtype of each output, to make zero gradients for unused outputs
+    /// (inline for one: only custom Functions have more).
+    pub output_meta: PerOutput<Meta>,
     /// Freed after backward unless the graph is retained.
     pub saved: Mutex<Option<Saved>>,
     /// One more than the highest `sequence` of the nodes it reads (0 when it reads
@@ -79,7 +83,7 @@ impl Node {
         op: Op,
         next: PerInput<Option<Edge>>,
         input_meta: PerInput<Meta>,
-        output_meta: PerInput<Meta>,
+        output_meta: PerOutput<Meta>,
         saved: Saved,
     ) -> Node {
         Node {

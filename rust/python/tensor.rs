@@ -59,6 +59,12 @@ fn arith(
     op: BinaryOp,
     reflected: bool,
 ) -> PyResult<Option<PyTensor>> {
+    // Tensor operands are borrowed, not cloned: a one-element op costs a few hundred ns.
+    if let Ok(t) = other.cast::<PyTensor>() {
+        let t = &t.get().inner;
+        let inputs = if reflected { [t, x] } else { [x, t] };
+        return run_op(py, Op::Binary(op), &inputs).map(Some);
+    }
     let Some(other) = operand(other)? else { return Ok(None) };
     let result = match other {
         Operand::Tensor(t) if reflected => run_op(py, Op::Binary(op), &[&t, x]),
