@@ -166,9 +166,11 @@ impl Storage {
         self.version.load(Ordering::Relaxed)
     }
 
-    /// The buffer, taken out (the storage is left empty).
-    pub fn into_buffer(mut self) -> Buffer {
-        std::mem::replace(self.data.get_mut(), Buffer::Bool(Vec::new()))
+    /// Puts `buffer` in place of the current one, which it returns, as for new
+    /// storage (version 0). Needs `&mut`: nobody else can be reading it.
+    pub fn refill(&mut self, buffer: Buffer) -> Buffer {
+        *self.version.get_mut() = 0;
+        std::mem::replace(self.data.get_mut(), buffer)
     }
 }
 

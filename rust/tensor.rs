@@ -10,8 +10,10 @@ use crate::error::{shape_err, Error, Result};
 use crate::kernels::layout::gather_strided;
 use crate::shape::{checked_numel, fill_contiguous_strides, fmt_shape, numel, Shape};
 use crate::storage::{try_alloc, Buffer, Element, Storage};
+use crate::buffer_pool::Kept;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
@@ -37,6 +39,34 @@ pub struct TensorInner {
     /// `requires_grad` and whether `grad_fn` is set, mirrored from `meta` by every
     /// write to it: recording an op reads them without taking the lock.
     history: AtomicU8,
+}
+
+thread_local! {
+    /// Emptied tensor headers that `from_buffer` reuses on this thread (see `offer_shells`).
+    static SPARE_SHELLS: RefCell<Vec<Tensor>> = const { RefCell::new(Vec::new()) };
+}
+
+#[cfg(test)]
+thread_local! {
+    static SHELLS_REUSED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How many shells new tensors on this thread have reused.
+#[cfg(test)]
+pub fn shells_reused() -> usize {
+    SHELLS_REUSED.get()
+}
+
+/// Lends up to `count` shells (from `into_kept_parts`) to the new tensors this
+/// thread makes, so they need no allocation for their header and storage,
+/// until `withdraw_shells` takes back the unused ones.
+pub fn offer_shells(shells: &mut Vec<Tensor>, count: usize) {
+    let lent = shells.len().saturating_sub(count);
+    SPARE_SHELLS.with_borrow_mut(|spare| spare.extend(shells.drain(lent..)));
+}
+
+pub fn withdraw_shells(shells: &mut Vec<Tensor>) {
+    SPARE_SHELLS.with_borrow_mut(|spare| shells.append(spare));
 }
 
 const REQUIRES_GRAD: u8 = 1;
@@ -136,6 +166,20 @@ impl Tensor {
         let mut strides = SmallVec::from_elem(0, shape.len());
         fill_contiguous_strides(&shape, &mut strides);
         let dtype = buffer.dtype();
+        if let Some(mut shell) = SPARE_SHELLS.with_borrow_mut(Vec::pop) {
+            if let Some(inner) = Arc::get_mut(&mut shell.0) {
+                if let Some(storage) = Arc::get_mut(&mut inner.storage) {
+                    storage.refill(buffer);
+                    (inner.shape, inner.strides, inner.offset, inner.dtype, inner.is_view) =
+                        (shape, strides, 0, dtype, false);
+                    *inner.meta.get_mut() = AutogradMeta::default();
+                    *inner.history.get_mut() = 0;
+                    #[cfg(test)]
+                    SHELLS_REUSED.set(SHELLS_REUSED.get() + 1);
+                    return shell;
+                }
+            }
+        }
         Self::from_parts(Arc::new(Storage::new(buffer)), dtype, shape, strides, 0, false)
     }
 
@@ -262,14 +306,17 @@ impl Tensor {
     }
 
     /// This tensor's memory, to be kept for reuse, when nothing else holds it.
-    pub fn into_kept_buffer(self) -> Option<crate::buffer_pool::Kept> {
-        let inner = Arc::try_unwrap(self.0).ok()?;
-        let storage = Arc::try_unwrap(inner.storage).ok()?;
-        match storage.into_buffer() {
-            Buffer::F32(v) => crate::buffer_pool::Kept::new(v),
-            Buffer::F64(v) => crate::buffer_pool::Kept::new(v),
+    /// Splits a tensor nothing else holds into its memory, to be kept for reuse,
+    /// and its emptied header (a shell for `offer_shells`).
+    pub fn into_kept_parts(mut self) -> Option<(Kept, Tensor)> {
+        let inner = Arc::get_mut(&mut self.0)?;
+        let storage = Arc::get_mut(&mut inner.storage)?;
+        let kept = match storage.refill(Buffer::Bool(Vec::new())) {
+            Buffer::F32(v) => Kept::new(v),
+            Buffer::F64(v) => Kept::new(v),
             _ => None,
-        }
+        }?;
+        Some((kept, self))
     }
 
     /// The address of the first element (where the tensor's memory is, for identity checks).

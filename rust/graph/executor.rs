@@ -13,7 +13,7 @@ use crate::forward::{self, forward};
 use crate::kernels::elementwise::BinaryOp;
 use crate::op::Op;
 use crate::random;
-use crate::tensor::Tensor;
+use crate::tensor::{self, Tensor};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -85,8 +85,15 @@ pub struct Run<'p> {
     values: Vec<Option<Tensor>>,
     /// The memory plan's buffers that no value holds now.
     buffers: Vec<Option<Kept>>,
+    /// Headers of released values, for the next outputs (see `tensor::offer_shells`).
+    shells: Vec<Tensor>,
     side: SideOutputs,
 }
+
+/// Shells lent to each step: enough for its outputs, whose number is small.
+const SHELLS_PER_STEP: usize = 2;
+/// Shells kept at most: a step releases about as many values as it makes.
+const MAX_SHELLS: usize = 8;
 
 impl Drop for Run<'_> {
     /// Keeps the memory of values nothing else holds, and hands the value slots
@@ -97,7 +104,8 @@ impl Drop for Run<'_> {
         }
         let values = std::mem::take(&mut self.values);
         let buffers = std::mem::take(&mut self.buffers);
-        *self.plan.run_state.lock() = RunState { values, buffers };
+        let shells = std::mem::take(&mut self.shells);
+        *self.plan.run_state.lock() = RunState { values, buffers, shells };
     }
 }
 
@@ -114,11 +122,11 @@ struct SideOutputs {
 /// Runs the plan's steps up to its commit phase.
 pub fn start<'p>(plan: &'p Plan, ctx: &mut RunContext<'_>) -> Result<Run<'p>> {
     // The slots and buffers of an earlier run, if no other run holds them now.
-    let RunState { mut values, mut buffers } = std::mem::take(&mut *plan.run_state.lock());
+    let RunState { mut values, mut buffers, shells } = std::mem::take(&mut *plan.run_state.lock());
     values.clear();
     values.resize(plan.steps.len(), None);
     buffers.resize_with(plan.buffer_count, || None);
-    let mut run = Run { plan, values, buffers, side: SideOutputs::default() };
+    let mut run = Run { plan, values, buffers, shells, side: SideOutputs::default() };
     for (s, step) in plan.steps.iter().enumerate().take(plan.commit_from) {
         (ctx.between_steps)()?;
         let started = ctx.trace.is_some().then(std::time::Instant::now);
@@ -141,8 +149,9 @@ pub fn start<'p>(plan: &'p Plan, ctx: &mut RunContext<'_>) -> Result<Run<'p>> {
 
 impl Run<'_> {
     /// Offers the step's buffers (its own, and the activation's of a fused product)
-    /// to the allocations of its kernel.
+    /// to the allocations of its kernel, and tensor headers to its new tensors.
     fn offer_buffers(&mut self, s: usize) {
+        tensor::offer_shells(&mut self.shells, SHELLS_PER_STEP);
         let steps = &self.plan.steps;
         let activation = match steps[s].kind {
             StepKind::MatMulActivation { activation_slot, .. } => Some(activation_slot),
@@ -157,19 +166,23 @@ impl Run<'_> {
         }
     }
 
-    /// Takes back the offered buffers that no allocation took.
+    /// Takes back the offered buffers and headers that nothing took.
     fn withdraw_buffers(&mut self) {
         buffer_pool::withdraw(|buffer, kept| self.buffers[buffer] = Some(kept));
+        tensor::withdraw_shells(&mut self.shells);
     }
 
-    /// Drops a value; its memory goes back to its buffer of the memory plan when
-    /// nothing else holds it.
+    /// Drops a value; when nothing else holds it, its memory goes back to its
+    /// buffer of the memory plan, and its header to the spare shells.
     fn release(&mut self, slot: usize) {
         let Some(value) = self.values[slot].take() else { return };
         if let Some(buffer) = self.plan.steps[slot].buffer {
             // The newest memory replaces older one: after a change of shape it has the new size.
-            if let Some(kept) = value.into_kept_buffer() {
+            if let Some((kept, shell)) = value.into_kept_parts() {
                 self.buffers[buffer] = Some(kept);
+                if self.shells.len() < MAX_SHELLS {
+                    self.shells.push(shell);
+                }
             }
         }
     }
@@ -472,7 +485,80 @@ mod tests {
         assert_eq!(kept_address(&plan), Some(first));
         // Another size: a allocates, and the plan keeps memory of the new size.
         assert_eq!(taken_by(vec![0.0; 5], vec![4.0; 5]), 2);
+        // Outputs reuse the headers of released values as well (three per run by now).
+        let shells_before = tensor::shells_reused();
+        run_chain(&plan, vec![1.0; 5]);
+        assert_eq!(tensor::shells_reused() - shells_before, 3);
         let capacity = plan.run_state.lock().buffers[0].as_ref().map(Kept::capacity);
         assert_eq!(capacity, Some(5));
+    }
+    /// Counts this thread's allocations, to show what a run of a cached plan makes.
+    struct CountingAllocator;
+
+    thread_local! {
+        static ALLOCATIONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    fn count_allocation() {
+        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+    }
+
+    // SAFETY: every call goes to the system allocator unchanged; counting allocates nothing.
+    unsafe impl std::alloc::GlobalAlloc for CountingAllocator {
+        unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+            count_allocation();
+            unsafe { std::alloc::System.alloc(layout) }
+        }
+        unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+            count_allocation();
+            unsafe { std::alloc::System.alloc_zeroed(layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+            count_allocation();
+            unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+            unsafe { std::alloc::System.dealloc(ptr, layout) }
+        }
+    }
+
+    #[global_allocator]
+    static COUNTING: CountingAllocator = CountingAllocator;
+
+    /// Allocations of one run of a cached plan of `links` tanh-then-scale links.
+    fn allocations_per_run(links: usize) -> usize {
+        let mut graph = Graph::new();
+        let x = graph.placeholder(DType::F64, Some(vec![Some(300)]), Some("x"));
+        let mut last = x;
+        for _ in 0..links {
+            let t = graph.op(Op::Unary(crate::kernels::elementwise::UnaryOp::Tanh), vec![last], None).unwrap();
+            last = graph.op(Op::Scalar(ScalarOp::Mul, 1.5), vec![t], None).unwrap();
+        }
+        let plan = compile(&graph, &[last], &[x]).unwrap();
+        let feed = Tensor::from_vec(vec![0.25f64; 300], vec![300]).unwrap();
+        let mut draws = HashMap::new();
+        let mut run = || {
+            let mut no_check = || Ok(());
+            let feeds = vec![feed.clone()];
+            let mut ctx =
+                RunContext { feeds, variables: &[], random_draws: &mut draws, between_steps: &mut no_check, trace: None };
+            let before = ALLOCATIONS.get();
+            let result = execute(&plan, &mut ctx).unwrap();
+            let made = ALLOCATIONS.get() - before;
+            assert!(result.fetched[0].is_some());
+            made
+        };
+        for _ in 0..3 {
+            run();
+        }
+        run()
+    }
+
+    #[test]
+    fn a_run_of_a_cached_plan_allocates_the_same_whatever_the_number_of_steps() {
+        let (short, long) = (allocations_per_run(5), allocations_per_run(40));
+        assert_eq!(short, long, "80 steps allocated more than 10 in a run of a cached plan");
+        // The fetched value (its data and header) and the result's list of fetches.
+        assert!(short <= 6, "{short} allocations for a run of a cached plan");
     }
 }

@@ -128,6 +128,8 @@ pub struct RunState {
     pub values: Vec<Option<Tensor>>,
     /// The memory plan's buffers that no value holds now, by buffer.
     pub buffers: Vec<Option<Kept>>,
+    /// Emptied tensor headers of released values, for new outputs to reuse.
+    pub shells: Vec<Tensor>,
 }
 
 pub struct Plan {
