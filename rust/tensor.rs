@@ -5,12 +5,12 @@
 //! are new tensors over the same storage.
 
 use crate::autograd::node::Node;
+use crate::buffer_pool::Kept;
 use crate::dtype::DType;
 use crate::error::{shape_err, Error, Result};
 use crate::kernels::layout::gather_strided;
 use crate::shape::{checked_numel, fill_contiguous_strides, fmt_shape, numel, Shape};
 use crate::storage::{try_alloc, Buffer, Element, Storage};
-use crate::buffer_pool::Kept;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 use std::cell::RefCell;

@@ -540,8 +540,13 @@ mod tests {
         let mut run = || {
             let mut no_check = || Ok(());
             let feeds = vec![feed.clone()];
-            let mut ctx =
-                RunContext { feeds, variables: &[], random_draws: &mut draws, between_steps: &mut no_check, trace: None };
+            let mut ctx = RunContext {
+                feeds,
+                variables: &[],
+                random_draws: &mut draws,
+                between_steps: &mut no_check,
+                trace: None,
+            };
             let before = ALLOCATIONS.get();
             let result = execute(&plan, &mut ctx).unwrap();
             let made = ALLOCATIONS.get() - before;
