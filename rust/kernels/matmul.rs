@@ -282,10 +282,16 @@ unsafe fn try_own_sgemm<T: Float>(
                 std::mem::transmute_copy(&beta),
             )
         };
-        let parallel = work >= (1 << 20) && super::threads::num_threads() > 1;
-        // SAFETY: the caller's contract on `init` and `out`; the kernel's requirements were checked above.
         let outs32 = [outs[0].cast::<f32>(), outs[1].cast::<f32>()];
-        unsafe { super::sgemm_avx512::sgemm_from(a32, b32, init.cast(), outs32, second, alpha32, beta32, parallel) };
+        // SAFETY: the caller's contract on `init` and `out`; the kernel's requirements were checked above.
+        let product = |parallel| unsafe {
+            super::sgemm_avx512::sgemm_from(a32, b32, init.cast(), outs32, second, alpha32, beta32, parallel)
+        };
+        if work >= (1 << 20) && super::threads::num_threads() > 1 {
+            super::thread_choice::run_timed((a.rows, a.cols, b.cols), product);
+        } else {
+            product(false);
+        }
         Some(())
     }
     #[cfg(not(target_arch = "x86_64"))]

@@ -9,6 +9,7 @@ pub mod reduce;
 #[cfg(target_arch = "x86_64")]
 pub mod sgemm_avx512;
 pub mod spin_pool;
+pub mod thread_choice;
 pub mod threads;
 
 /// Elementwise work below this many elements runs on the calling thread: these
