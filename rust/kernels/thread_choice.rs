@@ -54,7 +54,7 @@ impl Tuning {
             let unmeasured = self.estimate.iter().position(Option::is_none);
             self.measuring = match unmeasured {
                 Some(choice) => Some((choice == 1, BURST)),
-                None if self.calls % RETRY_EVERY == 0 => Some((!self.faster_is_parallel(), BURST)),
+                None if self.calls.is_multiple_of(RETRY_EVERY) => Some((!self.faster_is_parallel(), BURST)),
                 None => None,
             };
         }
