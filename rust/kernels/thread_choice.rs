@@ -12,24 +12,27 @@
 
 use parking_lot::Mutex;
 
-/// Calls of a shape between two re-measurements of the choice it does not use.
+/// Calls of a shape between two re-measurements of the choice it does not use,
+/// once it has been called this often; before, it re-measures after 16, 32, 64, ...
+/// calls, so a choice made on the noisy first calls of a process is soon revisited.
 const RETRY_EVERY: u32 = 512;
 /// Calls per measurement of the choice not in use. The first is not counted: it
 /// may wake sleeping helpers.
 const BURST: u32 = 4;
-/// Weight of the newest timing in a choice's running estimate.
-const NEWEST_WEIGHT: f64 = 0.25;
+/// Timings kept per choice; its estimate is their median, which a few slow calls
+/// (a preempted helper, an interrupt) do not move.
+const KEPT_TIMINGS: usize = 9;
 /// Shapes tracked at once (a training step multiplies a handful).
 const SHAPES: usize = 32;
 
 type Shape3 = (usize, usize, usize);
 
 /// The timings of one product shape and what it is measuring now.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Tuning {
     shape: Shape3,
-    /// Running estimates in nanoseconds, once measured: [serial, parallel].
-    estimate: [Option<f64>; 2],
+    /// The latest timings in nanoseconds: [serial, parallel].
+    timings: [Timings; 2],
     calls: u32,
     /// The choice being measured and how many of its calls are left.
     measuring: Option<(bool, u32)>,
@@ -37,24 +40,38 @@ struct Tuning {
 
 impl Tuning {
     fn new(shape: Shape3) -> Tuning {
-        Tuning { shape, estimate: [None, None], calls: 0, measuring: None }
+        Tuning { shape, timings: [Timings::default(), Timings::default()], calls: 0, measuring: None }
+    }
+
+    fn estimate(&self, parallel: bool) -> Option<f64> {
+        self.timings[parallel as usize].median()
     }
 
     fn faster_is_parallel(&self) -> bool {
-        match self.estimate {
-            [Some(serial), Some(parallel)] => parallel <= serial,
+        match (self.estimate(false), self.estimate(true)) {
+            (Some(serial), Some(parallel)) => parallel <= serial,
             _ => true,
         }
+    }
+
+    fn is_time_to_retry(&self) -> bool {
+        let early = self.calls < RETRY_EVERY && self.calls >= 16 && self.calls.is_power_of_two();
+        early || self.calls.is_multiple_of(RETRY_EVERY)
     }
 
     /// Whether the next call runs in parallel, and whether its time should be recorded.
     fn choose(&mut self) -> (bool, bool) {
         self.calls = self.calls.wrapping_add(1);
         if self.measuring.is_none() {
-            let unmeasured = self.estimate.iter().position(Option::is_none);
+            let unmeasured = self.timings.iter().position(|t| t.len == 0);
             self.measuring = match unmeasured {
                 Some(choice) => Some((choice == 1, BURST)),
-                None if self.calls.is_multiple_of(RETRY_EVERY) => Some((!self.faster_is_parallel(), BURST)),
+                None if self.is_time_to_retry() => {
+                    // The retried choice is judged on fresh timings alone: its old ones may be stale.
+                    let retried = !self.faster_is_parallel();
+                    self.timings[retried as usize].clear();
+                    Some((retried, BURST))
+                }
                 None => None,
             };
         }
@@ -74,8 +91,34 @@ impl Tuning {
     }
 
     fn record(&mut self, parallel: bool, nanos: f64) {
-        let slot = &mut self.estimate[parallel as usize];
-        *slot = Some(slot.map_or(nanos, |old| old + NEWEST_WEIGHT * (nanos - old)));
+        self.timings[parallel as usize].push(nanos);
+    }
+}
+
+/// The last `KEPT_TIMINGS` timings of one choice, in a ring.
+#[derive(Clone, Debug, Default)]
+struct Timings {
+    values: [f64; KEPT_TIMINGS],
+    len: usize,
+    next: usize,
+}
+
+impl Timings {
+    fn push(&mut self, nanos: f64) {
+        self.values[self.next] = nanos;
+        self.next = (self.next + 1) % KEPT_TIMINGS;
+        self.len = (self.len + 1).min(KEPT_TIMINGS);
+    }
+
+    fn clear(&mut self) {
+        *self = Timings::default();
+    }
+
+    fn median(&self) -> Option<f64> {
+        let mut kept = self.values;
+        let kept = &mut kept[..self.len];
+        kept.sort_by(f64::total_cmp);
+        kept.get(kept.len().saturating_sub(1) / 2).copied()
     }
 }
 
@@ -143,12 +186,35 @@ mod tests {
         simulate(&mut tuning, 2 * BURST, 60.0, 30.0);
         assert!(tuning.faster_is_parallel());
         let parallel_calls = simulate(&mut tuning, 2000, 60.0, 30.0);
-        assert!(parallel_calls >= 2000 - 4 * BURST, "only {parallel_calls} of 2000 calls ran in parallel");
+        // Retries: at 16, 32, ..., 256 calls, then every 512.
+        assert!(parallel_calls >= 2000 - 10 * BURST, "only {parallel_calls} of 2000 calls ran in parallel");
         // Two threads become slower than one: re-measurements notice within a few retries.
         simulate(&mut tuning, 4 * RETRY_EVERY, 60.0, 100.0);
         assert!(!tuning.faster_is_parallel());
         let parallel_calls = simulate(&mut tuning, 2000, 60.0, 100.0);
         assert!(parallel_calls <= 4 * BURST, "{parallel_calls} of 2000 calls ran in parallel");
+    }
+
+    #[test]
+    fn a_few_slow_calls_do_not_change_the_choice() {
+        let mut tuning = Tuning::new((64, 1000, 100));
+        simulate(&mut tuning, 2 * BURST, 60.0, 30.0);
+        for _ in 0..3 {
+            let (parallel, counted) = tuning.choose();
+            assert!(parallel && counted);
+            tuning.record(true, 400.0);
+        }
+        assert!(tuning.faster_is_parallel());
+    }
+
+    #[test]
+    fn a_choice_made_on_slow_first_calls_is_revisited_soon() {
+        let mut tuning = Tuning::new((64, 1000, 100));
+        // Threads that are still starting make the first parallel calls look slow.
+        simulate(&mut tuning, 2 * BURST, 60.0, 500.0);
+        assert!(!tuning.faster_is_parallel());
+        simulate(&mut tuning, 40, 60.0, 30.0);
+        assert!(tuning.faster_is_parallel(), "still serial after 48 calls");
     }
 
     #[test]
