@@ -37,7 +37,7 @@ CONFIGS = [
     ("static, without updates in place", "static", {"RUSTGRAD_DISABLE_FUSION": "in_place"}),
     ("static, without the memory plan", "static", {"RUSTGRAD_DISABLE_FUSION": "memory_plan"}),
     ("static, without the fused SGD update", "static", {"RUSTGRAD_DISABLE_FUSION": "update"}),
-    ("static, without any fusion", "static", {"RUSTGRAD_DISABLE_FUSION": "1"}),
+    ("static, with all of these off", "static", {"RUSTGRAD_DISABLE_FUSION": "1"}),
     ("static, with the gemm crate for every matmul", "static", {"RUSTGRAD_GEMM": "crate"}),
     ("eager, all optimisations", "eager", {}),
     ("eager, with the gemm crate for every matmul", "eager", {"RUSTGRAD_GEMM": "crate"}),
