@@ -52,6 +52,8 @@ __all__ = [
     "_set_detect_anomaly",
     "is_anomaly_enabled",
     "_record_function",
+    "_save_tensors",
+    "_first_changed",
     "_panic_for_test",
     "_matmul",
     "_where",
@@ -490,6 +492,14 @@ def _record_function(
     non_differentiable: Sequence[builtins.bool],
 ) -> tuple[Tensor, ...]:
     """Puts a ``rustgrad.autograd.Function`` call on the tape; ``ctx`` is its ``FunctionCtx``."""
+
+def _save_tensors(
+    items: tuple[Any, ...],
+) -> Optional[tuple[tuple[Optional[Tensor], ...], tuple[Optional[builtins.int], ...]]]:
+    """Detached aliases of tensors (None stays None) and their versions; None if an item is neither."""
+
+def _first_changed(saved: tuple[Any, ...], versions: tuple[Any, ...]) -> Optional[builtins.int]:
+    """The index of the first saved tensor modified in place since it was saved, if any."""
 
 def _panic_for_test(message: str) -> NoReturn:
     """Always raises ``rustgrad.errors.InternalError`` (a Rust panic caught by the guard)."""

@@ -7,7 +7,6 @@ reverse pass calls ``backward`` when it reaches the node.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -40,15 +39,21 @@ __all__ = [
 class FunctionCtx:
     """The ``ctx`` handed to ``forward`` and ``backward``. Any attribute may be stored on it."""
 
-    def __init__(self) -> None:
-        self.needs_input_grad: tuple[bool, ...] = ()
-        self._saved: tuple[Optional[Tensor], ...] = ()
-        self._saved_versions: tuple[Optional[int], ...] = ()
-        self._non_differentiable: tuple[Tensor, ...] = ()
-        self._released = False
+    # Class-level defaults: a new ctx (one per call of ``apply``) needs no ``__init__``.
+    needs_input_grad: tuple[bool, ...] = ()
+    _saved: tuple[Optional[Tensor], ...] = ()
+    _saved_versions: tuple[Optional[int], ...] = ()
+    _non_differentiable: tuple[Tensor, ...] = ()
+    _released = False
 
     def save_for_backward(self, *tensors: Optional[Tensor]) -> None:
         """Keeps tensors for ``backward``; modifying them in place afterwards is detected."""
+        # Detached aliases share the data and the version counter but not the
+        # history, so saving an output does not make a reference cycle.
+        eager = _rustgrad._save_tensors(tensors)
+        if eager is not None:
+            self._saved, self._saved_versions = eager
+            return
         saved: list[Optional[Tensor]] = []
         versions: list[Optional[int]] = []
         for t in tensors:
@@ -56,8 +61,6 @@ class FunctionCtx:
                 saved.append(None)
                 versions.append(None)
             elif isinstance(t, (Tensor, GraphValue)):
-                # Detached aliases share the data and the version counter but not the
-                # history, so saving an output does not make a reference cycle.
                 saved.append(t.detach())
                 versions.append(t._version)
             else:
@@ -77,14 +80,16 @@ class FunctionCtx:
                 "backward through the graph a second time or to access saved tensors after calling "
                 "backward."
             )
-        for t, version in zip(self._saved, self._saved_versions):
-            if t is not None and t._version != version:
-                raise GradientError(
-                    "one of the variables needed for gradient computation has been modified by an "
-                    f"inplace operation: a {t.dtype.name} tensor of shape {list(t.shape)} saved with "
-                    f"save_for_backward is at version {t._version}; expected version {version} "
-                    "instead. Clone it before modifying it in place."
-                )
+        changed = _rustgrad._first_changed(self._saved, self._saved_versions)
+        if changed is not None:
+            t, version = self._saved[changed], self._saved_versions[changed]
+            assert t is not None
+            raise GradientError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: a {t.dtype.name} tensor of shape {list(t.shape)} saved with "
+                f"save_for_backward is at version {t._version}; expected version {version} "
+                "instead. Clone it before modifying it in place."
+            )
         return self._saved
 
     def mark_non_differentiable(self, *outputs: Tensor) -> None:
@@ -117,7 +122,7 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args: Any) -> Any:
-        if cls not in _complete_functions:
+        if _CHECKED not in cls.__dict__:
             _check_complete(cls)
         ctx = FunctionCtx()
         needs_input_grad = []
@@ -137,7 +142,7 @@ class Function(metaclass=_FunctionMeta):
             result = cls.forward(ctx, *args)
         finally:
             _rustgrad._set_grad_enabled(grad_was_enabled)
-        if not (grad_was_enabled and any(ctx.needs_input_grad)):
+        if not (grad_was_enabled and True in needs_input_grad):
             return result
         single = not isinstance(result, tuple)
         outputs = (result,) if single else result
@@ -149,8 +154,9 @@ class Function(metaclass=_FunctionMeta):
         return recorded[0] if single else tuple(recorded)
 
 
-# Function subclasses already checked to define forward and backward.
-_complete_functions: weakref.WeakSet[type] = weakref.WeakSet()
+# Set in a Function subclass's own ``__dict__`` once it is checked to define
+# forward and backward (a subclass of it is checked again).
+_CHECKED = "_rustgrad_checked_complete"
 
 
 def _check_complete(cls: type) -> None:
@@ -158,7 +164,7 @@ def _check_complete(cls: type) -> None:
         raise ArgumentTypeError(
             f"{cls.__name__} must define both forward(ctx, ...) and backward(ctx, ...) as staticmethods"
         )
-    _complete_functions.add(cls)
+    setattr(cls, _CHECKED, True)
 
 
 def _defined_methods(cls: type) -> set[str]:

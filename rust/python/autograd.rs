@@ -190,6 +190,46 @@ pub fn grad<'py>(
     PyTuple::new(py, out)
 }
 
+/// The work of `FunctionCtx.save_for_backward` for tensors and Nones: detached
+/// aliases (sharing data and version counter, not history) and their versions.
+/// Returns None when an item is neither, for the Python side to handle.
+#[pyfunction]
+pub fn _save_tensors<'py>(
+    py: Python<'py>,
+    items: &Bound<'py, PyTuple>,
+) -> PyResult<Option<(Bound<'py, PyTuple>, Bound<'py, PyTuple>)>> {
+    let mut saved: Vec<Bound<'py, PyAny>> = Vec::with_capacity(items.len());
+    let mut versions: Vec<Bound<'py, PyAny>> = Vec::with_capacity(items.len());
+    for item in items.iter() {
+        if item.is_none() {
+            saved.push(item.clone());
+            versions.push(item);
+        } else if let Ok(t) = item.cast::<PyTensor>() {
+            let t = &t.get().inner;
+            versions.push(t.version().into_pyobject(py)?.into_any());
+            saved.push(Bound::new(py, PyTensor::wrap(t.alias()))?.into_any());
+        } else {
+            return Ok(None);
+        }
+    }
+    Ok(Some((PyTuple::new(py, saved)?, PyTuple::new(py, versions)?)))
+}
+
+/// The first saved tensor modified in place since it was saved (its index), if any.
+#[pyfunction]
+pub fn _first_changed(saved: &Bound<'_, PyTuple>, versions: &Bound<'_, PyTuple>) -> PyResult<Option<usize>> {
+    for (i, (t, version)) in saved.iter().zip(versions.iter()).enumerate() {
+        if let Ok(t) = t.cast::<PyTensor>() {
+            if version.extract::<u64>()? != t.get().inner.version() {
+                return Ok(Some(i));
+            }
+        } else if !t.is_none() && t.getattr("_version")?.ne(&version)? {
+            return Ok(Some(i));
+        }
+    }
+    Ok(None)
+}
+
 #[pyfunction]
 pub fn is_grad_enabled() -> bool {
     grad_mode::is_enabled()

@@ -40,6 +40,8 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(autograd::_set_detect_anomaly, m)?)?;
     m.add_function(wrap_pyfunction!(autograd::is_anomaly_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(autograd::_record_function, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd::_save_tensors, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd::_first_changed, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_panic_for_test, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::_matmul, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::_where, m)?)?;
