@@ -53,6 +53,7 @@ __all__ = [
     "is_anomaly_enabled",
     "_record_function",
     "_save_tensors",
+    "_apply_function",
     "_first_changed",
     "_panic_for_test",
     "_matmul",
@@ -492,6 +493,9 @@ def _record_function(
     non_differentiable: Sequence[builtins.bool],
 ) -> tuple[Tensor, ...]:
     """Puts a ``rustgrad.autograd.Function`` call on the tape; ``ctx`` is its ``FunctionCtx``."""
+
+def _apply_function(cls: type, ctx_class: type, graph_value: type, args: tuple[Any, ...]) -> Any:
+    """``Function.apply`` for eager tensors; ``NotImplemented`` when an argument is a graph tensor."""
 
 def _save_tensors(
     items: tuple[Any, ...],

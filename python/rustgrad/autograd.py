@@ -124,34 +124,13 @@ class Function(metaclass=_FunctionMeta):
     def apply(cls, *args: Any) -> Any:
         if _CHECKED not in cls.__dict__:
             _check_complete(cls)
-        ctx = FunctionCtx()
-        needs_input_grad = []
-        for a in args:
-            if isinstance(a, Tensor):
-                needs_input_grad.append(a.requires_grad)
-            elif isinstance(a, GraphValue):
-                from rustgrad.static._gradients import apply_function
+        # Runs forward with grad mode off and records the call (rust/python/autograd.rs).
+        result = _rustgrad._apply_function(cls, FunctionCtx, GraphValue, args)
+        if result is NotImplemented:
+            from rustgrad.static._gradients import apply_function
 
-                return apply_function(cls, args, ctx)
-            else:
-                needs_input_grad.append(False)
-        ctx.needs_input_grad = tuple(needs_input_grad)
-        grad_was_enabled = _rustgrad.is_grad_enabled()
-        _rustgrad._set_grad_enabled(False)
-        try:
-            result = cls.forward(ctx, *args)
-        finally:
-            _rustgrad._set_grad_enabled(grad_was_enabled)
-        if not (grad_was_enabled and True in needs_input_grad):
-            return result
-        single = not isinstance(result, tuple)
-        outputs = (result,) if single else result
-        marked = ctx._non_differentiable
-        non_differentiable = [any(o is n for n in marked) for o in outputs] if marked else [False] * len(outputs)
-        recorded = _rustgrad._record_function(
-            cls.__name__, cls.backward, ctx, args, outputs, non_differentiable
-        )
-        return recorded[0] if single else tuple(recorded)
+            return apply_function(cls, args, FunctionCtx())
+        return result
 
 
 # Set in a Function subclass's own ``__dict__`` once it is checked to define

@@ -4,7 +4,7 @@
 //! failed backward changes nothing.
 
 use super::grad_mode::GradModeGuard;
-use super::node::{Edge, Node, SavedTensor};
+use super::node::{Edge, Node, PerInput, SavedTensor};
 use crate::error::{grad_err, Error, Result};
 use crate::forward::{self, forward};
 use crate::kernels::elementwise::BinaryOp;
@@ -45,7 +45,7 @@ impl EagerValue {
 /// Evaluates the ops a rule emits immediately, refusing saved tensors that were
 /// modified in place after being saved.
 struct EagerDifferentiator<'a> {
-    node_name: &'a str,
+    node: &'a Node,
 }
 
 impl Differentiator for EagerDifferentiator<'_> {
@@ -69,7 +69,7 @@ impl Differentiator for EagerDifferentiator<'_> {
                          {expected} instead. Clone it before modifying it in place, or modify it after backward()",
                         v.tensor.dtype().name(),
                         fmt_shape(v.tensor.shape()),
-                        self.node_name
+                        self.node.name()
                     ));
                 }
             }
@@ -165,7 +165,8 @@ fn has_nan(t: &Tensor) -> bool {
 
 /// Runs the rule (or the custom backward) of one node on its output gradients.
 fn run_node(node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-    let name = node.name();
+    // The node's name is only needed for errors; making it costs allocations.
+    let name = || node.name();
     let input_grads = match &node.op {
         Op::Custom(custom) => {
             let filled = grads
@@ -176,7 +177,8 @@ fn run_node(node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor
             let returned = custom.backward(filled)?;
             if returned.len() != node.next.len() {
                 return grad_err(format!(
-                    "function {name} returned an incorrect number of gradients (expected {}, got {})",
+                    "function {} returned an incorrect number of gradients (expected {}, got {})",
+                    name(),
                     node.next.len(),
                     returned.len()
                 ));
@@ -186,13 +188,13 @@ fn run_node(node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor
         op => {
             let saved_guard = node.saved.lock();
             let saved =
-                saved_guard.as_ref().ok_or_else(|| Error::Gradient(format!("{name}: saved values were freed")))?;
+                saved_guard.as_ref().ok_or_else(|| Error::Gradient(format!("{}: saved values were freed", name())))?;
             let grad = match grads.into_iter().next().flatten() {
                 Some(g) => EagerValue::fresh(g),
                 None => return Ok(vec![None; node.next.len()]),
             };
             // An op that keeps no input values records an empty list.
-            let inputs: Vec<EagerValue> = node
+            let inputs: PerInput<EagerValue> = node
                 .input_meta
                 .iter()
                 .enumerate()
@@ -207,8 +209,8 @@ fn run_node(node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor
                 Some(s) => EagerValue::saved(s),
                 None => grad.clone(),
             };
-            let needs: Vec<bool> = node.next.iter().map(Option::is_some).collect();
-            let mut d = EagerDifferentiator { node_name: &name };
+            let needs: PerInput<bool> = node.next.iter().map(Option::is_some).collect();
+            let mut d = EagerDifferentiator { node };
             let args = RuleArgs { inputs: &inputs, output: &output, grad: &grad, needs: &needs };
             rules::vjp(&mut d, op, args)?.into_iter().map(|v| v.map(|v| v.tensor)).collect()
         }

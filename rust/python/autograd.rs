@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::op::CustomBackward;
 use crate::shape::fmt_shape;
 use crate::tensor::Tensor;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -425,6 +426,56 @@ impl CustomBackward for PythonFunction {
             // Errors here would only come from a user overriding _release; nothing to undo.
             let _ = self.ctx.bind(py).call_method0("_release");
         });
+    }
+}
+
+/// The eager part of `Function.apply`: makes the ctx, runs `cls.forward(ctx,
+/// *args)` with grad mode off, and records the call when an input needs a
+/// gradient. Returns `NotImplemented` when an argument is a graph tensor
+/// (`graph_value`), whose static path the Python side takes.
+#[pyfunction]
+pub fn _apply_function<'py>(
+    py: Python<'py>,
+    cls: &Bound<'py, PyAny>,
+    ctx_class: &Bound<'py, PyAny>,
+    graph_value: &Bound<'py, PyAny>,
+    args: &Bound<'py, PyTuple>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut needs: smallvec::SmallVec<[bool; 4]> = smallvec::SmallVec::with_capacity(args.len());
+    for arg in args.iter() {
+        if let Ok(t) = arg.cast::<PyTensor>() {
+            needs.push(t.get().inner.requires_grad());
+        } else if arg.is_instance(graph_value)? {
+            return Ok(py.NotImplemented().into_bound(py));
+        } else {
+            needs.push(false);
+        }
+    }
+    let ctx = ctx_class.call0()?;
+    ctx.setattr(intern!(py, "needs_input_grad"), PyTuple::new(py, &needs)?)?;
+    let mut forward_args = Vec::with_capacity(args.len() + 1);
+    forward_args.push(ctx.clone());
+    forward_args.extend(args.iter());
+    let recording = grad_mode::is_enabled();
+    grad_mode::set_enabled(false);
+    let result = cls.getattr(intern!(py, "forward")).and_then(|f| f.call1(PyTuple::new(py, forward_args)?));
+    grad_mode::set_enabled(recording);
+    let result = result?;
+    if !(recording && needs.contains(&true)) {
+        return Ok(result);
+    }
+    let single = !result.is_instance_of::<PyTuple>();
+    let outputs = if single { PyTuple::new(py, [&result])? } else { result.cast_into::<PyTuple>()? };
+    let marked = ctx.getattr(intern!(py, "_non_differentiable"))?;
+    let marked: Vec<Bound<'py, PyAny>> = marked.try_iter()?.collect::<PyResult<_>>()?;
+    let non_differentiable = outputs.iter().map(|o| marked.iter().any(|m| m.is(&o))).collect();
+    let name: String = cls.getattr(intern!(py, "__name__"))?.extract()?;
+    let backward = cls.getattr(intern!(py, "backward"))?.unbind();
+    let recorded = _record_function(py, name, backward, ctx.unbind(), args, &outputs, non_differentiable)?;
+    if single {
+        recorded.get_item(0)
+    } else {
+        Ok(recorded.into_any())
     }
 }
 
