@@ -358,6 +358,20 @@ mod tests {
     use crate::graph::Graph;
     use crate::kernels::elementwise::ScalarOp;
 
+    /// Runs a plan that reads no variables on one fed value.
+    fn run_fed(plan: &Plan, feed: Tensor) -> RunResult {
+        let mut draws = HashMap::new();
+        let mut no_check = || Ok(());
+        let mut ctx = RunContext {
+            feeds: vec![feed],
+            variables: &[],
+            random_draws: &mut draws,
+            between_steps: &mut no_check,
+            trace: None,
+        };
+        execute(plan, &mut ctx).unwrap()
+    }
+
     /// A chain x → x+1 → (x+1)+1 → ... of 50 adds, run twice on the same plan.
     #[test]
     fn a_cached_plan_reuses_its_value_slots_between_runs() {
@@ -369,18 +383,8 @@ mod tests {
             last = graph.op(Op::Binary(BinaryOp::Add), vec![last, one], None).unwrap();
         }
         let plan = compile(&graph, &[last], &[x]).unwrap();
-        let mut draws = HashMap::new();
-        let mut run = || {
-            let mut no_check = || Ok(());
-            let feeds = vec![Tensor::from_vec(vec![0.5f64, -1.0], vec![2]).unwrap()];
-            let mut ctx = RunContext {
-                feeds,
-                variables: &[],
-                random_draws: &mut draws,
-                between_steps: &mut no_check,
-                trace: None,
-            };
-            let result = execute(&plan, &mut ctx).unwrap();
+        let run = || {
+            let result = run_fed(&plan, Tensor::from_vec(vec![0.5f64, -1.0], vec![2]).unwrap());
             result.fetched[0].as_ref().unwrap().to_f64_vec()
         };
         assert_eq!(run(), vec![50.5, 49.0]);
@@ -390,6 +394,7 @@ mod tests {
         assert_eq!(plan.run_state.lock().values.as_ptr(), slots, "the second run allocated new value slots");
         assert!(plan.run_state.lock().values.iter().all(Option::is_none), "values must not outlive their run");
     }
+
     /// `v.assign(v - 0.5·a·a)` for a 2×2 variable, compiled with a fed `a`.
     fn update_plan() -> (Plan, VarId) {
         let mut graph = Graph::new();
@@ -450,13 +455,8 @@ mod tests {
     /// x → a → b → c → d, each `+ 1`, fed x of `len` elements: a and c share a
     /// buffer, and so do b and d.
     fn run_chain(plan: &Plan, x: Vec<f64>) -> Vec<f64> {
-        let mut draws = HashMap::new();
-        let mut no_check = || Ok(());
         let len = x.len();
-        let feeds = vec![Tensor::from_vec(x, vec![len]).unwrap()];
-        let mut ctx =
-            RunContext { feeds, variables: &[], random_draws: &mut draws, between_steps: &mut no_check, trace: None };
-        let result = execute(plan, &mut ctx).unwrap();
+        let result = run_fed(plan, Tensor::from_vec(x, vec![len]).unwrap());
         result.fetched[0].as_ref().unwrap().to_f64_vec()
     }
 
@@ -536,19 +536,9 @@ mod tests {
         }
         let plan = compile(&graph, &[last], &[x]).unwrap();
         let feed = Tensor::from_vec(vec![0.25f64; 300], vec![300]).unwrap();
-        let mut draws = HashMap::new();
-        let mut run = || {
-            let mut no_check = || Ok(());
-            let feeds = vec![feed.clone()];
-            let mut ctx = RunContext {
-                feeds,
-                variables: &[],
-                random_draws: &mut draws,
-                between_steps: &mut no_check,
-                trace: None,
-            };
+        let run = || {
             let before = ALLOCATIONS.get();
-            let result = execute(&plan, &mut ctx).unwrap();
+            let result = run_fed(&plan, feed.clone());
             let made = ALLOCATIONS.get() - before;
             assert!(result.fetched[0].is_some());
             made
@@ -563,7 +553,7 @@ mod tests {
     fn a_run_of_a_cached_plan_allocates_the_same_whatever_the_number_of_steps() {
         let (short, long) = (allocations_per_run(5), allocations_per_run(40));
         assert_eq!(short, long, "80 steps allocated more than 10 in a run of a cached plan");
-        // The fetched value (its data and header) and the result's list of fetches.
+        // The feed list, the fetched value (its data and header) and the result's list of fetches.
         assert!(short <= 6, "{short} allocations for a run of a cached plan");
     }
 }
