@@ -14,7 +14,7 @@
 //! A static plan keeps the buffers of its own memory plan (`Kept`) and, before
 //! each step, offers that step's buffers to the allocations of this thread
 //! (`offer`): an allocation of the same type and size takes an offered buffer
-//! first, whatever its size.
+//! first, however small (the pool itself keeps only large ones).
 
 use parking_lot::Mutex;
 use std::any::TypeId;

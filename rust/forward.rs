@@ -469,10 +469,21 @@ pub fn matmul_update(
     })
 }
 
+/// Whether `w` can take `w += alpha·op(a)·op(b)` in its own memory: exactly
+/// `holders` handles reach it, no other tensor or foreign owner shares its memory
+/// (`a` and `b` included), and it covers its storage from the start, contiguously.
+pub fn updatable_in_place(w: &Tensor, a: &Tensor, b: &Tensor, holders: usize) -> bool {
+    w.is_held_only_by(holders)
+        && !w.is_external()
+        && w.is_contiguous()
+        && w.offset() == 0
+        && !w.shares_storage(a)
+        && !w.shares_storage(b)
+}
+
 /// `w += alpha·op(a)·op(b)`, written into `w`'s own memory. The caller makes sure
-/// nothing else reads that memory: `w` must be a whole contiguous tensor that
-/// shares its storage with no other tensor (`a` and `b` included). With
-/// `with_copy`, also returns a new tensor holding the result, stored by the same pass.
+/// nothing else reads that memory (`updatable_in_place`). With `with_copy`, also
+/// returns a new tensor holding the result, stored by the same pass.
 pub fn matmul_update_in_place(
     w: &Tensor,
     a: &Tensor,
@@ -484,6 +495,7 @@ pub fn matmul_update_in_place(
 ) -> Result<Option<Tensor>> {
     let (m, n) = check_matmul_update(w, a, b, transpose_a, transpose_b, with_copy as usize)?;
     if !w.is_contiguous() || w.offset() != 0 || w.shares_storage(a) || w.shares_storage(b) {
+        // The commit phase checks `updatable_in_place` first, so this is not reached.
         return Err(Error::InvalidArgument(
             "internal: a fused update in place needs a contiguous w that shares no memory with its operands".into(),
         ));

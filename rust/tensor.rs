@@ -299,13 +299,14 @@ impl Tensor {
         self.is_held_only_by(1)
     }
 
-    /// Whether exactly `holders` handles reach this tensor and no other tensor (a
-    /// view) shares its storage.
+    /// Whether exactly `holders` handles reach this tensor, no weak one (which could
+    /// become another), and no other tensor (a view) shares its storage.
     pub fn is_held_only_by(&self, holders: usize) -> bool {
-        Arc::strong_count(&self.0) == holders && Arc::strong_count(&self.0.storage) == 1
+        Arc::strong_count(&self.0) == holders
+            && Arc::weak_count(&self.0) == 0
+            && Arc::strong_count(&self.0.storage) == 1
     }
 
-    /// This tensor's memory, to be kept for reuse, when nothing else holds it.
     /// Splits a tensor nothing else holds into its memory, to be kept for reuse,
     /// and its emptied header (a shell for `offer_shells`).
     pub fn into_kept_parts(mut self) -> Option<(Kept, Tensor)> {

@@ -598,3 +598,33 @@ def test_mask_setitem_on_non_leaf_blocks_gradient_of_overwritten_entries():
     y[y < 0] = 0
     (y * y).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [[2.0, 0.0], [6.0, 0.0]])
+
+
+def test_forward_may_return_any_object_when_nothing_is_recorded():
+    class Passthrough(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return NotImplemented
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    with rustgrad.no_grad():
+        assert Passthrough.apply(leaf([1.0])) is NotImplemented
+
+
+def test_grad_mode_is_restored_when_forward_raises():
+    class Failing(Function):
+        @staticmethod
+        def forward(ctx, x):
+            assert not rustgrad.is_grad_enabled()
+            raise ValueError("boom in forward")
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    with pytest.raises(ValueError, match="boom in forward"):
+        Failing.apply(leaf([1.0]))
+    assert rustgrad.is_grad_enabled()

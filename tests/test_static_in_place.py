@@ -234,3 +234,28 @@ def test_concurrent_runs_never_see_a_half_written_update():
     assert reads and np.isfinite(history[-1]).all()
     for value in reads:
         assert any(np.array_equal(value, h) for h in history), "a read saw a half-applied update"
+
+
+def test_a_variable_whose_value_is_a_view_is_updated_without_error():
+    graph = tf.Graph()
+    with graph.as_default():
+        plain = tf.Variable(np.ones((2, 3), np.float32))
+        transposed = tf.Variable(tf.transpose(tf.constant(np.arange(6, dtype=np.float32).reshape(3, 2))))
+        x = tf.placeholder(tf.float32, (2, 4))
+        y = tf.placeholder(tf.float32, (4, 3))
+        step = tf.group(plain.assign(plain - 0.1 * tf.matmul(x, y)),
+                        transposed.assign(transposed - 0.1 * tf.matmul(x, y)))
+        init = tf.global_variables_initializer()
+    sess = tf.Session(graph=graph)
+    sess.run(init)
+    feed = {x: np.ones((2, 4), np.float32), y: np.ones((4, 3), np.float32)}
+    expected_plain = np.ones((2, 3), np.float32)
+    expected_transposed = np.arange(6, dtype=np.float32).reshape(3, 2).T
+    for _ in range(3):
+        _, ops = traced_run(sess, [step], feed)
+        expected_plain = expected_plain - np.float32(0.4)
+        expected_transposed = expected_transposed - np.float32(0.4)
+    # The first update of the view writes a new (contiguous) value; later ones go in place.
+    assert ops.count(IN_PLACE) == 2
+    np.testing.assert_allclose(sess.run(plain), expected_plain, rtol=1e-6)
+    np.testing.assert_allclose(sess.run(transposed), expected_transposed, rtol=1e-6)

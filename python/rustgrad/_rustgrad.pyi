@@ -494,8 +494,8 @@ def _record_function(
 ) -> tuple[Tensor, ...]:
     """Puts a ``rustgrad.autograd.Function`` call on the tape; ``ctx`` is its ``FunctionCtx``."""
 
-def _apply_function(cls: type, ctx_class: type, graph_value: type, args: tuple[Any, ...]) -> Any:
-    """``Function.apply`` for eager tensors; ``NotImplemented`` when an argument is a graph tensor."""
+def _apply_function(cls: type, ctx_class: type, graph_value: type, graph_path: object, args: tuple[Any, ...]) -> Any:
+    """``Function.apply`` for eager tensors; returns ``graph_path`` when an argument is a graph tensor."""
 
 def _save_tensors(
     items: tuple[Any, ...],

@@ -125,13 +125,16 @@ class Function(metaclass=_FunctionMeta):
         if _CHECKED not in cls.__dict__:
             _check_complete(cls)
         # Runs forward with grad mode off and records the call (rust/python/autograd.rs).
-        result = _rustgrad._apply_function(cls, FunctionCtx, GraphValue, args)
-        if result is NotImplemented:
+        result = _rustgrad._apply_function(cls, FunctionCtx, GraphValue, _GRAPH_PATH, args)
+        if result is _GRAPH_PATH:
             from rustgrad.static._gradients import apply_function
 
             return apply_function(cls, args, FunctionCtx())
         return result
 
+
+# What ``_apply_function`` returns when an argument is a graph tensor.
+_GRAPH_PATH = object()
 
 # Set in a Function subclass's own ``__dict__`` once it is checked to define
 # forward and backward (a subclass of it is checked again).

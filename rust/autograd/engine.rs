@@ -1,5 +1,5 @@
 //! The reverse pass: one topological order over the nodes reachable from the
-//! roots, walked once, later nodes first. Leaf gradients are collected on the
+//! roots, walked once, deeper nodes first. Leaf gradients are collected on the
 //! side and written to `.grad` only when the whole pass has succeeded, so a
 //! failed backward changes nothing.
 
@@ -79,7 +79,8 @@ impl Differentiator for EagerDifferentiator<'_> {
     }
 }
 
-/// Max-heap entry: later nodes (higher sequence) come out first.
+/// Max-heap entry: among nodes whose gradients are complete, the deepest (highest
+/// `sequence`) comes out first.
 struct Ready(u64, Arc<Node>);
 
 impl PartialEq for Ready {

@@ -70,7 +70,9 @@ fn read_var(ctx: &RunContext<'_>, plan: &Plan, var: VarId) -> Result<Tensor> {
 }
 
 /// Runs a whole plan without writing into any variable's memory (the updates of
-/// the commit phase write new tensors). Sessions use `start` and `Run::commit`.
+/// the commit phase write new tensors). Sessions use `start` and `Run::commit`;
+/// the tests use this.
+#[cfg(test)]
 pub fn execute(plan: &Plan, ctx: &mut RunContext<'_>) -> Result<RunResult> {
     let run = start(plan, ctx)?;
     run.commit(None, ctx.trace.as_deref_mut())
@@ -109,6 +111,19 @@ impl Drop for Run<'_> {
     }
 }
 
+/// An update of the commit phase, checked, with its operands and where it writes.
+struct PreparedUpdate {
+    step: usize,
+    w: Tensor,
+    a: Tensor,
+    b: Tensor,
+    in_place: bool,
+}
+
+fn internal_commit_error(step: &Step) -> Error {
+    Error::InvalidArgument(format!("internal: {} cannot run in the commit phase", step.name))
+}
+
 /// What steps hand on besides their own value.
 #[derive(Default)]
 struct SideOutputs {
@@ -127,6 +142,9 @@ pub fn start<'p>(plan: &'p Plan, ctx: &mut RunContext<'_>) -> Result<Run<'p>> {
     values.resize(plan.steps.len(), None);
     buffers.resize_with(plan.buffer_count, || None);
     let mut run = Run { plan, values, buffers, shells, side: SideOutputs::default() };
+    // A step that panicked (the bindings catch panics) may have left offers on this thread.
+    buffer_pool::withdraw(|_, stale| drop(stale));
+    tensor::withdraw_shells(&mut Vec::new());
     for (s, step) in plan.steps.iter().enumerate().take(plan.commit_from) {
         (ctx.between_steps)()?;
         let started = ctx.trace.is_some().then(std::time::Instant::now);
@@ -168,7 +186,12 @@ impl Run<'_> {
 
     /// Takes back the offered buffers and headers that nothing took.
     fn withdraw_buffers(&mut self) {
-        buffer_pool::withdraw(|buffer, kept| self.buffers[buffer] = Some(kept));
+        let buffers = &mut self.buffers;
+        buffer_pool::withdraw(|buffer, kept| {
+            if let Some(slot) = buffers.get_mut(buffer) {
+                *slot = Some(kept);
+            }
+        });
         tensor::withdraw_shells(&mut self.shells);
     }
 
@@ -209,71 +232,87 @@ impl Run<'_> {
     /// Runs the commit phase and returns the fetched values and the assignments.
     /// With `variables` (the session's, locked by the caller for the whole call), an
     /// update writes into its variable's memory when nothing but the session holds
-    /// it. Every update is checked before any runs, so a failed commit changes nothing.
+    /// it. Every update is checked, and where it writes decided, before any runs:
+    /// after the first write into a variable nothing can fail, so a failed commit
+    /// changes nothing.
     pub fn commit(
         mut self,
         variables: Option<&mut Arc<Vec<Option<Tensor>>>>,
         mut trace: Option<&mut Vec<(String, String, f64)>>,
     ) -> Result<RunResult> {
         let plan = self.plan;
-        for step in &plan.steps[plan.commit_from..] {
-            if let StepKind::MatMulUpdate { transpose_a, transpose_b, copy_for_fetch, .. } = step.kind {
-                with_inputs(&self.values, step, |inputs| {
-                    let outputs = 1 + copy_for_fetch as usize;
-                    forward::check_matmul_update(inputs[0], inputs[1], inputs[2], transpose_a, transpose_b, outputs)
-                })?;
-            }
-        }
-        let mut store = match variables {
-            Some(vars) if plan.commit_from < plan.steps.len() => Some(Arc::make_mut(vars)),
+        // Copies the list of values first if another run still reads it: that run's
+        // references then count as holders, and its values are left alone.
+        let store = match variables {
+            Some(vars) if plan.commit_from < plan.steps.len() => Some(&*Arc::make_mut(vars)),
             _ => None,
         };
+        let mut updates = Vec::new();
+        for (s, step) in plan.steps.iter().enumerate().skip(plan.commit_from) {
+            updates.extend(self.prepare_update(s, step, store)?);
+        }
+        let mut updates = updates.into_iter();
         for (s, step) in plan.steps.iter().enumerate().skip(plan.commit_from) {
             let started = trace.is_some().then(std::time::Instant::now);
-            let (value, in_place) = self.commit_step(s, step, store.as_deref_mut())?;
+            let (value, in_place) = match (&step.kind, step.inputs.as_slice()) {
+                (StepKind::MatMulUpdate { .. }, _) => match updates.next() {
+                    Some(update) => self.run_update(s, step, update)?,
+                    None => return Err(internal_commit_error(step)),
+                },
+                (&StepKind::Assign { var, mode: AssignMode::Set }, &[update]) => {
+                    let value = self.values[update].clone().ok_or_else(|| internal_commit_error(step))?;
+                    self.side.assigns.push((var, value.clone()));
+                    (value, false)
+                }
+                _ => return Err(internal_commit_error(step)),
+            };
             self.values[s] = Some(value);
-            let kind = in_place.then_some(IN_PLACE_UPDATE);
-            self.finish_step(s, started, trace.as_deref_mut(), kind);
+            self.finish_step(s, started, trace.as_deref_mut(), in_place.then_some(IN_PLACE_UPDATE));
         }
         Ok(self.results())
     }
 
-    /// Runs one step of the commit phase; returns its value and whether it wrote
-    /// into a variable's memory.
-    fn commit_step(
+    /// Checks an update of the commit phase and decides whether it writes into its
+    /// variable's memory; writes nothing. None for the other steps.
+    fn prepare_update(
         &mut self,
         s: usize,
         step: &Step,
-        store: Option<&mut Vec<Option<Tensor>>>,
-    ) -> Result<(Tensor, bool)> {
-        let input = |i: usize| value(&self.values, step.inputs[i], &step.name).cloned();
-        match step.kind {
-            StepKind::MatMulUpdate { alpha, transpose_a, transpose_b, copy_for_fetch, in_place_of: Some(var) } => {
-                let (w, a, b) = (input(0)?, input(1)?, input(2)?);
-                // Drop this run's other references first: they count as holders of w.
-                for &r in &step.release {
-                    self.release(r);
-                }
-                let owned_by_session = store
-                    .and_then(|vars| vars.get(var)?.as_ref())
-                    .is_some_and(|current| current.same_tensor(&w) && w.is_held_only_by(2) && !w.is_external());
-                let (value, copy) = if owned_by_session {
-                    let copy =
-                        forward::matmul_update_in_place(&w, &a, &b, transpose_a, transpose_b, alpha, copy_for_fetch)?;
-                    (w, copy)
-                } else {
-                    forward::matmul_update(&w, &a, &b, transpose_a, transpose_b, alpha, copy_for_fetch)?
-                };
-                self.side.fetch_copies.extend(copy.map(|c| (s, c)));
-                Ok((value, owned_by_session))
-            }
-            StepKind::Assign { var, mode: AssignMode::Set } => {
-                let value = input(0)?;
-                self.side.assigns.push((var, value.clone()));
-                Ok((value, false))
-            }
-            _ => Err(Error::InvalidArgument(format!("internal: {} cannot run in the commit phase", step.name))),
+        store: Option<&Vec<Option<Tensor>>>,
+    ) -> Result<Option<PreparedUpdate>> {
+        let StepKind::MatMulUpdate { transpose_a, transpose_b, copy_for_fetch, in_place_of, .. } = step.kind else {
+            return Ok(None);
+        };
+        let (w, a, b) = with_inputs(&self.values, step, |i| Ok((i[0].clone(), i[1].clone(), i[2].clone())))?;
+        forward::check_matmul_update(&w, &a, &b, transpose_a, transpose_b, 1 + copy_for_fetch as usize)?;
+        // This run's own references to w count as holders: drop those no later step reads.
+        for &r in &step.release {
+            self.release(r);
         }
+        let is_the_variables_value =
+            |var: VarId| store.and_then(|vars| vars.get(var)?.as_ref()).is_some_and(|current| current.same_tensor(&w));
+        // Held by the session's list and by `w` here, and by nothing else.
+        let in_place = in_place_of.is_some_and(is_the_variables_value) && forward::updatable_in_place(&w, &a, &b, 2);
+        Ok(Some(PreparedUpdate { step: s, w, a, b, in_place }))
+    }
+
+    /// Runs a prepared update; returns its value and whether it wrote in place.
+    fn run_update(&mut self, s: usize, step: &Step, update: PreparedUpdate) -> Result<(Tensor, bool)> {
+        let StepKind::MatMulUpdate { alpha, transpose_a, transpose_b, copy_for_fetch, .. } = step.kind else {
+            return Err(internal_commit_error(step));
+        };
+        let PreparedUpdate { step: prepared_for, w, a, b, in_place } = update;
+        if prepared_for != s {
+            return Err(internal_commit_error(step));
+        }
+        let (value, copy) = if in_place {
+            let copy = forward::matmul_update_in_place(&w, &a, &b, transpose_a, transpose_b, alpha, copy_for_fetch)?;
+            (w, copy)
+        } else {
+            forward::matmul_update(&w, &a, &b, transpose_a, transpose_b, alpha, copy_for_fetch)?
+        };
+        self.side.fetch_copies.extend(copy.map(|c| (s, c)));
+        Ok((value, in_place))
     }
 
     fn results(&mut self) -> RunResult {

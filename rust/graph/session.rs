@@ -37,8 +37,8 @@ pub struct Session {
     plans: Mutex<HashMap<PlanKey, Arc<Plan>>>,
 }
 
-/// What a run reports besides its fetches.
-pub struct RunOptions<'a> {
+/// What a run calls back into: between steps, and for each step's timing.
+pub struct RunHooks<'a> {
     /// Called between steps (outside the commit phase); an error stops the run.
     pub between_steps: &'a mut dyn FnMut() -> Result<()>,
     /// When set, receives (step name, op type, seconds) for every step run.
@@ -88,7 +88,7 @@ impl Session {
         Ok(plan)
     }
 
-    fn check_open(&self) -> Result<()> {
+    pub fn check_open(&self) -> Result<()> {
         if self.state.lock().closed {
             return Err(Error::FailedPrecondition("Attempted to use a closed Session.".into()));
         }
@@ -102,7 +102,7 @@ impl Session {
         fetches: &[NodeId],
         feeds: &[NodeId],
         feed_values: Vec<Tensor>,
-        options: RunOptions<'_>,
+        hooks: RunHooks<'_>,
     ) -> Result<Vec<Option<Tensor>>> {
         self.check_open()?;
         {
@@ -121,7 +121,7 @@ impl Session {
             let draws = if plan.draws_random { state.random_draws.clone() } else { HashMap::new() };
             (state.variables.clone(), draws)
         };
-        let RunOptions { between_steps, mut trace } = options;
+        let RunHooks { between_steps, mut trace } = hooks;
         let run = {
             let mut ctx = RunContext {
                 feeds: feed_values,

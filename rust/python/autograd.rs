@@ -431,14 +431,15 @@ impl CustomBackward for PythonFunction {
 
 /// The eager part of `Function.apply`: makes the ctx, runs `cls.forward(ctx,
 /// *args)` with grad mode off, and records the call when an input needs a
-/// gradient. Returns `NotImplemented` when an argument is a graph tensor
-/// (`graph_value`), whose static path the Python side takes.
+/// gradient. Returns `graph_path` (a marker object) when an argument is a graph
+/// tensor (`graph_value`), whose static path the Python side takes.
 #[pyfunction]
 pub fn _apply_function<'py>(
     py: Python<'py>,
     cls: &Bound<'py, PyAny>,
     ctx_class: &Bound<'py, PyAny>,
     graph_value: &Bound<'py, PyAny>,
+    graph_path: &Bound<'py, PyAny>,
     args: &Bound<'py, PyTuple>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let mut needs: smallvec::SmallVec<[bool; 4]> = smallvec::SmallVec::with_capacity(args.len());
@@ -446,7 +447,7 @@ pub fn _apply_function<'py>(
         if let Ok(t) = arg.cast::<PyTensor>() {
             needs.push(t.get().inner.requires_grad());
         } else if arg.is_instance(graph_value)? {
-            return Ok(py.NotImplemented().into_bound(py));
+            return Ok(graph_path.clone());
         } else {
             needs.push(false);
         }
@@ -457,10 +458,10 @@ pub fn _apply_function<'py>(
     forward_args.push(ctx.clone());
     forward_args.extend(args.iter());
     let recording = grad_mode::is_enabled();
-    grad_mode::set_enabled(false);
-    let result = cls.getattr(intern!(py, "forward")).and_then(|f| f.call1(PyTuple::new(py, forward_args)?));
-    grad_mode::set_enabled(recording);
-    let result = result?;
+    let result = {
+        let _off = grad_mode::GradModeGuard::new(false);
+        cls.getattr(intern!(py, "forward"))?.call1(PyTuple::new(py, forward_args)?)?
+    };
     if !(recording && needs.contains(&true)) {
         return Ok(result);
     }

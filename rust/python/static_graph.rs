@@ -7,7 +7,7 @@ use super::convert::{
 use super::errors::{external, guard};
 use super::tensor::PyTensor;
 use crate::error::{Error, Result};
-use crate::graph::session::{RunOptions, Session};
+use crate::graph::session::{RunHooks, Session};
 use crate::graph::{fmt_partial, gradients::gradients, AssignMode, Graph, GraphFunction, NodeId, PartialShape};
 use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
 use crate::op::{IndexItem, Op};
@@ -322,6 +322,7 @@ impl PySession {
         values: Vec<Bound<'py, PyAny>>,
         trace: Option<Bound<'py, PyList>>,
     ) -> PyResult<Bound<'py, PyList>> {
+        self.inner.check_open()?;
         // Feeds already have the placeholder's dtype (the Python side casts them): share their memory.
         let feed_tensors = values
             .iter()
@@ -329,10 +330,12 @@ impl PySession {
             .collect::<PyResult<Vec<_>>>()?;
         let mut timings = Vec::new();
         let tracing = trace.is_some();
-        let fetched = py.detach(|| {
-            let mut check = super::autograd::signal_checker();
-            let options = RunOptions { between_steps: &mut check, trace: tracing.then_some(&mut timings) };
-            self.inner.run(&fetches, &feeds, feed_tensors, options)
+        let fetched = guard(|| {
+            Ok(py.detach(|| {
+                let mut check = super::autograd::signal_checker();
+                let hooks = RunHooks { between_steps: &mut check, trace: tracing.then_some(&mut timings) };
+                self.inner.run(&fetches, &feeds, feed_tensors, hooks)
+            })?)
         })?;
         if let Some(list) = &trace {
             for entry in timings {
