@@ -14,7 +14,7 @@ use crate::storage::{try_alloc, Buffer, Element, Storage};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 #[derive(Default)]
@@ -57,16 +57,30 @@ pub fn shells_reused() -> usize {
     SHELLS_REUSED.get()
 }
 
+/// How many shells are lent, on all threads: new tensors look at the
+/// thread-local only while it is not zero (see `buffer_pool::offer` for why).
+static LENT_ANYWHERE: AtomicUsize = AtomicUsize::new(0);
+
 /// Lends up to `count` shells (from `into_kept_parts`) to the new tensors this
 /// thread makes, so they need no allocation for their header and storage,
 /// until `withdraw_shells` takes back the unused ones.
 pub fn offer_shells(shells: &mut Vec<Tensor>, count: usize) {
     let lent = shells.len().saturating_sub(count);
+    LENT_ANYWHERE.fetch_add(shells.len() - lent, Ordering::Relaxed);
     SPARE_SHELLS.with_borrow_mut(|spare| spare.extend(shells.drain(lent..)));
 }
 
 pub fn withdraw_shells(shells: &mut Vec<Tensor>) {
-    SPARE_SHELLS.with_borrow_mut(|spare| shells.append(spare));
+    SPARE_SHELLS.with_borrow_mut(|spare| {
+        LENT_ANYWHERE.fetch_sub(spare.len(), Ordering::Relaxed);
+        shells.append(spare)
+    });
+}
+
+fn take_spare_shell() -> Option<Tensor> {
+    let shell = SPARE_SHELLS.with_borrow_mut(Vec::pop)?;
+    LENT_ANYWHERE.fetch_sub(1, Ordering::Relaxed);
+    Some(shell)
 }
 
 const REQUIRES_GRAD: u8 = 1;
@@ -163,10 +177,23 @@ impl Tensor {
 
     pub(crate) fn from_buffer(buffer: Buffer, shape: impl Into<Shape>) -> Tensor {
         let shape = shape.into();
+        if LENT_ANYWHERE.load(Ordering::Relaxed) != 0 {
+            return Self::from_buffer_in_shell(buffer, shape);
+        }
         let mut strides = SmallVec::from_elem(0, shape.len());
         fill_contiguous_strides(&shape, &mut strides);
         let dtype = buffer.dtype();
-        if let Some(mut shell) = SPARE_SHELLS.with_borrow_mut(Vec::pop) {
+        Self::from_parts(Arc::new(Storage::new(buffer)), dtype, shape, strides, 0, false)
+    }
+
+    /// `from_buffer` in a lent shell, if this thread has one. Kept out of line so
+    /// that the common path stays as small as it was.
+    #[inline(never)]
+    fn from_buffer_in_shell(buffer: Buffer, shape: Shape) -> Tensor {
+        let mut strides = SmallVec::from_elem(0, shape.len());
+        fill_contiguous_strides(&shape, &mut strides);
+        let dtype = buffer.dtype();
+        if let Some(mut shell) = take_spare_shell() {
             if let Some(inner) = Arc::get_mut(&mut shell.0) {
                 if let Some(storage) = Arc::get_mut(&mut inner.storage) {
                     storage.refill(buffer);
