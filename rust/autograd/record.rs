@@ -53,7 +53,7 @@ pub fn apply(op: Op, inputs: &[&Tensor]) -> Result<Tensor> {
     let mut out = forward(&op, inputs)?;
     if grad_mode::is_enabled() && differentiable(&op) && out.dtype().is_float() {
         // One look at each input's metadata both decides and builds the record.
-        let next = per_input(inputs, |t| edge_for(t));
+        let next = per_input(inputs, edge_for);
         if next.iter().any(Option::is_some) {
             attach(op, inputs, next, &mut out);
         }
@@ -75,7 +75,7 @@ fn attach(op: Op, inputs: &[&Tensor], next: PerInput<Option<Edge>>, out: &mut Te
         },
         output: saves.output.then(|| SavedTensor::new(out)),
     };
-    let node = Node::new(op, next, per_input(inputs, |t| meta(t)), smallvec::smallvec![meta(out)], saved);
+    let node = Node::new(op, next, per_input(inputs, meta), smallvec::smallvec![meta(out)], saved);
     out.set_history_of_new(Some(Arc::new(node)), 0);
 }
 
