@@ -136,9 +136,13 @@ pub fn run_timed(shape: Shape3, product: impl FnOnce(bool)) {
     if choice_is_fixed() {
         return product(true);
     }
+    // Never waits for the table: another thread may hold it, or have held it when
+    // this process was forked (then nobody ever releases it here).
+    let Some(mut table) = TABLE.try_lock() else {
+        return product(true);
+    };
     let (parallel, counted) = {
-        let mut table = TABLE.lock();
-        match table.iter_mut().find(|t| t.shape == shape) {
+        let choice = match table.iter_mut().find(|t| t.shape == shape) {
             Some(tuning) => tuning.choose(),
             None => {
                 if table.len() >= SHAPES {
@@ -149,14 +153,18 @@ pub fn run_timed(shape: Shape3, product: impl FnOnce(bool)) {
                 table.push(tuning);
                 choice
             }
-        }
+        };
+        drop(table);
+        choice
     };
     let started = counted.then(std::time::Instant::now);
     product(parallel);
     if let Some(started) = started {
         let nanos = started.elapsed().as_nanos() as f64;
-        if let Some(tuning) = TABLE.lock().iter_mut().find(|t| t.shape == shape) {
-            tuning.record(parallel, nanos);
+        if let Some(mut table) = TABLE.try_lock() {
+            if let Some(tuning) = table.iter_mut().find(|t| t.shape == shape) {
+                tuning.record(parallel, nanos);
+            }
         }
     }
 }
