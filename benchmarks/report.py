@@ -20,13 +20,14 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
+import best_blas
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-SLOWING_VARIABLES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
 
 def run_suite(json_path: Path, quick: bool) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in SLOWING_VARIABLES}
+    env = best_blas.environment()
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "benchmarks"), "-q", "-p", "no:cacheprovider",
            f"--benchmark-json={json_path}", "--benchmark-disable-gc", "--benchmark-warmup=on"]
     if quick:
@@ -62,7 +63,7 @@ def machine(data: dict) -> list[str]:
     return [
         f"- CPU: {cpu.get('brand_raw', platform.processor())}, {os.cpu_count()} cores",
         f"- Python {platform.python_version()}, numpy {numpy.__version__}, rustgrad {rustgrad.__version__}",
-        f"- numpy BLAS: {', '.join(blas) or 'unknown'} (with {', '.join(SLOWING_VARIABLES)} unset)",
+        f"- numpy BLAS: {', '.join(blas) or 'unknown'} (with {', '.join(best_blas.SLOWING_VARIABLES)} unset)",
         f"- Date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
     ]
 

@@ -11,12 +11,11 @@ the static plan's optimisations: `1` turns off all of them, or a list such as
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
 
-SLOWING_VARIABLES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+import best_blas
 
 CHILD = """
 import sys
@@ -45,7 +44,7 @@ CONFIGS = [
 
 
 def median_us(mode: str, extra_env: dict[str, str], steps: int, repeats: int) -> float:
-    env = {k: v for k, v in os.environ.items() if k not in SLOWING_VARIABLES}
+    env = best_blas.environment()
     env.update(extra_env)
     out = subprocess.run([sys.executable, "-c", CHILD, str(steps), str(repeats), mode],
                          check=True, capture_output=True, text=True, env=env).stdout

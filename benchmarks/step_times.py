@@ -10,16 +10,14 @@ removed from this process's environment (the script re-executes itself).
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
 from pathlib import Path
 
-SLOWING_VARIABLES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
-if any(v in os.environ for v in SLOWING_VARIABLES):
-    env = {k: v for k, v in os.environ.items() if k not in SLOWING_VARIABLES}
-    os.execve(sys.executable, [sys.executable, *sys.argv], env)
+from best_blas import reexec_without_slowing_variables  # noqa: E402
+
+reexec_without_slowing_variables()
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
