@@ -473,12 +473,12 @@ pub fn matmul_update(
 /// `holders` handles reach it, no other tensor or foreign owner shares its memory
 /// (`a` and `b` included), and it covers its storage from the start, contiguously.
 pub fn updatable_in_place(w: &Tensor, a: &Tensor, b: &Tensor, holders: usize) -> bool {
-    w.is_held_only_by(holders)
-        && !w.is_external()
-        && w.is_contiguous()
-        && w.offset() == 0
-        && !w.shares_storage(a)
-        && !w.shares_storage(b)
+    w.is_held_only_by(holders) && laid_out_for_update_in_place(w, a, b)
+}
+
+/// `w` starts its own storage (not numpy's), contiguously, and shares it with neither operand.
+fn laid_out_for_update_in_place(w: &Tensor, a: &Tensor, b: &Tensor) -> bool {
+    !w.is_external() && w.is_contiguous() && w.offset() == 0 && !w.shares_storage(a) && !w.shares_storage(b)
 }
 
 /// `w += alpha·op(a)·op(b)`, written into `w`'s own memory. The caller makes sure
@@ -494,7 +494,7 @@ pub fn matmul_update_in_place(
     with_copy: bool,
 ) -> Result<Option<Tensor>> {
     let (m, n) = check_matmul_update(w, a, b, transpose_a, transpose_b, with_copy as usize)?;
-    if !w.is_contiguous() || w.offset() != 0 || w.shares_storage(a) || w.shares_storage(b) {
+    if !laid_out_for_update_in_place(w, a, b) {
         // The commit phase checks `updatable_in_place` first, so this is not reached.
         return Err(Error::InvalidArgument(
             "internal: a fused update in place needs a contiguous w that shares no memory with its operands".into(),

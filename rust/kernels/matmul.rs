@@ -145,23 +145,16 @@ pub fn matmul_update_into<T: Float>(
     mut copy: Option<&mut [MaybeUninit<T>]>,
     alpha: T,
 ) {
-    let (m, k, n) = (a.rows, a.cols, b.cols);
+    let (m, n) = (a.rows, b.cols);
     let sizes_ok = init.len() == m * n && out.len() == m * n && copy.as_ref().is_none_or(|c| c.len() == m * n);
     // invariant: forward::matmul_update sizes all three from the checked shapes.
     assert!(sizes_ok, "matmul_update_into: operand sizes");
-    if m > 0 && n > 0 && k > 0 {
-        let copy_ptr = copy.as_mut().map_or(std::ptr::null_mut(), |c| c.as_mut_ptr().cast::<T>());
-        // SAFETY: `init` holds m×n readable values; `out` and `copy` m×n writable slots each.
-        let outs = [out.as_mut_ptr().cast::<T>(), copy_ptr];
-        if unsafe { try_own_sgemm(a, b, init.as_ptr(), outs, SecondOutput::Copy, alpha, T::ONE) }.is_some() {
-            return;
-        }
+    // SAFETY: `init` holds m×n readable values; `out` and `copy` m×n writable slots each.
+    if unsafe { own_kernel_update(a, b, init.as_ptr(), out.as_mut_ptr().cast::<T>(), copy.as_deref_mut(), alpha) } {
+        return;
     }
     let out = write_all(out, init);
-    matmul_into(a, b, out, alpha, T::ONE);
-    if let Some(copy) = copy {
-        write_all(copy, out);
-    }
+    accumulate_without_own_kernel(a, b, out, copy, alpha);
 }
 
 /// `target += alpha·a·b` in place, and `copy = target` afterwards when given (the
@@ -173,21 +166,48 @@ pub fn matmul_accumulate_into<T: Float>(
     mut copy: Option<&mut [MaybeUninit<T>]>,
     alpha: T,
 ) {
-    let (m, k, n) = (a.rows, a.cols, b.cols);
+    let (m, n) = (a.rows, b.cols);
     let sizes_ok = target.len() == m * n && copy.as_ref().is_none_or(|c| c.len() == m * n);
     // invariant: forward::matmul_update_in_place sizes both from the checked shapes.
     assert!(sizes_ok, "matmul_accumulate_into: operand sizes");
-    if m > 0 && n > 0 && k > 0 {
-        let copy_ptr = copy.as_mut().map_or(std::ptr::null_mut(), |c| c.as_mut_ptr().cast::<T>());
-        let target_ptr = target.as_mut_ptr();
-        // SAFETY: `target` holds m×n values, read and written in place (the kernel reads
-        // each element before it stores it); `copy` has m×n writable slots.
-        if unsafe { try_own_sgemm(a, b, target_ptr, [target_ptr, copy_ptr], SecondOutput::Copy, alpha, T::ONE) }
-            .is_some()
-        {
-            return;
-        }
+    let target_ptr = target.as_mut_ptr();
+    // SAFETY: `target` holds m×n values, read and written in place (the kernel reads
+    // each element before it stores it); `copy` has m×n writable slots.
+    if unsafe { own_kernel_update(a, b, target_ptr, target_ptr, copy.as_deref_mut(), alpha) } {
+        return;
     }
+    accumulate_without_own_kernel(a, b, target, copy, alpha);
+}
+
+/// `out = init + alpha·a·b`, also stored into `copy` when given, by one pass of
+/// our own kernel; false, with nothing written, where that kernel does not apply.
+///
+/// # Safety
+/// `init` must be valid for m×n reads and `out` for m×n writes (it may equal `init`).
+unsafe fn own_kernel_update<T: Float>(
+    a: MatRef<T>,
+    b: MatRef<T>,
+    init: *const T,
+    out: *mut T,
+    copy: Option<&mut [MaybeUninit<T>]>,
+    alpha: T,
+) -> bool {
+    if a.rows == 0 || b.cols == 0 || a.cols == 0 {
+        return false;
+    }
+    let copy_ptr = copy.map_or(std::ptr::null_mut(), |c| c.as_mut_ptr().cast::<T>());
+    // SAFETY: the caller's contract on `init` and `out`; `copy` is a slice of m×n slots.
+    unsafe { try_own_sgemm(a, b, init, [out, copy_ptr], SecondOutput::Copy, alpha, T::ONE) }.is_some()
+}
+
+/// `target += alpha·a·b` through `matmul_into`, then `copy = target` when given.
+fn accumulate_without_own_kernel<T: Float>(
+    a: MatRef<T>,
+    b: MatRef<T>,
+    target: &mut [T],
+    copy: Option<&mut [MaybeUninit<T>]>,
+    alpha: T,
+) {
     matmul_into(a, b, target, alpha, T::ONE);
     if let Some(copy) = copy {
         write_all(copy, target);
