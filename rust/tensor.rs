@@ -66,6 +66,9 @@ static LENT_ANYWHERE: AtomicUsize = AtomicUsize::new(0);
 /// until `withdraw_shells` takes back the unused ones.
 pub fn offer_shells(shells: &mut Vec<Tensor>, count: usize) {
     let lent = shells.len().saturating_sub(count);
+    if lent == shells.len() {
+        return;
+    }
     LENT_ANYWHERE.fetch_add(shells.len() - lent, Ordering::Relaxed);
     SPARE_SHELLS.with_borrow_mut(|spare| spare.extend(shells.drain(lent..)));
 }

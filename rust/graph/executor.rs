@@ -113,7 +113,6 @@ impl Drop for Run<'_> {
 
 /// An update of the commit phase, checked, with its operands and where it writes.
 struct PreparedUpdate {
-    step: usize,
     w: Tensor,
     a: Tensor,
     b: Tensor,
@@ -148,14 +147,16 @@ pub fn start<'p>(plan: &'p Plan, ctx: &mut RunContext<'_>) -> Result<Run<'p>> {
     for (s, step) in plan.steps.iter().enumerate().take(plan.commit_from) {
         (ctx.between_steps)()?;
         let started = ctx.trace.is_some().then(std::time::Instant::now);
-        run.offer_buffers(s);
+        let offered = run.offer_buffers(s);
         let out = match step.kind {
             StepKind::StoredByProduct => Ok(run.values[s].take()),
             // Groups read no values (their inputs may have none, or run later).
             StepKind::NoValue => Ok(None),
             _ => with_inputs(&run.values, step, |inputs| run_step(plan, ctx, s, step, inputs, &mut run.side)),
         };
-        run.withdraw_buffers();
+        if offered {
+            run.withdraw_buffers();
+        }
         run.values[s] = out?;
         if let Some((slot, activation)) = run.side.activation.take() {
             run.values[slot] = Some(activation);
@@ -168,7 +169,9 @@ pub fn start<'p>(plan: &'p Plan, ctx: &mut RunContext<'_>) -> Result<Run<'p>> {
 impl Run<'_> {
     /// Offers the step's buffers (its own, and the activation's of a fused product)
     /// to the allocations of its kernel, and tensor headers to its new tensors.
-    fn offer_buffers(&mut self, s: usize) {
+    /// Returns whether it offered anything (and so whether to withdraw after).
+    fn offer_buffers(&mut self, s: usize) -> bool {
+        let mut offered = !self.shells.is_empty();
         tensor::offer_shells(&mut self.shells, SHELLS_PER_STEP);
         let steps = &self.plan.steps;
         let activation = match steps[s].kind {
@@ -179,9 +182,11 @@ impl Run<'_> {
             if let Some(buffer) = steps[slot].buffer {
                 if let Some(kept) = self.buffers[buffer].take() {
                     buffer_pool::offer(buffer, kept);
+                    offered = true;
                 }
             }
         }
+        offered
     }
 
     /// Takes back the offered buffers and headers that nothing took.
@@ -247,19 +252,16 @@ impl Run<'_> {
             Some(vars) if plan.commit_from < plan.steps.len() => Some(&*Arc::make_mut(vars)),
             _ => None,
         };
-        let mut updates = Vec::new();
-        for (s, step) in plan.steps.iter().enumerate().skip(plan.commit_from) {
-            updates.extend(self.prepare_update(s, step, store)?);
+        // One entry per step of the commit phase (None for the assigns).
+        let mut updates = Vec::with_capacity(plan.steps.len() - plan.commit_from);
+        for step in &plan.steps[plan.commit_from..] {
+            updates.push(self.prepare_update(step, store)?);
         }
-        let mut updates = updates.into_iter();
-        for (s, step) in plan.steps.iter().enumerate().skip(plan.commit_from) {
+        for ((s, step), prepared) in plan.steps.iter().enumerate().skip(plan.commit_from).zip(updates) {
             let started = trace.is_some().then(std::time::Instant::now);
-            let (value, in_place) = match (&step.kind, step.inputs.as_slice()) {
-                (StepKind::MatMulUpdate { .. }, _) => match updates.next() {
-                    Some(update) => self.run_update(s, step, update)?,
-                    None => return Err(internal_commit_error(step)),
-                },
-                (&StepKind::Assign { var, mode: AssignMode::Set }, &[update]) => {
+            let (value, in_place) = match (&step.kind, step.inputs.as_slice(), prepared) {
+                (StepKind::MatMulUpdate { .. }, _, Some(update)) => self.run_update(s, step, update)?,
+                (&StepKind::Assign { var, mode: AssignMode::Set }, &[update], None) => {
                     let value = self.values[update].clone().ok_or_else(|| internal_commit_error(step))?;
                     self.side.assigns.push((var, value.clone()));
                     (value, false)
@@ -274,12 +276,7 @@ impl Run<'_> {
 
     /// Checks an update of the commit phase and decides whether it writes into its
     /// variable's memory; writes nothing. None for the other steps.
-    fn prepare_update(
-        &mut self,
-        s: usize,
-        step: &Step,
-        store: Option<&Vec<Option<Tensor>>>,
-    ) -> Result<Option<PreparedUpdate>> {
+    fn prepare_update(&mut self, step: &Step, store: Option<&Vec<Option<Tensor>>>) -> Result<Option<PreparedUpdate>> {
         let StepKind::MatMulUpdate { transpose_a, transpose_b, copy_for_fetch, in_place_of, .. } = step.kind else {
             return Ok(None);
         };
@@ -293,7 +290,7 @@ impl Run<'_> {
             |var: VarId| store.and_then(|vars| vars.get(var)?.as_ref()).is_some_and(|current| current.same_tensor(&w));
         // Held by the session's list and by `w` here, and by nothing else.
         let in_place = in_place_of.is_some_and(is_the_variables_value) && forward::updatable_in_place(&w, &a, &b, 2);
-        Ok(Some(PreparedUpdate { step: s, w, a, b, in_place }))
+        Ok(Some(PreparedUpdate { w, a, b, in_place }))
     }
 
     /// Runs a prepared update; returns its value and whether it wrote in place.
@@ -301,10 +298,7 @@ impl Run<'_> {
         let StepKind::MatMulUpdate { alpha, transpose_a, transpose_b, copy_for_fetch, .. } = step.kind else {
             return Err(internal_commit_error(step));
         };
-        let PreparedUpdate { step: prepared_for, w, a, b, in_place } = update;
-        if prepared_for != s {
-            return Err(internal_commit_error(step));
-        }
+        let PreparedUpdate { w, a, b, in_place } = update;
         let (value, copy) = if in_place {
             let copy = forward::matmul_update_in_place(&w, &a, &b, transpose_a, transpose_b, alpha, copy_for_fetch)?;
             (w, copy)
