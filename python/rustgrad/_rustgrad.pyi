@@ -51,7 +51,6 @@ __all__ = [
     "_set_grad_enabled",
     "_set_detect_anomaly",
     "is_anomaly_enabled",
-    "_record_function",
     "_save_tensors",
     "_apply_function",
     "_first_changed",
@@ -484,16 +483,6 @@ def is_grad_enabled() -> builtins.bool: ...
 def _set_grad_enabled(enabled: builtins.bool) -> None: ...
 def _set_detect_anomaly(enabled: builtins.bool) -> None: ...
 def is_anomaly_enabled() -> builtins.bool: ...
-def _record_function(
-    name: str,
-    backward: Callable[..., Any],
-    ctx: Any,
-    args: tuple[Any, ...],
-    outputs: tuple[Tensor, ...],
-    non_differentiable: Sequence[builtins.bool],
-) -> tuple[Tensor, ...]:
-    """Puts a ``rustgrad.autograd.Function`` call on the tape; ``ctx`` is its ``FunctionCtx``."""
-
 def _apply_function(cls: type, ctx_class: type, graph_value: type, graph_path: object, args: tuple[Any, ...]) -> Any:
     """``Function.apply`` for eager tensors; returns ``graph_path`` when an argument is a graph tensor."""
 

@@ -472,7 +472,7 @@ pub fn _apply_function<'py>(
     let non_differentiable = outputs.iter().map(|o| marked.iter().any(|m| m.is(&o))).collect();
     let name: String = cls.getattr(intern!(py, "__name__"))?.extract()?;
     let backward = cls.getattr(intern!(py, "backward"))?.unbind();
-    let recorded = _record_function(py, name, backward, ctx.unbind(), args, &outputs, non_differentiable)?;
+    let recorded = record_function(py, name, backward, ctx.unbind(), args, &outputs, non_differentiable)?;
     if single {
         recorded.get_item(0)
     } else {
@@ -484,9 +484,7 @@ pub fn _apply_function<'py>(
 /// returned; outputs that are inputs returned unchanged are replaced by aliases
 /// (so the input keeps its own history). `non_differentiable[i]` marks outputs
 /// given to `ctx.mark_non_differentiable`. Returns the outputs to hand the user.
-#[pyfunction]
-#[pyo3(signature = (name, backward, ctx, args, outputs, non_differentiable))]
-pub fn _record_function<'py>(
+fn record_function<'py>(
     py: Python<'py>,
     name: String,
     backward: Py<PyAny>,

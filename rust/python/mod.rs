@@ -39,7 +39,6 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(autograd::_set_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(autograd::_set_detect_anomaly, m)?)?;
     m.add_function(wrap_pyfunction!(autograd::is_anomaly_enabled, m)?)?;
-    m.add_function(wrap_pyfunction!(autograd::_record_function, m)?)?;
     m.add_function(wrap_pyfunction!(autograd::_save_tensors, m)?)?;
     m.add_function(wrap_pyfunction!(autograd::_apply_function, m)?)?;
     m.add_function(wrap_pyfunction!(autograd::_first_changed, m)?)?;
