@@ -22,6 +22,8 @@ pub enum Error {
     FailedPrecondition(String),
     /// The user interrupted a long run (Ctrl-C).
     Interrupted,
+    /// A broken invariant inside rustgrad (a bug): reported instead of risking memory safety.
+    Internal(String),
     /// An error raised by user code (a custom Function's backward) that must reach
     /// the caller unchanged. The binding layer knows what is inside.
     External(Box<dyn Any + Send>),
@@ -38,7 +40,8 @@ impl fmt::Display for Error {
             | Error::OutOfMemory(m)
             | Error::Gradient(m)
             | Error::InvalidArgument(m)
-            | Error::FailedPrecondition(m) => f.write_str(m),
+            | Error::FailedPrecondition(m)
+            | Error::Internal(m) => f.write_str(m),
             Error::Interrupted => f.write_str("interrupted"),
             Error::External(_) => f.write_str("error raised by user code"),
         }

@@ -37,6 +37,15 @@ macro_rules! float_dispatch {
     };
 }
 pub fn forward(op: &Op, inputs: &[&Tensor]) -> Result<Tensor> {
+    let context = || {
+        let operands: Vec<String> =
+            inputs.iter().map(|t| format!("{} {}", t.dtype().name(), fmt_shape(t.shape()))).collect();
+        format!("{} of {}", op.name(), operands.join(" and "))
+    };
+    crate::storage::catch_allocation_failure(context, || evaluate(op, inputs))
+}
+
+fn evaluate(op: &Op, inputs: &[&Tensor]) -> Result<Tensor> {
     let arg = |i: usize| -> Result<&Tensor> {
         inputs.get(i).copied().ok_or_else(|| {
             Error::InvalidArgument(format!("{}: expected at least {} inputs, got {}", op.name(), i + 1, inputs.len()))
@@ -259,20 +268,12 @@ pub fn cast(x: &Tensor, dtype: DType) -> Result<Tensor> {
         (DType::F32, DType::F32) => Buffer::F32(x.to_vec()?),
         (DType::F64, DType::F64) => Buffer::F64(x.to_vec()?),
         (DType::Bool, DType::Bool) => Buffer::Bool(x.to_vec()?),
-        (DType::F32, DType::F64) => Buffer::F64(x.with_contiguous(|s: &[f32]| s.iter().map(|&v| v as f64).collect())?),
-        (DType::F64, DType::F32) => Buffer::F32(x.with_contiguous(|s: &[f64]| s.iter().map(|&v| v as f32).collect())?),
-        (DType::Bool, DType::F32) => {
-            Buffer::F32(x.with_contiguous(|s: &[bool]| s.iter().map(|&v| v as u8 as f32).collect())?)
-        }
-        (DType::Bool, DType::F64) => {
-            Buffer::F64(x.with_contiguous(|s: &[bool]| s.iter().map(|&v| v as u8 as f64).collect())?)
-        }
-        (DType::F32, DType::Bool) => {
-            Buffer::Bool(x.with_contiguous(|s: &[f32]| s.iter().map(|&v| v != 0.0).collect())?)
-        }
-        (DType::F64, DType::Bool) => {
-            Buffer::Bool(x.with_contiguous(|s: &[f64]| s.iter().map(|&v| v != 0.0).collect())?)
-        }
+        (DType::F32, DType::F64) => Buffer::F64(x.with_contiguous(|s: &[f32]| ew::map(s, |v| v as f64))?),
+        (DType::F64, DType::F32) => Buffer::F32(x.with_contiguous(|s: &[f64]| ew::map(s, |v| v as f32))?),
+        (DType::Bool, DType::F32) => Buffer::F32(x.with_contiguous(|s: &[bool]| ew::map(s, |v| v as u8 as f32))?),
+        (DType::Bool, DType::F64) => Buffer::F64(x.with_contiguous(|s: &[bool]| ew::map(s, |v| v as u8 as f64))?),
+        (DType::F32, DType::Bool) => Buffer::Bool(x.with_contiguous(|s: &[f32]| ew::map(s, |v| v != 0.0))?),
+        (DType::F64, DType::Bool) => Buffer::Bool(x.with_contiguous(|s: &[f64]| ew::map(s, |v| v != 0.0))?),
     };
     Ok(Tensor::from_buffer(buffer, shape))
 }
@@ -283,20 +284,11 @@ pub fn copy(x: &Tensor) -> Result<Tensor> {
 
 // ----- matmul -----
 
-fn mat_ref<'a, T>(t: &Tensor, data: &'a [T], transpose: bool) -> MatRef<'a, T> {
-    let m = MatRef {
-        data,
-        offset: t.offset(),
-        rows: t.shape()[0],
-        cols: t.shape()[1],
-        row_stride: t.strides()[0],
-        col_stride: t.strides()[1],
-    };
-    if transpose {
-        m.transposed()
-    } else {
-        m
-    }
+fn mat_ref<'a, T>(t: &Tensor, data: &'a [T], transpose: bool) -> Result<MatRef<'a, T>> {
+    let m = MatRef::new(data, t.offset(), (t.shape()[0], t.shape()[1]), (t.strides()[0], t.strides()[1])).ok_or_else(
+        || Error::Internal(format!("matmul: a {} layout reaches outside its storage", fmt_shape(t.shape()))),
+    )?;
+    Ok(if transpose { m.transposed() } else { m })
 }
 
 fn dims_2d(t: &Tensor, transpose: bool) -> (usize, usize) {
@@ -408,7 +400,7 @@ fn with_mat_refs<T: Float + Element, R>(
     let (ga, gb) = (a.storage().read(), b.storage().read());
     let mismatch = || Error::DType("internal dtype mismatch in a matrix product".into());
     let (da, db) = (T::slice(&ga).ok_or_else(mismatch)?, T::slice(&gb).ok_or_else(mismatch)?);
-    Ok(f(mat_ref(a, da, transpose_a), mat_ref(b, db, transpose_b)))
+    Ok(f(mat_ref(a, da, transpose_a)?, mat_ref(b, db, transpose_b)?))
 }
 
 /// Checks the operands of a fused update `w + alpha·op(a)·op(b)` and that its
@@ -632,7 +624,7 @@ pub fn broadcast_to(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
     }
     ensure_allocatable(shape, x.dtype())?;
     let strides = broadcast_strides(x.shape(), x.strides(), shape);
-    copy(&x.view_as_layout(shape, strides, x.offset()))
+    copy(&x.view_as_layout(shape, strides, x.offset())?)
 }
 
 // ----- views -----
@@ -641,23 +633,23 @@ pub fn reshape(x: &Tensor, shape: &[isize]) -> Result<Tensor> {
     let new_shape = infer_reshape(x.shape(), shape)?;
     if x.is_contiguous() {
         let strides = contiguous_strides(&new_shape);
-        Ok(x.view_as_layout(new_shape, strides, x.offset()))
+        x.view_as_layout(new_shape, strides, x.offset())
     } else {
         let dense = copy(x)?;
-        Ok(dense.view_as_layout(new_shape.clone(), contiguous_strides(&new_shape), 0))
+        dense.view_as_layout(new_shape.clone(), contiguous_strides(&new_shape), 0)
     }
 }
 
 pub fn transpose(x: &Tensor, d0: isize, d1: isize) -> Result<Tensor> {
     if x.rank() == 0 {
-        return Ok(x.view_as_layout(vec![], vec![], x.offset()));
+        return x.view_as_layout(vec![], vec![], x.offset());
     }
     let (a, b) = (normalize_dim("transpose", d0, x.rank())?, normalize_dim("transpose", d1, x.rank())?);
     let mut shape = x.shape().to_vec();
     let mut strides = x.strides().to_vec();
     shape.swap(a, b);
     strides.swap(a, b);
-    Ok(x.view_as_layout(shape, strides, x.offset()))
+    x.view_as_layout(shape, strides, x.offset())
 }
 
 /// The layout of `x[items]`: (shape, strides, offset).
@@ -713,7 +705,7 @@ pub fn index_layout(x: &Tensor, items: &[IndexItem]) -> Result<(Shape, Vec<isize
 
 pub fn index(x: &Tensor, items: &[IndexItem]) -> Result<Tensor> {
     let (shape, strides, offset) = index_layout(x, items)?;
-    Ok(x.view_as_layout(shape, strides, offset))
+    x.view_as_layout(shape, strides, offset)
 }
 
 fn index_backward(g: &Tensor, like: &Tensor, items: &[IndexItem]) -> Result<Tensor> {
@@ -749,12 +741,10 @@ pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
     let mut shape = vec![count];
     shape.extend_from_slice(&x.shape()[mask.rank()..]);
     fn pick<T: Element>(x: &Tensor, keep: &[bool], block: usize, shape: Shape) -> Result<Tensor> {
+        let kept = keep.iter().filter(|&&k| k).count() * block;
         let values: Vec<T> = x.with_contiguous(|s: &[T]| {
-            keep.iter()
-                .enumerate()
-                .filter(|(_, &k)| k)
-                .flat_map(|(i, _)| s[i * block..(i + 1) * block].iter().copied())
-                .collect()
+            let picked = keep.iter().enumerate().filter(|(_, &k)| k);
+            crate::storage::collect_vec(kept, picked.flat_map(|(i, _)| s[i * block..(i + 1) * block].iter().copied()))
         })?;
         Tensor::from_vec(values, shape)
     }

@@ -1,6 +1,8 @@
 //! rustgrad's core: tensors, kernels, derivative rules, the eager tape and the
 //! static graph executor. Nothing outside `python/` knows about Python.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 pub mod autograd;
 pub mod buffer_pool;
 pub mod dtype;

@@ -39,6 +39,24 @@ pub fn fill_contiguous_strides(shape: &[usize], strides: &mut [isize]) {
 }
 
 /// The broadcast shape of two shapes, numpy rules.
+/// The lowest and highest element index a layout addresses, or None when it addresses
+/// none (a zero-size shape) or the arithmetic overflows.
+pub fn extent(shape: &[usize], strides: &[isize], offset: usize) -> Option<(isize, isize)> {
+    if shape.len() != strides.len() || shape.contains(&0) {
+        return None;
+    }
+    let (mut low, mut high) = (isize::try_from(offset).ok()?, isize::try_from(offset).ok()?);
+    for (&d, &s) in shape.iter().zip(strides) {
+        let reach = isize::try_from(d - 1).ok()?.checked_mul(s)?;
+        if reach < 0 {
+            low = low.checked_add(reach)?;
+        } else {
+            high = high.checked_add(reach)?;
+        }
+    }
+    Some((low, high))
+}
+
 pub fn broadcast_shapes(op: &str, a: &[usize], b: &[usize]) -> Result<Shape> {
     if a == b {
         return Ok(a.into());

@@ -30,8 +30,9 @@ pub struct ExternalBuffer {
     _owner: Box<dyn std::any::Any + Send + Sync>,
 }
 
-// SAFETY: the memory is only reached through the storage's lock, like a Vec, and
+// SAFETY: rustgrad reaches the memory only through the storage's lock, like a Vec, and
 // the owner (which must itself be Send + Sync) keeps it alive as long as this lives.
+// numpy may touch the same memory; see `Element::slice_mut` for that policy.
 unsafe impl Send for ExternalBuffer {}
 unsafe impl Sync for ExternalBuffer {}
 
@@ -122,7 +123,10 @@ macro_rules! impl_element {
             fn slice_mut(buf: &mut Buffer) -> Option<&mut [Self]> {
                 match buf {
                     Buffer::$variant(v) => Some(v),
-                    // SAFETY: as above, and `&mut Buffer` gives exclusive access through the storage lock.
+                    // SAFETY: as above. `&mut Buffer` excludes every other rustgrad access (the storage
+                    // lock), but not numpy, which may hold the same memory (`from_numpy`, `np.asarray`).
+                    // Policy, as in PyTorch: a numpy writer racing with us in another thread is the
+                    // user's race; it can change values we read, never the buffer's address or length.
                     Buffer::External(e) if e.dtype == $dtype => {
                         Some(unsafe { std::slice::from_raw_parts_mut(e.ptr.as_ptr().cast::<$t>(), e.len) })
                     }
@@ -267,14 +271,83 @@ pub fn advise_huge_pages<T>(v: &Vec<T>) {
     let _ = v;
 }
 
+/// What a failed allocation of tensor memory unwinds with (see `allocation_failed`).
+#[derive(Debug)]
+pub struct AllocationFailed {
+    pub bytes: Option<usize>,
+    pub elements: usize,
+    pub element_type: &'static str,
+}
+
+impl AllocationFailed {
+    pub fn message(&self) -> String {
+        let size = self.bytes.map_or_else(|| "more than usize::MAX".to_string(), |b| b.to_string());
+        format!(
+            "out of memory: cannot allocate {size} bytes for {} elements of {}; free some tensors \
+             (and rustgrad.empty_cache()) or use smaller shapes",
+            self.elements, self.element_type
+        )
+    }
+}
+
+/// Leaves a kernel whose output cannot be allocated.
+///
+/// Kernels allocate deep inside loops and thread pools, where returning an error
+/// would thread `Result` through every one of them. Instead the allocation is made
+/// with `try_reserve` and its failure unwinds, without the panic hook (so nothing is
+/// printed), to the nearest `catch_allocation_failure` (`forward::forward`) or to the
+/// binding's panic guard, which turn it into `Error::OutOfMemory`. Nothing is
+/// half-written by then: kernels allocate their output before they write it.
+#[cold]
+#[inline(never)]
+pub fn allocation_failed<T>(elements: usize) -> ! {
+    let failure = AllocationFailed {
+        bytes: elements.checked_mul(std::mem::size_of::<T>()),
+        elements,
+        element_type: match std::any::type_name::<T>() {
+            "f32" => "float32",
+            "f64" => "float64",
+            other => other,
+        },
+    };
+    std::panic::resume_unwind(Box::new(failure))
+}
+
+/// Runs `f`, turning an `allocation_failed` unwind into `Error::OutOfMemory` whose
+/// message starts with `context` (other panics continue unwinding).
+pub fn catch_allocation_failure<R>(context: impl FnOnce() -> String, f: impl FnOnce() -> Result<R>) -> Result<R> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(payload) => match payload.downcast::<AllocationFailed>() {
+            Ok(failure) => Err(Error::OutOfMemory(format!("{}: {}", context(), failure.message()))),
+            Err(other) => std::panic::resume_unwind(other),
+        },
+    }
+}
+
 /// An empty vector with room for `len` elements: a recycled buffer, or new memory
-/// (on huge pages when large).
+/// (on huge pages when large). Unwinds with `AllocationFailed` when memory is short.
 pub fn vec_with_capacity<T: Copy + 'static>(len: usize) -> Vec<T> {
-    buffer_pool::take(len).unwrap_or_else(|| {
-        let v = Vec::with_capacity(len);
-        advise_huge_pages(&v);
-        v
-    })
+    if let Some(v) = buffer_pool::take(len) {
+        return v;
+    }
+    let mut v = Vec::new();
+    if v.try_reserve_exact(len).is_err() {
+        // Memory kept for reuse may be what is missing.
+        buffer_pool::empty();
+        if v.try_reserve_exact(len).is_err() {
+            allocation_failed::<T>(len);
+        }
+    }
+    advise_huge_pages(&v);
+    v
+}
+
+/// The `len` items of `items` collected into a vector allocated as `vec_with_capacity` does.
+pub fn collect_vec<T: Copy + 'static>(len: usize, items: impl Iterator<Item = T>) -> Vec<T> {
+    let mut v = vec_with_capacity(len);
+    v.extend(items.take(len));
+    v
 }
 
 /// `len` elements for an output that the caller overwrites entirely: a recycled
@@ -291,10 +364,26 @@ pub fn overwritable_vec<T: crate::dtype::Float>(len: usize) -> Vec<T> {
     }
 }
 
-/// `len` zeros (huge pages when large). Zeroed memory comes straight from the
-/// kernel, so the advice lands before any page is touched.
+/// `len` zeros (huge pages when large), or an `AllocationFailed` unwind. Zeroed memory
+/// comes straight from the kernel (calloc), so the advice lands before any page is touched.
 pub fn zeroed_vec<T: crate::dtype::Float>(len: usize) -> Vec<T> {
-    let v = vec![T::ZERO; len];
+    if len == 0 || std::mem::size_of::<T>() == 0 {
+        return Vec::new();
+    }
+    let Ok(layout) = std::alloc::Layout::array::<T>(len) else { allocation_failed::<T>(len) };
+    // SAFETY: the layout has a non-zero size (len > 0 and T is not zero-sized).
+    let mut ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    if ptr.is_null() {
+        buffer_pool::empty();
+        // SAFETY: as above.
+        ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    }
+    if ptr.is_null() {
+        allocation_failed::<T>(len);
+    }
+    // SAFETY: `ptr` was allocated by the global allocator with the layout of `len` T's, and
+    // all-zero bytes are a valid float (0.0) for each of them.
+    let v = unsafe { Vec::from_raw_parts(ptr.cast::<T>(), len, len) };
     advise_huge_pages(&v);
     v
 }

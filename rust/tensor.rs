@@ -241,7 +241,7 @@ impl Tensor {
     /// whose values they do not read).
     pub fn placeholder(shape: &[usize], dtype: DType) -> Result<Tensor> {
         let zero = Self::zeros(&[], dtype)?;
-        Ok(zero.view_as_layout(shape, vec![0; shape.len()], 0))
+        zero.view_as_layout(shape, vec![0; shape.len()], 0)
     }
 
     pub fn zeros_like(&self) -> Result<Tensor> {
@@ -294,9 +294,27 @@ impl Tensor {
     }
 
     /// A new tensor over the same storage with another layout (no autograd history).
-    pub fn view_as_layout(&self, shape: impl Into<Shape>, strides: Vec<isize>, offset: usize) -> Tensor {
+    /// Fails when the layout would address an element outside the storage: kernels
+    /// read tensors through their layouts without checking each index.
+    pub fn view_as_layout(&self, shape: impl Into<Shape>, strides: Vec<isize>, offset: usize) -> Result<Tensor> {
         let shape = shape.into();
-        Self::from_parts(self.0.storage.clone(), self.0.dtype, shape, SmallVec::from_vec(strides), offset, true)
+        let len = self.0.storage.read().len();
+        // A zero-size view addresses nothing; its offset (which slicing may put past the
+        // end) is dropped so that every tensor's offset lies within its storage.
+        let offset = if shape.contains(&0) { 0 } else { offset };
+        let fits = match crate::shape::extent(&shape, &strides, offset) {
+            _ if shape.len() != strides.len() => false,
+            None if shape.contains(&0) => true,
+            None => false,
+            Some((low, high)) => low >= 0 && (high as usize) < len,
+        };
+        if !fits {
+            return Err(Error::Internal(format!(
+                "a view of shape {} with strides {strides:?} at offset {offset} reaches outside its storage of {len} elements",
+                fmt_shape(&shape)
+            )));
+        }
+        Ok(Self::from_parts(self.0.storage.clone(), self.0.dtype, shape, SmallVec::from_vec(strides), offset, true))
     }
 
     /// The same data and layout without autograd history; shares the version counter.
@@ -395,9 +413,9 @@ impl Tensor {
     /// Every element as f64, row-major (bools as 0/1).
     pub fn to_f64_vec(&self) -> Vec<f64> {
         let out = match self.dtype() {
-            DType::F32 => self.with_contiguous(|s: &[f32]| s.iter().map(|&v| v as f64).collect()),
+            DType::F32 => self.with_contiguous(|s: &[f32]| crate::kernels::elementwise::map(s, |v| v as f64)),
             DType::F64 => self.to_vec::<f64>(),
-            DType::Bool => self.with_contiguous(|s: &[bool]| s.iter().map(|&v| v as u8 as f64).collect()),
+            DType::Bool => self.with_contiguous(|s: &[bool]| crate::kernels::elementwise::map(s, |v| v as u8 as f64)),
         };
         // invariant: the requested element type always matches self.dtype() above.
         out.unwrap_or_default()
@@ -499,5 +517,25 @@ impl Tensor {
         let result = f(&mut meta);
         self.0.history.store(history_bits(&meta), Ordering::Release);
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_view_reaching_outside_its_storage_is_refused() {
+        let t = Tensor::zeros(&[2, 3], DType::F32).unwrap();
+        assert!(t.view_as_layout(vec![3, 2], vec![1, 3], 0).is_ok());
+        assert!(t.view_as_layout(vec![3, 2], vec![1, 4], 0).is_err());
+        assert!(t.view_as_layout(vec![6], vec![1], 1).is_err());
+        assert!(t.view_as_layout(vec![2], vec![-1], 0).is_err());
+        assert!(t.view_as_layout(vec![2], vec![-1], 1).is_ok());
+        assert!(t.view_as_layout(vec![3, 2], vec![2, 1], 0).is_ok());
+        assert!(t.view_as_layout(vec![1usize << 62], vec![1 << 2], 0).is_err());
+        assert!(t.view_as_layout(vec![0, 5], vec![5, 1], 6).is_ok());
+        assert_eq!(t.view_as_layout(vec![0, 5], vec![5, 1], 7).unwrap().offset(), 0);
+        assert!(t.view_as_layout(vec![2, 3], vec![3], 0).is_err());
     }
 }

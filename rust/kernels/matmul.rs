@@ -9,17 +9,46 @@ use gemm::Parallelism;
 use std::mem::MaybeUninit;
 
 /// A read-only strided matrix inside a storage slice.
+///
+/// The fields are private to the kernels: outside them a `MatRef` is made only by
+/// `MatRef::new`, which checks that every element it addresses lies inside `data`.
+/// The kernels read through raw pointers relying on that check.
 #[derive(Copy, Clone)]
 pub struct MatRef<'a, T> {
-    pub data: &'a [T],
-    pub offset: usize,
-    pub rows: usize,
-    pub cols: usize,
-    pub row_stride: isize,
-    pub col_stride: isize,
+    pub(super) data: &'a [T],
+    pub(super) offset: usize,
+    pub(super) rows: usize,
+    pub(super) cols: usize,
+    pub(super) row_stride: isize,
+    pub(super) col_stride: isize,
 }
 
 impl<'a, T> MatRef<'a, T> {
+    /// A rows×cols matrix whose element (i, j) is `data[offset + i·row_stride + j·col_stride]`;
+    /// None when some element would fall outside `data` (or the arithmetic overflows).
+    pub fn new(
+        data: &'a [T],
+        offset: usize,
+        (rows, cols): (usize, usize),
+        (row_stride, col_stride): (isize, isize),
+    ) -> Option<MatRef<'a, T>> {
+        let in_bounds = if rows == 0 || cols == 0 {
+            offset <= data.len()
+        } else {
+            let (first, last) = crate::shape::extent(&[rows, cols], &[row_stride, col_stride], offset)?;
+            first >= 0 && (last as usize) < data.len()
+        };
+        in_bounds.then_some(MatRef { data, offset, rows, cols, row_stride, col_stride })
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
     pub fn transposed(self) -> MatRef<'a, T> {
         MatRef { rows: self.cols, cols: self.rows, row_stride: self.col_stride, col_stride: self.row_stride, ..self }
     }
@@ -53,8 +82,9 @@ fn parallelism(m: usize, n: usize, k: usize) -> Parallelism {
 /// With `beta == 0` the previous contents of `out` are ignored (even NaN).
 pub fn matmul_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, beta: T) {
     let (m, k, n) = (a.rows, a.cols, b.cols);
-    debug_assert_eq!(k, b.rows);
-    debug_assert_eq!(out.len(), m * n);
+    // invariant: forward::matmul checks the inner dimensions and sizes `out` from the checked shapes;
+    // the kernels below write m×n elements through a raw pointer, so this check must hold in release builds.
+    assert!(product_len(a, b) == Some(out.len()), "matmul_into: operand sizes");
     if m == 0 || n == 0 {
         return;
     }
@@ -78,9 +108,8 @@ pub fn matmul_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T
     }
     let par = parallelism(m, n, k);
     let mut run = move || {
-        // SAFETY: every pointer addresses a live slice for the whole call, and the
-        // strides/extents were checked against those slices by the caller
-        // (`ops::matmul` builds MatRefs only from tensor layouts).
+        // SAFETY: `out` holds m×n elements (asserted above); every element `a` and `b`
+        // address lies inside their slices, checked by `MatRef::new` when they were made.
         unsafe {
             gemm::gemm(
                 m,
@@ -109,6 +138,11 @@ pub fn matmul_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T
         Parallelism::None => run(),
         _ => super::threads::install(run),
     }
+}
+
+/// The number of elements of `a·b`, or None when the inner dimensions differ (or it overflows).
+fn product_len<T>(a: MatRef<T>, b: MatRef<T>) -> Option<usize> {
+    (a.cols == b.rows).then(|| a.rows.checked_mul(b.cols)).flatten()
 }
 
 /// The `gemm` crate multiplies a column-major A (a transposed view, as in the
@@ -145,8 +179,9 @@ pub fn matmul_update_into<T: Float>(
     mut copy: Option<&mut [MaybeUninit<T>]>,
     alpha: T,
 ) {
-    let (m, n) = (a.rows, b.cols);
-    let sizes_ok = init.len() == m * n && out.len() == m * n && copy.as_ref().is_none_or(|c| c.len() == m * n);
+    let len = product_len(a, b);
+    let sizes_ok =
+        len == Some(init.len()) && len == Some(out.len()) && copy.as_ref().is_none_or(|c| len == Some(c.len()));
     // invariant: forward::matmul_update sizes all three from the checked shapes.
     assert!(sizes_ok, "matmul_update_into: operand sizes");
     // SAFETY: `init` holds m×n readable values; `out` and `copy` m×n writable slots each.
@@ -166,8 +201,8 @@ pub fn matmul_accumulate_into<T: Float>(
     mut copy: Option<&mut [MaybeUninit<T>]>,
     alpha: T,
 ) {
-    let (m, n) = (a.rows, b.cols);
-    let sizes_ok = target.len() == m * n && copy.as_ref().is_none_or(|c| c.len() == m * n);
+    let len = product_len(a, b);
+    let sizes_ok = len == Some(target.len()) && copy.as_ref().is_none_or(|c| len == Some(c.len()));
     // invariant: forward::matmul_update_in_place sizes both from the checked shapes.
     assert!(sizes_ok, "matmul_accumulate_into: operand sizes");
     let target_ptr = target.as_mut_ptr();
@@ -225,8 +260,9 @@ pub fn matmul_two_outputs_into<T: Float>(
     what: SecondOutput,
 ) -> bool {
     let (m, k, n) = (a.rows, a.cols, b.cols);
+    let len = product_len(a, b);
     // invariant: forward::matmul_activation sizes both outputs from the checked shapes.
-    assert!(out.len() == m * n && second.len() == m * n, "matmul_two_outputs_into: output sizes");
+    assert!(len == Some(out.len()) && len == Some(second.len()), "matmul_two_outputs_into: output sizes");
     if m == 0 || n == 0 || k == 0 {
         return false;
     }
@@ -347,6 +383,28 @@ mod tests {
 
     fn values(n: usize, seed: f64) -> Vec<f64> {
         (0..n).map(|i| ((i as f64) * 0.7 + seed).sin()).collect()
+    }
+
+    #[test]
+    fn a_matrix_reaching_outside_its_slice_is_refused() {
+        let data = [0.0f32; 6];
+        assert!(MatRef::new(&data, 0, (2, 3), (3, 1)).is_some());
+        assert!(MatRef::new(&data, 1, (2, 3), (3, 1)).is_none());
+        assert!(MatRef::new(&data, 0, (3, 3), (3, 1)).is_none());
+        assert!(MatRef::new(&data, 5, (2, 3), (-3, 1)).is_none());
+        assert!(MatRef::new(&data, 3, (2, 3), (-3, 1)).is_some());
+        assert!(MatRef::new(&data, 0, (usize::MAX, 2), (isize::MAX, 1)).is_none());
+        assert!(MatRef::new(&data, 7, (0, 3), (3, 1)).is_none());
+        assert!(MatRef::new(&data, 6, (0, 3), (3, 1)).is_some());
+    }
+
+    #[test]
+    #[should_panic(expected = "operand sizes")]
+    fn a_wrongly_sized_output_is_refused_in_release_builds_too() {
+        let data = [1.0f64; 4];
+        let a = MatRef::new(&data, 0, (2, 2), (2, 1)).unwrap();
+        let mut out = [0.0f64; 3];
+        matmul_into(a, a, &mut out, 1.0, 0.0);
     }
 
     #[test]

@@ -49,7 +49,7 @@ pub fn sum_dims<T: Float>(x: &[T], shape: &[usize], dims: &[usize]) -> Vec<T> {
         return Vec::new();
     }
     if dims.len() == rank || x.len() == kept && dims.iter().all(|&d| shape[d] == 1) {
-        return if dims.len() == rank { vec![sum_all(x)] } else { x.to_vec() };
+        return if dims.len() == rank { vec![sum_all(x)] } else { super::layout::copy_slice(x) };
     }
     let is_suffix = dims.iter().enumerate().all(|(i, &d)| d == rank - dims.len() + i);
     let is_prefix = dims.iter().enumerate().all(|(i, &d)| d == i);
@@ -66,28 +66,30 @@ pub fn sum_dims<T: Float>(x: &[T], shape: &[usize], dims: &[usize]) -> Vec<T> {
 /// Each output is the sum of one contiguous row of length `row`.
 fn sum_rows<T: Float>(x: &[T], row: usize, rows: usize) -> Vec<T> {
     if row == 0 {
-        return vec![T::ZERO; rows];
+        return crate::storage::zeroed_vec(rows);
     }
     let sum_row = |r: &[T]| {
         let partials: Vec<f64> = r.chunks(CHUNK).map(|c| sum_slice(c, |v| v)).collect();
         T::from_f64(partials.iter().sum())
     };
     if x.len() >= PARALLEL_MIN_ELEMENTS {
-        super::threads::install(|| x.par_chunks(row).map(sum_row).collect())
+        let mut out = crate::storage::vec_with_capacity(rows);
+        super::threads::install(|| x.par_chunks(row).map(sum_row).collect_into_vec(&mut out));
+        out
     } else {
-        x.chunks(row).map(sum_row).collect()
+        crate::storage::collect_vec(rows, x.chunks(row).map(sum_row))
     }
 }
 
 /// Sums `x` viewed as rows of length `width` down to one row.
 fn sum_columns<T: Float>(x: &[T], width: usize) -> Vec<T> {
-    let mut acc = vec![0.0f64; width];
+    let mut acc = crate::storage::zeroed_vec::<f64>(width);
     for row in x.chunks(width) {
         for (a, &v) in acc.iter_mut().zip(row) {
             *a += v.to_f64();
         }
     }
-    acc.into_iter().map(T::from_f64).collect()
+    crate::storage::collect_vec(acc.len(), acc.iter().map(|&a| T::from_f64(a)))
 }
 
 fn sum_general<T: Float>(x: &[T], shape: &[usize], dims: &[usize], kept: usize) -> Vec<T> {
@@ -97,9 +99,9 @@ fn sum_general<T: Float>(x: &[T], shape: &[usize], dims: &[usize], kept: usize) 
     for &d in dims {
         out_strides[d] = 0;
     }
-    let mut acc = vec![0.0f64; kept];
+    let mut acc = crate::storage::zeroed_vec::<f64>(kept);
     walk(shape, [&in_strides, &out_strides], [0, 0], |[i, o]| acc[o] += x[i].to_f64());
-    acc.into_iter().map(T::from_f64).collect()
+    crate::storage::collect_vec(acc.len(), acc.iter().map(|&a| T::from_f64(a)))
 }
 
 /// The largest (or smallest) element over `dims` of a contiguous tensor; NaN propagates.
@@ -112,7 +114,7 @@ pub fn extreme_dims<T: Float>(x: &[T], shape: &[usize], dims: &[usize], largest:
     for &d in dims {
         out_strides[d] = 0;
     }
-    let mut acc: Vec<Option<T>> = vec![None; kept];
+    let mut acc: Vec<Option<T>> = crate::storage::collect_vec(kept, std::iter::repeat(None));
     walk(shape, [&in_strides, &out_strides], [0, 0], |[i, o]| {
         let v = x[i];
         acc[o] = Some(match acc[o] {
@@ -123,7 +125,7 @@ pub fn extreme_dims<T: Float>(x: &[T], shape: &[usize], dims: &[usize], largest:
             Some(best) => best,
         });
     });
-    acc.into_iter().map(|v| v.unwrap_or(T::ZERO)).collect()
+    crate::storage::collect_vec(kept, acc.iter().map(|v| v.unwrap_or(T::ZERO)))
 }
 
 #[cfg(test)]

@@ -25,8 +25,13 @@ fn band_rows(m: usize) -> usize {
     m.div_ceil(4).next_multiple_of(MR).clamp(MR, MAX_BAND_ROWS)
 }
 
+/// Whether this CPU runs the kernel. `RUSTGRAD_DISABLE_AVX512=1` says no, so that the
+/// portable path a machine without AVX-512 takes can be tested on one that has it.
 pub fn available() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
+    static DISABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let disabled =
+        *DISABLED.get_or_init(|| std::env::var("RUSTGRAD_DISABLE_AVX512").is_ok_and(|v| v != "0" && !v.is_empty()));
+    !disabled && std::arch::is_x86_feature_detected!("avx512f")
 }
 
 /// A raw pointer to the output that may be sent to the worker handling its band.
@@ -62,10 +67,12 @@ pub unsafe fn sgemm_from(
     let band = move |start: usize| {
         let (ptr, init, copy) = (ptr, init, copy);
         let rows = height.min(m - start);
-        let copy_band = offset_unless_null(copy.0, start * n);
+        // SAFETY: start < m, so row `start` lies inside the caller's m×n outputs.
+        let copy_band = unsafe { offset_unless_null(copy.0, start * n) };
+        // SAFETY: as above, for `init` (m×n readable) and `outs[0]` (m×n writable).
+        let c = unsafe { [init.0.add(start * n), ptr.0.add(start * n), copy_band] };
         // SAFETY: avx512f was detected (`available`), the band's rows are in bounds, and
-        // operand pointers and strides come from tensor layouts checked by the caller.
-        let c = [init.0.add(start * n), ptr.0.add(start * n), copy_band];
+        // `a` and `b` address only elements inside their slices (checked by `MatRef::new`).
         unsafe { band_kernel(a, b, c, second, start, rows, alpha, beta) }
     };
     let bands = m.div_ceil(height);
@@ -90,7 +97,8 @@ unsafe fn offset_unless_null(p: *mut f32, count: usize) -> *mut f32 {
     if p.is_null() {
         p
     } else {
-        p.add(count)
+        // SAFETY: the caller keeps `p + count` inside `p`'s allocation.
+        unsafe { p.add(count) }
     }
 }
 
@@ -106,8 +114,10 @@ unsafe fn band_kernel(
     beta: f32,
 ) {
     let (k, n) = (a.cols, b.cols);
-    let a_base = a.data.as_ptr().offset(a.offset as isize + row0 as isize * a.row_stride);
-    let b_base = b.data.as_ptr().add(b.offset);
+    // SAFETY: row `row0` of `a` (row0 < a.rows) starts inside `a.data`, checked by `MatRef::new`.
+    let a_base = unsafe { a.data.as_ptr().offset(a.offset as isize + row0 as isize * a.row_stride) };
+    // SAFETY: `MatRef::new` checked that b's first element lies inside `b.data`.
+    let b_base = unsafe { b.data.as_ptr().add(b.offset) };
     let mut j = 0;
     while j < n {
         let width = NR.min(n - j);
@@ -115,14 +125,33 @@ unsafe fn band_kernel(
         let mut i = 0;
         while i < rows {
             let height = MR.min(rows - i);
-            let a_tile = a_base.offset(i as isize * a.row_stride);
+            // SAFETY: row0 + i < a.rows, so this row of `a` lies inside `a.data`.
+            let a_tile = unsafe { a_base.offset(i as isize * a.row_stride) };
             let offset = i * n + j;
-            let copy_tile = offset_unless_null(c_copy, offset);
-            let c_tile = [c_in.add(offset).cast_const(), c.add(offset).cast_const(), copy_tile.cast_const()];
-            let (a_strides, b_tile) = ([a.row_stride, a.col_stride], b_base.add(j));
+            // SAFETY: i < rows and j < n: the tile's first element is inside the band's outputs.
+            let copy_tile = unsafe { offset_unless_null(c_copy, offset) };
+            // SAFETY: as above, for the band's `init` and output rows.
+            let c_tile = unsafe { [c_in.add(offset).cast_const(), c.add(offset).cast_const(), copy_tile.cast_const()] };
+            // SAFETY: j < n = b.cols, and b's rows are contiguous (col_stride 1), inside `b.data`.
+            let (a_strides, b_tile) = ([a.row_stride, a.col_stride], unsafe { b_base.add(j) });
             macro_rules! tile {
                 ($h:literal, $v:literal) => {
-                    micro::<$h, $v>(k, a_tile, a_strides, b_tile, b.row_stride, c_tile, n, masks, second, [alpha, beta])
+                    // SAFETY: the tile's H rows and 16·V masked columns lie inside a, b and the
+                    // outputs (height ≤ rows - i, masks cover width ≤ n - j); avx512f is enabled here.
+                    unsafe {
+                        micro::<$h, $v>(
+                            k,
+                            a_tile,
+                            a_strides,
+                            b_tile,
+                            b.row_stride,
+                            c_tile,
+                            n,
+                            masks,
+                            second,
+                            [alpha, beta],
+                        )
+                    }
                 };
                 ($h:literal) => {
                     if width <= 16 {
@@ -175,26 +204,38 @@ unsafe fn micro<const H: usize, const V: usize>(
     for _ in 0..k {
         let mut bv = [_mm512_setzero_ps(); V];
         for (v, slot) in bv.iter_mut().enumerate() {
-            *slot = _mm512_maskz_loadu_ps(masks[v], b_row.add(16 * v));
+            // SAFETY: the caller guarantees the masked lanes of B's row lie inside B; masked-off
+            // lanes are not read.
+            *slot = unsafe { _mm512_maskz_loadu_ps(masks[v], b_row.add(16 * v)) };
         }
         for (r, row) in acc.iter_mut().enumerate() {
-            let av = _mm512_set1_ps(*a_col.offset(r as isize * a_rs));
+            // SAFETY: r < H rows of A, inside A by the caller's contract.
+            let av = _mm512_set1_ps(unsafe { *a_col.offset(r as isize * a_rs) });
             for (lane, &b_lane) in row.iter_mut().zip(&bv) {
                 *lane = _mm512_fmadd_ps(av, b_lane, *lane);
             }
         }
-        b_row = b_row.offset(b_rs);
-        a_col = a_col.offset(a_cs);
+        // The last step points one stride past the matrix, never read: wrapping arithmetic
+        // keeps computing that address defined.
+        b_row = b_row.wrapping_offset(b_rs);
+        a_col = a_col.wrapping_offset(a_cs);
     }
     let (alpha_v, beta_v) = (_mm512_set1_ps(alpha), _mm512_set1_ps(beta));
     for (r, row) in acc.iter().enumerate() {
-        let (src, dst) = (c_in.add(r * ldc), c.add(r * ldc).cast_mut());
+        // Row r < H of the tile and its columns: inside the outputs by the caller's contract,
+        // as long as only masked lanes are touched. Pointer arithmetic wraps (never reads).
+        let (src, dst) = (c_in.wrapping_add(r * ldc), c.wrapping_add(r * ldc).cast_mut());
         for (half, &sum) in row.iter().enumerate() {
-            let (q, p) = (src.add(16 * half), dst.add(16 * half));
+            let (q, p) = (src.wrapping_add(16 * half), dst.wrapping_add(16 * half));
             let value = if alpha == 1.0 { sum } else { _mm512_mul_ps(alpha_v, sum) };
-            let result =
-                if beta == 0.0 { value } else { _mm512_fmadd_ps(beta_v, _mm512_maskz_loadu_ps(masks[half], q), value) };
-            _mm512_mask_storeu_ps(p, masks[half], result);
+            let result = if beta == 0.0 {
+                value
+            } else {
+                // SAFETY: the masked lanes of `q` lie inside `init` (caller's contract).
+                _mm512_fmadd_ps(beta_v, unsafe { _mm512_maskz_loadu_ps(masks[half], q) }, value)
+            };
+            // SAFETY: the masked lanes of `p` lie inside the output (caller's contract).
+            unsafe { _mm512_mask_storeu_ps(p, masks[half], result) };
             if !c_copy.is_null() {
                 let other = match second {
                     SecondOutput::Copy => result,
@@ -205,7 +246,9 @@ unsafe fn micro<const H: usize, const V: usize>(
                         _mm512_maskz_mov_ps(_mm512_cmp_ps_mask::<_CMP_NLE_UQ>(result, _mm512_setzero_ps()), result)
                     }
                 };
-                _mm512_mask_storeu_ps(c_copy.add(r * ldc + 16 * half).cast_mut(), masks[half], other);
+                let copy_at = c_copy.wrapping_add(r * ldc + 16 * half).cast_mut();
+                // SAFETY: the masked lanes of `copy_at` lie inside the second output (caller's contract).
+                unsafe { _mm512_mask_storeu_ps(copy_at, masks[half], other) };
             }
         }
     }

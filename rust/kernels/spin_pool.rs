@@ -10,7 +10,7 @@
 //! helpers, and returns when all have finished.
 
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
@@ -21,7 +21,8 @@ const IDLE_SPIN: Duration = Duration::from_micros(300);
 struct Job {
     task: *const (dyn Fn(usize) + Sync),
     remaining: AtomicUsize,
-    panicked: AtomicBool,
+    /// What a helper's part panicked (or unwound) with, re-raised on the caller.
+    panicked: Mutex<Option<Box<dyn std::any::Any + Send>>>,
 }
 
 struct Helper {
@@ -65,11 +66,14 @@ fn helper_loop(me: Arc<Helper>) {
 /// `published` must come from `run`'s `Box::into_raw` and be taken exactly once, while
 /// its job is alive.
 unsafe fn run_published(published: *mut (*const Job, usize)) {
+    // SAFETY: the caller guarantees `published` came from `Box::into_raw` and is taken once.
     let (job, part) = unsafe { *Box::from_raw(published) };
+    // SAFETY: the caller guarantees the job is alive; `run` waits for `remaining` to reach 0.
     let job = unsafe { &*job };
+    // SAFETY: `task` lives in `run`'s frame, which outlives the job (see `WaitForHelpers`).
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { (*job.task)(part) }));
-    if outcome.is_err() {
-        job.panicked.store(true, Ordering::Relaxed);
+    if let Err(payload) = outcome {
+        job.panicked.lock().get_or_insert(payload);
     }
     job.remaining.fetch_sub(1, Ordering::Release);
 }
@@ -103,6 +107,10 @@ fn pool() -> Option<&'static Pool> {
 
 /// Runs `task(0)..task(parts - 1)`: parts 1..=h on the h helpers, the rest on this
 /// thread. Runs every part here when there are no helpers (or another run holds them).
+///
+/// Helpers see `task` through a lifetime-erased pointer, so this function must not
+/// return, or unwind, before every helper is done with it: `WaitForHelpers` waits on
+/// every exit path, including a panic in the caller's own parts.
 pub fn run(parts: usize, task: &(dyn Fn(usize) + Sync)) {
     let serial = || (0..parts).for_each(task);
     if parts <= 1 {
@@ -111,15 +119,14 @@ pub fn run(parts: usize, task: &(dyn Fn(usize) + Sync)) {
     let Some(pool) = pool() else { return serial() };
     let Some(_guard) = pool.busy.try_lock() else { return serial() };
     let helped = (parts - 1).min(pool.helpers.len());
-    // SAFETY (lifetime): the job, and `task` behind it, outlive every helper's use of them,
-    // because this function waits for `remaining` to reach 0 before returning.
-    let job = Job {
-        task: unsafe { std::mem::transmute::<&(dyn Fn(usize) + Sync), &'static (dyn Fn(usize) + Sync)>(task) },
-        remaining: AtomicUsize::new(helped),
-        panicked: AtomicBool::new(false),
-    };
+    // SAFETY: erasing the lifetime is sound because `wait` below (a drop guard, so it runs
+    // on return and on unwind alike) keeps this frame, the job and `task` alive until
+    // `remaining` reaches 0, i.e. until no helper can touch them any more.
+    let task_static = unsafe { std::mem::transmute::<&(dyn Fn(usize) + Sync), &'static (dyn Fn(usize) + Sync)>(task) };
+    let job = Job { task: task_static, remaining: AtomicUsize::new(helped), panicked: Mutex::new(None) };
+    let wait = WaitForHelpers { job: &job, helpers: &pool.helpers[..helped] };
     let caller_cpu = placement::current_cpu();
-    for (i, helper) in pool.helpers.iter().take(helped).enumerate() {
+    for (i, helper) in wait.helpers.iter().enumerate() {
         helper.placement.avoid(caller_cpu);
         let pair = Box::into_raw(Box::new((&job as *const Job, i + 1)));
         helper.slot.store(pair, Ordering::Release);
@@ -127,20 +134,43 @@ pub fn run(parts: usize, task: &(dyn Fn(usize) + Sync)) {
     }
     task(0);
     (helped + 1..parts).for_each(task);
-    // A helper that has not picked its part up yet (descheduled on a busy machine) gives it back.
-    for helper in pool.helpers.iter().take(helped) {
-        let unclaimed = helper.slot.swap(std::ptr::null_mut(), Ordering::Acquire);
-        if !unclaimed.is_null() {
-            // SAFETY: taken back from the slot, so no helper has it; the job is alive.
-            unsafe { run_published(unclaimed) };
+    drop(wait);
+    // A helper's panic (or allocation failure) goes on unwinding on the caller, where
+    // `catch_allocation_failure` or the binding's guard handles it.
+    let helper_panic = job.panicked.lock().take();
+    if let Some(payload) = helper_panic {
+        std::panic::resume_unwind(payload);
+    }
+}
+
+/// Waits, when dropped, until every helper has finished its part of `job`.
+struct WaitForHelpers<'a> {
+    job: &'a Job,
+    helpers: &'a [Arc<Helper>],
+}
+
+impl Drop for WaitForHelpers<'_> {
+    fn drop(&mut self) {
+        // A helper that has not picked its part up yet (descheduled on a busy machine) gives it
+        // back; while unwinding the part is not run, only counted as done.
+        let unwinding = thread::panicking();
+        for helper in self.helpers {
+            let unclaimed = helper.slot.swap(std::ptr::null_mut(), Ordering::Acquire);
+            if unclaimed.is_null() {
+                continue;
+            }
+            if unwinding {
+                // SAFETY: taken back from the slot, so no helper has it; the box came from `run`.
+                drop(unsafe { Box::from_raw(unclaimed) });
+                self.job.remaining.fetch_sub(1, Ordering::Release);
+            } else {
+                // SAFETY: taken back from the slot, so no helper has it; the job is alive.
+                unsafe { run_published(unclaimed) };
+            }
         }
-    }
-    while job.remaining.load(Ordering::Acquire) != 0 {
-        thread::yield_now();
-    }
-    if job.panicked.load(Ordering::Relaxed) {
-        // invariant: re-raises a helper's panic on the caller, where the binding's guard turns it into InternalError.
-        panic!("a kernel panicked on a helper thread");
+        while self.job.remaining.load(Ordering::Acquire) != 0 {
+            thread::yield_now();
+        }
     }
 }
 
@@ -233,5 +263,38 @@ mod tests {
             }
             assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 100));
         }
+    }
+
+    /// The caller's own part panics while a helper is still working on its part: `run` must
+    /// not unwind past the helper's use of the job (and of data borrowed from this frame).
+    #[test]
+    fn a_panic_in_the_callers_part_waits_for_slow_helpers() {
+        use std::time::Duration;
+        if pool().is_none() {
+            return; // one CPU: no helpers, nothing to wait for
+        }
+        let finished = AtomicUsize::new(0);
+        for _ in 0..5 {
+            let data = vec![1u64; 1024];
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run(2, &|part| {
+                    if part == 0 {
+                        panic!("the caller's share fails");
+                    }
+                    std::thread::sleep(Duration::from_millis(30));
+                    // Reads the caller's frame after the caller has panicked.
+                    assert_eq!(data.iter().sum::<u64>(), 1024);
+                    finished.fetch_add(1, Ordering::SeqCst);
+                });
+            }));
+            assert!(outcome.is_err());
+            drop(data);
+        }
+        // Each helper part either ran to completion before `run` returned, or was never started.
+        let done = finished.load(Ordering::SeqCst);
+        assert!(done <= 5);
+        // Without the wait, `finished` would still be changing here; it must be stable now.
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(finished.load(Ordering::SeqCst), done);
     }
 }

@@ -1,6 +1,7 @@
 //! The thread pool the kernels run on. Its size can change at run time
 //! (`set_num_threads`), and it honours RAYON_NUM_THREADS at start-up.
 
+use crate::error::{Error, Result};
 use parking_lot::RwLock;
 use rayon::{ThreadPool, ThreadPoolBuilder};
 use std::sync::{Arc, OnceLock};
@@ -39,10 +40,20 @@ pub fn num_threads() -> usize {
     pool().map_or(1, |p| p.current_num_threads())
 }
 
-/// Replaces the pool with one of `threads` threads (at least one).
-pub fn set_num_threads(threads: usize) {
-    let new_pool = build_pool(threads.max(1));
+/// The most kernel threads `set_num_threads` accepts: far more than any machine
+/// this runs on has cores, and few enough that starting them takes milliseconds.
+pub const MAX_THREADS: usize = 1024;
+
+/// Replaces the pool with one of `threads` threads, 1 ≤ threads ≤ `MAX_THREADS`.
+pub fn set_num_threads(threads: usize) -> Result<()> {
+    if !(1..=MAX_THREADS).contains(&threads) {
+        return Err(Error::InvalidArgument(format!(
+            "set_num_threads: the number of threads must be between 1 and {MAX_THREADS}, got {threads}"
+        )));
+    }
+    let new_pool = build_pool(threads);
     *pool_slot().write() = new_pool;
+    Ok(())
 }
 
 /// Forgets the pool without joining its threads. A forked child calls this: the

@@ -181,8 +181,8 @@ fn copy_from_numpy(array: &Bound<'_, PyAny>) -> PyResult<Tensor> {
         let shape = view.shape().to_vec();
         // `as_slice` also accepts Fortran order; only a C-ordered slice is in row-major order.
         let data = match view.as_slice() {
-            Ok(s) if view.is_c_contiguous() => s.to_vec(),
-            _ => view.as_array().iter().copied().collect(),
+            Ok(s) if view.is_c_contiguous() => crate::kernels::layout::copy_slice(s),
+            _ => crate::storage::collect_vec(view.len(), view.as_array().iter().copied()),
         };
         Ok(Some(Tensor::from_vec(data, shape)?))
     }

@@ -86,12 +86,9 @@ pub fn manual_seed(seed: u64) {
 }
 
 #[pyfunction]
-pub fn set_num_threads(threads: usize) -> PyResult<()> {
-    if threads == 0 {
-        return Err(Error::InvalidArgument("set_num_threads: the number of threads must be positive".into()).into());
-    }
-    crate::kernels::threads::set_num_threads(threads);
-    Ok(())
+pub fn set_num_threads(py: Python<'_>, threads: usize) -> PyResult<()> {
+    // Starting hundreds of threads takes a while: other Python threads run meanwhile.
+    Ok(py.detach(|| crate::kernels::threads::set_num_threads(threads))?)
 }
 
 #[pyfunction]

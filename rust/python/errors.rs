@@ -73,6 +73,7 @@ impl From<Error> for PyErr {
             Error::InvalidArgument(m) => raise(py, argument_error(py), m),
             Error::FailedPrecondition(m) => raise(py, precondition_error(py), m),
             Error::Interrupted => PyKeyboardInterrupt::new_err(()),
+            Error::Internal(m) => raise(py, internal_error(py), m),
             Error::External(payload) => match payload.downcast::<PyErr>() {
                 Ok(user_error) => *user_error,
                 Err(_) => raise(py, internal_error(py), "an external error of unknown type reached rustgrad".into()),
@@ -92,6 +93,9 @@ pub fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(result) => result,
         Err(payload) => {
+            if let Some(failure) = payload.downcast_ref::<crate::storage::AllocationFailed>() {
+                return Python::attach(|py| Err(raise(py, memory_error(py), failure.message())));
+            }
             let detail = payload
                 .downcast_ref::<&str>()
                 .map(|s| s.to_string())
