@@ -127,3 +127,15 @@ def test_getting_started_names_what_each_extra_installs(extra):
     assert packages and not missing, (
         f"getting-started.md says `[{extra}]` installs {comment!r}; it also installs {missing}"
     )
+
+
+def test_ci_runs_the_readme_test_command_then_the_suite_without_avx512():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    (command,) = re.findall(r"^pip install '\.\[test\]' && .*$", readme, re.M)
+    lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert command in lines, f".ci/run no longer runs the README's test command {command!r} verbatim"
+    portable = "RUSTGRAD_DISABLE_AVX512=1 python -m pytest"
+    assert portable in lines[lines.index(command) + 1 :], f".ci/run must run `{portable}` after the README's command"
+    for run in (command, portable):
+        following = lines[lines.index(run) + 1]
+        assert following.startswith("check $?"), f"the exit status of {run!r} (5: no tests) is not checked"
