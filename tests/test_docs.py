@@ -139,3 +139,13 @@ def test_ci_runs_the_readme_test_command_then_the_suite_without_avx512():
     for run in (command, portable):
         following = lines[lines.index(run) + 1]
         assert following.startswith("check $?"), f"the exit status of {run!r} (5: no tests) is not checked"
+
+
+def test_the_mit_license_is_in_the_repo_and_named_for_the_wheel():
+    license_text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert license_text.startswith("MIT License\n\nCopyright (c) 2026 the rustgrad authors\n")
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert re.search(r'^license = "MIT"$', pyproject, re.M)
+    assert re.search(r'^license-files = \[.*"LICENSE".*\]$', pyproject, re.M), (
+        "maturin copies only the files named in license-files into the wheel's .dist-info/licenses/"
+    )
