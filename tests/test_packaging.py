@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,13 @@ def test_the_wheel_installs_into_a_fresh_venv_and_runs_the_demo(tmp_path: Path) 
     run(sys.executable, "-m", "maturin", "build", "--release", "--out", str(wheels))
     (wheel,) = wheels.glob("rustgrad-*.whl")
     assert "abi3" in wheel.name, "one wheel should serve every supported CPython"
+    assert "manylinux" in wheel.name or "musllinux" in wheel.name, (
+        f"{wheel.name}: PyPI refuses a plain linux tag (see docs/getting-started.md)"
+    )
+    with zipfile.ZipFile(wheel) as archive:
+        licenses = [name for name in archive.namelist() if ".dist-info/licenses/" in name]
+        assert [name.rsplit("/", 1)[1] for name in licenses] == ["LICENSE"], archive.namelist()
+        assert b"MIT License" in archive.read(licenses[0])
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     python = str(env_dir / "bin" / "python")
