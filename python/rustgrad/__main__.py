@@ -6,23 +6,41 @@
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import rustgrad
 from rustgrad._demo import Problem, Run, progress_bar, train_eager, train_static
+
+# Every subcommand, with the one-line description that `--help` lists.
+SUBCOMMANDS = {
+    "profile": "print the slowest graph nodes of the static demo step",
+}
+
+
+def _subcommands_help() -> str:
+    width = max(len(name) for name in SUBCOMMANDS)
+    lines = [f"  {name:<{width}}  {text}" for name, text in SUBCOMMANDS.items()]
+    return "subcommands:\n" + "\n".join(lines) + "\n\n`python -m rustgrad SUBCOMMAND --help` shows its options."
 
 
 def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m rustgrad",
-        description="Train the reference two-layer network (64x1000x100x10) with rustgrad.",
+        usage=f"python -m rustgrad [options]\n       python -m rustgrad {{{','.join(SUBCOMMANDS)}}} [options]",
+        description="Without a subcommand: train the reference two-layer network (64x1000x100x10)\n"
+        "with rustgrad in eager and static modes, and report the loss and the speed.",
+        epilog=_subcommands_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--steps", type=int, default=500, help="training steps (default 500)")
-    parser.add_argument("--mode", choices=["eager", "static", "both"], default="both")
+    parser.add_argument("--mode", choices=["eager", "static", "both"], default="both",
+                        help="which API to train with (default both)")
     parser.add_argument("--threads", type=int, default=None, help="kernel threads (default: all cores)")
     parser.add_argument("--plot", metavar="PNG", default=None, help="write the loss curves to this file")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the data and initial weights (default 0)")
     args = parser.parse_args(argv)
     if args.steps < 1:
         parser.error("--steps must be at least 1")
@@ -39,33 +57,76 @@ def _report(run: Run) -> None:
     print(f"  {run.us_per_step:.1f} µs per step ({run.seconds:.3f} s for {len(run.losses)} steps)")
 
 
-def _plot(runs: list[Run], path: str) -> None:
+def _pyplot() -> Any:
+    """matplotlib's pyplot on the file-only backend, or exit saying how to install it."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        sys.exit("--plot needs matplotlib: pip install 'rustgrad[plot]' (or pip install matplotlib)")
+        sys.exit("--plot needs matplotlib, which is not installed: pip install 'rustgrad[plot]' "
+                 "(or pip install matplotlib)")
+    return plt
+
+
+def _check_plot_path(path: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        sys.exit(f"--plot {path}: the folder {folder} does not exist")
+
+
+def curves_coincide(runs: Sequence[Run]) -> bool:
+    """Whether every run has the same loss curve (to plotting precision)."""
+    first = runs[0].losses
+    return len(runs) > 1 and all(
+        len(run.losses) == len(first) and all(math.isclose(a, b, rel_tol=1e-4) for a, b in zip(run.losses, first))
+        for run in runs[1:]
+    )
+
+
+def curve_styles(runs: Sequence[Run]) -> list[dict[str, Any]]:
+    """matplotlib line options, one per run: identical curves stay visible as a solid and a dashed line."""
+    looks = [{"linestyle": "-", "linewidth": 3.0, "alpha": 0.55},
+             {"linestyle": "--", "linewidth": 1.6, "alpha": 0.95, "marker": "o", "markevery": 0.1}]
+    return [{**looks[index % len(looks)], "label": f"{run.mode} ({run.us_per_step:.0f} µs/step)"}
+            for index, run in enumerate(runs)]
+
+
+def loss_title(runs: Sequence[Run]) -> str:
+    title = "rustgrad: reference two-layer network"
+    if curves_coincide(runs):
+        title += f"\n(the {' and '.join(run.mode for run in runs)} loss curves coincide)"
+    return title
+
+
+def loss_figure(runs: Sequence[Run], plt: Any) -> Any:
     fig, ax = plt.subplots(figsize=(7, 4))
-    for run in runs:
-        ax.plot(run.losses, label=f"{run.mode} ({run.us_per_step:.0f} µs/step)")
+    for run, style in zip(runs, curve_styles(runs)):
+        ax.plot(run.losses, **style)
     ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel("loss (sum of squared errors)")
-    ax.set_title("rustgrad: reference two-layer network")
+    ax.set_title(loss_title(runs))
     ax.legend()
     fig.tight_layout()
+    return fig
+
+
+def _plot(runs: list[Run], path: str) -> None:
+    plt = _pyplot()
+    fig = loss_figure(runs, plt)
     fig.savefig(path, dpi=120)
+    plt.close(fig)
     print(f"\nwrote {path}")
 
 
 def profile(argv: Sequence[str]) -> int:
     """Traces the static demo step and prints its slowest nodes (mean over the runs)."""
     parser = argparse.ArgumentParser(prog="python -m rustgrad profile",
-                                     description="Print the slowest nodes of the static demo step.")
-    parser.add_argument("--steps", type=int, default=50)
-    parser.add_argument("--top", type=int, default=12)
+                                     description=SUBCOMMANDS["profile"].capitalize() + ".")
+    parser.add_argument("--steps", type=int, default=50, help="traced runs to average (default 50)")
+    parser.add_argument("--top", type=int, default=12, help="nodes to print (default 12)")
     args = parser.parse_args(argv)
     from rustgrad import static as tf
     from rustgrad._demo import build_static
@@ -94,9 +155,12 @@ def profile(argv: Sequence[str]) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["profile"]:
-        return profile(argv[1:])
+    if argv and argv[0] in SUBCOMMANDS:
+        return {"profile": profile}[argv[0]](argv[1:])
     args = _parse(argv)
+    if args.plot:  # fail before training, not after it
+        _pyplot()
+        _check_plot_path(args.plot)
     if args.threads:
         rustgrad.set_num_threads(args.threads)
     problem = Problem.make(args.seed)

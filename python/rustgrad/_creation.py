@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+import math
+import numbers
+import operator
+import sys
+from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
 from rustgrad import _rustgrad
 from rustgrad._rustgrad import Tensor, device
-from rustgrad.errors import ArgumentTypeError, DTypeError, ShapeError
+from rustgrad.errors import ArgumentTypeError, DTypeError, OutOfMemoryError, ShapeError
 
 float32 = _rustgrad.float32
 float64 = _rustgrad.float64
@@ -45,13 +49,52 @@ def _check_device(dev: Any) -> None:
         device(dev)
 
 
-def _sizes(size: Sequence[Any]) -> list[int]:
+
+def _integer(op: str, name: str, value: Any) -> int:
+    """``value`` as an int when it is one (an int, a numpy integer); 2.5 or "3" are refused, as in torch."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise ArgumentTypeError(f"{op}(): {name} must be an integer, got {type(value).__name__} {value!r}") from None
+
+
+def _real(op: str, name: str, value: Any) -> Union[int, float]:
+    """``value`` as a Python int or float; strings, complex numbers and None are refused."""
+    if isinstance(value, Tensor):
+        value = value.item()
+    if isinstance(value, numbers.Integral):
+        return operator.index(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    hint = "; rustgrad has no complex dtype" if isinstance(value, numbers.Complex) else ""
+    raise ArgumentTypeError(f"{op}(): {name} must be a real number, got {type(value).__name__} {value!r}{hint}")
+
+
+def _shape(op: str, size: Sequence[Any], dtype: Any) -> list[int]:
+    """The sizes of a factory call (integers, or one sequence of them), checked to be addressable."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    try:
-        return [int(s) for s in size]
-    except (TypeError, ValueError):
-        raise ShapeError(f"sizes must be integers or one sequence of integers, got {size!r}") from None
+    shape = [_integer(op, f"size {tuple(size)!r}: element {i}", s) for i, s in enumerate(size)]
+    if all(d >= 0 for d in shape):  # a negative size gets the core's ShapeError
+        _check_addressable(op, shape, dtype)
+    return shape
+
+
+_ITEM_SIZES = {"float32": 4, "float64": 8, "bool": 1}
+
+
+def _out_of_memory(op: str, shape: Sequence[int], dtype: Any) -> OutOfMemoryError:
+    nbytes = math.prod(shape) * _ITEM_SIZES[dtype.name]
+    return OutOfMemoryError(
+        f"{op}: cannot allocate {nbytes} bytes for a {dtype.name} tensor of shape {list(shape)}; "
+        "use a smaller shape"
+    )
+
+
+def _check_addressable(op: str, shape: Sequence[int], dtype: Any) -> None:
+    """Refuses, before anything is allocated, a tensor larger than any address space."""
+    if math.prod(shape) * _ITEM_SIZES[dtype.name] > sys.maxsize:
+        raise _out_of_memory(op, shape, dtype)
 
 
 def _default_dtype_for(array: np.ndarray, from_numpy_input: bool) -> Any:
@@ -124,20 +167,25 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return _rustgrad._from_numpy(np.asarray(array, order="C"), False, True)
 
 
+
 def full(size: Sequence[int], fill_value: float, *, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
     _check_device(device)
-    return _rustgrad._full(_sizes([size]), float(fill_value), _resolve_dtype(dtype), requires_grad)
+    dt = _resolve_dtype(dtype)
+    value = float(_real("full", "fill_value", fill_value))
+    return _rustgrad._full(_shape("full", [size], dt), value, dt, requires_grad)
 
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     _check_device(device)
-    return _rustgrad._full(_sizes(size), 0.0, _resolve_dtype(dtype), requires_grad)
+    dt = _resolve_dtype(dtype)
+    return _rustgrad._full(_shape("zeros", size, dt), 0.0, dt, requires_grad)
 
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     _check_device(device)
-    return _rustgrad._full(_sizes(size), 1.0, _resolve_dtype(dtype), requires_grad)
+    dt = _resolve_dtype(dtype)
+    return _rustgrad._full(_shape("ones", size, dt), 1.0, dt, requires_grad)
 
 
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
@@ -149,16 +197,16 @@ def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
           generator: Optional[int] = None) -> Tensor:
     """Samples from N(0, 1). ``manual_seed`` makes the sequence reproducible."""
     _check_device(device)
-    return _rustgrad._random(_sizes(size), _resolve_dtype(dtype), "normal", 0.0, 1.0,
-                             requires_grad, generator)
+    dt = _resolve_dtype(dtype)
+    return _rustgrad._random(_shape("randn", size, dt), dt, "normal", 0.0, 1.0, requires_grad, generator)
 
 
 def rand(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
          generator: Optional[int] = None) -> Tensor:
     """Samples from U[0, 1)."""
     _check_device(device)
-    return _rustgrad._random(_sizes(size), _resolve_dtype(dtype), "uniform", 0.0, 1.0,
-                             requires_grad, generator)
+    dt = _resolve_dtype(dtype)
+    return _rustgrad._random(_shape("rand", size, dt), dt, "uniform", 0.0, 1.0, requires_grad, generator)
 
 
 def _like(t: Tensor, dtype: Any) -> tuple[list[int], Any]:
@@ -195,29 +243,86 @@ def rand_like(t: Tensor, *, dtype: Any = None, device: Any = None,
     return rand(shape, dtype=dt, device=device, requires_grad=requires_grad)
 
 
+# Elements computed at a time by the sequence factories, so that their float64
+# working memory stays small whatever the length.
+_CHUNK = 1 << 16
+
+
+def _sequence(op: str, length: int, dtype: Any, values_at: Callable[[np.ndarray], np.ndarray],
+              requires_grad: bool) -> Tensor:
+    """A 1-D tensor whose element i is ``values_at(i)``, computed in float64 and rounded once."""
+    _check_addressable(op, [length], dtype)
+    try:
+        out = np.empty(length, dtype=_NUMPY_DTYPES[dtype.name])
+        for begin in range(0, length, _CHUNK):
+            index = np.arange(begin, min(begin + _CHUNK, length), dtype=np.float64)
+            out[begin:begin + len(index)] = values_at(index)
+    except MemoryError:
+        raise _out_of_memory(op, [length], dtype) from None
+    return _rustgrad._from_numpy(out, requires_grad)
+
+
+def _finite(value: Union[int, float]) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False
+
+
 def arange(start: float, end: Optional[float] = None, step: float = 1, *, dtype: Any = None,
            device: Any = None, requires_grad: bool = False) -> Tensor:
     """Values from ``start`` to ``end`` (exclusive); float32 unless ``dtype`` says otherwise."""
+    _check_device(device)
     if end is None:
         start, end = 0, start
-    if step == 0:
-        raise ShapeError("arange: step must be nonzero")
-    values = np.arange(start, end, step, dtype=np.float64)
-    return tensor(values, dtype=_resolve_dtype(dtype), device=device, requires_grad=requires_grad)
+    start, end, step = (_real("arange", name, v) for name, v in (("start", start), ("end", end), ("step", step)))
+    if not (_finite(start) and _finite(end)):
+        raise ShapeError(f"arange: unsupported range: {start} -> {end}; start and end must be finite")
+    if not math.isfinite(step) or step == 0:
+        raise ShapeError(f"arange: step must be nonzero and finite, got {step}")
+    if (end - start) * step < 0:
+        raise ShapeError(
+            f"arange: upper bound and lower bound inconsistent with step sign (start={start}, end={end}, "
+            f"step={step}); use a negative step to count down"
+        )
+    length = math.ceil((end - start) / step)
+    first, delta = float(start), float(step)
+    return _sequence("arange", length, _resolve_dtype(dtype), lambda i: first + i * delta, requires_grad)
 
 
 def linspace(start: float, end: float, steps: int, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end``, both included (numpy's values)."""
+    _check_device(device)
+    first, last = (float(_real("linspace", name, v)) for name, v in (("start", start), ("end", end)))
+    steps = _integer("linspace", "steps", steps)
     if steps < 0:
         raise ShapeError(f"linspace: number of steps must be non-negative, got {steps}")
-    values = np.linspace(start, end, steps, dtype=np.float64)
-    return tensor(values, dtype=_resolve_dtype(dtype), device=device, requires_grad=requires_grad)
+    divisions = max(steps - 1, 1)
+    delta = last - first
+    spacing = delta / divisions
+
+    def values_at(i: np.ndarray) -> np.ndarray:
+        # numpy's formula, the last value set to ``end`` exactly.
+        values = first + i * spacing if spacing != 0 else first + i / divisions * delta
+        return np.where(i == steps - 1, last, values) if steps > 1 else values
+
+    return _sequence("linspace", steps, _resolve_dtype(dtype), values_at, requires_grad)
 
 
 def eye(n: int, m: Optional[int] = None, *, dtype: Any = None, device: Any = None,
         requires_grad: bool = False) -> Tensor:
-    if n < 0 or (m is not None and m < 0):
+    """A 2-D tensor with ones on the diagonal and zeros elsewhere, ``n`` rows and ``m`` (or ``n``) columns."""
+    _check_device(device)
+    n = _integer("eye", "n", n)
+    m = n if m is None else _integer("eye", "m", m)
+    if n < 0 or m < 0:
         raise ShapeError(f"eye: n and m must be non-negative, got n={n}, m={m}")
-    values = np.eye(n, m if m is not None else n, dtype=np.float64)
-    return tensor(values, dtype=_resolve_dtype(dtype), device=device, requires_grad=requires_grad)
-
+    dt = _resolve_dtype(dtype)
+    _check_addressable("eye", [n, m], dt)
+    try:
+        values = np.zeros((n, m), dtype=_NUMPY_DTYPES[dt.name])  # calloc: only the diagonal is touched
+        np.fill_diagonal(values, 1)
+    except MemoryError:
+        raise _out_of_memory("eye", [n, m], dt) from None
+    return _rustgrad._from_numpy(values, requires_grad)

@@ -7,15 +7,16 @@ reverse pass calls ``backward`` when it reaches the node.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
 from rustgrad import _rustgrad
-from rustgrad._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from rustgrad._grad_mode import _decorate, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from rustgrad._graph_value import GraphValue
 from rustgrad._rustgrad import AccumulateGrad, Node, Tensor, backward, grad, is_anomaly_enabled
-from rustgrad.errors import ArgumentTypeError, GradientError, RustgradError
+from rustgrad.errors import ArgumentTypeError, GradientError
 
 __all__ = [
     "Function",
@@ -115,9 +116,19 @@ class Function(metaclass=_FunctionMeta):
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RustgradError(
-            f"{type(self).__name__} is an autograd.Function: call {type(self).__name__}.apply(...) "
-            "instead of instantiating it"
+        # As in PyTorch: making an instance is deprecated but allowed; calling it fails.
+        warnings.warn(
+            f"{type(self).__name__} should not be instantiated: the methods of an autograd.Function "
+            f"are all static, so call {type(self).__name__}.apply(...) on the class itself",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise GradientError(
+            "Legacy autograd function with non-static forward method is deprecated. Please use "
+            "new-style autograd function with static forward method: call "
+            f"{type(self).__name__}.apply(...) on the class, with forward and backward as staticmethods"
         )
 
     @classmethod
@@ -178,11 +189,7 @@ class detect_anomaly:
         set_detect_anomaly(self._previous.pop())
 
     def __call__(self, func: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with detect_anomaly(self._mode):
-                return func(*args, **kwargs)
-
-        return wrapper
+        return _decorate(func, lambda: detect_anomaly(self._mode))
 
 
 class GradcheckError(GradientError):
