@@ -99,11 +99,6 @@ def test_unsupported_objects(tmp_path, obj, match):
     assert not (tmp_path / "x").exists()
 
 
-def test_reserved_key(tmp_path):
-    with pytest.raises(ValueError, match="reserved"):
-        rustgrad.save({"__rustgrad__": rustgrad.ones(1)}, tmp_path / "x")
-
-
 def test_load_errors(tmp_path):
     with pytest.raises(FileNotFoundError):
         rustgrad.load(tmp_path / "missing")

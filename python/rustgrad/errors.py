@@ -23,6 +23,9 @@ __all__ = [
     "InvalidArgumentError",
     "FailedPreconditionError",
     "DeviceError",
+    "SerializationError",
+    "PathNotFoundError",
+    "DataLossError",
 ]
 
 
@@ -75,3 +78,19 @@ class FailedPreconditionError(OpError, RuntimeError):
 
 class DeviceError(RustgradError, RuntimeError):
     """A device rustgrad does not have (it runs on the CPU only)."""
+
+
+class SerializationError(RustgradError, RuntimeError):
+    """A file that ``rustgrad.load`` cannot read as tensors (corrupt, truncated or of another kind),
+    or one that ``rustgrad.save`` could not write."""
+
+
+class PathNotFoundError(SerializationError, FileNotFoundError):
+    """``rustgrad.load`` of a file that does not exist, or ``rustgrad.save`` into a missing folder.
+
+    PyTorch raises ``FileNotFoundError`` for the first and ``RuntimeError`` for the second; this is both.
+    """
+
+
+class DataLossError(OpError, RuntimeError):
+    """``Saver.restore`` of a checkpoint that is corrupt or truncated (TF1 raises ``DataLossError``)."""

@@ -4,6 +4,7 @@ All subclass :class:`OpError`, which subclasses ``rustgrad.errors.RustgradError`
 """
 
 from rustgrad.errors import (
+    DataLossError,
     DTypeError,
     FailedPreconditionError,
     InvalidArgumentError,
@@ -16,6 +17,7 @@ __all__ = [
     "OpError",
     "InvalidArgumentError",
     "FailedPreconditionError",
+    "DataLossError",
     "RustgradError",
     "ShapeError",
     "DTypeError",

@@ -28,7 +28,14 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from rustgrad.errors import ArgumentTypeError, FailedPreconditionError, InvalidArgumentError
+from rustgrad import _npz
+from rustgrad.errors import (
+    ArgumentTypeError,
+    DataLossError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    SerializationError,
+)
 from rustgrad.static._gradients import gradients
 from rustgrad.static._graph import Graph, Operation, Tensor, convert_to_tensor, numpy_dtype
 from rustgrad.static._variables import Variable, global_variables, trainable_variables
@@ -325,12 +332,16 @@ class Saver:
              write_meta_graph: bool = True, write_state: bool = True, strip_default_attrs: bool = False,
              save_debug_info: bool = False) -> str:
         """Writes the variables' values in ``sess`` to ``save_path`` (``save_path-<global_step>`` when
-        a step is given) and returns the path written."""
+        a step is given) and returns the path written. The file is written through a temporary file
+        renamed over it at the end, so a failed save leaves no partial file."""
         path = os.fspath(save_path)
         if global_step is not None:
             step = sess.run(global_step) if isinstance(global_step, Tensor) else global_step
             path = f"{path}-{int(step)}"
-        arrays: dict[str, Any] = {}
+        parent = _npz.missing_parent(path)
+        if parent is not None:
+            raise InvalidArgumentError(f"Parent directory of {path} doesn't exist, can't save.")
+        arrays = []
         for key, v in self._vars.items():
             self._check_session(sess, v)
             value = sess._core.variable_value(v._var)
@@ -339,33 +350,30 @@ class Saver:
                     f"Saver.save: variable {key} is uninitialized in this session; run its initializer "
                     "(sess.run(global_variables_initializer())) before saving"
                 )
-            arrays[key] = np.asarray(value)
-        with open(path, "wb") as handle:
-            np.savez(handle, **arrays)
+            if not _npz.zip_name_ok(f"{key}.npy"):
+                raise InvalidArgumentError(f"Saver.save: the name {key!r} cannot be stored in an .npz checkpoint")
+            arrays.append((f"{key}.npy", np.asarray(value)))
+        _npz.write_npz(path, arrays, "Saver.save", SerializationError)
         return path
 
     def restore(self, sess: Any, save_path: Union[str, os.PathLike]) -> None:
-        """Sets the variables in ``sess`` to the values saved at ``save_path``."""
+        """Sets the variables in ``sess`` to the values saved at ``save_path``.
+
+        A missing path raises ``InvalidArgumentError``; a corrupt or truncated checkpoint raises
+        ``DataLossError``, and then no variable changes.
+        """
         path = os.fspath(save_path) if save_path is not None else None
         if path is None or not os.path.exists(path):
             raise InvalidArgumentError(f"The passed save_path is not a valid checkpoint: {path}")
-        try:
-            archive = np.load(path, allow_pickle=False)
-        except (ValueError, OSError) as err:
-            raise InvalidArgumentError(
-                f"Saver.restore: {path} is not a checkpoint written by Saver.save (an .npz archive)"
-            ) from err
-        if not isinstance(archive, np.lib.npyio.NpzFile):
-            raise InvalidArgumentError(f"Saver.restore: {path} is not a checkpoint written by Saver.save")
-        with archive:
+        with _npz.NpzReader(path, "Saver.restore", DataLossError) as archive:
             values = {}
             for key, v in self._vars.items():
                 self._check_session(sess, v)
-                if key not in archive.files:
+                if f"{key}.npy" not in archive.names:
                     raise InvalidArgumentError(
-                        f"Key {key} not found in checkpoint {path} (it holds: {sorted(archive.files)})"
+                        f"Key {key} not found in checkpoint {path} (it holds: {sorted(archive.keys)})"
                     )
-                value = archive[key]
+                value = archive.read_array(f"{key}.npy", f"variable {key}")
                 if tuple(value.shape) != tuple(v.shape):
                     raise InvalidArgumentError(
                         f"Saver.restore: checkpoint value for {key} has shape {value.shape}, but the variable "
