@@ -42,7 +42,7 @@ pub fn forward(op: &Op, inputs: &[&Tensor]) -> Result<Tensor> {
             inputs.iter().map(|t| format!("{} {}", t.dtype().name(), fmt_shape(t.shape()))).collect();
         format!("{} of {}", op.name(), operands.join(" and "))
     };
-    crate::storage::catch_allocation_failure(context, || evaluate(op, inputs))
+    crate::storage::catch_kernel_unwind(context, || evaluate(op, inputs))
 }
 
 fn evaluate(op: &Op, inputs: &[&Tensor]) -> Result<Tensor> {

@@ -295,7 +295,7 @@ impl AllocationFailed {
 /// Kernels allocate deep inside loops and thread pools, where returning an error
 /// would thread `Result` through every one of them. Instead the allocation is made
 /// with `try_reserve` and its failure unwinds, without the panic hook (so nothing is
-/// printed), to the nearest `catch_allocation_failure` (`forward::forward`) or to the
+/// printed), to the nearest `catch_kernel_unwind` (`forward::forward`) or to the
 /// binding's panic guard, which turn it into `Error::OutOfMemory`. Nothing is
 /// half-written by then: kernels allocate their output before they write it.
 #[cold]
@@ -313,13 +313,15 @@ pub fn allocation_failed<T>(elements: usize) -> ! {
     std::panic::resume_unwind(Box::new(failure))
 }
 
-/// Runs `f`, turning an `allocation_failed` unwind into `Error::OutOfMemory` whose
-/// message starts with `context` (other panics continue unwinding).
-pub fn catch_allocation_failure<R>(context: impl FnOnce() -> String, f: impl FnOnce() -> Result<R>) -> Result<R> {
+/// Runs `f`, turning the unwinds that kernels use to stop early into errors: an
+/// `allocation_failed` into `Error::OutOfMemory` whose message starts with `context`,
+/// and an `interrupt::Interrupted` into `Error::Interrupted`. Other panics unwind on.
+pub fn catch_kernel_unwind<R>(context: impl FnOnce() -> String, f: impl FnOnce() -> Result<R>) -> Result<R> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(result) => result,
         Err(payload) => match payload.downcast::<AllocationFailed>() {
             Ok(failure) => Err(Error::OutOfMemory(format!("{}: {}", context(), failure.message()))),
+            Err(other) if other.is::<crate::interrupt::Interrupted>() => Err(Error::Interrupted),
             Err(other) => std::panic::resume_unwind(other),
         },
     }

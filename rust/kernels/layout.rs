@@ -162,8 +162,13 @@ pub(crate) fn for_each_chunk<T: Send>(
     parallel: bool,
     fill: impl Fn((usize, &mut [MaybeUninit<T>])) + Sync + Send,
 ) {
+    // Every chunk fills new memory, so a Ctrl-C may stop the loop between two.
+    let fill = |chunk| {
+        crate::interrupt::poll();
+        fill(chunk)
+    };
     if parallel {
-        super::threads::install(|| slots.par_chunks_mut(size).enumerate().for_each(&fill));
+        super::threads::install(|| slots.par_chunks_mut(size).enumerate().for_each(fill));
     } else {
         slots.chunks_mut(size).enumerate().for_each(fill);
     }

@@ -106,6 +106,9 @@ pub fn matmul_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T
         crate::buffer_pool::give(dense_a);
         return;
     }
+    if !read_dst && m > 1 && m.saturating_mul(n).saturating_mul(k) > INTERRUPTIBLE_BLOCK_MACS {
+        return product_in_row_blocks(a, b, out, alpha);
+    }
     let par = parallelism(m, n, k);
     let mut run = move || {
         // SAFETY: `out` holds m×n elements (asserted above); every element `a` and `b`
@@ -137,6 +140,25 @@ pub fn matmul_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T
     match par {
         Parallelism::None => run(),
         _ => super::threads::install(run),
+    }
+}
+
+/// Products of more multiply-adds than this are computed in blocks of rows of about this
+/// size (50–100 ms on two cores), with a Ctrl-C check between blocks. Repacking B for
+/// each block costs 1/rows of the work, below 1% for the products that get here.
+const INTERRUPTIBLE_BLOCK_MACS: usize = 1 << 33;
+
+/// `out = alpha·a·b` (a fresh output: nothing is read from it), block by block.
+fn product_in_row_blocks<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T) {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    let block = (INTERRUPTIBLE_BLOCK_MACS / n.saturating_mul(k).max(1)).clamp(1, m);
+    for (index, out_rows) in out.chunks_mut(block * n).enumerate() {
+        crate::interrupt::poll();
+        let first = index * block;
+        // Rows first.. of `a`: inside `a.data` because all of `a` is (checked by `MatRef::new`).
+        let offset = (a.offset as isize + first as isize * a.row_stride) as usize;
+        let rows = MatRef { offset, rows: out_rows.len() / n, ..a };
+        matmul_into(rows, b, out_rows, alpha, T::ZERO);
     }
 }
 

@@ -20,7 +20,10 @@ fn sum_slice<T: Float>(x: &[T], f: impl Fn(T) -> T) -> f64 {
 
 /// The sum of `f(v)` over all elements, in the fixed order of `sum_all`.
 fn sum_all_of<T: Float>(x: &[T], f: impl Fn(T) -> T + Sync + Send) -> T {
-    let partial = |chunk: &[T]| sum_slice(chunk, &f);
+    let partial = |chunk: &[T]| {
+        crate::interrupt::poll();
+        sum_slice(chunk, &f)
+    };
     let partials: Vec<f64> = if x.len() < PARALLEL_MIN_ELEMENTS {
         x.chunks(CHUNK).map(partial).collect()
     } else {

@@ -136,7 +136,7 @@ pub fn run(parts: usize, task: &(dyn Fn(usize) + Sync)) {
     (helped + 1..parts).for_each(task);
     drop(wait);
     // A helper's panic (or allocation failure) goes on unwinding on the caller, where
-    // `catch_allocation_failure` or the binding's guard handles it.
+    // `storage::catch_kernel_unwind` or the binding's guard handles it.
     let helper_panic = job.panicked.lock().take();
     if let Some(payload) = helper_panic {
         std::panic::resume_unwind(payload);

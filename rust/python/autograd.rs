@@ -79,6 +79,7 @@ pub fn run_backward_py(
     guard(|| {
         let roots = roots(outputs, grads)?;
         let anomaly = DETECT_ANOMALY.load(Ordering::Relaxed);
+        let _ctrl_c = crate::interrupt::Armed::on_main_thread();
         let result = py.detach(|| {
             let mut check = signal_checker();
             let options = BackwardOptions { retain_graph, between_nodes: &mut check, detect_anomaly: anomaly };
@@ -163,6 +164,7 @@ pub fn grad<'py>(
     let captured = guard(|| {
         let roots = roots(outs, grads)?;
         let anomaly = DETECT_ANOMALY.load(Ordering::Relaxed);
+        let _ctrl_c = crate::interrupt::Armed::on_main_thread();
         let result = py.detach(|| {
             let mut check = signal_checker();
             let options = BackwardOptions {

@@ -62,6 +62,7 @@ pub fn _random(
         "uniform" => Distribution::Uniform { low: a, high: b },
         other => return Err(Error::InvalidArgument(format!("unknown distribution '{other}'")).into()),
     };
+    let _ctrl_c = crate::interrupt::Armed::on_main_thread();
     let t = guard(|| Ok(py.detach(|| random::sample(&shape, dtype, dist, seed))?))?;
     finish(t, requires_grad)
 }

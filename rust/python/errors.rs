@@ -72,7 +72,11 @@ impl From<Error> for PyErr {
             Error::Gradient(m) => raise(py, gradient_error(py), m),
             Error::InvalidArgument(m) => raise(py, argument_error(py), m),
             Error::FailedPrecondition(m) => raise(py, precondition_error(py), m),
-            Error::Interrupted => PyKeyboardInterrupt::new_err(()),
+            // Python's own handler runs now (KeyboardInterrupt, or the user's handler).
+            Error::Interrupted => match py.check_signals() {
+                Err(raised) => raised,
+                Ok(()) => PyKeyboardInterrupt::new_err(()),
+            },
             Error::Internal(m) => raise(py, internal_error(py), m),
             Error::External(payload) => match payload.downcast::<PyErr>() {
                 Ok(user_error) => *user_error,
@@ -95,6 +99,9 @@ pub fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
         Err(payload) => {
             if let Some(failure) = payload.downcast_ref::<crate::storage::AllocationFailed>() {
                 return Python::attach(|py| Err(raise(py, memory_error(py), failure.message())));
+            }
+            if payload.is::<crate::interrupt::Interrupted>() {
+                return Err(Error::Interrupted.into());
             }
             let detail = payload
                 .downcast_ref::<&str>()

@@ -330,6 +330,7 @@ impl PySession {
             .collect::<PyResult<Vec<_>>>()?;
         let mut timings = Vec::new();
         let tracing = trace.is_some();
+        let _ctrl_c = crate::interrupt::Armed::on_main_thread();
         let fetched = guard(|| {
             Ok(py.detach(|| {
                 let mut check = super::autograd::signal_checker();

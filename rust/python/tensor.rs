@@ -38,6 +38,7 @@ pub fn run_op(py: Python<'_>, op: Op, inputs: &[&Tensor]) -> PyResult<PyTensor> 
     guard(|| {
         let work = inputs.iter().map(|t| t.numel()).max().unwrap_or(0);
         let out = if work >= GIL_RELEASE_MIN_ELEMENTS || matches!(op, Op::MatMul { .. }) && work >= 4096 {
+            let _ctrl_c = crate::interrupt::Armed::on_main_thread();
             py.detach(|| record::apply(op, inputs))
         } else {
             record::apply(op, inputs)
