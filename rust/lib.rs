@@ -7,6 +7,7 @@ pub mod dtype;
 pub mod error;
 pub mod forward;
 pub mod graph;
+pub mod indexing;
 pub mod kernels;
 pub mod op;
 pub mod random;

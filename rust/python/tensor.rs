@@ -3,8 +3,9 @@
 //! the result; no math happens here.
 
 use super::autograd::{run_backward_py, PyNode};
-use super::convert::{self, cpu_device, dtype_object, index_key, operand, shape_args, IndexKey, Operand};
+use super::convert::{self, cpu_device, dtype_object, operand, shape_args, Operand};
 use super::errors::guard;
+use super::index_key::{index_key, IndexKey};
 use crate::autograd::record;
 use crate::dtype::DType;
 use crate::error::Error;
@@ -44,6 +45,16 @@ pub fn run_op(py: Python<'_>, op: Op, inputs: &[&Tensor]) -> PyResult<PyTensor> 
         };
         Ok(PyTensor::wrap(out?))
     })
+}
+
+/// Runs an in-place kernel that writes `t` under the panic guard, with the GIL
+/// released when `t` is large (as `run_op` does), so other Python threads run.
+fn in_place_kernel(
+    py: Python<'_>,
+    t: &Tensor,
+    kernel: impl FnOnce() -> crate::error::Result<()> + Send,
+) -> PyResult<()> {
+    guard(|| Ok(if t.numel() >= GIL_RELEASE_MIN_ELEMENTS { py.detach(kernel) } else { kernel() }?))
 }
 
 fn unary(py: Python<'_>, x: &Tensor, op: UnaryOp) -> PyResult<PyTensor> {
@@ -822,20 +833,18 @@ impl PyTensor {
     // ----- indexing -----
 
     fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        match index_key(key, self.inner.rank())? {
+        match index_key(key)? {
             IndexKey::Mask(mask) => run_op(py, Op::MaskedSelect, &[&self.inner, &mask]),
             IndexKey::Items(items) => run_op(py, Op::Index(items), &[&self.inner]),
         }
     }
 
-    fn __setitem__(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn __setitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let value = value_tensor(value, self.inner.dtype())?;
-        guard(|| match index_key(key, self.inner.rank())? {
-            IndexKey::Mask(mask) => Ok(record::masked_fill_in_place(&self.inner, &mask, &value)?),
-            IndexKey::Items(items) => {
-                let region = forward::index(&self.inner, &items)?;
-                Ok(record::index_fill_in_place(&self.inner, &region, &value)?)
-            }
+        let (t, key) = (&self.inner, index_key(key)?);
+        in_place_kernel(py, t, || match key {
+            IndexKey::Mask(mask) => record::masked_fill_in_place(t, &mask, &value),
+            IndexKey::Items(items) => record::index_fill_in_place(t, &forward::index(t, &items)?, &value),
         })
     }
 
