@@ -73,11 +73,12 @@ fn reduce(op: &Op, shape: &PartialShape, dims: Option<&[isize]>, keepdim: bool) 
     let r = in_dims.len();
     let axes: Vec<usize> = match dims {
         None => (0..r).collect(),
-        Some(d) if r == 0 => {
-            crate::shape::normalize_dims(&op.name(), d, 0)?;
-            vec![]
-        }
-        Some(d) => crate::shape::normalize_dims(&op.name(), d, r)?,
+        // TF reports an axis named twice as InvalidArgumentError (the only Shape error here).
+        Some(d) => match crate::shape::normalize_dims(&op.name(), d, r) {
+            Err(Error::Shape(m)) => return Err(Error::InvalidArgument(m)),
+            // A 0-d input has no dims to reduce; -1 and 0 name it, as in numpy.
+            axes => axes.map(|a| if r == 0 { vec![] } else { a })?,
+        },
     };
     Ok(Some(
         in_dims
