@@ -795,6 +795,16 @@ pub fn add_in_place(dst: &Tensor, src: &Tensor, alpha: f64) -> Result<()> {
     if dst.numel() == 0 {
         return broadcast_shapes("add_", src.shape(), dst.shape()).map(|_| ());
     }
+    // As numpy does, an input whose memory overlaps the output is read from a copy
+    // (a[1:] += a[:-1] adds the old values). Views of one numpy array have separate
+    // storages, so the check compares addresses.
+    let src_copy;
+    let src = if src.may_overlap(dst) {
+        src_copy = copy(src)?;
+        &src_copy
+    } else {
+        src
+    };
     let direct = dst.is_contiguous()
         && src.is_contiguous()
         && dst.shape() == src.shape()
