@@ -745,7 +745,7 @@ impl PyTensor {
     // ----- in place -----
 
     fn zero_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        slf.get().fill_in_place(0.0)?;
+        slf.get().fill_in_place(slf.py(), 0.0)?;
         Ok(slf)
     }
 
@@ -759,7 +759,7 @@ impl PyTensor {
                 )
             }
         };
-        slf.get().fill_in_place(v)?;
+        slf.get().fill_in_place(slf.py(), v)?;
         Ok(slf)
     }
 
@@ -803,14 +803,14 @@ impl PyTensor {
     #[pyo3(signature = (min=None, max=None))]
     fn clamp_(slf: Bound<'_, Self>, min: Option<f64>, max: Option<f64>) -> PyResult<Bound<'_, Self>> {
         let t = &slf.get().inner;
-        guard(|| Ok(record::apply_in_place(t, Op::Clamp { min, max }, &[], "clamp_")?))?;
+        in_place_kernel(slf.py(), t, || record::apply_in_place(t, Op::Clamp { min, max }, &[], "clamp_"))?;
         Ok(slf)
     }
 
     fn copy_<'py>(slf: Bound<'py, Self>, src: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
         let t = &slf.get().inner;
         let value = value_tensor(src, t.dtype())?;
-        guard(|| Ok(record::index_fill_in_place(t, t, &value)?))?;
+        in_place_kernel(slf.py(), t, || record::index_fill_in_place(t, t, &value))?;
         Ok(slf)
     }
 
@@ -985,14 +985,13 @@ impl PyTensor {
         run_op(py, Op::Cast(dtype), &[&self.inner])
     }
 
-    fn fill_in_place(&self, value: f64) -> PyResult<()> {
+    fn fill_in_place(&self, py: Python<'_>, value: f64) -> PyResult<()> {
         let t = &self.inner;
-        guard(|| {
+        in_place_kernel(py, t, || {
             if crate::autograd::grad_mode::is_enabled() && t.requires_grad() {
-                let filler = Tensor::scalar(value, t.dtype());
-                return Ok(record::index_fill_in_place(t, t, &filler)?);
+                return record::index_fill_in_place(t, t, &Tensor::scalar(value, t.dtype()));
             }
-            Ok(forward::fill(t, value)?)
+            forward::fill(t, value)
         })
     }
 
@@ -1006,18 +1005,14 @@ impl PyTensor {
         };
         let t = &self.inner;
         let name = format!("{}_", op.name());
-        guard(|| {
+        in_place_kernel(py, t, || {
             let recording =
                 record::should_record(&[t]) || matches!(&other, Operand::Tensor(o) if record::should_record(&[o]));
             match other {
                 // The optimiser's hot path: w -= lr * grad under no_grad.
-                Operand::Tensor(o) if !recording && op == BinaryOp::Add => Ok(forward::add_in_place(t, &o, 1.0)?),
-                Operand::Tensor(o) if !recording && op == BinaryOp::Sub => Ok(forward::add_in_place(t, &o, -1.0)?),
-                Operand::Tensor(o) => {
-                    let big = t.numel() >= GIL_RELEASE_MIN_ELEMENTS;
-                    let run = || record::apply_in_place(t, Op::Binary(op), &[&o], &name);
-                    Ok(if big { py.detach(run) } else { run() }?)
-                }
+                Operand::Tensor(o) if !recording && op == BinaryOp::Add => forward::add_in_place(t, &o, 1.0),
+                Operand::Tensor(o) if !recording && op == BinaryOp::Sub => forward::add_in_place(t, &o, -1.0),
+                Operand::Tensor(o) => record::apply_in_place(t, Op::Binary(op), &[&o], &name),
                 Operand::Scalar(s) if !recording => {
                     let scalar_op = match op {
                         BinaryOp::Add => ScalarOp::Add,
@@ -1027,11 +1022,10 @@ impl PyTensor {
                         BinaryOp::Maximum => ScalarOp::Max,
                         BinaryOp::Minimum => ScalarOp::Min,
                     };
-                    Ok(forward::update_in_place(t, scalar_op, s)?)
+                    forward::update_in_place(t, scalar_op, s)
                 }
                 Operand::Scalar(s) => {
-                    let s = Tensor::scalar(s, t.dtype());
-                    Ok(record::apply_in_place(t, Op::Binary(op), &[&s], &name)?)
+                    record::apply_in_place(t, Op::Binary(op), &[&Tensor::scalar(s, t.dtype())], &name)
                 }
             }
         })
