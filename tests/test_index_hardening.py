@@ -183,11 +183,15 @@ def test_gradient_through_a_reversed_slice():
     assert_same(x.grad, expected)
 
 
-def test_matmul_of_reversed_views_matches_numpy():
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("left", [np.s_[::-1], np.s_[:, ::-1], np.s_[::-1, ::-2]], ids=repr)
+def test_matmul_of_reversed_views_matches_numpy(dtype, left):
     rng = np.random.default_rng(0)
-    a, b = rng.standard_normal((40, 30)), rng.standard_normal((30, 20))
-    got = rustgrad.tensor(a)[::-1, ::-1] @ rustgrad.tensor(b)[::-1, ::-2].T.T
-    np.testing.assert_allclose(got.numpy(), a[::-1, ::-1] @ b[::-1, ::-2], rtol=1e-12)
+    a, b = rng.standard_normal((64, 300)).astype(dtype), rng.standard_normal((300, 100)).astype(dtype)
+    b = b[: a[left].shape[1]]  # the inner dim of the sliced a
+    got = rustgrad.tensor(a)[left] @ rustgrad.tensor(b)[::-1]
+    expected = a[left].astype(np.float64) @ b[::-1].astype(np.float64)
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-4 if dtype == np.float32 else 1e-12, atol=1e-3)
 
 
 def test_zero_slice_step_raises_value_error():
