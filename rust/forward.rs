@@ -654,53 +654,7 @@ pub fn transpose(x: &Tensor, d0: isize, d1: isize) -> Result<Tensor> {
 
 /// The layout of `x[items]`: (shape, strides, offset).
 pub fn index_layout(x: &Tensor, items: &[IndexItem]) -> Result<(Shape, Vec<isize>, usize)> {
-    let items = &crate::op::expand_ellipsis(items, x.rank());
-    let consumed = items.iter().filter(|i| !matches!(i, IndexItem::NewAxis)).count();
-    if consumed > x.rank() {
-        return Err(Error::Index(format!("too many indices for tensor of dimension {} (got {consumed})", x.rank())));
-    }
-    let (mut shape, mut strides) = (Vec::new(), Vec::new());
-    let mut offset = x.offset() as isize;
-    let mut dim = 0;
-    for item in items {
-        match *item {
-            IndexItem::Ellipsis => {}
-            IndexItem::NewAxis => {
-                shape.push(1);
-                strides.push(0);
-            }
-            IndexItem::Int(i) => {
-                let size = x.shape()[dim] as isize;
-                let j = if i < 0 { i + size } else { i };
-                if j < 0 || j >= size {
-                    return Err(Error::Index(format!(
-                        "index {i} is out of bounds for dimension {dim} with size {size}"
-                    )));
-                }
-                offset += j * x.strides()[dim];
-                dim += 1;
-            }
-            IndexItem::Slice { start, stop, step } => {
-                if step <= 0 {
-                    return Err(Error::InvalidArgument(format!(
-                        "slice step must be greater than zero, got {step}; reversed views are not supported"
-                    )));
-                }
-                let size = x.shape()[dim] as isize;
-                let clampi = |v: isize| if v < 0 { (v + size).max(0) } else { v.min(size) };
-                let lo = start.map_or(0, clampi);
-                let hi = stop.map_or(size, clampi).max(lo);
-                let len = (hi - lo + step - 1) / step;
-                offset += lo * x.strides()[dim];
-                shape.push(len as usize);
-                strides.push(x.strides()[dim] * step);
-                dim += 1;
-            }
-        }
-    }
-    shape.extend_from_slice(&x.shape()[dim..]);
-    strides.extend_from_slice(&x.strides()[dim..]);
-    Ok((shape.into(), strides, offset.max(0) as usize))
+    crate::indexing::layout(x.shape(), x.strides(), x.offset(), items)
 }
 
 pub fn index(x: &Tensor, items: &[IndexItem]) -> Result<Tensor> {
@@ -802,6 +756,9 @@ pub fn write_into(dst: &Tensor, value: &Tensor) -> Result<()> {
             fmt_shape(dst.shape())
         ));
     }
+    if dst.numel() == 0 {
+        return Ok(());
+    }
     // Read the values out first: `value` may share the very storage being written.
     let value = as_dtype(value, dst.dtype())?;
     let dense = if value.shape() == dst.shape() { value } else { broadcast_to(&value, dst.shape())? };
@@ -828,6 +785,16 @@ pub fn add_in_place(dst: &Tensor, src: &Tensor, alpha: f64) -> Result<()> {
     if dst.numel() == 0 {
         return broadcast_shapes("add_", src.shape(), dst.shape()).map(|_| ());
     }
+    // As numpy does, an input whose memory overlaps the output is read from a copy
+    // (a[1:] += a[:-1] adds the old values). Views of one numpy array have separate
+    // storages, so the check compares addresses.
+    let src_copy;
+    let src = if src.may_overlap(dst) {
+        src_copy = copy(src)?;
+        &src_copy
+    } else {
+        src
+    };
     let direct = dst.is_contiguous()
         && src.is_contiguous()
         && dst.shape() == src.shape()

@@ -9,6 +9,7 @@ pub mod dtype;
 pub mod error;
 pub mod forward;
 pub mod graph;
+pub mod indexing;
 pub mod interrupt;
 pub mod kernels;
 pub mod op;

@@ -18,25 +18,8 @@ pub enum IndexItem {
     NewAxis,
     /// `...`: as many full slices as the dims the other items leave, known when the rank is.
     Ellipsis,
-}
-
-/// `items` with `...` replaced by full slices for a tensor of rank `rank`.
-pub fn expand_ellipsis(items: &[IndexItem], rank: usize) -> Vec<IndexItem> {
-    let consuming = items.iter().filter(|i| matches!(i, IndexItem::Int(_) | IndexItem::Slice { .. })).count();
-    let mut out = Vec::with_capacity(items.len() + rank);
-    let mut expanded = false;
-    for item in items {
-        if *item == IndexItem::Ellipsis {
-            if !expanded {
-                let full = IndexItem::Slice { start: None, stop: None, step: 1 };
-                out.extend(std::iter::repeat_n(full, rank.saturating_sub(consuming)));
-                expanded = true;
-            }
-        } else {
-            out.push(item.clone());
-        }
-    }
-    out
+    /// `True`/`False`: numpy's 0-d bool index, a new dim of size 1 or 0 (see `indexing`).
+    Bool(bool),
 }
 
 /// A user-defined op whose backward lives outside the core (a Python

@@ -91,14 +91,20 @@ pub fn broadcast_strides(shape: &[usize], strides: &[isize], target: &[usize]) -
         .collect()
 }
 
-/// Normalises possibly negative dims against `rank`, sorted and deduplicated.
+/// Normalises possibly negative dims against `rank`, sorted. A dim named twice
+/// (`(0, 0)`, or `(1, -1)` at rank 2) is refused, as PyTorch and numpy refuse it.
 pub fn normalize_dims(op: &str, dims: &[isize], rank: usize) -> Result<Vec<usize>> {
     let mut out = Vec::with_capacity(dims.len());
     for &d in dims {
         out.push(normalize_dim(op, d, rank)?);
     }
     out.sort_unstable();
-    out.dedup();
+    if let Some(pair) = out.windows(2).find(|pair| pair[0] == pair[1]) {
+        return shape_err(format!(
+            "{op}: dim {} appears multiple times in the list of dims {dims:?}; name each dim once",
+            pair[0]
+        ));
+    }
     Ok(out)
 }
 
@@ -187,5 +193,6 @@ mod tests {
     fn dims_normalise_negative_values() {
         assert_eq!(normalize_dims("sum", &[-1, 0], 3).unwrap(), vec![0, 2]);
         assert!(normalize_dims("sum", &[3], 3).is_err());
+        assert!(matches!(normalize_dims("sum", &[1, -1], 2), Err(Error::Shape(_))));
     }
 }

@@ -374,6 +374,36 @@ impl Tensor {
         base + self.0.offset * self.0.dtype.size_in_bytes()
     }
 
+    /// The bytes `[first, end)` that hold this tensor's elements (and any gaps
+    /// between them); None when it has no elements.
+    fn byte_span(&self) -> Option<(usize, usize)> {
+        if self.numel() == 0 {
+            return None;
+        }
+        let (mut low, mut high) = (0isize, 0isize);
+        for (&d, &s) in self.0.shape.iter().zip(&self.0.strides) {
+            let reach = s * (d as isize - 1);
+            if reach < 0 {
+                low += reach;
+            } else {
+                high += reach;
+            }
+        }
+        let item = self.0.dtype.size_in_bytes() as isize;
+        let first = self.data_ptr() as isize;
+        Some(((first + low * item) as usize, (first + (high + 1) * item) as usize))
+    }
+
+    /// Whether the two tensors' elements may share memory: same storage or not
+    /// (two views of one numpy array have different storages), their byte spans
+    /// intersect. A pointer comparison, so in-place kernels can afford it.
+    pub fn may_overlap(&self, other: &Tensor) -> bool {
+        match (self.byte_span(), other.byte_span()) {
+            (Some((a0, a1)), Some((b0, b1))) => a0 < b1 && b0 < a1,
+            _ => false,
+        }
+    }
+
     pub fn version(&self) -> u64 {
         self.0.storage.version()
     }

@@ -73,11 +73,12 @@ fn reduce(op: &Op, shape: &PartialShape, dims: Option<&[isize]>, keepdim: bool) 
     let r = in_dims.len();
     let axes: Vec<usize> = match dims {
         None => (0..r).collect(),
-        Some(d) if r == 0 => {
-            crate::shape::normalize_dims(&op.name(), d, 0)?;
-            vec![]
-        }
-        Some(d) => crate::shape::normalize_dims(&op.name(), d, r)?,
+        // TF reports an axis named twice as InvalidArgumentError (the only Shape error here).
+        Some(d) => match crate::shape::normalize_dims(&op.name(), d, r) {
+            Err(Error::Shape(m)) => return Err(Error::InvalidArgument(m)),
+            // A 0-d input has no dims to reduce; -1 and 0 name it, as in numpy.
+            axes => axes.map(|a| if r == 0 { vec![] } else { a })?,
+        },
     };
     Ok(Some(
         in_dims
@@ -137,32 +138,7 @@ fn vec_known(total: usize) -> Vec<usize> {
 
 fn index(shape: &PartialShape, items: &[IndexItem]) -> Result<PartialShape> {
     let Some(dims) = shape else { return Ok(None) };
-    let items = &crate::op::expand_ellipsis(items, dims.len());
-    let mut out = Vec::new();
-    let mut dim = 0;
-    for item in items {
-        match *item {
-            IndexItem::Ellipsis => {}
-            IndexItem::NewAxis => out.push(Some(1)),
-            IndexItem::Int(_) => dim += 1,
-            IndexItem::Slice { start, stop, step } => {
-                let size = *dims.get(dim).ok_or_else(|| Error::Index("too many indices for the tensor".into()))?;
-                out.push(size.map(|n| {
-                    let n = n as isize;
-                    let clampi = |v: isize| if v < 0 { (v + n).max(0) } else { v.min(n) };
-                    let lo = start.map_or(0, clampi);
-                    let hi = stop.map_or(n, clampi).max(lo);
-                    ((hi - lo + step - 1) / step.max(1)) as usize
-                }));
-                dim += 1;
-            }
-        }
-    }
-    if dim > dims.len() {
-        return Err(Error::Index(format!("too many indices for a tensor of rank {}", dims.len())));
-    }
-    out.extend_from_slice(&dims[dim..]);
-    Ok(Some(out))
+    crate::indexing::partial_shape(dims, items).map(Some)
 }
 
 /// The output shape and dtype of `op` applied to inputs with these shapes and dtypes.

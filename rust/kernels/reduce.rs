@@ -10,6 +10,14 @@ use rayon::prelude::*;
 /// that the order of additions never depends on the number of threads.
 const CHUNK: usize = 4096;
 
+/// The sum of the partial sums. It starts from +0.0: `Iterator::sum` of f64
+/// starts from -0.0, which made the sum of no elements -0.0 (numpy and PyTorch
+/// give 0.0). Partials are sums from +0.0, so for any other input the two agree
+/// bit for bit.
+fn total(partials: &[f64]) -> f64 {
+    partials.iter().fold(0.0, |acc, &p| acc + p)
+}
+
 fn sum_slice<T: Float>(x: &[T], f: impl Fn(T) -> T) -> f64 {
     let mut acc = 0.0f64;
     for &v in x {
@@ -29,7 +37,7 @@ fn sum_all_of<T: Float>(x: &[T], f: impl Fn(T) -> T + Sync + Send) -> T {
     } else {
         super::threads::install(|| x.par_chunks(CHUNK).map(partial).collect())
     };
-    T::from_f64(partials.iter().sum())
+    T::from_f64(total(&partials))
 }
 
 /// The sum of all elements.
@@ -73,7 +81,7 @@ fn sum_rows<T: Float>(x: &[T], row: usize, rows: usize) -> Vec<T> {
     }
     let sum_row = |r: &[T]| {
         let partials: Vec<f64> = r.chunks(CHUNK).map(|c| sum_slice(c, |v| v)).collect();
-        T::from_f64(partials.iter().sum())
+        T::from_f64(total(&partials))
     };
     if x.len() >= PARALLEL_MIN_ELEMENTS {
         let mut out = crate::storage::vec_with_capacity(rows);

@@ -4,7 +4,6 @@
 use super::tensor::PyTensor;
 use crate::dtype::DType;
 use crate::error::Error;
-use crate::op::IndexItem;
 use crate::storage::{Buffer, ExternalBuffer};
 use crate::tensor::Tensor;
 use numpy::{
@@ -13,7 +12,7 @@ use numpy::{
 };
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyEllipsis, PyList, PySlice, PyString, PyTuple};
+use pyo3::types::{PyList, PyString, PyTuple};
 
 /// `rustgrad.float32` and friends: three singletons, compared by identity.
 #[pyclass(frozen, name = "dtype", module = "rustgrad", eq, hash)]
@@ -329,73 +328,4 @@ pub fn shape_args(args: &Bound<'_, PyTuple>) -> PyResult<Vec<isize>> {
         ))
         .into()
     })
-}
-
-/// An index key: basic items (ints, slices, None, ...) or a bool mask.
-pub enum IndexKey {
-    Items(Vec<IndexItem>),
-    Mask(Tensor),
-}
-
-fn mask_tensor(obj: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
-    if let Ok(t) = obj.cast::<PyTensor>() {
-        let inner = t.get().inner.clone();
-        if inner.dtype() == DType::Bool {
-            return Ok(Some(inner));
-        }
-        return Err(Error::Index(
-            "tensors used as indices must be bool masks; integer-tensor (advanced) indexing is not supported, use slices".into(),
-        )
-        .into());
-    }
-    if let Ok(dtype) = obj.getattr("dtype") {
-        if dtype.getattr("kind").and_then(|k| k.extract::<String>()).is_ok_and(|k| k == "b") {
-            return tensor_from_numpy(obj).map(Some);
-        }
-    }
-    Ok(None)
-}
-
-pub fn index_key(key: &Bound<'_, PyAny>, rank: usize) -> PyResult<IndexKey> {
-    if let Some(mask) = mask_tensor(key)? {
-        return Ok(IndexKey::Mask(mask));
-    }
-    let parts: Vec<Bound<'_, PyAny>> = match key.cast::<PyTuple>() {
-        Ok(t) => t.iter().collect(),
-        Err(_) => vec![key.clone()],
-    };
-    let consuming = parts.iter().filter(|p| !p.is_none() && !p.is_instance_of::<PyEllipsis>()).count();
-    let mut items = Vec::with_capacity(parts.len());
-    for part in &parts {
-        if part.is_none() {
-            items.push(IndexItem::NewAxis);
-        } else if part.is_instance_of::<PyEllipsis>() {
-            for _ in 0..rank.saturating_sub(consuming) {
-                items.push(IndexItem::Slice { start: None, stop: None, step: 1 });
-            }
-        } else if let Ok(slice) = part.cast::<PySlice>() {
-            let get = |name: &str| -> PyResult<Option<isize>> {
-                let v = slice.getattr(name)?;
-                if v.is_none() {
-                    Ok(None)
-                } else {
-                    Ok(Some(v.extract()?))
-                }
-            };
-            items.push(IndexItem::Slice { start: get("start")?, stop: get("stop")?, step: get("step")?.unwrap_or(1) });
-        } else if let Ok(i) = part.extract::<isize>() {
-            items.push(IndexItem::Int(i));
-        } else if mask_tensor(part)?.is_some() {
-            return Err(
-                Error::Index("a bool mask must be the whole index (x[mask]), not part of a tuple".into()).into()
-            );
-        } else {
-            return Err(Error::Index(format!(
-                "only integers, slices (`:`), ellipsis (`...`), None and bool masks are valid indices (got {})",
-                repr(part)
-            ))
-            .into());
-        }
-    }
-    Ok(IndexKey::Items(items))
 }

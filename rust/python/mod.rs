@@ -6,6 +6,7 @@ mod convert;
 mod creation;
 mod dlpack;
 mod errors;
+mod index_key;
 mod static_graph;
 mod tensor;
 

@@ -82,6 +82,7 @@ fn index_items(list: &Bound<'_, PyAny>) -> PyResult<Vec<IndexItem>> {
                 "int" => IndexItem::Int(a.unwrap_or(0)),
                 "newaxis" => IndexItem::NewAxis,
                 "ellipsis" => IndexItem::Ellipsis,
+                "bool" => IndexItem::Bool(a.unwrap_or(0) != 0),
                 _ => IndexItem::Slice { start: a, stop: b, step: c.unwrap_or(1) },
             })
         })

@@ -3,8 +3,9 @@
 //! the result; no math happens here.
 
 use super::autograd::{run_backward_py, PyNode};
-use super::convert::{self, cpu_device, dtype_object, index_key, operand, shape_args, IndexKey, Operand};
+use super::convert::{self, cpu_device, dtype_object, operand, shape_args, Operand};
 use super::errors::guard;
+use super::index_key::{index_key, IndexKey};
 use crate::autograd::record;
 use crate::dtype::DType;
 use crate::error::Error;
@@ -45,6 +46,16 @@ pub fn run_op(py: Python<'_>, op: Op, inputs: &[&Tensor]) -> PyResult<PyTensor> 
         };
         Ok(PyTensor::wrap(out?))
     })
+}
+
+/// Runs an in-place kernel that writes `t` under the panic guard, with the GIL
+/// released when `t` is large (as `run_op` does), so other Python threads run.
+fn in_place_kernel(
+    py: Python<'_>,
+    t: &Tensor,
+    kernel: impl FnOnce() -> crate::error::Result<()> + Send,
+) -> PyResult<()> {
+    guard(|| Ok(if t.numel() >= GIL_RELEASE_MIN_ELEMENTS { py.detach(kernel) } else { kernel() }?))
 }
 
 fn unary(py: Python<'_>, x: &Tensor, op: UnaryOp) -> PyResult<PyTensor> {
@@ -735,7 +746,7 @@ impl PyTensor {
     // ----- in place -----
 
     fn zero_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        slf.get().fill_in_place(0.0)?;
+        slf.get().fill_in_place(slf.py(), 0.0)?;
         Ok(slf)
     }
 
@@ -749,7 +760,7 @@ impl PyTensor {
                 )
             }
         };
-        slf.get().fill_in_place(v)?;
+        slf.get().fill_in_place(slf.py(), v)?;
         Ok(slf)
     }
 
@@ -793,14 +804,14 @@ impl PyTensor {
     #[pyo3(signature = (min=None, max=None))]
     fn clamp_(slf: Bound<'_, Self>, min: Option<f64>, max: Option<f64>) -> PyResult<Bound<'_, Self>> {
         let t = &slf.get().inner;
-        guard(|| Ok(record::apply_in_place(t, Op::Clamp { min, max }, &[], "clamp_")?))?;
+        in_place_kernel(slf.py(), t, || record::apply_in_place(t, Op::Clamp { min, max }, &[], "clamp_"))?;
         Ok(slf)
     }
 
     fn copy_<'py>(slf: Bound<'py, Self>, src: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
         let t = &slf.get().inner;
         let value = value_tensor(src, t.dtype())?;
-        guard(|| Ok(record::index_fill_in_place(t, t, &value)?))?;
+        in_place_kernel(slf.py(), t, || record::index_fill_in_place(t, t, &value))?;
         Ok(slf)
     }
 
@@ -823,20 +834,18 @@ impl PyTensor {
     // ----- indexing -----
 
     fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        match index_key(key, self.inner.rank())? {
+        match index_key(key)? {
             IndexKey::Mask(mask) => run_op(py, Op::MaskedSelect, &[&self.inner, &mask]),
             IndexKey::Items(items) => run_op(py, Op::Index(items), &[&self.inner]),
         }
     }
 
-    fn __setitem__(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn __setitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let value = value_tensor(value, self.inner.dtype())?;
-        guard(|| match index_key(key, self.inner.rank())? {
-            IndexKey::Mask(mask) => Ok(record::masked_fill_in_place(&self.inner, &mask, &value)?),
-            IndexKey::Items(items) => {
-                let region = forward::index(&self.inner, &items)?;
-                Ok(record::index_fill_in_place(&self.inner, &region, &value)?)
-            }
+        let (t, key) = (&self.inner, index_key(key)?);
+        in_place_kernel(py, t, || match key {
+            IndexKey::Mask(mask) => record::masked_fill_in_place(t, &mask, &value),
+            IndexKey::Items(items) => record::index_fill_in_place(t, &forward::index(t, &items)?, &value),
         })
     }
 
@@ -977,14 +986,13 @@ impl PyTensor {
         run_op(py, Op::Cast(dtype), &[&self.inner])
     }
 
-    fn fill_in_place(&self, value: f64) -> PyResult<()> {
+    fn fill_in_place(&self, py: Python<'_>, value: f64) -> PyResult<()> {
         let t = &self.inner;
-        guard(|| {
+        in_place_kernel(py, t, || {
             if crate::autograd::grad_mode::is_enabled() && t.requires_grad() {
-                let filler = Tensor::scalar(value, t.dtype());
-                return Ok(record::index_fill_in_place(t, t, &filler)?);
+                return record::index_fill_in_place(t, t, &Tensor::scalar(value, t.dtype()));
             }
-            Ok(forward::fill(t, value)?)
+            forward::fill(t, value)
         })
     }
 
@@ -998,18 +1006,14 @@ impl PyTensor {
         };
         let t = &self.inner;
         let name = format!("{}_", op.name());
-        guard(|| {
+        in_place_kernel(py, t, || {
             let recording =
                 record::should_record(&[t]) || matches!(&other, Operand::Tensor(o) if record::should_record(&[o]));
             match other {
                 // The optimiser's hot path: w -= lr * grad under no_grad.
-                Operand::Tensor(o) if !recording && op == BinaryOp::Add => Ok(forward::add_in_place(t, &o, 1.0)?),
-                Operand::Tensor(o) if !recording && op == BinaryOp::Sub => Ok(forward::add_in_place(t, &o, -1.0)?),
-                Operand::Tensor(o) => {
-                    let big = t.numel() >= GIL_RELEASE_MIN_ELEMENTS;
-                    let run = || record::apply_in_place(t, Op::Binary(op), &[&o], &name);
-                    Ok(if big { py.detach(run) } else { run() }?)
-                }
+                Operand::Tensor(o) if !recording && op == BinaryOp::Add => forward::add_in_place(t, &o, 1.0),
+                Operand::Tensor(o) if !recording && op == BinaryOp::Sub => forward::add_in_place(t, &o, -1.0),
+                Operand::Tensor(o) => record::apply_in_place(t, Op::Binary(op), &[&o], &name),
                 Operand::Scalar(s) if !recording => {
                     let scalar_op = match op {
                         BinaryOp::Add => ScalarOp::Add,
@@ -1019,11 +1023,10 @@ impl PyTensor {
                         BinaryOp::Maximum => ScalarOp::Max,
                         BinaryOp::Minimum => ScalarOp::Min,
                     };
-                    Ok(forward::update_in_place(t, scalar_op, s)?)
+                    forward::update_in_place(t, scalar_op, s)
                 }
                 Operand::Scalar(s) => {
-                    let s = Tensor::scalar(s, t.dtype());
-                    Ok(record::apply_in_place(t, Op::Binary(op), &[&s], &name)?)
+                    record::apply_in_place(t, Op::Binary(op), &[&Tensor::scalar(s, t.dtype())], &name)
                 }
             }
         })

@@ -7,6 +7,8 @@ shape and dtype inferred on the spot, and returns a ``Tensor`` naming that node.
 from __future__ import annotations
 
 import contextlib
+import operator
+import sys
 import threading
 from typing import Any, Iterator, Optional, Sequence, Union
 
@@ -16,7 +18,7 @@ from rustgrad import _rustgrad
 from rustgrad._creation import _NUMPY_DTYPES, _resolve_dtype
 from rustgrad._graph_value import GraphValue
 from rustgrad._rustgrad import GraphCore
-from rustgrad.errors import ArgumentTypeError, DTypeError, InvalidArgumentError
+from rustgrad.errors import ArgumentTypeError, DTypeError, IndexOutOfRangeError, InvalidArgumentError
 
 float32 = _rustgrad.float32
 float64 = _rustgrad.float64
@@ -342,6 +344,8 @@ class Tensor(GraphValue):
     # ----- indexing -----
 
     def __getitem__(self, key: Any) -> Tensor:
+        if isinstance(key, np.ndarray) and key.dtype == bool and key.ndim > 0:
+            key = convert_to_tensor(key, bool_, self.graph)
         if isinstance(key, Tensor):
             return self.graph._op("masked_select", (), [self, key])
         return self.graph._op("index", (_index_items(key),), [self])
@@ -421,16 +425,44 @@ def _axes(axis: Any) -> Optional[list[int]]:
 
 
 def _index_items(key: Any) -> list[tuple]:
-    """The key as (kind, start, stop, step) items; `...` is expanded when the rank is known (at run time)."""
+    """The key as (kind, start, stop, step) items; the core checks them against the shape."""
     parts = key if isinstance(key, tuple) else (key,)
-    items: list[tuple] = []
-    for part in parts:
-        if part is None:
-            items.append(("newaxis", None, None, None))
-        elif part is Ellipsis:
-            items.append(("ellipsis", None, None, None))
-        elif isinstance(part, slice):
-            items.append(("slice", part.start, part.stop, part.step or 1))
-        else:
-            items.append(("int", int(part), None, None))
-    return items
+    return [_index_item(part) for part in parts]
+
+
+def _index_item(part: Any) -> tuple:
+    if part is None:
+        return ("newaxis", None, None, None)
+    if part is Ellipsis:
+        return ("ellipsis", None, None, None)
+    if isinstance(part, slice):
+        step = _slice_bound(part.step)
+        return ("slice", _slice_bound(part.start), _slice_bound(part.stop), 1 if step is None else step)
+    # Before ints: True is an int to Python, but a 0-d bool index to numpy.
+    if isinstance(part, (bool, np.bool_)) or (isinstance(part, np.ndarray) and part.dtype == bool and part.ndim == 0):
+        return ("bool", int(bool(part)), None, None)
+    if isinstance(part, Tensor):
+        raise IndexOutOfRangeError("a graph tensor used as an index must be the whole key, a bool mask (t[mask])")
+    try:
+        index = operator.index(part)
+    except TypeError:
+        raise IndexOutOfRangeError(
+            f"only integers, slices (`:`), ellipsis (`...`), None, bools and bool masks are valid indices "
+            f"(got {part!r})"
+        ) from None
+    if not -sys.maxsize - 1 <= index <= sys.maxsize:
+        raise IndexOutOfRangeError(f"index {index} is out of bounds: it does not fit in a 64-bit integer")
+    return ("int", index, None, None)
+
+
+def _slice_bound(value: Any) -> Optional[int]:
+    """None, or an integer clamped to the 64-bit range, as Python's ``slice.indices`` reads it."""
+    if value is None:
+        return None
+    try:
+        index = operator.index(value)
+    except TypeError:
+        raise ArgumentTypeError(
+            f"slice indices must be integers or None or have an __index__ method (got {value!r})"
+        ) from None
+    return max(min(index, sys.maxsize), -sys.maxsize - 1)
