@@ -83,6 +83,7 @@ fn evaluate(op: &Op, inputs: &[&Tensor]) -> Result<Tensor> {
         }
         Op::IndexBackward(items) => index_backward(arg(0)?, arg(1)?, items),
         Op::MaskedScatter => masked_scatter(arg(0)?, arg(1)?, arg(2)?),
+        Op::CheckGradShape(index) => check_grad_shape(arg(0)?, arg(1)?, *index),
         Op::Custom(c) => Err(Error::InvalidArgument(format!(
             "custom Function {} has no native forward; call it through its apply()",
             c.name()
@@ -707,6 +708,31 @@ pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
         DType::F64 => pick::<f64>(x, &keep, block, shape.into()),
         DType::Bool => pick::<bool>(x, &keep, block, shape.into()),
     }
+}
+
+/// `grad_ys[index]` of a static `gradients` call, checked against its y at run time.
+fn check_grad_shape(g: &Tensor, y: &Tensor, index: usize) -> Result<Tensor> {
+    if g.shape() != y.shape() {
+        let shape = |t: &Tensor| crate::graph::known(t.shape());
+        return Err(grad_ys_shape_error(index, &shape(g), &shape(y), None));
+    }
+    Ok(g.clone())
+}
+
+/// The error for a `grad_ys` whose shape is not its y's (TF's "Incompatible shapes").
+pub fn grad_ys_shape_error(
+    index: usize,
+    grad: &crate::graph::PartialShape,
+    y: &crate::graph::PartialShape,
+    y_name: Option<&str>,
+) -> Error {
+    let named = y_name.map_or(String::new(), |name| format!(" ('{name}')"));
+    Error::Shape(format!(
+        "gradients: Incompatible shapes: grad_ys[{index}] has shape {} but ys[{index}]{named} has shape {}; \
+         each grad_ys must have the shape of its y",
+        crate::graph::fmt_partial(grad),
+        crate::graph::fmt_partial(y)
+    ))
 }
 
 fn masked_scatter(g: &Tensor, mask: &Tensor, like: &Tensor) -> Result<Tensor> {

@@ -103,6 +103,9 @@ pub enum Op {
     IndexBackward(Vec<IndexItem>),
     /// (g, mask, like): zeros of like's shape with g written where mask is true.
     MaskedScatter,
+    /// (g, like): g unchanged, once checked to have like's shape: `grad_ys[index]`
+    /// of a static `gradients` call whose shapes are only known at run time.
+    CheckGradShape(usize),
 
     /// A user-defined Function; its node carries the backward.
     Custom(Arc<dyn CustomBackward>),
@@ -139,6 +142,7 @@ impl Op {
             Op::ClampBackward { .. } => "clamp_backward",
             Op::IndexBackward(_) => "index_backward",
             Op::MaskedScatter => "masked_scatter",
+            Op::CheckGradShape(_) => "check_grad_shape",
             Op::Custom(c) => return c.name().to_string(),
         };
         base.to_string()

@@ -81,6 +81,7 @@ pub fn saves(op: &Op, needs: &[bool]) -> Saves {
         | Op::SumToLike
         | Op::BroadcastLike
         | Op::ReshapeLike
+        | Op::CheckGradShape(_)
         | Op::FullLike(_) => (none(), false),
         Op::ExpandReduced { .. } | Op::IndexBackward(_) | Op::MaskedScatter | Op::Custom(_) => (all(), false),
     };
@@ -138,6 +139,7 @@ pub fn vjp<D: Differentiator>(d: &mut D, op: &Op, a: RuleArgs<'_, D::Value>) -> 
         Op::StopGradient => one(None),
         Op::BroadcastLike => Ok(vec![Some(sum_to(d, g.clone(), x(0)?)?), None]),
         Op::ReshapeLike => Ok(vec![Some(d.apply(Op::ReshapeLike, &[g, x(0)?])?), None]),
+        Op::CheckGradShape(_) => Ok(vec![Some(g.clone()), None]),
         Op::ReluBackward => Ok(vec![Some(d.apply(Op::ReluBackward, &[g, x(1)?])?), None]),
         Op::ClampBackward { min, max } => {
             Ok(vec![Some(d.apply(Op::ClampBackward { min: *min, max: *max }, &[g, x(1)?])?), None])

@@ -379,8 +379,20 @@ class GraphCore:
     def op(
         self, kind: str, args: tuple[Any, ...], inputs: Sequence[builtins.int], name: Optional[str] = None
     ) -> builtins.int: ...
-    def assign(self, var: builtins.int, mode: str, value: builtins.int, name: Optional[str] = None) -> builtins.int:
-        """``mode`` is ``"add"``, ``"sub"`` or anything else for a plain assignment."""
+    def assign(
+        self,
+        var: builtins.int,
+        mode: str,
+        value: builtins.int,
+        name: Optional[str] = None,
+        use_locking: builtins.bool = False,
+    ) -> builtins.int:
+        """``mode`` is ``"add"``, ``"sub"`` or anything else for a plain assignment. With
+        ``use_locking``, runs holding the assign update the variable one at a time."""
+    def begin_edit(self) -> None:
+        """Begins an undoable edit by this thread (edits nest); waits while another thread's is open."""
+    def end_edit(self, undo: builtins.bool) -> None:
+        """Ends this thread's innermost edit; with ``undo``, removes everything it added."""
     def group(self, inputs: Sequence[builtins.int], name: Optional[str] = None) -> builtins.int: ...
     def function_call(
         self,
@@ -425,6 +437,10 @@ class SessionCore:
         """One array (None for a node without a value) per fetch. With ``trace``, appends
         ``(node name, op type, seconds)`` for every node run."""
     def close(self) -> None: ...
+    def plan_cache_size(self) -> builtins.int:
+        """How many compiled plans the session holds (at most ``plan_cache_capacity``)."""
+    plan_cache_capacity: ClassVar[builtins.int]
+    """How many compiled plans a session keeps; the least recently used goes first."""
     @property
     def closed(self) -> builtins.bool: ...
     def variable_value(self, var: builtins.int) -> Optional[NDArray[Any]]: ...

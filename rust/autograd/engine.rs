@@ -55,6 +55,7 @@ impl Differentiator for EagerDifferentiator<'_> {
         // Shape-only reference operands do not read values, so their version does not matter.
         let reads_values = |i: usize| match op {
             Op::SumToLike | Op::BroadcastLike | Op::ReshapeLike | Op::FullLike(_) | Op::IndexBackward(_) => i == 0,
+            Op::CheckGradShape(_) => i == 0,
             Op::ExpandReduced { .. } => i == 0,
             Op::MaskedScatter => i < 2,
             _ => true,

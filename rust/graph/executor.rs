@@ -436,7 +436,7 @@ mod tests {
         let product = graph.op(Op::MatMul { transpose_a: false, transpose_b: false }, vec![a, a], None).unwrap();
         let scaled = graph.op(Op::Scalar(ScalarOp::Mul, 0.5), vec![product], None).unwrap();
         let new_value = graph.op(Op::Binary(BinaryOp::Sub), vec![read, scaled], None).unwrap();
-        let assign = graph.assign(var, AssignMode::Set, new_value, None).unwrap();
+        let assign = graph.assign(var, AssignMode::Set, false, new_value, None).unwrap();
         let plan = compile(&graph, &[assign], &[a]).unwrap();
         assert_eq!(plan.commit_from, plan.steps.len() - 2, "the update and its assign form the commit phase");
         (plan, var)

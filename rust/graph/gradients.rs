@@ -2,7 +2,7 @@
 //! graph by running the same derivative rules the eager tape runs, with a
 //! differentiator that builds nodes instead of computing values.
 
-use super::{Graph, NodeId, NodeKind};
+use super::{Graph, NodeId, NodeKind, PartialShape};
 use crate::error::{Error, Result};
 use crate::kernels::elementwise::BinaryOp;
 use crate::op::Op;
@@ -67,6 +67,7 @@ pub fn gradients(
     stops: &[NodeId],
 ) -> Result<Vec<Option<NodeId>>> {
     let relevant = relevant_nodes(&graph.read(), ys, xs, stops)?;
+    let checked_at_run_time = check_grad_ys(&graph.read(), ys, grad_ys)?;
     let mut d = GraphDifferentiator { graph };
     let mut slots: Slots = HashMap::new();
     for (i, &y) in ys.iter().enumerate() {
@@ -74,6 +75,7 @@ pub fn gradients(
             continue;
         }
         let seed = match grad_ys.get(i).copied().flatten() {
+            Some(g) if checked_at_run_time[i] => d.apply(Op::CheckGradShape(i), &[&g, &y])?,
             Some(g) => g,
             None => d.apply(Op::FullLike(1.0), &[&y])?,
         };
@@ -135,6 +137,33 @@ pub fn gradients(
     Ok(xs.iter().map(|x| slots.get(&(*x, 0)).copied()).collect())
 }
 
+/// Checks each given `grad_ys` against its y: its dtype, and its shape as far as
+/// both are known. Returns, per y, whether the shape must also be checked at run time.
+fn check_grad_ys(graph: &Graph, ys: &[NodeId], grad_ys: &[Option<NodeId>]) -> Result<Vec<bool>> {
+    if grad_ys.len() > ys.len() {
+        return Err(Error::InvalidArgument(format!("gradients: Passed {} grad_ys for {} ys", grad_ys.len(), ys.len())));
+    }
+    let mut at_run_time = vec![false; ys.len()];
+    for (i, (&y, g)) in ys.iter().zip(grad_ys).enumerate() {
+        let Some(g) = *g else { continue };
+        let (y_node, g_node) = (graph.node(y)?, graph.node(g)?);
+        if g_node.dtype != y_node.dtype {
+            return Err(Error::DType(format!(
+                "gradients: grad_ys[{i}] has dtype {} but ys[{i}] ('{}:0') is {}; each grad_ys must have its y's dtype",
+                g_node.dtype.name(),
+                y_node.name,
+                y_node.dtype.name()
+            )));
+        }
+        super::infer::same_shape(i, &g_node.shape, &y_node.shape).map_err(|_| {
+            crate::forward::grad_ys_shape_error(i, &g_node.shape, &y_node.shape, Some(&format!("{}:0", y_node.name)))
+        })?;
+        let fully_known = |s: &PartialShape| s.as_ref().is_some_and(|d| d.iter().all(Option::is_some));
+        at_run_time[i] = !(fully_known(&g_node.shape) && fully_known(&y_node.shape));
+    }
+    Ok(at_run_time)
+}
+
 fn check_grad_shape(graph: &Graph, function: &str, input: NodeId, grad: NodeId) -> Result<()> {
     let (want, got) = (&graph.node(input)?.shape, &graph.node(grad)?.shape);
     if let (Some(w), Some(g)) = (want, got) {
@@ -149,4 +178,44 @@ fn check_grad_shape(graph: &Graph, function: &str, input: NodeId, grad: NodeId) 
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+    use crate::error::Error;
+    use crate::forward::forward;
+    use crate::kernels::elementwise::UnaryOp;
+    use crate::tensor::Tensor;
+
+    #[test]
+    fn a_grad_ys_of_a_certainly_wrong_shape_is_refused_before_any_node_is_added() {
+        let mut graph = Graph::new();
+        let x = graph.placeholder(DType::F32, Some(vec![Some(3)]), Some("x"));
+        let y = graph.op(Op::Unary(UnaryOp::Exp), vec![x], Some("y")).unwrap();
+        let g = graph.placeholder(DType::F32, Some(vec![None, Some(3)]), Some("g"));
+        let graph = RwLock::new(graph);
+        let err = gradients(&graph, &[y], &[x], &[Some(g)], &[]).unwrap_err();
+        assert!(matches!(&err, Error::Shape(m) if m.contains("(?, 3)") && m.contains("'y:0'") && m.contains("(3,)")));
+        assert_eq!(graph.read().nodes.len(), 3);
+    }
+
+    #[test]
+    fn a_grad_ys_of_a_partly_known_shape_is_checked_by_a_node_at_run_time() {
+        let mut graph = Graph::new();
+        let x = graph.placeholder(DType::F64, Some(vec![None]), Some("x"));
+        let g = graph.placeholder(DType::F64, Some(vec![None]), Some("g"));
+        let graph = RwLock::new(graph);
+        let grads = gradients(&graph, &[x], &[x], &[Some(g)], &[]).unwrap();
+        let graph = graph.read();
+        let check = graph.nodes.iter().find(|n| matches!(n.kind, NodeKind::Op(Op::CheckGradShape(0)))).unwrap();
+        assert_eq!(check.inputs, vec![g, x]);
+        assert_eq!(grads[0], Some(graph.nodes.len() - 1));
+        let (two, three) =
+            (Tensor::from_vec(vec![1.0f64; 2], vec![2]).unwrap(), Tensor::zeros(&[3], DType::F64).unwrap());
+        let err = forward(&Op::CheckGradShape(0), &[&two, &three]).unwrap_err();
+        assert!(matches!(&err, Error::Shape(m) if m.contains("grad_ys[0] has shape (2,) but ys[0] has shape (3,)")));
+        assert!(forward(&Op::CheckGradShape(0), &[&two, &two]).is_ok());
+    }
 }

@@ -64,6 +64,17 @@ pub fn broadcast(op: &str, a: &PartialShape, b: &PartialShape) -> Result<Partial
     Ok(Some(out))
 }
 
+/// What two partial shapes that must be equal say together; an error when they
+/// certainly differ (the `grad_ys[index]` of a `gradients` call and its y).
+pub fn same_shape(index: usize, grad: &PartialShape, y: &PartialShape) -> Result<PartialShape> {
+    let (Some(g), Some(w)) = (grad, y) else { return Ok(grad.clone().or_else(|| y.clone())) };
+    let conflict = g.len() != w.len() || g.iter().zip(w).any(|(a, b)| matches!((a, b), (Some(p), Some(q)) if p != q));
+    if conflict {
+        return Err(crate::forward::grad_ys_shape_error(index, grad, y, None));
+    }
+    Ok(Some(g.iter().zip(w).map(|(a, b)| a.or(*b)).collect()))
+}
+
 fn rank(shape: &PartialShape) -> Option<usize> {
     shape.as_ref().map(Vec::len)
 }
@@ -195,6 +206,7 @@ pub fn infer(op: &Op, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
         Op::ReluBackward | Op::ClampBackward { .. } => (broadcast(&op.name(), x(0)?.0, x(1)?.0)?, x(0)?.1),
         Op::IndexBackward(_) => (x(1)?.0.clone(), x(1)?.1),
         Op::MaskedScatter => (x(2)?.0.clone(), x(2)?.1),
+        Op::CheckGradShape(index) => (same_shape(*index, x(0)?.0, x(1)?.0)?, x(0)?.1),
         Op::Custom(c) => {
             return Err(Error::InvalidArgument(format!("custom op {} cannot be a graph node", c.name())));
         }

@@ -15,6 +15,7 @@ use crate::random::Distribution;
 use crate::tensor::Tensor;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::thread::ThreadId;
 
 pub type NodeId = usize;
 pub type VarId = usize;
@@ -70,9 +71,12 @@ pub enum NodeKind {
     },
     Op(Op),
     /// Input 0 is the value; the output is the variable's new value, stored when the run ends.
+    /// With `locking` (TF's `use_locking=True`), runs of plans holding it take the
+    /// variable's lock from their start to their end, so they update it one at a time.
     Assign {
         var: VarId,
         mode: AssignMode,
+        locking: bool,
     },
     /// Runs its inputs for their effects; has no value.
     Group,
@@ -160,11 +164,76 @@ pub struct Graph {
     pub nodes: Vec<GraphNode>,
     pub variables: Vec<VariableInfo>,
     name_counts: HashMap<String, usize>,
+    edit: Option<OpenEdit>,
+    /// How many edits were undone: node ids they used are given to new nodes, so
+    /// plans compiled before an undo may name other nodes now.
+    undone: u64,
+}
+
+/// Undoable edits of one thread (a `gradients` call, which may call back into user
+/// code that adds nodes too). While they are open only that thread may add to the
+/// graph, so undoing one removes exactly what it added.
+struct OpenEdit {
+    thread: ThreadId,
+    /// One mark per edit begun and not yet ended, innermost last.
+    marks: Vec<EditMark>,
+}
+
+/// What the graph held when an edit began.
+struct EditMark {
+    nodes: usize,
+    variables: usize,
+    name_counts: HashMap<String, usize>,
 }
 
 impl Graph {
     pub fn new() -> Graph {
         Graph::default()
+    }
+
+    /// Whether the calling thread may add to the graph now: not while another
+    /// thread's undoable edit is open (the caller waits and asks again).
+    pub fn may_edit(&self) -> bool {
+        self.edit.as_ref().is_none_or(|e| e.thread == std::thread::current().id())
+    }
+
+    /// Begins an undoable edit by the calling thread (edits nest); false, changing
+    /// nothing, while another thread's edit is open.
+    pub fn begin_edit(&mut self) -> bool {
+        if !self.may_edit() {
+            return false;
+        }
+        let mark = EditMark {
+            nodes: self.nodes.len(),
+            variables: self.variables.len(),
+            name_counts: self.name_counts.clone(),
+        };
+        let thread = std::thread::current().id();
+        self.edit.get_or_insert_with(|| OpenEdit { thread, marks: vec![] }).marks.push(mark);
+        true
+    }
+
+    /// Ends the calling thread's innermost edit; with `undo`, removes the nodes,
+    /// variables and names it added.
+    pub fn end_edit(&mut self, undo: bool) -> Result<()> {
+        let not_open = || Error::InvalidArgument("end_edit: this thread has no open edit of the graph".into());
+        let edit = self.edit.as_mut().filter(|e| e.thread == std::thread::current().id()).ok_or_else(not_open)?;
+        let mark = edit.marks.pop().ok_or_else(not_open)?;
+        if edit.marks.is_empty() {
+            self.edit = None;
+        }
+        if undo {
+            self.undone += 1;
+            self.nodes.truncate(mark.nodes);
+            self.variables.truncate(mark.variables);
+            self.name_counts = mark.name_counts;
+        }
+        Ok(())
+    }
+
+    /// How many edits were undone so far (see `end_edit`).
+    pub fn undone_edits(&self) -> u64 {
+        self.undone
     }
 
     pub fn node(&self, id: NodeId) -> Result<&GraphNode> {
@@ -246,7 +315,14 @@ impl Graph {
         Ok(self.push(NodeKind::Op(op), inputs, name, dtype, shape))
     }
 
-    pub fn assign(&mut self, var: VarId, mode: AssignMode, value: NodeId, name: Option<&str>) -> Result<NodeId> {
+    pub fn assign(
+        &mut self,
+        var: VarId,
+        mode: AssignMode,
+        locking: bool,
+        value: NodeId,
+        name: Option<&str>,
+    ) -> Result<NodeId> {
         self.check_inputs(&[value])?;
         let info = self
             .variables
@@ -276,7 +352,7 @@ impl Graph {
                 fmt_partial(&v.shape)
             )));
         }
-        let kind = NodeKind::Assign { var, mode };
+        let kind = NodeKind::Assign { var, mode, locking };
         let base = kind.type_name();
         Ok(self.push(kind, vec![value], Some(name.unwrap_or(&base)), info.dtype, known(&info.shape)))
     }
@@ -311,5 +387,44 @@ impl Graph {
             })
             .collect();
         Ok((call, outs))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::elementwise::UnaryOp;
+
+    #[test]
+    fn an_undone_edit_removes_its_nodes_variables_and_names() {
+        let mut graph = Graph::new();
+        let x = graph.placeholder(DType::F32, Some(vec![Some(2)]), Some("x"));
+        assert!(graph.begin_edit());
+        graph.op(Op::Unary(UnaryOp::Exp), vec![x], None).unwrap();
+        assert!(graph.begin_edit(), "edits of one thread nest");
+        graph.variable(DType::F32, vec![2], Some("v"));
+        graph.end_edit(false).unwrap();
+        graph.end_edit(true).unwrap();
+        assert_eq!(graph.nodes.len(), 1);
+        assert!(graph.variables.is_empty());
+        let exp = graph.op(Op::Unary(UnaryOp::Exp), vec![x], None).unwrap();
+        assert_eq!(graph.nodes[exp].name, "Exp", "the undone edit's names are free again");
+        assert!(graph.end_edit(false).is_err(), "no edit is open any more");
+    }
+
+    #[test]
+    fn another_threads_edit_keeps_this_thread_out_until_it_ends() {
+        let graph = parking_lot::RwLock::new(Graph::new());
+        assert!(graph.write().begin_edit());
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                assert!(!graph.read().may_edit());
+                assert!(!graph.write().begin_edit());
+            });
+        });
+        graph.write().end_edit(false).unwrap();
+        std::thread::scope(|scope| {
+            scope.spawn(|| assert!(graph.read().may_edit()));
+        });
     }
 }

@@ -148,6 +148,10 @@ pub struct Plan {
     /// their variable's memory, and their assigns. They run after every other step,
     /// with the session's variables locked.
     pub commit_from: usize,
+    /// The variables this plan assigns with `use_locking`, in increasing order: a
+    /// run holds their locks from before it reads the variables until it has
+    /// stored its assignments.
+    pub locked_variables: Vec<VarId>,
 }
 
 fn needed_nodes(graph: &Graph, fetches: &[NodeId], fed: &HashSet<NodeId>) -> Result<Vec<NodeId>> {
@@ -453,6 +457,7 @@ fn update_fusion(view: &FusionView<'_>, id: NodeId) -> Option<Fusion> {
 pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Plan> {
     let fed: HashSet<NodeId> = feeds.iter().copied().collect();
     let mut order = needed_nodes(graph, fetches, &fed)?;
+    let locked_variables = locked_variables(graph, &order, &fed);
     let enabled = EnabledFusions::from_env();
     let mut fusions = find_fusions(graph, &order, fetches, &fed, &enabled);
     let mut absorbed: HashSet<NodeId> = fusions.values().flat_map(|f| f.absorbed.iter().copied()).collect();
@@ -480,7 +485,7 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
                 }
                 NodeKind::Op(Op::Copy | Op::StopGradient) => StepKind::PassThrough,
                 NodeKind::Op(op) => StepKind::Op(op.clone()),
-                NodeKind::Assign { var, mode } => StepKind::Assign { var: *var, mode: *mode },
+                NodeKind::Assign { var, mode, .. } => StepKind::Assign { var: *var, mode: *mode },
                 NodeKind::Group | NodeKind::FunctionCall { .. } => StepKind::NoValue,
                 NodeKind::FunctionOutput { .. } => StepKind::PassThrough,
             }
@@ -531,7 +536,23 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
         run_state: parking_lot::Mutex::new(RunState::default()),
         buffer_count,
         commit_from,
+        locked_variables,
     })
+}
+
+/// The variables that the (not fed) assigns with `use_locking` among `nodes` update, sorted.
+fn locked_variables(graph: &Graph, nodes: &[NodeId], fed: &HashSet<NodeId>) -> Vec<VarId> {
+    let mut vars: Vec<VarId> = nodes
+        .iter()
+        .filter(|id| !fed.contains(id))
+        .filter_map(|&id| match graph.nodes[id].kind {
+            NodeKind::Assign { var, locking: true, .. } => Some(var),
+            _ => None,
+        })
+        .collect();
+    vars.sort_unstable();
+    vars.dedup();
+    vars
 }
 
 /// Marks the fused updates `v.assign(v - lr·a·b)` that may write into v's memory,

@@ -7,7 +7,7 @@ use super::convert::{
 use super::errors::{external, guard};
 use super::tensor::PyTensor;
 use crate::error::{Error, Result};
-use crate::graph::session::{RunHooks, Session};
+use crate::graph::session::{RunHooks, Session, PLAN_CACHE_CAPACITY};
 use crate::graph::{fmt_partial, gradients::gradients, AssignMode, Graph, GraphFunction, NodeId, PartialShape};
 use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
 use crate::op::{IndexItem, Op};
@@ -136,6 +136,15 @@ impl GraphFunction for PythonGraphFunction {
     }
 }
 
+/// Another thread's undoable edit (a `gradients` call) is adding to the graph: lets
+/// it go on (with the GIL released), then returns to try again; Ctrl-C stops the wait.
+fn wait_for_other_edit() -> PyResult<()> {
+    Python::attach(|py| {
+        py.detach(|| std::thread::sleep(std::time::Duration::from_micros(200)));
+        py.check_signals()
+    })
+}
+
 #[pyclass(frozen, name = "GraphCore", module = "rustgrad.static")]
 pub struct PyGraph {
     pub inner: Arc<RwLock<Graph>>,
@@ -146,8 +155,17 @@ impl PyGraph {
         guard(|| Ok(f(&self.inner.read())?))
     }
 
+    /// Edits the graph; waits while another thread's undoable edit is open.
     fn with_mut<T>(&self, f: impl FnOnce(&mut Graph) -> Result<T>) -> PyResult<T> {
-        guard(|| Ok(f(&mut self.inner.write())?))
+        guard(|| loop {
+            {
+                let mut graph = self.inner.write();
+                if graph.may_edit() {
+                    return Ok(f(&mut graph)?);
+                }
+            }
+            wait_for_other_edit()?;
+        })
     }
 }
 
@@ -202,14 +220,38 @@ impl PyGraph {
         self.with_mut(|g| g.op(op, inputs, name.as_deref()))
     }
 
-    #[pyo3(signature = (var, mode, value, name=None))]
-    fn assign(&self, var: usize, mode: &str, value: NodeId, name: Option<String>) -> PyResult<NodeId> {
+    #[pyo3(signature = (var, mode, value, name=None, use_locking=false))]
+    fn assign(
+        &self,
+        var: usize,
+        mode: &str,
+        value: NodeId,
+        name: Option<String>,
+        use_locking: bool,
+    ) -> PyResult<NodeId> {
         let mode = match mode {
             "add" => AssignMode::Add,
             "sub" => AssignMode::Sub,
             _ => AssignMode::Set,
         };
-        self.with_mut(|g| g.assign(var, mode, value, name.as_deref()))
+        self.with_mut(|g| g.assign(var, mode, use_locking, value, name.as_deref()))
+    }
+
+    /// Begins an undoable edit by this thread (they nest); waits while another
+    /// thread's is open. Other threads' edits of the graph wait until it ends.
+    fn begin_edit(&self) -> PyResult<()> {
+        guard(|| loop {
+            if self.inner.write().begin_edit() {
+                return Ok(());
+            }
+            wait_for_other_edit()?;
+        })
+    }
+
+    /// Ends this thread's innermost edit; with `undo`, removes every node,
+    /// variable and name it added.
+    fn end_edit(&self, undo: bool) -> PyResult<()> {
+        guard(|| Ok(self.inner.write().end_edit(undo)?))
     }
 
     #[pyo3(signature = (inputs, name=None))]
@@ -363,6 +405,17 @@ impl PySession {
 
     fn close(&self) {
         self.inner.close();
+    }
+
+    /// How many compiled plans the session holds (at most `plan_cache_capacity`).
+    fn plan_cache_size(&self) -> usize {
+        self.inner.cached_plans()
+    }
+
+    /// How many compiled plans a session keeps; the least recently used goes first.
+    #[classattr]
+    fn plan_cache_capacity() -> usize {
+        PLAN_CACHE_CAPACITY
     }
 
     #[getter]

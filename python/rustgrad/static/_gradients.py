@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
-from rustgrad.errors import GradientError
+from rustgrad.errors import ArgumentTypeError, GradientError, InvalidArgumentError
 from rustgrad.static._graph import Tensor, convert_to_tensor
 
 
@@ -17,24 +17,42 @@ def _as_list(x: Any) -> list[Any]:
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
+def _graph_tensors(role: str, values: list[Any]) -> list[Tensor]:
+    for i, value in enumerate(values):
+        if not isinstance(value, Tensor):
+            raise ArgumentTypeError(
+                f"gradients: {role}[{i}] must be a graph Tensor, got {type(value).__name__} {value!r}"
+            )
+    return values
+
+
 def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
               stop_gradients: Optional[Sequence[Tensor]] = None) -> list[Optional[Tensor]]:
     """d(sum of ys)/dx for each x, as new graph tensors; None where ys do not depend on x.
 
-    No gradient flows through the tensors in ``stop_gradients``.
+    Each ``grad_ys`` entry (None for ones) weights its y and must have that y's
+    shape: a mismatch raises ``ShapeError`` when the graph is built if the shapes
+    are known then, else when a Session runs the gradient. No gradient flows
+    through the tensors in ``stop_gradients``. A call that raises adds nothing to
+    the graph.
     """
-    ys, xs = _as_list(ys), _as_list(xs)
+    ys = _graph_tensors("ys", _as_list(ys))
+    xs = _graph_tensors("xs", _as_list(xs))
+    stops = _graph_tensors("stop_gradients", _as_list(stop_gradients)) if stop_gradients is not None else []
+    seeds_given = _as_list(grad_ys) if grad_ys is not None else []
+    if grad_ys is not None and len(seeds_given) != len(ys):
+        raise InvalidArgumentError(f"gradients: Passed {len(seeds_given)} grad_ys for {len(ys)} ys")
     if not ys or not xs:
         return [None] * len(xs)
     graph = ys[0].graph
-    for t in ys + xs:
+    for t in ys + xs + stops:
         graph._own(t)
-    seeds: list[Optional[int]] = [None] * len(ys)
-    if grad_ys is not None:
-        for i, g in enumerate(_as_list(grad_ys)):
-            seeds[i] = None if g is None else convert_to_tensor(g, ys[i].dtype, graph)._id
-    stops = [graph._own(t)._id for t in _as_list(stop_gradients)] if stop_gradients is not None else []
-    ids = graph._core.gradients([y._id for y in ys], [x._id for x in xs], seeds, stops)
+    with graph._undo_on_failure():
+        seeds: list[Optional[int]] = [None] * len(ys)
+        for i, g in enumerate(seeds_given):
+            if g is not None:
+                seeds[i] = graph._own(convert_to_tensor(g, ys[i].dtype, graph))._id
+        ids = graph._core.gradients([y._id for y in ys], [x._id for x in xs], seeds, [t._id for t in stops])
     return [None if i is None else Tensor(graph, i) for i in ids]
 
 

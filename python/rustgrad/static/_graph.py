@@ -83,6 +83,21 @@ class Graph:
         finally:
             _graph_stack.stack.pop()
 
+    @contextlib.contextmanager
+    def _undo_on_failure(self) -> Iterator[None]:
+        """Removes every node and variable the block added if it raises. Meanwhile other
+        threads that add to this graph wait until the block ends."""
+        kept_variables, kept_trainable = len(self._variables), len(self._trainable)
+        self._core.begin_edit()
+        try:
+            yield
+        except BaseException:
+            self._core.end_edit(True)
+            del self._variables[kept_variables:]
+            del self._trainable[kept_trainable:]
+            raise
+        self._core.end_edit(False)
+
     def get_operations(self) -> list[Operation]:
         return [Operation(self, i) for i in range(self._core.num_nodes())]
 
@@ -190,7 +205,8 @@ Scalar = Union[int, float]
 
 
 def convert_to_tensor(value: Any, dtype: Any = None, graph: Optional[Graph] = None) -> Tensor:
-    """``value`` as a graph tensor: tensors pass through, numbers and arrays become constants."""
+    """``value`` as a graph tensor: graph tensors pass through; numbers, arrays and eager
+    tensors (which must not require grad) become constants."""
     if isinstance(value, Tensor):
         if dtype is not None and value.dtype != as_dtype(dtype):
             raise DTypeError(
@@ -198,6 +214,13 @@ def convert_to_tensor(value: Any, dtype: Any = None, graph: Optional[Graph] = No
                 f"{value.dtype.name}: {value.name}"
             )
         return value
+    if isinstance(value, _rustgrad.Tensor):
+        if value.requires_grad:
+            raise ArgumentTypeError(
+                "an eager tensor that requires grad cannot be used in a graph: it would become a constant "
+                "that no gradient reaches. Pass tensor.detach(), or make it a rustgrad.static.Variable"
+            )
+        value = value.numpy()
     return (graph or get_default_graph())._constant(value, dtype)
 
 
@@ -276,11 +299,13 @@ class Tensor(GraphValue):
             scalar_op = {("sub", True): "rsub", ("div", True): "rdiv", ("pow", True): "rpow"}.get(
                 (op, reflected), op)
             return self.graph._op("scalar", (scalar_op, float(other)), [self])
-        other = convert_to_tensor(other, self.dtype, self.graph)
         if op == "pow":
             raise InvalidArgumentError(
-                "pow: the exponent of a graph tensor must be a Python number"
+                f"pow: the exponent of a graph tensor must be a Python number, got {type(other).__name__}"
+                if not reflected else
+                f"pow: only a Python number can be raised to a graph tensor's power, got {type(other).__name__}"
             )
+        other = convert_to_tensor(other, self.dtype, self.graph)
         a, b = (other, self) if reflected else (self, other)
         return self.graph._op("binary", (op,), [a, b])
 

@@ -2,7 +2,10 @@
 
 The first ``run`` with a given set of fetches and fed tensors compiles a plan in
 Rust (pruned to what the fetches need); later runs reuse it and execute in one
-call into Rust with the GIL released.
+call into Rust with the GIL released. A session keeps the plans of its
+``PLAN_CACHE_CAPACITY`` (64) most recently used sets of fetches and feeds; the
+least recently used plan is dropped when another is compiled, and compiled
+again if its fetches are run again.
 
 ``run`` may be called from several threads on one Session: each run reads the
 variable values as of its start and stores its assignments when it ends; runs
@@ -54,6 +57,9 @@ class _SessionStack(threading.local):
 
 _session_stack = _SessionStack()
 
+#: How many compiled plans a Session keeps (least recently used dropped first).
+PLAN_CACHE_CAPACITY: int = SessionCore.plan_cache_capacity
+
 
 def get_default_session() -> Session:
     if not _session_stack.stack:
@@ -64,7 +70,11 @@ def get_default_session() -> Session:
 
 
 class Session:
-    """Runs parts of a graph. Use as a context manager, or call ``close()``."""
+    """Runs parts of a graph. Use as a context manager, or call ``close()``.
+
+    It keeps the compiled plans of its ``PLAN_CACHE_CAPACITY`` (64) most recently
+    used sets of fetches and feeds, so running ever new fetch sets uses bounded memory.
+    """
 
     def __init__(self, target: str = "", graph: Optional[Graph] = None, config: Any = None) -> None:
         self.graph = graph if graph is not None else get_default_graph()
@@ -88,6 +98,10 @@ class Session:
     @property
     def closed(self) -> bool:
         return self._core.closed
+
+    def _plan_cache_size(self) -> int:
+        """How many compiled plans the session holds (at most ``PLAN_CACHE_CAPACITY``)."""
+        return self._core.plan_cache_size()
 
     def run(self, fetches: Any, feed_dict: Optional[dict] = None, options: Any = None,
             run_metadata: Any = None) -> Any:
@@ -130,11 +144,18 @@ class Session:
 
     def _feeds(self, feed_dict: dict) -> tuple[list[int], list[np.ndarray]]:
         pairs = []
-        for key, value in feed_dict.items():
-            key = self._resolve(key)
+        key_of: dict[int, Any] = {}
+        for given, value in feed_dict.items():
+            key = self._resolve(given)
             node = self._node_of(key, "Feed")
             if not isinstance(key, Tensor):
                 raise InvalidArgumentError(f"Cannot feed an Operation: {key!r}")
+            if node in key_of:
+                raise InvalidArgumentError(
+                    f"placeholder '{key.name}' is fed twice in one feed_dict, under the keys {key_of[node]!r} "
+                    f"and {given!r}; feed each placeholder once"
+                )
+            key_of[node] = given
             dtype = numpy_dtype(key.dtype)
             try:
                 array = np.asarray(value, dtype=dtype, order="C")

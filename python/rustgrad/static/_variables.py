@@ -54,23 +54,32 @@ class Variable(Tensor):
     def initial_value(self) -> Tensor:
         return self._initial_value
 
-    def _assign(self, value: Any, mode: str, name: Optional[str]) -> Tensor:
+    def _assign(self, value: Any, mode: str, use_locking: bool, name: Optional[str]) -> Tensor:
         value = convert_to_tensor(value, self.dtype, self.graph)
         self.graph._own(value)
-        return Tensor(self.graph, self.graph._core.assign(self._var, mode, value._id, name))
+        return Tensor(self.graph, self.graph._core.assign(self._var, mode, value._id, name, bool(use_locking)))
 
     def assign(self, value: Any, use_locking: bool = False, name: Optional[str] = None,
                read_value: bool = True) -> Tensor:
-        """A tensor whose value is ``value``; running it stores that value when the run ends."""
-        return self._assign(value, "set", name)
+        """A tensor whose value is ``value``; running it stores that value when the run ends.
+
+        With ``use_locking=True``, runs that hold such an assign of this variable take
+        the variable's lock from their start until their assignments are stored, so they
+        update it one at a time and none is lost. Without it, concurrent runs each store
+        their own result when they end, the last one winning."""
+        return self._assign(value, "set", use_locking, name)
 
     def assign_add(self, delta: Any, use_locking: bool = False, name: Optional[str] = None,
                    read_value: bool = True) -> Tensor:
-        return self._assign(delta, "add", name)
+        """A tensor whose value is the variable plus ``delta``, stored when the run ends;
+        ``use_locking`` as in ``assign``."""
+        return self._assign(delta, "add", use_locking, name)
 
     def assign_sub(self, delta: Any, use_locking: bool = False, name: Optional[str] = None,
                    read_value: bool = True) -> Tensor:
-        return self._assign(delta, "sub", name)
+        """A tensor whose value is the variable minus ``delta``, stored when the run ends;
+        ``use_locking`` as in ``assign``."""
+        return self._assign(delta, "sub", use_locking, name)
 
     def read_value(self) -> Tensor:
         return self.graph._op("identity", (), [self], f"{self.op.name}/read")

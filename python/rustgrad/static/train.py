@@ -9,7 +9,9 @@ graph and returns ONE operation; running it performs one training step::
         for batch in data:
             sess.run(train_op, feed_dict=...)
 
-The updates follow TF1's formulas. Within one run every read of a variable sees
+With ``use_locking=True`` every assign of the update locks its variable, so runs of
+the training op from several threads apply their updates one at a time (see
+``Variable.assign``). The updates follow TF1's formulas. Within one run every read of a variable sees
 its value from the start of the run and assignments land when the run ends, so
 each update is written as one expression of start-of-run values: the new slot
 value (momentum accumulator, Adam moments) is computed once and both stored in
@@ -199,7 +201,7 @@ class GradientDescentOptimizer(Optimizer):
 
     def _apply_dense(self, grad: Tensor, var: Variable) -> list[Tensor]:
         lr = self._hyper(self._learning_rate, var, "learning_rate")
-        return [var.assign_sub(grad * lr)]
+        return [var.assign_sub(grad * lr, use_locking=self._use_locking)]
 
 
 class MomentumOptimizer(Optimizer):
@@ -230,7 +232,8 @@ class MomentumOptimizer(Optimizer):
         accum = self._zeros_slot(var, self._name)
         new_accum = accum * momentum + grad  # start-of-run accum: the update uses the new value below
         step = grad * lr + new_accum * momentum * lr if self._use_nesterov else new_accum * lr
-        return [accum.assign(new_accum), var.assign_sub(step)]
+        locking = self._use_locking
+        return [accum.assign(new_accum, use_locking=locking), var.assign_sub(step, use_locking=locking)]
 
 
 class AdamOptimizer(Optimizer):
@@ -283,12 +286,14 @@ class AdamOptimizer(Optimizer):
         new_m = m * beta1 + grad * (1.0 - beta1)
         new_v = v * beta2 + grad * grad * (1.0 - beta2)
         step = lr_t * new_m / (new_v.sqrt() + epsilon)
-        return [m.assign(new_m), v.assign(new_v), var.assign_sub(step)]
+        locking = self._use_locking
+        return [m.assign(new_m, use_locking=locking), v.assign(new_v, use_locking=locking),
+                var.assign_sub(step, use_locking=locking)]
 
     def _finish(self, graph: Graph) -> list[Tensor]:
         beta1_power, beta2_power = self._powers(graph)
-        return [beta1_power.assign(beta1_power * float(self._beta1)),
-                beta2_power.assign(beta2_power * float(self._beta2))]
+        return [beta1_power.assign(beta1_power * float(self._beta1), use_locking=self._use_locking),
+                beta2_power.assign(beta2_power * float(self._beta2), use_locking=self._use_locking)]
 
 
 class Saver:
