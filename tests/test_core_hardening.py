@@ -1,0 +1,78 @@
+"""Thread-count bounds and Ctrl-C inside long kernels."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import rustgrad
+from rustgrad import errors
+
+
+@pytest.mark.parametrize("threads", [0, 1025, 10**6])
+def test_a_thread_count_outside_1_to_1024_is_refused_at_once(threads):
+    before = rustgrad.get_num_threads()
+    with pytest.raises(errors.InvalidArgumentError, match=r"between 1 and 1024, got") as info:
+        rustgrad.set_num_threads(threads)
+    assert isinstance(info.value, ValueError)
+    assert rustgrad.get_num_threads() == before
+
+
+def test_a_thread_count_inside_the_bound_is_taken():
+    before = rustgrad.get_num_threads()
+    try:
+        rustgrad.set_num_threads(3)
+        assert rustgrad.get_num_threads() == 3
+    finally:
+        rustgrad.set_num_threads(before)
+
+
+CHILD = r"""
+import sys, time
+import rustgrad as rg
+case = sys.argv[1]
+a = rg.ones(6000, 6000)
+x = rg.ones(100_000_000)
+ops = {
+    "matmul": lambda: a.mm(a),
+    "elementwise": lambda: [x.exp() for _ in range(100)],
+    "backward": lambda: [a.clone().requires_grad_().mm(a).sum().backward() for _ in range(4)],
+}
+print("ready", flush=True)
+try:
+    ops[case]()
+    print("finished", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", time.monotonic(), flush=True)
+assert (rg.ones(2, 2).mm(rg.ones(2, 2)).sum().item()) == 8.0
+print("usable", flush=True)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the SIGINT chaining is tested on Linux")
+@pytest.mark.parametrize("case", ["matmul", "elementwise", "backward"])
+def test_ctrl_c_stops_a_long_kernel_and_leaves_the_process_usable(case):
+    env = dict(os.environ)
+    pkg_parent = str(Path(rustgrad.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
+    child = subprocess.Popen([sys.executable, "-c", CHILD, case], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        time.sleep(0.5)  # well inside the op: each runs for several seconds uninterrupted
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        words = child.stdout.readline().split()
+        assert words and words[0] == "interrupted", words
+        # Uninterrupted, each op runs for seconds after the signal; a kernel that does
+        # not poll would hold it that long. The measured delay is tens of milliseconds.
+        assert float(words[1]) - sent < 1.5
+        assert child.stdout.readline().strip() == "usable"
+        assert child.wait(timeout=60) == 0
+    finally:
+        child.kill()
