@@ -23,6 +23,8 @@ __all__ = [
     "InvalidArgumentError",
     "FailedPreconditionError",
     "DeviceError",
+    "DLPackError",
+    "DLPackDeviceError",
 ]
 
 
@@ -75,3 +77,14 @@ class FailedPreconditionError(OpError, RuntimeError):
 
 class DeviceError(RustgradError, RuntimeError):
     """A device rustgrad does not have (it runs on the CPU only)."""
+
+
+class DLPackError(RustgradError, BufferError):
+    """A DLPack exchange that cannot be done as asked (a DLPack version rustgrad does not read).
+
+    The array-API standard names ``BufferError`` for these, so this is one.
+    """
+
+
+class DLPackDeviceError(DLPackError, DeviceError):
+    """A DLPack exchange with a device rustgrad does not have: both a ``BufferError`` and a `DeviceError`."""
