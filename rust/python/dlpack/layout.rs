@@ -75,12 +75,14 @@ pub unsafe fn check(t: &DLTensor) -> PyResult<Layout> {
     // SAFETY: `check`'s contract: a non-null shape points to `ndim` readable values.
     let dims = unsafe { read_array(t.shape, ndim, "shape") }?;
     let shape = dims_of(dims)?;
-    let numel = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
-    let bytes = numel.and_then(|n| n.checked_mul(dtype.size_in_bytes()));
-    let numel = match bytes {
-        Some(b) if b <= isize::MAX as usize => numel.unwrap_or(0),
+    // Zero dimensions count as 1: a tensor is only as large as rustgrad's strides can
+    // describe, so [2**40, 2**40, 0] is refused although it has no elements.
+    let extent = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d.max(1)));
+    match extent.and_then(|n| n.checked_mul(dtype.size_in_bytes())) {
+        Some(bytes) if bytes <= isize::MAX as usize => {}
         _ => return invalid(format!("shape {dims:?} of {} needs more bytes than any buffer can hold", dtype.name())),
-    };
+    }
+    let numel = shape.iter().product::<usize>();
     let strides = if t.strides.is_null() {
         contiguous_strides(&shape)
     } else {
