@@ -26,6 +26,8 @@ __all__ = [
     "SerializationError",
     "PathNotFoundError",
     "DataLossError",
+    "DLPackError",
+    "DLPackDeviceError",
 ]
 
 
@@ -94,3 +96,14 @@ class PathNotFoundError(SerializationError, FileNotFoundError):
 
 class DataLossError(OpError, RuntimeError):
     """``Saver.restore`` of a checkpoint that is corrupt or truncated (TF1 raises ``DataLossError``)."""
+
+
+class DLPackError(RustgradError, BufferError):
+    """A DLPack exchange that cannot be done as asked (a DLPack version rustgrad does not read).
+
+    The array-API standard names ``BufferError`` for these, so this is one.
+    """
+
+
+class DLPackDeviceError(DLPackError, DeviceError):
+    """A DLPack exchange with a device rustgrad does not have: both a ``BufferError`` and a `DeviceError`."""

@@ -41,6 +41,8 @@ error_class!(precondition_error, "rustgrad.errors", "FailedPreconditionError");
 error_class!(internal_error, "rustgrad.errors", "InternalError");
 error_class!(device_error_class, "rustgrad.errors", "DeviceError");
 error_class!(argument_type_error_class, "rustgrad.errors", "ArgumentTypeError");
+error_class!(dlpack_error_class, "rustgrad.errors", "DLPackError");
+error_class!(dlpack_device_error_class, "rustgrad.errors", "DLPackDeviceError");
 
 /// A `TypeError` that is also a `RustgradError`.
 pub fn argument_type_error(msg: String) -> PyErr {
@@ -49,6 +51,17 @@ pub fn argument_type_error(msg: String) -> PyErr {
 
 pub fn device_error(msg: String) -> PyErr {
     Python::attach(|py| raise(py, device_error_class(py), msg))
+}
+
+/// A DLPack exchange refused (a `BufferError`, as the array-API standard says, that is
+/// also a `RustgradError`).
+pub fn dlpack_error(msg: String) -> PyErr {
+    Python::attach(|py| raise(py, dlpack_error_class(py), msg))
+}
+
+/// A DLPack exchange refused because of the device: a `DLPackError` that is also a `DeviceError`.
+pub fn dlpack_device_error(msg: String) -> PyErr {
+    Python::attach(|py| raise(py, dlpack_device_error_class(py), msg))
 }
 
 fn raise(py: Python<'_>, cls: Option<Bound<'_, PyType>>, msg: String) -> PyErr {

@@ -647,26 +647,9 @@ impl PyTensor {
         stream: Option<&Bound<'py, PyAny>>,
         max_version: Option<&Bound<'py, PyAny>>,
         dl_device: Option<&Bound<'py, PyAny>>,
-        copy: Option<bool>,
+        copy: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let _ = (stream, dl_device);
-        // A consumer that speaks DLPack 1.x gets a versioned capsule (it says the memory is writable).
-        let versioned = match max_version {
-            Some(v) if !v.is_none() => v.extract::<(u32, u32)>().is_ok_and(|(major, _)| major >= 1),
-            _ => false,
-        };
-        let inner = &slf.get().inner;
-        if inner.requires_grad() {
-            return Err(Error::Gradient(
-                "Can't export a Tensor that requires grad through DLPack. Use tensor.detach() first.".into(),
-            )
-            .into());
-        }
-        if copy == Some(true) {
-            let fresh = forward::copy(inner)?;
-            return super::dlpack::export(slf.py(), &fresh, versioned);
-        }
-        super::dlpack::export(slf.py(), inner, versioned)
+        super::dlpack::export_tensor(slf, stream, max_version, dl_device, copy)
     }
 
     /// DLPack device: (kDLCPU, 0).
