@@ -481,8 +481,8 @@ pub fn _apply_function<'py>(
 }
 
 /// Puts a user Function's call on the tape. `outputs` are what its forward
-/// returned; outputs that are inputs returned unchanged are replaced by aliases
-/// (so the input keeps its own history). `non_differentiable[i]` marks outputs
+/// returned; the caller gets aliases of them (same data and version counter),
+/// which carry the new history. `non_differentiable[i]` marks outputs
 /// given to `ctx.mark_non_differentiable`. Returns the outputs to hand the user.
 fn record_function<'py>(
     py: Python<'py>,
@@ -515,8 +515,11 @@ fn record_function<'py>(
             ))
         })?;
         let is_non_diff = non_differentiable.get(position).copied().unwrap_or(false);
-        let inner = t.get().inner.clone();
-        let fresh = if inputs.iter().any(|i| i.same_tensor(&inner)) { inner.alias() } else { inner };
+        // The history goes on an alias handed to the caller, never on the tensor forward
+        // returned: forward may keep that one (`ctx.out = out`), and with the history it
+        // would make a cycle out -> node -> ctx -> out through Rust, which Python's GC
+        // cannot see, leaking every output. An input returned unchanged keeps its own history.
+        let fresh = t.get().inner.alias();
         differentiable.push(!is_non_diff);
         out_objects.push(Py::new(py, PyTensor::wrap(fresh.clone()))?.into_any());
         out_tensors.push(fresh);
