@@ -8,7 +8,7 @@ import numpy as np
 
 
 def tensor_repr(t: Any) -> str:
-    values = np.asarray(t)
+    values = np.asarray(t.detach())
     if values.dtype == np.bool_:
         body = np.array2string(values, separator=", ", prefix="tensor(")
     else:
