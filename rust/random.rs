@@ -3,7 +3,7 @@
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::shape::checked_numel;
-use crate::storage::Buffer;
+use crate::storage::{ensure_allocatable, try_alloc, Buffer, Element};
 use crate::tensor::Tensor;
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
@@ -35,11 +35,26 @@ fn draw(rng: &mut StdRng, dist: Distribution) -> f64 {
     }
 }
 
+/// A buffer of `n` draws of `T`, allocated (fallibly) in `T` itself: sampling a
+/// float32 tensor needs no float64 buffer, and running out of memory names `T`.
+fn sampled<T: Element>(
+    n: usize,
+    shape: &[usize],
+    rng: &mut StdRng,
+    mut draw_one: impl FnMut(&mut StdRng) -> T,
+) -> Result<Vec<T>> {
+    let mut values = try_alloc(n, T::default(), shape)?;
+    values.iter_mut().for_each(|v| *v = draw_one(rng));
+    Ok(values)
+}
+
 /// Samples from the global generator, or from a private one seeded with `seed`.
+/// Each value is drawn in float64 and rounded to `dtype`, so a seed gives the same
+/// values (up to rounding) in every dtype.
 pub fn sample(shape: &[usize], dtype: DType, dist: Distribution, seed: Option<u64>) -> Result<Tensor> {
     let n = checked_numel(shape)?;
-    let template = Tensor::zeros(shape, DType::F64)?; // fails cleanly before any sampling when too large
-    drop(template);
+    // Fails cleanly, before the generator is touched, when the tensor cannot fit.
+    ensure_allocatable(shape, dtype)?;
     let mut local;
     let mut global;
     let rng: &mut StdRng = match seed {
@@ -53,9 +68,9 @@ pub fn sample(shape: &[usize], dtype: DType, dist: Distribution, seed: Option<u6
         }
     };
     let buffer = match dtype {
-        DType::F32 => Buffer::F32((0..n).map(|_| draw(rng, dist) as f32).collect()),
-        DType::F64 => Buffer::F64((0..n).map(|_| draw(rng, dist)).collect()),
-        DType::Bool => Buffer::Bool((0..n).map(|_| draw(rng, dist) >= 0.5).collect()),
+        DType::F32 => Buffer::F32(sampled(n, shape, rng, |r| draw(r, dist) as f32)?),
+        DType::F64 => Buffer::F64(sampled(n, shape, rng, |r| draw(r, dist))?),
+        DType::Bool => Buffer::Bool(sampled(n, shape, rng, |r| draw(r, dist) >= 0.5)?),
     };
     Ok(Tensor::from_buffer(buffer, shape))
 }
@@ -73,5 +88,20 @@ mod tests {
         let u =
             sample(&[1000], DType::F32, Distribution::Uniform { low: 0.0, high: 1.0 }, Some(1)).unwrap().to_f64_vec();
         assert!(u.iter().all(|&v| (0.0..1.0).contains(&v)));
+    }
+
+    #[test]
+    fn float32_samples_are_the_float64_samples_rounded() {
+        let normal = Distribution::Normal { mean: 0.0, std: 1.0 };
+        let wide = sample(&[64], DType::F64, normal, Some(3)).unwrap().to_f64_vec();
+        let narrow = sample(&[64], DType::F32, normal, Some(3)).unwrap().to_vec::<f32>().unwrap();
+        assert!(wide.iter().zip(&narrow).all(|(&w, &n)| w as f32 == n));
+    }
+
+    #[test]
+    fn a_float32_tensor_too_large_names_float32() {
+        let huge = [1usize << 40, 1 << 20];
+        let err = sample(&huge, DType::F32, Distribution::Uniform { low: 0.0, high: 1.0 }, Some(1)).unwrap_err();
+        assert!(err.to_string().contains("float32"), "{err}");
     }
 }

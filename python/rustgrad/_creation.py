@@ -153,7 +153,9 @@ def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor that shares memory with a float32 or float64 numpy array, as in PyTorch.
 
     Writes to either show in the other. Arrays whose memory cannot be shared
-    (non-contiguous views, read-only or misaligned arrays, bool arrays) are copied.
+    (non-contiguous views, read-only or misaligned arrays, arrays of non-native
+    byte order, and bool arrays) are copied. Bool arrays are always copied: numpy
+    can store any byte in a bool array, and the Rust core may only see 0 and 1.
     """
     if not isinstance(array, np.ndarray):
         raise ArgumentTypeError(
@@ -164,6 +166,8 @@ def from_numpy(array: np.ndarray) -> Tensor:
             f"can't convert np.ndarray of type {array.dtype}; the supported types are "
             "float32, float64 and bool"
         )
+    if not array.dtype.isnative:
+        array = array.astype(array.dtype.newbyteorder("="))
     return _rustgrad._from_numpy(np.asarray(array, order="C"), False, True)
 
 

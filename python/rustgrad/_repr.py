@@ -26,7 +26,7 @@ def tensor_repr(t: Any) -> str:
         body = format_nested(flat, tuple(t.shape), **_element_options(flat.dtype))
         size = flat.size
     else:
-        values = np.asarray(t)
+        values = np.asarray(t.detach())
         body = np.array2string(values, separator=", ", prefix=PREFIX, **_element_options(values.dtype))
         size = values.size
     extras = []

@@ -101,7 +101,8 @@ class dtype:
     def itemsize(self) -> builtins.int: ...
     @property
     def name(self) -> str: ...
-    def __reduce__(self) -> tuple[str, tuple[str]]: ...
+    def __reduce__(self) -> str:
+        """The name of the module attribute (``"float32"``): unpickling gives the same singleton."""
     def __eq__(self, other: object, /) -> builtins.bool: ...
     def __hash__(self) -> builtins.int: ...
 
@@ -113,7 +114,9 @@ bool: Final[dtype]
 class device:
     """Only the CPU exists: any other device raises ``rustgrad.errors.DeviceError``."""
 
-    def __new__(cls, kind: Union[device, str], index: Optional[builtins.int] = None) -> Self: ...
+    def __new__(cls, kind: Union[device, str], index: Optional[builtins.int] = None) -> Self:
+        """``"cpu"`` or ``"cpu:<index>"``; an invalid string such as ``"cpu:abc"`` raises ``DeviceError``."""
+    def __reduce__(self) -> tuple[type[device], tuple[str, Optional[builtins.int]]]: ...
     @property
     def type(self) -> str: ...
     @property
@@ -134,8 +137,9 @@ class Tensor:
     __array_priority__: ClassVar[builtins.float]
     """1000.0: makes numpy defer to the reflected operators, so ``ndarray * tensor`` is a Tensor."""
 
-    def __new__(cls, *data: Any) -> Self:
-        """``Tensor(data)`` is ``rustgrad.tensor(data)``; ``Tensor(1, 2)`` is ``rustgrad.tensor((1, 2))``."""
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+        """As ``torch.Tensor``: ``Tensor(2, 3)`` is a zero-filled 2x3 float32 tensor, ``Tensor()`` is
+        empty, ``Tensor(data)`` a float32 copy of a sequence or array, ``Tensor(t)`` shares ``t``'s memory."""
 
     # attributes
     @property
@@ -264,7 +268,13 @@ class Tensor:
         """Nested lists of floats (bools), as deep as the tensor's rank; a number for a 0-d tensor."""
     def numpy(self) -> NDArray[Any]:
         """A numpy array sharing this tensor's memory (a copy for bool tensors)."""
-    def __array__(self, dtype: Optional[DTypeLike] = None, copy: Optional[builtins.bool] = None) -> NDArray[Any]: ...
+    def __array__(self, dtype: Optional[DTypeLike] = None, copy: Optional[builtins.bool] = None) -> NDArray[Any]:
+        """Shares memory as ``numpy()`` does, and like it refuses a tensor that requires grad;
+        ``copy=False`` raises ``InvalidArgumentError`` (a ValueError) when a copy is needed."""
+    def __reduce__(self) -> tuple[Any, tuple[bytes, str, tuple[builtins.int, ...], builtins.bool]]:
+        """Pickles the values, dtype, shape and ``requires_grad`` (not ``.grad`` or the history)."""
+    def __deepcopy__(self, memo: dict[builtins.int, Any], /) -> Tensor:
+        """Copies a leaf with ``requires_grad`` and ``.grad``; a non-leaf raises ``GradientError``."""
     def __dlpack__(
         self,
         *,
@@ -311,7 +321,8 @@ class Tensor:
     def __iter__(self) -> Iterator[Tensor]: ...
     def __bool__(self) -> builtins.bool: ...
     def __float__(self) -> builtins.float: ...
-    def __int__(self) -> builtins.int: ...
+    def __int__(self) -> builtins.int:
+        """Truncates; NaN raises ``InvalidArgumentError`` and infinity ``NumericOverflowError``."""
 
     # autograd
     def backward(
@@ -461,7 +472,8 @@ def _random(
     seed: Optional[builtins.int] = None,
 ) -> Tensor: ...
 def _from_numpy(array: NDArray[Any], requires_grad: builtins.bool, share: builtins.bool = False) -> Tensor: ...
-def manual_seed(seed: builtins.int) -> None: ...
+def manual_seed(seed: builtins.int) -> None:
+    """Seeds the generator; ``seed`` is an int in [-2**63, 2**64) (negative seeds wrap, as in torch)."""
 def from_dlpack(obj: Any) -> Tensor:
     """A tensor sharing memory with any DLPack producer (copied when the layout does not allow sharing)."""
 def set_num_threads(threads: builtins.int) -> None: ...

@@ -268,7 +268,9 @@ def _numerical_jacobian(fn: Callable[..., Any], inputs: Sequence[Any], target: T
 
 
 def _eval(fn: Callable[..., Any], inputs: Sequence[Any], out_index: int) -> np.ndarray:
-    return np.asarray(_as_output_tuple(fn(*inputs))[out_index], dtype=np.float64).reshape(-1)
+    out = _as_output_tuple(fn(*inputs))[out_index]
+    # A copy: the output may be a view of an input that the caller is about to perturb.
+    return np.array(out.detach() if isinstance(out, Tensor) else out, dtype=np.float64, copy=True).reshape(-1)
 
 
 def _analytical_jacobian(fn: Callable[..., Any], inputs: Sequence[Any],

@@ -15,6 +15,7 @@ __all__ = [
     "ShapeError",
     "DTypeError",
     "ArgumentTypeError",
+    "NumericOverflowError",
     "IndexOutOfRangeError",
     "OutOfMemoryError",
     "GradientError",
@@ -48,6 +49,11 @@ class DTypeError(RustgradError, TypeError):
 
 class ArgumentTypeError(RustgradError, TypeError):
     """An argument of the wrong kind (a list where an array is needed, a tensor used as a bool)."""
+
+
+class NumericOverflowError(RustgradError, OverflowError):
+    """A number too large for what it is converted to: ``int()`` of an infinite tensor, an
+    integer argument that does not fit in 64 bits."""
 
 
 class IndexOutOfRangeError(RustgradError, IndexError):

@@ -1,8 +1,8 @@
 //! Autograd entry points: backward, grad, grad mode, anomaly mode, graph
 //! nodes as Python objects, and user-defined Functions.
 
-use super::convert::repr;
-use super::errors::{external, guard};
+use super::convert::{flag, opt_arg, repr, type_name};
+use super::errors::{argument_type_error, external, guard};
 use super::tensor::PyTensor;
 use crate::autograd::engine::{accumulate_into_leaf, run_backward, BackwardOptions};
 use crate::autograd::grad_mode;
@@ -92,26 +92,32 @@ pub fn run_backward_py(
     })
 }
 
-fn tensors(seq: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
-    if let Ok(t) = seq.cast::<PyTensor>() {
-        return Ok(vec![t.get().inner.clone()]);
-    }
-    seq.try_iter()?.map(|item| Ok(item?.cast::<PyTensor>()?.get().inner.clone())).collect()
+/// A Tensor or a sequence of them (`op`'s argument `name`).
+fn tensors(seq: &Bound<'_, PyAny>, op: &str, name: &str) -> PyResult<Vec<Tensor>> {
+    Ok(optional_tensors(Some(seq), 1, op, name)?.into_iter().flatten().collect())
 }
 
-fn optional_tensors(seq: Option<&Bound<'_, PyAny>>, n: usize) -> PyResult<Vec<Option<Tensor>>> {
+/// A Tensor, or a sequence of Tensors and Nones (`op`'s argument `name`); None gives `n` Nones.
+fn optional_tensors(seq: Option<&Bound<'_, PyAny>>, n: usize, op: &str, name: &str) -> PyResult<Vec<Option<Tensor>>> {
+    let not_tensors = |obj: &Bound<'_, PyAny>| {
+        argument_type_error(format!(
+            "{op}: argument '{name}' must be a Tensor or a sequence of Tensors, got {}",
+            type_name(obj)
+        ))
+    };
     match seq {
         None => Ok(vec![None; n]),
         Some(s) if s.is_none() => Ok(vec![None; n]),
         Some(s) if s.cast::<PyTensor>().is_ok() => Ok(vec![Some(s.cast::<PyTensor>()?.get().inner.clone())]),
         Some(s) => s
-            .try_iter()?
+            .try_iter()
+            .map_err(|_| not_tensors(s))?
             .map(|item| {
                 let item = item?;
                 if item.is_none() {
                     Ok(None)
                 } else {
-                    Ok(Some(item.cast::<PyTensor>()?.get().inner.clone()))
+                    Ok(Some(item.cast::<PyTensor>().map_err(|_| not_tensors(&item))?.get().inner.clone()))
                 }
             })
             .collect(),
@@ -125,33 +131,39 @@ pub fn backward(
     py: Python<'_>,
     tensors: &Bound<'_, PyAny>,
     grad_tensors: Option<&Bound<'_, PyAny>>,
-    retain_graph: Option<bool>,
+    retain_graph: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
-    let outs = self::tensors(tensors)?;
-    let grads = optional_tensors(grad_tensors, outs.len())?;
-    run_backward_py(py, outs, grads, retain_graph.unwrap_or(false))
+    let retain_graph = flag(retain_graph, false, "backward", "retain_graph")?;
+    let outs = self::tensors(tensors, "backward", "tensors")?;
+    let grads = optional_tensors(grad_tensors, outs.len(), "backward", "grad_tensors")?;
+    run_backward_py(py, outs, grads, retain_graph)
 }
 
 /// `rustgrad.autograd.grad`: gradients of outputs with respect to inputs, leaving `.grad` alone.
 #[pyfunction]
-#[pyo3(signature = (outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=false, allow_unused=false))]
+#[pyo3(
+    signature = (outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=None, allow_unused=None),
+    text_signature = "(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False)"
+)]
 pub fn grad<'py>(
     py: Python<'py>,
     outputs: &Bound<'py, PyAny>,
     inputs: &Bound<'py, PyAny>,
     grad_outputs: Option<&Bound<'py, PyAny>>,
-    retain_graph: Option<bool>,
-    create_graph: bool,
-    allow_unused: bool,
+    retain_graph: Option<&Bound<'py, PyAny>>,
+    create_graph: Option<&Bound<'py, PyAny>>,
+    allow_unused: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    if create_graph {
+    let retain_graph = opt_arg::<bool>(retain_graph, "grad", "retain_graph")?;
+    let allow_unused = flag(allow_unused, false, "grad", "allow_unused")?;
+    if flag(create_graph, false, "grad", "create_graph")? {
         return Err(Error::Gradient(
             "grad(create_graph=True): higher-order gradients are not supported by rustgrad yet".into(),
         )
         .into());
     }
-    let outs = tensors(outputs)?;
-    let ins = tensors(inputs)?;
+    let outs = tensors(outputs, "grad", "outputs")?;
+    let ins = tensors(inputs, "grad", "inputs")?;
     for (i, t) in ins.iter().enumerate() {
         if !t.requires_grad() {
             return Err(Error::Gradient(format!(
@@ -160,7 +172,7 @@ pub fn grad<'py>(
             .into());
         }
     }
-    let grads = optional_tensors(grad_outputs, outs.len())?;
+    let grads = optional_tensors(grad_outputs, outs.len(), "grad", "grad_outputs")?;
     let captured = guard(|| {
         let roots = roots(outs, grads)?;
         let anomaly = DETECT_ANOMALY.load(Ordering::Relaxed);
@@ -483,8 +495,8 @@ pub fn _apply_function<'py>(
 }
 
 /// Puts a user Function's call on the tape. `outputs` are what its forward
-/// returned; outputs that are inputs returned unchanged are replaced by aliases
-/// (so the input keeps its own history). `non_differentiable[i]` marks outputs
+/// returned; the caller gets aliases of them (same data and version counter),
+/// which carry the new history. `non_differentiable[i]` marks outputs
 /// given to `ctx.mark_non_differentiable`. Returns the outputs to hand the user.
 fn record_function<'py>(
     py: Python<'py>,
@@ -517,8 +529,11 @@ fn record_function<'py>(
             ))
         })?;
         let is_non_diff = non_differentiable.get(position).copied().unwrap_or(false);
-        let inner = t.get().inner.clone();
-        let fresh = if inputs.iter().any(|i| i.same_tensor(&inner)) { inner.alias() } else { inner };
+        // The history goes on an alias handed to the caller, never on the tensor forward
+        // returned: forward may keep that one (`ctx.out = out`), and with the history it
+        // would make a cycle out -> node -> ctx -> out through Rust, which Python's GC
+        // cannot see, leaking every output. An input returned unchanged keeps its own history.
+        let fresh = t.get().inner.alias();
         differentiable.push(!is_non_diff);
         out_objects.push(Py::new(py, PyTensor::wrap(fresh.clone()))?.into_any());
         out_tensors.push(fresh);

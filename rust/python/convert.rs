@@ -10,6 +10,7 @@ use numpy::{
     npyffi, Element as _, PyArray1, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn,
     PyUntypedArrayMethods,
 };
+use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyString, PyTuple};
@@ -42,8 +43,9 @@ impl PyDType {
         self.inner.name()
     }
 
-    fn __reduce__(&self) -> (String, (String,)) {
-        ("rustgrad._dtype_from_name".into(), (self.inner.name().into(),))
+    /// Pickles as the global `rustgrad.<name>`, so unpickling gives back the same singleton.
+    fn __reduce__(&self) -> &'static str {
+        self.inner.name()
     }
 }
 
@@ -115,19 +117,48 @@ fn no_device(kind: &str) -> PyErr {
 impl PyDevice {
     #[new]
     #[pyo3(signature = (kind, index=None))]
-    fn new(kind: &Bound<'_, PyAny>, index: Option<i64>) -> PyResult<PyDevice> {
+    fn new(kind: &Bound<'_, PyAny>, index: Option<&Bound<'_, PyAny>>) -> PyResult<PyDevice> {
+        let index = opt_arg::<i64>(index, "device", "index")?;
         if let Ok(d) = kind.cast::<PyDevice>() {
-            return Ok(d.get().clone());
+            return match index {
+                None => Ok(d.get().clone()),
+                Some(_) => Err(super::errors::argument_type_error(
+                    "device: an index cannot be given together with a device object".into(),
+                )),
+            };
         }
-        let text: String = kind.extract()?;
-        let (name, parsed_index) = match text.split_once(':') {
-            Some((n, i)) => (n.to_string(), i.parse::<i64>().ok()),
-            None => (text.clone(), None),
-        };
+        let text = kind.cast::<PyString>().map_err(|_| {
+            super::errors::argument_type_error(format!(
+                "device: expected a device string such as 'cpu' or 'cpu:0', got {}",
+                type_name(kind)
+            ))
+        })?;
+        let text = text.to_cow()?;
+        let text: &str = &text;
+        let (name, parsed_index) = parse_device_string(text)?;
         if name != "cpu" {
-            return Err(no_device(&text));
+            return Err(no_device(text));
         }
-        Ok(PyDevice { kind: name, index: index.or(parsed_index) })
+        if parsed_index.is_some() && index.is_some() {
+            return Err(super::errors::device_error(format!(
+                "device: the type string must not include an index because index was passed explicitly: {text}"
+            )));
+        }
+        let index = index.or(parsed_index);
+        if index.is_some_and(|i| i < 0) {
+            return Err(super::errors::device_error(format!(
+                "device: the device index must not be negative, got {}",
+                index.unwrap_or_default()
+            )));
+        }
+        Ok(PyDevice { kind: name.to_string(), index })
+    }
+
+    /// Pickles as `device(type, index)`.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        let (py, d) = (slf.py(), slf.get());
+        let args = (d.kind.clone(), d.index).into_pyobject(py)?.into_any();
+        PyTuple::new(py, [slf.get_type().into_any(), args])
     }
 
     #[getter]
@@ -151,6 +182,57 @@ impl PyDevice {
         match self.index {
             Some(i) => format!("{}:{i}", self.kind),
             None => self.kind.clone(),
+        }
+    }
+}
+
+/// Device types PyTorch knows: a string naming one of them (with or without an
+/// index) is a device, so `x.to(name)` treats it as one; any other string is a dtype.
+const DEVICE_TYPES: [&str; 20] = [
+    "cpu",
+    "cuda",
+    "mps",
+    "xpu",
+    "xla",
+    "meta",
+    "hip",
+    "ipu",
+    "mkldnn",
+    "opengl",
+    "opencl",
+    "ideep",
+    "ve",
+    "fpga",
+    "maia",
+    "lazy",
+    "vulkan",
+    "hpu",
+    "mtia",
+    "privateuseone",
+];
+
+pub fn is_device_string(text: &str) -> bool {
+    let kind = text.split_once(':').map_or(text, |(kind, _)| kind);
+    DEVICE_TYPES.contains(&kind)
+}
+
+/// `"cpu"` or `"cpu:0"` into the type and the index; anything else after the colon is invalid.
+fn parse_device_string(text: &str) -> PyResult<(&str, Option<i64>)> {
+    let invalid = || {
+        super::errors::device_error(format!(
+            "Invalid device string: '{text}'; expected a device type with an optional index, such as 'cpu' or 'cpu:0'"
+        ))
+    };
+    match text.split_once(':') {
+        None if !text.is_empty() => Ok((text, None)),
+        None => Err(invalid()),
+        Some((kind, index)) => {
+            let digits = !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit());
+            let index = if digits { index.parse::<i64>().ok() } else { None };
+            match index {
+                Some(i) if !kind.is_empty() => Ok((kind, Some(i))),
+                _ => Err(invalid()),
+            }
         }
     }
 }
@@ -191,14 +273,47 @@ fn copy_from_numpy(array: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     if let Some(t) = take::<f64>(array)? {
         return Ok(t);
     }
-    if let Some(t) = take::<bool>(array)? {
+    if let Some(t) = take_bool(array)? {
         return Ok(t);
     }
-    Err(Error::DType(format!(
+    Err(unsupported_array_dtype(array))
+}
+
+/// numpy lets a bool array hold any byte (`np.frombuffer(b"\x02", bool)`), but a Rust
+/// `bool` must be 0 or 1: the bytes are read as u8 and compared with zero. For the
+/// same reason bool memory is never shared with numpy, in either direction.
+fn take_bool(array: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
+    if array.cast::<PyArrayDyn<bool>>().is_err() {
+        return Ok(None);
+    }
+    let bytes = array.call_method1("view", ("u1",))?;
+    let view = bytes.extract::<PyReadonlyArrayDyn<'_, u8>>()?;
+    let shape = view.shape().to_vec();
+    let data: Vec<bool> = view.as_array().iter().map(|&b| b != 0).collect();
+    Ok(Some(Tensor::from_vec(data, shape)?))
+}
+
+/// Says why an array's dtype is refused: a float of non-native byte order is told
+/// so (it already is float32 or float64), any other dtype is told what to convert to.
+fn unsupported_array_dtype(array: &Bound<'_, PyAny>) -> PyErr {
+    let dtype = array.getattr("dtype").ok();
+    let text = |name: &str| -> Option<String> { dtype.as_ref()?.getattr(name).ok()?.str().ok().map(|s| s.to_string()) };
+    let (kind, byte_order, name) = (text("kind"), text("byteorder"), text("name"));
+    if kind.as_deref() == Some("f") && byte_order.as_deref().is_some_and(|b| b == ">" || b == "<") {
+        let order = if byte_order.as_deref() == Some(">") { "big-endian" } else { "little-endian" };
+        let name = name.unwrap_or_default();
+        return Error::DType(format!(
+            "cannot make a tensor from a {order} numpy array of dtype {name}; rustgrad needs the native byte order: \
+             convert it with arr.astype(arr.dtype.newbyteorder('=')) (a copy), or \
+             arr.byteswap().view(arr.dtype.newbyteorder()) to swap the bytes in a new array"
+        ))
+        .into();
+    }
+    Error::DType(format!(
         "cannot make a tensor from a numpy array of dtype {}; convert it to float32, float64 or bool",
-        array.getattr("dtype").map(|d| repr(&d)).unwrap_or_default()
+        dtype.map(|d| repr(&d)).unwrap_or_default()
     ))
-    .into())
+    .into()
 }
 
 /// Keeps a numpy array alive while a tensor shares its memory.
@@ -294,23 +409,133 @@ pub enum Operand {
 }
 
 /// Converts the other side of an operator. Returns None for types the operator
-/// does not handle, so Python can try the reflected method.
+/// does not handle, so Python can try the reflected method (and then raise its
+/// own TypeError). A complex number raises: there is no complex dtype.
 pub fn operand(obj: &Bound<'_, PyAny>) -> PyResult<Option<Operand>> {
     if let Ok(t) = obj.cast::<PyTensor>() {
         return Ok(Some(Operand::Tensor(t.get().inner.clone())));
     }
+    // Python numbers first (the common case), then the complex check: numpy's complex
+    // scalars convert to float, silently dropping the imaginary part.
+    let is_python_number = obj.is_instance_of::<pyo3::types::PyFloat>() || obj.is_instance_of::<pyo3::types::PyInt>();
+    if !is_python_number && is_complex(obj) {
+        return Err(super::errors::argument_type_error(format!(
+            "complex numbers are not supported: rustgrad has no complex dtype (got {})",
+            repr(obj)
+        )));
+    }
     if let Ok(v) = obj.extract::<f64>() {
         return Ok(Some(Operand::Scalar(v)));
     }
-    let py = obj.py();
-    let is_array_like = obj.is_instance_of::<PyList>()
-        || obj.is_instance_of::<PyTuple>()
-        || py.import("numpy")?.getattr("ndarray").is_ok_and(|nd| obj.is_instance(&nd).unwrap_or(false));
-    if is_array_like {
-        let t = py.import("rustgrad")?.getattr("as_tensor")?.call1((obj,))?;
+    if is_array_like(obj)? {
+        let t = obj.py().import("rustgrad")?.getattr("as_tensor")?.call1((obj,))?;
         return Ok(Some(Operand::Tensor(t.cast::<PyTensor>()?.get().inner.clone())));
     }
     Ok(None)
+}
+
+fn is_array_like(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(obj.is_instance_of::<PyList>()
+        || obj.is_instance_of::<PyTuple>()
+        || obj.py().import("numpy")?.getattr("ndarray").is_ok_and(|nd| obj.is_instance(&nd).unwrap_or(false)))
+}
+
+/// A Python complex, or a numpy complex scalar or array (numpy's complex64 is not a Python complex).
+fn is_complex(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_instance_of::<pyo3::types::PyComplex>()
+        || obj.getattr("dtype").and_then(|d| d.getattr("kind")).is_ok_and(|k| k.eq("c").unwrap_or(false))
+}
+
+/// The right side of an in-place operator (`x += other`) that the operator
+/// understands. Anything else fails to convert, which makes PyO3 return
+/// `NotImplemented`: Python then tries `x + other`, and that raises the
+/// TypeError (or defers to a graph tensor's reflected operator).
+pub struct InPlaceOperand<'py>(pub Bound<'py, PyAny>);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for InPlaceOperand<'py> {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let obj = obj.to_owned();
+        let understood = obj.cast::<PyTensor>().is_ok() || obj.extract::<f64>().is_ok() || is_array_like(&obj)?;
+        if understood {
+            Ok(InPlaceOperand(obj))
+        } else {
+            Err(super::errors::argument_type_error("not an operand of an in-place operator".into()))
+        }
+    }
+}
+
+pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "<unknown type>".into())
+}
+
+/// What an argument of this Rust type must be, for error messages.
+pub trait ArgType: for<'a, 'py> FromPyObject<'a, 'py> {
+    const EXPECTED: &'static str;
+}
+
+impl ArgType for bool {
+    const EXPECTED: &'static str = "a bool";
+}
+
+impl ArgType for isize {
+    const EXPECTED: &'static str = "an int";
+}
+
+impl ArgType for i64 {
+    const EXPECTED: &'static str = "an int";
+}
+
+impl ArgType for f64 {
+    const EXPECTED: &'static str = "a number";
+}
+
+/// Converts an argument of a public function or method with PyO3's rules, but a
+/// value of the wrong type raises `ArgumentTypeError` and an integer too large
+/// raises `NumericOverflowError`, each naming the op, the argument and what it
+/// takes. (Typed PyO3 parameters would raise a bare TypeError or OverflowError,
+/// outside the RustgradError hierarchy; public entry points take `&Bound<PyAny>`
+/// and convert through here instead.)
+pub fn arg<T: ArgType>(obj: &Bound<'_, PyAny>, op: &str, name: &str) -> PyResult<T> {
+    obj.extract::<T>().map_err(|err| argument_error(obj, err.into(), op, name, T::EXPECTED))
+}
+
+/// `arg` for an optional argument: a missing argument and None both give None.
+pub fn opt_arg<T: ArgType>(obj: Option<&Bound<'_, PyAny>>, op: &str, name: &str) -> PyResult<Option<T>> {
+    match obj {
+        Some(o) if !o.is_none() => arg(o, op, name).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// `arg` for an optional flag with a default.
+pub fn flag(obj: Option<&Bound<'_, PyAny>>, default: bool, op: &str, name: &str) -> PyResult<bool> {
+    Ok(opt_arg(obj, op, name)?.unwrap_or(default))
+}
+
+/// A Tensor argument, or `ArgumentTypeError` naming the op and the argument.
+pub fn tensor_arg<'a, 'py>(obj: &'a Bound<'py, PyAny>, op: &str, name: &str) -> PyResult<&'a Bound<'py, PyTensor>> {
+    obj.cast::<PyTensor>().map_err(|_| {
+        super::errors::argument_type_error(format!("{op}: argument '{name}' must be a Tensor, got {}", type_name(obj)))
+    })
+}
+
+fn argument_error(obj: &Bound<'_, PyAny>, err: PyErr, op: &str, name: &str, expected: &str) -> PyErr {
+    let py = obj.py();
+    if err.is_instance_of::<PyOverflowError>(py) {
+        return super::errors::overflow_error(format!(
+            "{op}: argument '{name}' is out of range: {} does not fit in a 64-bit integer",
+            repr(obj)
+        ));
+    }
+    if err.is_instance_of::<PyTypeError>(py) {
+        return super::errors::argument_type_error(format!(
+            "{op}: argument '{name}' must be {expected}, got {}",
+            type_name(obj)
+        ));
+    }
+    err
 }
 
 /// A shape given as `*sizes` or as one sequence, possibly with -1.

@@ -1,14 +1,15 @@
 //! Tensor factories. The Python layer parses PyTorch-style arguments; these
 //! functions receive plain shapes and dtypes.
 
-use super::convert::{parse_dtype, share_from_numpy, tensor_from_numpy};
-use super::errors::guard;
+use super::convert::{parse_dtype, repr, share_from_numpy, tensor_from_numpy, type_name};
+use super::errors::{argument_type_error, guard};
 use super::tensor::PyTensor;
 use crate::error::Error;
 use crate::random::{self, Distribution};
 use crate::shape::Shape;
 use crate::tensor::Tensor;
 use pyo3::prelude::*;
+use pyo3::types::PyInt;
 
 /// Validates a user shape: every dim must be non-negative.
 fn checked_shape(shape: &[i64]) -> PyResult<Shape> {
@@ -16,6 +17,38 @@ fn checked_shape(shape: &[i64]) -> PyResult<Shape> {
         return Err(Error::Shape(format!("Trying to create tensor with negative dimension {bad}: {shape:?}")).into());
     }
     Ok(shape.iter().map(|&d| d as usize).collect())
+}
+
+/// A shape from the Python layer. A size that does not fit in 64 bits cannot be
+/// allocated (or, negative, is no size at all): PyO3 would raise a bare OverflowError.
+fn user_shape(shape: &Bound<'_, PyAny>) -> PyResult<Shape> {
+    if let Ok(dims) = shape.extract::<Vec<i64>>() {
+        return checked_shape(&dims);
+    }
+    let sizes: Vec<Bound<'_, PyAny>> = shape.try_iter()?.collect::<PyResult<_>>()?;
+    if let Some(bad) = sizes.iter().find(|s| s.lt(0).unwrap_or(false)) {
+        return Err(Error::Shape(format!(
+            "Trying to create tensor with negative dimension {}: {}",
+            repr(bad),
+            repr(shape)
+        ))
+        .into());
+    }
+    if sizes.iter().all(|s| s.is_instance_of::<PyInt>()) {
+        return Err(Error::OutOfMemory(format!(
+            "cannot allocate a tensor of shape {}: a size does not fit in 64 bits; use a smaller shape",
+            repr(shape)
+        ))
+        .into());
+    }
+    Err(argument_type_error(format!("a shape must be a sequence of ints, got {}", repr(shape))))
+}
+
+/// `requires_grad=` of a factory: a bool (Python's or numpy's), as in torch.
+fn requires_grad_flag(value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    value
+        .extract::<bool>()
+        .map_err(|_| argument_type_error(format!("requires_grad must be a bool, got {}", type_name(value))))
 }
 
 fn finish(t: Tensor, requires_grad: bool) -> PyResult<PyTensor> {
@@ -31,12 +64,13 @@ fn finish(t: Tensor, requires_grad: bool) -> PyResult<PyTensor> {
 #[pyfunction]
 pub fn _full(
     py: Python<'_>,
-    shape: Vec<i64>,
+    shape: &Bound<'_, PyAny>,
     value: f64,
     dtype: &Bound<'_, PyAny>,
-    requires_grad: bool,
+    requires_grad: &Bound<'_, PyAny>,
 ) -> PyResult<PyTensor> {
-    let shape = checked_shape(&shape)?;
+    let requires_grad = requires_grad_flag(requires_grad)?;
+    let shape = user_shape(shape)?;
     let dtype = parse_dtype(dtype)?;
     let t = guard(|| Ok(py.detach(|| Tensor::full(&shape, value, dtype))?))?;
     finish(t, requires_grad)
@@ -47,15 +81,20 @@ pub fn _full(
 #[allow(clippy::too_many_arguments)]
 pub fn _random(
     py: Python<'_>,
-    shape: Vec<i64>,
+    shape: &Bound<'_, PyAny>,
     dtype: &Bound<'_, PyAny>,
     kind: &str,
     a: f64,
     b: f64,
-    requires_grad: bool,
-    seed: Option<u64>,
+    requires_grad: &Bound<'_, PyAny>,
+    seed: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let shape = checked_shape(&shape)?;
+    let requires_grad = requires_grad_flag(requires_grad)?;
+    let seed = match seed {
+        Some(s) if !s.is_none() => Some(seed_value(s, kind_op(kind), "generator")?),
+        _ => None,
+    };
+    let shape = user_shape(shape)?;
     let dtype = parse_dtype(dtype)?;
     let dist = match kind {
         "normal" => Distribution::Normal { mean: a, std: b },
@@ -72,7 +111,8 @@ pub fn _random(
 /// otherwise, and without `share`, it copies.
 #[pyfunction]
 #[pyo3(signature = (array, requires_grad, share=false))]
-pub fn _from_numpy(array: &Bound<'_, PyAny>, requires_grad: bool, share: bool) -> PyResult<PyTensor> {
+pub fn _from_numpy(array: &Bound<'_, PyAny>, requires_grad: &Bound<'_, PyAny>, share: bool) -> PyResult<PyTensor> {
+    let requires_grad = requires_grad_flag(requires_grad)?;
     let shared = if share { share_from_numpy(array)? } else { None };
     let tensor = match shared {
         Some(t) => t,
@@ -81,9 +121,41 @@ pub fn _from_numpy(array: &Bound<'_, PyAny>, requires_grad: bool, share: bool) -
     finish(tensor, requires_grad)
 }
 
+fn kind_op(kind: &str) -> &'static str {
+    if kind == "normal" {
+        "randn"
+    } else {
+        "rand"
+    }
+}
+
+/// A seed as torch takes it: an int in [-2**63, 2**64); a negative one wraps to
+/// its two's complement (so -1 is 2**64 - 1).
+fn seed_value(seed: &Bound<'_, PyAny>, op: &str, name: &str) -> PyResult<u64> {
+    let int = seed.cast::<PyInt>().map(|i| i.clone().into_any()).or_else(|_| {
+        seed.call_method0("__index__").map_err(|_| {
+            argument_type_error(format!("{op}: argument '{name}' must be an int, got {}", type_name(seed)))
+        })
+    })?;
+    if let Ok(unsigned) = int.extract::<u64>() {
+        return Ok(unsigned);
+    }
+    match int.extract::<i64>() {
+        // A negative seed wraps to its two's complement, as in torch.
+        Ok(negative) => Ok(negative as u64),
+        Err(_) => Err(Error::InvalidArgument(format!(
+            "{op}: the seed must be an int in [-2**63, 2**64) (negative seeds wrap around), got {}",
+            repr(&int)
+        ))
+        .into()),
+    }
+}
+
+/// Seeds the generator behind `randn`, `rand` and friends.
 #[pyfunction]
-pub fn manual_seed(seed: u64) {
-    random::manual_seed(seed);
+pub fn manual_seed(seed: &Bound<'_, PyAny>) -> PyResult<()> {
+    random::manual_seed(seed_value(seed, "manual_seed", "seed")?);
+    Ok(())
 }
 
 #[pyfunction]

@@ -34,6 +34,7 @@ macro_rules! error_class {
 error_class!(shape_error, "rustgrad.errors", "ShapeError");
 error_class!(dtype_error, "rustgrad.errors", "DTypeError");
 error_class!(index_error, "rustgrad.errors", "IndexOutOfRangeError");
+error_class!(overflow_error_class, "rustgrad.errors", "NumericOverflowError");
 error_class!(memory_error, "rustgrad.errors", "OutOfMemoryError");
 error_class!(gradient_error, "rustgrad.errors", "GradientError");
 error_class!(argument_error, "rustgrad.errors", "InvalidArgumentError");
@@ -47,6 +48,11 @@ error_class!(dlpack_device_error_class, "rustgrad.errors", "DLPackDeviceError");
 /// A `TypeError` that is also a `RustgradError`.
 pub fn argument_type_error(msg: String) -> PyErr {
     Python::attach(|py| raise(py, argument_type_error_class(py), msg))
+}
+
+/// An `OverflowError` that is also a `RustgradError`.
+pub fn overflow_error(msg: String) -> PyErr {
+    Python::attach(|py| raise(py, overflow_error_class(py), msg))
 }
 
 pub fn device_error(msg: String) -> PyErr {

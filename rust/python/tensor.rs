@@ -16,7 +16,7 @@ use crate::shape::fmt_shape;
 use crate::tensor::Tensor;
 use pyo3::basic::CompareOp;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::{PyDict, PyFloat, PyList, PyString, PyTuple};
 
 /// Work of at least this many elements runs with the GIL released; for smaller
 /// tensors releasing and re-taking it costs more than the kernel.
@@ -98,6 +98,29 @@ fn arith(
     result.map(Some)
 }
 
+/// An operator's result: the tensor, or `NotImplemented` for an operand it does not
+/// understand, so that Python tries the other operand's reflected method and then
+/// raises its own "unsupported operand type(s)" TypeError.
+fn or_not_implemented(py: Python<'_>, result: Option<PyTensor>) -> PyResult<Py<PyAny>> {
+    match result {
+        Some(t) => Ok(Py::new(py, t)?.into_any()),
+        None => Ok(py.NotImplemented()),
+    }
+}
+
+/// The method form of a binary op (`x.add(other)`): an operand it does not
+/// understand is an `ArgumentTypeError` naming the op and the type.
+fn binary_method(py: Python<'_>, x: &Tensor, other: &Bound<'_, PyAny>, op: BinaryOp, name: &str) -> PyResult<PyTensor> {
+    arith(py, x, other, op, false)?.ok_or_else(|| unsupported_operand(name, other))
+}
+
+fn unsupported_operand(op: &str, other: &Bound<'_, PyAny>) -> PyErr {
+    super::errors::argument_type_error(format!(
+        "{op}: the other operand must be a Tensor, a number or an array-like, got {}",
+        convert::type_name(other)
+    ))
+}
+
 fn pow(py: Python<'_>, x: &Tensor, other: &Bound<'_, PyAny>, reflected: bool) -> PyResult<Option<PyTensor>> {
     match operand(other)? {
         None => Ok(None),
@@ -144,12 +167,13 @@ fn value_tensor(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<Tensor> {
 
 #[pymethods]
 impl PyTensor {
-    /// Tensors are made with `rustgrad.tensor(...)` and the other creation functions.
+    /// The legacy constructor, as `torch.Tensor`: `Tensor(2, 3)` is a 2x3 float32 tensor
+    /// (zero-filled), `Tensor([2, 3])` holds the data as float32, `Tensor()` is empty.
+    /// (rustgrad.tensor(...) and the other creation functions are the usual way.)
     #[new]
-    #[pyo3(signature = (*args, **_kwargs))]
-    fn py_new(py: Python<'_>, args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
-        let data = if args.len() == 1 { args.get_item(0)? } else { args.clone().into_any() };
-        let t = py.import("rustgrad")?.getattr("tensor")?.call1((data,))?;
+    #[pyo3(signature = (*args, **kwargs))]
+    fn py_new(py: Python<'_>, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<PyTensor> {
+        let t = py.import("rustgrad._tensor_protocols")?.getattr("legacy_new")?.call(args, kwargs)?;
         Ok(PyTensor::wrap(t.cast::<PyTensor>()?.get().inner.clone()))
     }
 
@@ -167,8 +191,8 @@ impl PyTensor {
     }
 
     #[pyo3(signature = (dim=None))]
-    fn size<'py>(&self, py: Python<'py>, dim: Option<isize>) -> PyResult<Bound<'py, PyAny>> {
-        match dim {
+    fn size<'py>(&self, py: Python<'py>, dim: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+        match convert::opt_arg::<isize>(dim, "size", "dim")? {
             None => Ok(PyTuple::new(py, self.inner.shape())?.into_any()),
             Some(d) => {
                 let d = crate::shape::normalize_dim("size", d, self.inner.rank())?;
@@ -228,15 +252,21 @@ impl PyTensor {
     }
 
     #[setter]
-    fn set_requires_grad(&self, value: bool) -> PyResult<()> {
+    fn set_requires_grad(&self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let value = convert::arg::<bool>(value, "requires_grad", "value")?;
         self.check_can_require_grad(value)?;
         self.inner.set_requires_grad(value);
         Ok(())
     }
 
-    #[pyo3(signature = (requires_grad=true))]
-    fn requires_grad_(slf: Bound<'_, Self>, requires_grad: bool) -> PyResult<Bound<'_, Self>> {
-        slf.get().set_requires_grad(requires_grad)?;
+    #[pyo3(signature = (requires_grad=None), text_signature = "($self, requires_grad=True)")]
+    fn requires_grad_<'py>(
+        slf: Bound<'py, Self>,
+        requires_grad: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let requires_grad = convert::flag(requires_grad, true, "requires_grad_", "requires_grad")?;
+        slf.get().check_can_require_grad(requires_grad)?;
+        slf.get().inner.set_requires_grad(requires_grad);
         Ok(slf)
     }
 
@@ -246,10 +276,16 @@ impl PyTensor {
     }
 
     #[setter]
-    fn set_grad(&self, grad: Option<&Bound<'_, PyTensor>>) -> PyResult<()> {
+    fn set_grad(&self, grad: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         match grad {
             None => self.inner.set_grad(None),
             Some(g) => {
+                let g = convert::tensor_arg(g, "grad", "value").map_err(|_| {
+                    super::errors::argument_type_error(format!(
+                        "assigned grad expected to be a Tensor or None but got grad of type {}",
+                        convert::type_name(g)
+                    ))
+                })?;
                 let g = g.get().inner.clone();
                 if g.shape() != self.inner.shape() || g.dtype() != self.inner.dtype() {
                     return Err(Error::Gradient(format!(
@@ -303,26 +339,30 @@ impl PyTensor {
 
     // ----- shape and matmul -----
 
-    fn mm(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<PyTensor> {
-        run_op(py, Op::MatMul { transpose_a: false, transpose_b: false }, &[&self.inner, &other.get().inner])
+    fn mm(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        let other = &convert::tensor_arg(other, "mm", "other")?.get().inner;
+        run_op(py, Op::MatMul { transpose_a: false, transpose_b: false }, &[&self.inner, other])
     }
 
-    fn matmul(&self, py: Python<'_>, other: &Bound<'_, PyTensor>) -> PyResult<PyTensor> {
-        matmul_any(py, &self.inner, &other.get().inner)
+    fn matmul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        matmul_any(py, &self.inner, &convert::tensor_arg(other, "matmul", "other")?.get().inner)
     }
 
-    fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        match operand(other)? {
-            Some(Operand::Tensor(t)) => matmul_any(py, &self.inner, &t).map(Some),
-            _ => Ok(None),
-        }
+    /// `x @ other`: a number is no matrix, so it gets `NotImplemented` (a TypeError), as in torch.
+    fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let product = match operand(other)? {
+            Some(Operand::Tensor(t)) => Some(matmul_any(py, &self.inner, &t)?),
+            _ => None,
+        };
+        or_not_implemented(py, product)
     }
 
-    fn __rmatmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        match operand(other)? {
-            Some(Operand::Tensor(t)) => matmul_any(py, &t, &self.inner).map(Some),
-            _ => Ok(None),
-        }
+    fn __rmatmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let product = match operand(other)? {
+            Some(Operand::Tensor(t)) => Some(matmul_any(py, &t, &self.inner)?),
+            _ => None,
+        };
+        or_not_implemented(py, product)
     }
 
     fn t(&self, py: Python<'_>) -> PyResult<PyTensor> {
@@ -336,7 +376,8 @@ impl PyTensor {
         self.transposed(py)
     }
 
-    fn transpose(&self, py: Python<'_>, dim0: isize, dim1: isize) -> PyResult<PyTensor> {
+    fn transpose(&self, py: Python<'_>, dim0: &Bound<'_, PyAny>, dim1: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        let (dim0, dim1) = (convert::arg(dim0, "transpose", "dim0")?, convert::arg(dim1, "transpose", "dim1")?);
         run_op(py, Op::Transpose(dim0, dim1), &[&self.inner])
     }
 
@@ -360,7 +401,8 @@ impl PyTensor {
         run_op(py, Op::Reshape(vec![-1]), &[&self.inner])
     }
 
-    fn unsqueeze(&self, py: Python<'_>, dim: isize) -> PyResult<PyTensor> {
+    fn unsqueeze(&self, py: Python<'_>, dim: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        let dim = convert::arg::<isize>(dim, "unsqueeze", "dim")?;
         let rank = self.inner.rank();
         let d = crate::shape::normalize_dim("unsqueeze", dim, rank + 1)?;
         let mut shape: Vec<isize> = self.inner.shape().iter().map(|&s| s as isize).collect();
@@ -369,9 +411,9 @@ impl PyTensor {
     }
 
     #[pyo3(signature = (dim=None))]
-    fn squeeze(&self, py: Python<'_>, dim: Option<isize>) -> PyResult<PyTensor> {
+    fn squeeze(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
         let shape = self.inner.shape();
-        let keep: Vec<isize> = match dim {
+        let keep: Vec<isize> = match convert::opt_arg::<isize>(dim, "squeeze", "dim")? {
             None => shape.iter().filter(|&&s| s != 1).map(|&s| s as isize).collect(),
             Some(d) => {
                 let d = crate::shape::normalize_dim("squeeze", d, self.inner.rank())?;
@@ -393,13 +435,25 @@ impl PyTensor {
     // ----- math -----
 
     #[pyo3(signature = (min=None, max=None))]
-    fn clamp(&self, py: Python<'_>, min: Option<f64>, max: Option<f64>) -> PyResult<PyTensor> {
+    fn clamp(
+        &self,
+        py: Python<'_>,
+        min: Option<&Bound<'_, PyAny>>,
+        max: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyTensor> {
+        let (min, max) = (convert::opt_arg(min, "clamp", "min")?, convert::opt_arg(max, "clamp", "max")?);
         run_op(py, Op::Clamp { min, max }, &[&self.inner])
     }
 
     #[pyo3(signature = (min=None, max=None))]
-    fn clip(&self, py: Python<'_>, min: Option<f64>, max: Option<f64>) -> PyResult<PyTensor> {
-        self.clamp(py, min, max)
+    fn clip(
+        &self,
+        py: Python<'_>,
+        min: Option<&Bound<'_, PyAny>>,
+        max: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyTensor> {
+        let (min, max) = (convert::opt_arg(min, "clip", "min")?, convert::opt_arg(max, "clip", "max")?);
+        run_op(py, Op::Clamp { min, max }, &[&self.inner])
     }
 
     fn relu(&self, py: Python<'_>) -> PyResult<PyTensor> {
@@ -455,82 +509,74 @@ impl PyTensor {
     }
 
     fn pow(&self, py: Python<'_>, exponent: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        pow(py, &self.inner, exponent, false)?
-            .ok_or_else(|| Error::InvalidArgument("pow: the exponent must be a number".into()).into())
+        pow(py, &self.inner, exponent, false)?.ok_or_else(|| unsupported_operand("pow", exponent))
     }
 
-    fn __pow__(
-        &self,
-        py: Python<'_>,
-        other: &Bound<'_, PyAny>,
-        _modulo: &Bound<'_, PyAny>,
-    ) -> PyResult<Option<PyTensor>> {
-        pow(py, &self.inner, other, false)
+    /// `x ** other`; three-argument `pow(x, y, modulo)` is not supported (NotImplemented).
+    fn __pow__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, modulo: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let result = if modulo.is_none() { pow(py, &self.inner, other, false)? } else { None };
+        or_not_implemented(py, result)
     }
 
-    fn __rpow__(
-        &self,
-        py: Python<'_>,
-        other: &Bound<'_, PyAny>,
-        _modulo: &Bound<'_, PyAny>,
-    ) -> PyResult<Option<PyTensor>> {
-        pow(py, &self.inner, other, true)
+    fn __rpow__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, modulo: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let result = if modulo.is_none() { pow(py, &self.inner, other, true)? } else { None };
+        or_not_implemented(py, result)
     }
 
-    fn __add__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        arith(py, &self.inner, other, BinaryOp::Add, false)
+    fn __add__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        or_not_implemented(py, arith(py, &self.inner, other, BinaryOp::Add, false)?)
     }
 
-    fn __radd__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        arith(py, &self.inner, other, BinaryOp::Add, true)
+    fn __radd__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        or_not_implemented(py, arith(py, &self.inner, other, BinaryOp::Add, true)?)
     }
 
-    fn __sub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        arith(py, &self.inner, other, BinaryOp::Sub, false)
+    fn __sub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        or_not_implemented(py, arith(py, &self.inner, other, BinaryOp::Sub, false)?)
     }
 
-    fn __rsub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        arith(py, &self.inner, other, BinaryOp::Sub, true)
+    fn __rsub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        or_not_implemented(py, arith(py, &self.inner, other, BinaryOp::Sub, true)?)
     }
 
-    fn __mul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        arith(py, &self.inner, other, BinaryOp::Mul, false)
+    fn __mul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        or_not_implemented(py, arith(py, &self.inner, other, BinaryOp::Mul, false)?)
     }
 
-    fn __rmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        arith(py, &self.inner, other, BinaryOp::Mul, true)
+    fn __rmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        or_not_implemented(py, arith(py, &self.inner, other, BinaryOp::Mul, true)?)
     }
 
-    fn __truediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        arith(py, &self.inner, other, BinaryOp::Div, false)
+    fn __truediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        or_not_implemented(py, arith(py, &self.inner, other, BinaryOp::Div, false)?)
     }
 
-    fn __rtruediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Option<PyTensor>> {
-        arith(py, &self.inner, other, BinaryOp::Div, true)
+    fn __rtruediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        or_not_implemented(py, arith(py, &self.inner, other, BinaryOp::Div, true)?)
     }
 
     fn add(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        required(arith(py, &self.inner, other, BinaryOp::Add, false)?, "add")
+        binary_method(py, &self.inner, other, BinaryOp::Add, "add")
     }
 
     fn sub(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        required(arith(py, &self.inner, other, BinaryOp::Sub, false)?, "sub")
+        binary_method(py, &self.inner, other, BinaryOp::Sub, "sub")
     }
 
     fn mul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        required(arith(py, &self.inner, other, BinaryOp::Mul, false)?, "mul")
+        binary_method(py, &self.inner, other, BinaryOp::Mul, "mul")
     }
 
     fn div(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        required(arith(py, &self.inner, other, BinaryOp::Div, false)?, "div")
+        binary_method(py, &self.inner, other, BinaryOp::Div, "div")
     }
 
     fn maximum(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        required(arith(py, &self.inner, other, BinaryOp::Maximum, false)?, "maximum")
+        binary_method(py, &self.inner, other, BinaryOp::Maximum, "maximum")
     }
 
     fn minimum(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        required(arith(py, &self.inner, other, BinaryOp::Minimum, false)?, "minimum")
+        binary_method(py, &self.inner, other, BinaryOp::Minimum, "minimum")
     }
 
     // ----- reductions -----
@@ -566,7 +612,9 @@ impl PyTensor {
 
     // ----- comparisons -----
 
-    fn __richcmp__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, op: CompareOp) -> PyResult<Option<PyTensor>> {
+    /// Elementwise comparison. Other kinds of operand get `NotImplemented`: Python then
+    /// gives `x == None` as False and raises TypeError for `x < "a"`, as torch does.
+    fn __richcmp__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, op: CompareOp) -> PyResult<Py<PyAny>> {
         let cmp = match op {
             CompareOp::Lt => CmpOp::Lt,
             CompareOp::Le => CmpOp::Le,
@@ -576,11 +624,11 @@ impl PyTensor {
             CompareOp::Ne => CmpOp::Ne,
         };
         let other = match operand(other)? {
-            None => return Ok(None),
+            None => return Ok(py.NotImplemented()),
             Some(Operand::Tensor(t)) => t,
             Some(Operand::Scalar(s)) => Tensor::scalar(s, self.inner.dtype()),
         };
-        run_op(py, Op::Compare(cmp), &[&self.inner, &other]).map(Some)
+        or_not_implemented(py, Some(run_op(py, Op::Compare(cmp), &[&self.inner, &other])?))
     }
 
     fn __hash__(slf: &Bound<'_, Self>) -> isize {
@@ -612,32 +660,55 @@ impl PyTensor {
     /// A numpy array sharing this tensor's memory (as in PyTorch): writes to one show in the other.
     fn numpy<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let inner = &slf.get().inner;
-        if inner.requires_grad() {
-            return Err(Error::Gradient(
-                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.".into(),
-            )
-            .into());
-        }
+        check_numpy_export(inner)?;
         convert::share_to_numpy(slf.py(), inner, slf.clone().into_any())
     }
 
-    /// numpy's conversion protocol: shares memory unless `copy=True` is asked for.
+    /// numpy's conversion protocol (`np.asarray(t)`): shares memory unless `copy=True` is
+    /// asked for. As `numpy()`, it refuses a tensor that requires grad: a write through
+    /// the array would bypass the version counter that guards saved tensors. With
+    /// `copy=False` a needed copy (bool data, another dtype) raises ValueError, as numpy 2 does.
     #[pyo3(signature = (dtype=None, copy=None))]
     fn __array__<'py>(
         slf: &Bound<'py, Self>,
         dtype: Option<&Bound<'py, PyAny>>,
-        copy: Option<bool>,
+        copy: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (py, inner) = (slf.py(), &slf.get().inner);
+        let copy = convert::opt_arg::<bool>(copy, "__array__", "copy")?;
+        check_numpy_export(inner)?;
+        let never_copy = copy == Some(false);
+        if never_copy && inner.dtype() == DType::Bool {
+            return Err(copy_unavoidable("a bool tensor cannot share its memory with numpy"));
+        }
         let array = if copy == Some(true) {
             convert::tensor_to_numpy(py, inner)?
         } else {
             convert::share_to_numpy(py, inner, slf.clone().into_any())?
         };
-        match dtype {
-            Some(d) if !d.is_none() => array.call_method1("astype", (d,)),
-            _ => Ok(array),
+        let Some(dtype) = dtype.filter(|d| !d.is_none()) else { return Ok(array) };
+        let wanted = py.import("numpy")?.getattr("dtype")?.call1((dtype,))?;
+        if never_copy && !array.getattr("dtype")?.eq(&wanted)? {
+            return Err(copy_unavoidable(&format!(
+                "converting {} data to {} makes a new array",
+                inner.dtype().name(),
+                convert::repr(&wanted)
+            )));
         }
+        let no_copy_if_same = PyDict::new(py);
+        no_copy_if_same.set_item("copy", false)?;
+        array.call_method("astype", (wanted,), Some(&no_copy_if_same))
+    }
+
+    /// Pickles as the values (numpy bytes, dtype name, shape) and `requires_grad`,
+    /// rebuilt by `rustgrad._tensor_protocols.rebuild_tensor`; the history is not kept.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        slf.py().import("rustgrad._tensor_protocols")?.getattr("reduce_tensor")?.call1((slf,))
+    }
+
+    /// `copy.deepcopy`: a leaf's data, `requires_grad` and `.grad` are copied (torch refuses non-leaves).
+    fn __deepcopy__<'py>(slf: &Bound<'py, Self>, memo: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        slf.py().import("rustgrad._tensor_protocols")?.getattr("deepcopy_tensor")?.call1((slf, memo))
     }
 
     /// DLPack export: a capsule viewing this tensor's memory (for `np.from_dlpack` and friends).
@@ -693,10 +764,14 @@ impl PyTensor {
             }
             if arg.cast::<convert::PyDType>().is_ok() {
                 dtype = Some(convert::parse_dtype(&arg)?);
-            } else if arg.cast::<convert::PyDevice>().is_ok() || arg.extract::<String>().is_ok() {
-                match convert::parse_dtype(&arg) {
-                    Ok(d) if arg.extract::<String>().is_ok() => dtype = Some(d),
-                    _ => convert::check_device(Some(&arg))?,
+            } else if arg.cast::<convert::PyDevice>().is_ok() {
+                convert::check_device(Some(&arg))?;
+            } else if let Ok(text) = arg.cast::<PyString>() {
+                // A device type ('cpu', 'cuda:0', ...) is a device; any other string must name a dtype.
+                if convert::is_device_string(&text.to_cow()?) {
+                    convert::check_device(Some(&arg))?;
+                } else {
+                    dtype = Some(convert::parse_dtype(&arg)?);
                 }
             } else if let Ok(t) = arg.cast::<PyTensor>() {
                 dtype = Some(t.get().inner.dtype());
@@ -798,20 +873,20 @@ impl PyTensor {
         Ok(slf)
     }
 
-    fn __iadd__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.in_place(py, other, BinaryOp::Add)
+    fn __iadd__(&self, py: Python<'_>, other: convert::InPlaceOperand<'_>) -> PyResult<()> {
+        self.in_place(py, &other.0, BinaryOp::Add)
     }
 
-    fn __isub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.in_place(py, other, BinaryOp::Sub)
+    fn __isub__(&self, py: Python<'_>, other: convert::InPlaceOperand<'_>) -> PyResult<()> {
+        self.in_place(py, &other.0, BinaryOp::Sub)
     }
 
-    fn __imul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.in_place(py, other, BinaryOp::Mul)
+    fn __imul__(&self, py: Python<'_>, other: convert::InPlaceOperand<'_>) -> PyResult<()> {
+        self.in_place(py, &other.0, BinaryOp::Mul)
     }
 
-    fn __itruediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.in_place(py, other, BinaryOp::Div)
+    fn __itruediv__(&self, py: Python<'_>, other: convert::InPlaceOperand<'_>) -> PyResult<()> {
+        self.in_place(py, &other.0, BinaryOp::Div)
     }
 
     // ----- indexing -----
@@ -871,8 +946,16 @@ impl PyTensor {
         Ok(self.inner.to_f64_vec()[0])
     }
 
-    fn __int__(&self) -> PyResult<i64> {
-        Ok(self.__float__()? as i64)
+    /// `int(t)` truncates as Python's `int(float)` does, and refuses NaN and infinity as it does.
+    fn __int__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let value = self.__float__()?;
+        if value.is_nan() {
+            return Err(Error::InvalidArgument("cannot convert float NaN to integer".into()).into());
+        }
+        if value.is_infinite() {
+            return Err(super::errors::overflow_error("cannot convert float infinity to integer".into()));
+        }
+        Ok(PyFloat::new(py, value).call_method0("__int__")?.unbind())
     }
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
@@ -881,16 +964,20 @@ impl PyTensor {
 
     // ----- autograd -----
 
-    #[pyo3(signature = (gradient=None, retain_graph=None, create_graph=false, inputs=None))]
+    #[pyo3(
+        signature = (gradient=None, retain_graph=None, create_graph=None, inputs=None),
+        text_signature = "($self, gradient=None, retain_graph=None, create_graph=False, inputs=None)"
+    )]
     fn backward(
         &self,
         py: Python<'_>,
         gradient: Option<&Bound<'_, PyAny>>,
-        retain_graph: Option<bool>,
-        create_graph: bool,
+        retain_graph: Option<&Bound<'_, PyAny>>,
+        create_graph: Option<&Bound<'_, PyAny>>,
         inputs: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        if create_graph {
+        let retain_graph = convert::opt_arg::<bool>(retain_graph, "backward", "retain_graph")?;
+        if convert::flag(create_graph, false, "backward", "create_graph")? {
             return Err(Error::Gradient(
                 "backward(create_graph=True): higher-order gradients are not supported by rustgrad yet".into(),
             )
@@ -1018,8 +1105,31 @@ impl PyTensor {
 
 /// `rustgrad.matmul(a, b)`.
 #[pyfunction]
-pub fn _matmul(py: Python<'_>, a: &Bound<'_, PyTensor>, b: &Bound<'_, PyTensor>) -> PyResult<PyTensor> {
-    matmul_any(py, &a.get().inner, &b.get().inner)
+pub fn _matmul(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    matmul_any(
+        py,
+        &convert::tensor_arg(a, "matmul", "input")?.get().inner,
+        &convert::tensor_arg(b, "matmul", "other")?.get().inner,
+    )
+}
+
+/// The rule of `numpy()` and `np.asarray`: no numpy view of a tensor that requires grad.
+fn check_numpy_export(t: &Tensor) -> PyResult<()> {
+    if t.requires_grad() {
+        return Err(Error::Gradient(
+            "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.".into(),
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn copy_unavoidable(why: &str) -> PyErr {
+    Error::InvalidArgument(format!(
+        "Unable to avoid copy while creating an array as requested: {why}. Use np.asarray(t) \
+         (copy=None) to allow the copy"
+    ))
+    .into()
 }
 
 /// `rustgrad.where(condition, x, y)`.
