@@ -44,7 +44,10 @@ fn sampled<T: Element>(
     mut draw_one: impl FnMut(&mut StdRng) -> T,
 ) -> Result<Vec<T>> {
     let mut values = try_alloc(n, T::default(), shape)?;
-    values.iter_mut().for_each(|v| *v = draw_one(rng));
+    for chunk in values.chunks_mut(1 << 16) {
+        crate::interrupt::poll();
+        chunk.iter_mut().for_each(|v| *v = draw_one(rng));
+    }
     Ok(values)
 }
 

@@ -41,6 +41,7 @@ a = rg.ones(6000, 6000)
 x = rg.ones(100_000_000)
 ops = {
     "matmul": lambda: a.mm(a),
+    "randn": lambda: [rg.randn(100_000_000) for _ in range(20)],
     "elementwise": lambda: [x.exp() for _ in range(100)],
     "backward": lambda: [a.clone().requires_grad_().mm(a).sum().backward() for _ in range(4)],
 }
@@ -56,7 +57,7 @@ print("usable", flush=True)
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the SIGINT chaining is tested on Linux")
-@pytest.mark.parametrize("case", ["matmul", "elementwise", "backward"])
+@pytest.mark.parametrize("case", ["matmul", "elementwise", "backward", "randn"])
 def test_ctrl_c_stops_a_long_kernel_and_leaves_the_process_usable(case):
     env = dict(os.environ)
     pkg_parent = str(Path(rustgrad.__file__).resolve().parent.parent)
