@@ -7,7 +7,10 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+import ctypes
 import re
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Callable
@@ -180,6 +183,53 @@ def _load_a_file_that_is_not_an_archive():
         rustgrad.load(str(path))
 
 
+def _load_a_missing_file():
+    with tempfile.TemporaryDirectory() as folder:
+        rustgrad.load(str(Path(folder) / "missing.npz"))
+
+
+def _exp_beyond_an_address_space_cap():
+    """exp of a 1.4 GB tensor in a child process capped at 2.5 GiB; the child's message is re-raised here."""
+    if sys.platform != "linux":
+        pytest.skip("RLIMIT_AS caps are Linux behaviour")
+    child = (
+        "import resource\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (2_500 * 2**20, 2_500 * 2**20))\n"
+        "import rustgrad\n"
+        "x = rustgrad.ones(350_000_000)\n"
+        "try:\n"
+        "    x.exp()\n"
+        "except rustgrad.errors.OutOfMemoryError as e:\n"
+        "    print(e)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(rustgrad.__file__).resolve().parent.parent)]))
+    proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0 and proc.stdout.strip(), proc.stderr[-2000:]
+    raise errors.OutOfMemoryError(proc.stdout.strip())
+
+
+def _from_dlpack_of_a_dlpack_2_capsule():
+    capsule = np.arange(4.0).__dlpack__(max_version=(1, 0))
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    version = get_pointer(capsule, b"dltensor_versioned")  # DLPackVersion {uint32 major, minor} comes first
+    ctypes.c_uint32.from_address(version).value = 2
+    ctypes.c_uint32.from_address(version + 4).value = 0
+    rustgrad.from_dlpack(capsule)
+
+
+def _restore_a_truncated_checkpoint():
+    with tempfile.TemporaryDirectory() as folder:
+        tf.Variable(tf.zeros((3,)))
+        saver = tf.train.Saver()
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            path = saver.save(sess, os.path.join(folder, "model.ckpt"))
+            data = Path(path).read_bytes()
+            Path(path).write_bytes(data[: len(data) // 2])
+            saver.restore(sess, path)
+
+
 def _render_without_graphviz():
     with tempfile.TemporaryDirectory() as empty, mock.patch.dict(os.environ, {"PATH": empty}):
         viz.render(rustgrad.ones(2, requires_grad=True).sum(), str(Path(empty) / "graph.svg"))
@@ -213,10 +263,13 @@ TRIGGERS: list[Callable[[], object]] = [
     lambda: rustgrad.tensor([[1.0, 2.0], [3.0]]),
     lambda: rustgrad.ones(2, 3).item(),
     lambda: rustgrad.zeros(2, dtype="float17"),
+    lambda: rustgrad.ones(2).to("float17"),
     lambda: rustgrad.from_numpy([1.0, 2.0]),
     _in_a_graph(lambda: bool(tf.placeholder(tf.float32, shape=(3,)))),
     lambda: rustgrad.ones(3)[5],
     lambda: rustgrad.zeros(10_000_000, 10_000_000),
+    _exp_beyond_an_address_space_cap,
+    lambda: int(rustgrad.tensor(float("inf"), dtype=rustgrad.float64)),
     lambda: (rustgrad.ones(2, 3, requires_grad=True) * 2).backward(),
     _backward_twice,
     lambda: rustgrad.ones(2, 3).sum().backward(),
@@ -228,6 +281,10 @@ TRIGGERS: list[Callable[[], object]] = [
     lambda: rustgrad.zeros(2, device="cuda"),
     lambda: rustgrad._rustgrad._panic_for_test("a panic on purpose"),
     _load_a_file_that_is_not_an_archive,
+    _load_a_missing_file,
+    lambda: rustgrad.ones(2).__dlpack__(dl_device=(2, 0)),
+    _from_dlpack_of_a_dlpack_2_capsule,
+    _in_a_graph(_restore_a_truncated_checkpoint),
     _render_without_graphviz,
     _in_a_graph(lambda: tf.Session().run(tf.placeholder(tf.float32, shape=(None, 3)) * 2)),
     _in_a_graph(_feed_a_wrong_shape),
