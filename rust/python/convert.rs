@@ -289,7 +289,7 @@ fn take_bool(array: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
     let bytes = array.call_method1("view", ("u1",))?;
     let view = bytes.extract::<PyReadonlyArrayDyn<'_, u8>>()?;
     let shape = view.shape().to_vec();
-    let data: Vec<bool> = view.as_array().iter().map(|&b| b != 0).collect();
+    let data: Vec<bool> = crate::storage::collect_vec(view.len(), view.as_array().iter().map(|&b| b != 0));
     Ok(Some(Tensor::from_vec(data, shape)?))
 }
 
