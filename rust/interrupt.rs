@@ -71,8 +71,14 @@ impl Drop for Armed {
 
 #[cfg(target_os = "linux")]
 fn is_main_thread() -> bool {
-    // SAFETY: plain syscalls without arguments; the main thread's id is the process id.
-    unsafe { libc::syscall(libc::SYS_gettid) == libc::getpid() as libc::c_long }
+    thread_local! {
+        // Two syscalls, once per thread: long ops ask on every call.
+        static IS_MAIN: bool = {
+            // SAFETY: plain syscalls without arguments; the main thread's id is the process id.
+            unsafe { libc::syscall(libc::SYS_gettid) == libc::getpid() as libc::c_long }
+        };
+    }
+    IS_MAIN.with(|is_main| *is_main)
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -89,6 +95,11 @@ pub fn request_for_test() {
 mod signal {
     use super::REQUESTED;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn since_start() -> std::time::Duration {
+        static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        START.get_or_init(std::time::Instant::now).elapsed()
+    }
 
     /// The handler ours chains to (Python's), as a `sa_handler` address; 0 while none.
     static PREVIOUS: AtomicUsize = AtomicUsize::new(0);
@@ -108,6 +119,15 @@ mod signal {
     /// there or the current one is not a plain function (default action, ignored, or
     /// a three-argument handler that we could not call correctly).
     pub fn chain_sigint() {
+        // Asking the kernel costs a syscall: look again only every 100 ms (Python replaces
+        // our handler only when the program calls signal.signal).
+        static LAST_CHECK_MS: AtomicUsize = AtomicUsize::new(usize::MAX);
+        let now_ms = since_start().as_millis() as usize;
+        let last = LAST_CHECK_MS.load(Ordering::Relaxed);
+        if last != usize::MAX && now_ms.wrapping_sub(last) < 100 {
+            return;
+        }
+        LAST_CHECK_MS.store(now_ms, Ordering::Relaxed);
         // SAFETY: zeroed `sigaction` is a valid value to be filled by the query below.
         let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
         // SAFETY: querying only (null new action); `current` is a valid out-pointer.
