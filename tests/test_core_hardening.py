@@ -77,3 +77,45 @@ def test_ctrl_c_stops_a_long_kernel_and_leaves_the_process_usable(case):
         assert child.wait(timeout=60) == 0
     finally:
         child.kill()
+
+
+WRONG_TYPES = ["a", object(), 1.5j, [1.0, "b"]]
+
+
+@pytest.mark.parametrize("bad", WRONG_TYPES)
+@pytest.mark.parametrize("reduction", ["sum", "mean", "amax", "amin"])
+def test_a_reduction_argument_of_the_wrong_type_raises_argument_type_error(reduction, bad):
+    x = rustgrad.ones(2, 3)
+    with pytest.raises(errors.ArgumentTypeError, match=rf"{reduction}: argument 'dim' must be"):
+        getattr(x, reduction)(bad)
+    with pytest.raises(errors.ArgumentTypeError, match=rf"{reduction}: argument 'keepdim' must be a bool"):
+        getattr(x, reduction)(0, keepdim=bad)
+
+
+@pytest.mark.parametrize("bad", WRONG_TYPES)
+def test_in_place_scalars_of_the_wrong_type_raise_and_change_nothing(bad):
+    x = rustgrad.ones(3)
+    with pytest.raises(errors.ArgumentTypeError, match="add_: argument 'alpha' must be a number"):
+        x.add_(x, alpha=bad)
+    with pytest.raises(errors.ArgumentTypeError, match="clamp_: argument 'min' must be a number"):
+        x.clamp_(min=bad)
+    with pytest.raises(errors.ArgumentTypeError, match="clamp_: argument 'max' must be a number"):
+        x.clamp_(max=bad)
+    assert x.tolist() == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("bad", ["4", 2.5, None])
+def test_a_thread_count_that_is_not_an_int_raises_argument_type_error(bad):
+    with pytest.raises(errors.ArgumentTypeError, match="set_num_threads: argument 'threads' must be an int"):
+        rustgrad.set_num_threads(bad)
+
+
+def test_a_thread_count_beyond_64_bits_raises_a_numeric_overflow_error():
+    with pytest.raises(errors.NumericOverflowError, match="set_num_threads: argument 'threads' is out of range"):
+        rustgrad.set_num_threads(2**70)
+
+
+@pytest.mark.parametrize("factory", ["zeros_like", "ones_like", "randn_like", "rand_like"])
+def test_a_like_factory_of_something_that_is_not_a_tensor_raises_argument_type_error(factory):
+    with pytest.raises(errors.ArgumentTypeError, match=rf"{factory}\(\): argument 'input' must be a Tensor, got str"):
+        getattr(rustgrad, factory)("a")

@@ -4,10 +4,10 @@ table, and every example message on the page is raised, word for word, by the ca
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import os
 import pkgutil
-import ctypes
 import re
 import subprocess
 import sys

@@ -213,37 +213,39 @@ def rand(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool 
     return _rustgrad._random(_shape("rand", size, dt), dt, "uniform", 0.0, 1.0, requires_grad, generator)
 
 
-def _like(t: Tensor, dtype: Any) -> tuple[list[int], Any]:
+def _like(t: Tensor, dtype: Any, op: str) -> tuple[list[int], Any]:
+    if not isinstance(t, Tensor):
+        raise ArgumentTypeError(f"{op}(): argument 'input' must be a Tensor, got {type(t).__name__}")
     return list(t.shape), _resolve_dtype(dtype, t.dtype)
 
 
 def zeros_like(t: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False) -> Tensor:
-    shape, dt = _like(t, dtype)
+    shape, dt = _like(t, dtype, "zeros_like")
     return zeros(shape, dtype=dt, device=device, requires_grad=requires_grad)
 
 
 def ones_like(t: Tensor, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
-    shape, dt = _like(t, dtype)
+    shape, dt = _like(t, dtype, "ones_like")
     return ones(shape, dtype=dt, device=device, requires_grad=requires_grad)
 
 
 def full_like(t: Tensor, fill_value: float, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
-    shape, dt = _like(t, dtype)
+    shape, dt = _like(t, dtype, "full_like")
     return full(shape, fill_value, dtype=dt, device=device, requires_grad=requires_grad)
 
 
 def randn_like(t: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False) -> Tensor:
-    shape, dt = _like(t, dtype)
+    shape, dt = _like(t, dtype, "randn_like")
     return randn(shape, dtype=dt, device=device, requires_grad=requires_grad)
 
 
 def rand_like(t: Tensor, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
-    shape, dt = _like(t, dtype)
+    shape, dt = _like(t, dtype, "rand_like")
     return rand(shape, dtype=dt, device=device, requires_grad=requires_grad)
 
 

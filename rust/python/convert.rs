@@ -491,6 +491,14 @@ impl ArgType for f64 {
     const EXPECTED: &'static str = "a number";
 }
 
+impl ArgType for usize {
+    const EXPECTED: &'static str = "a non-negative int";
+}
+
+impl ArgType for Vec<isize> {
+    const EXPECTED: &'static str = "an int or a sequence of ints";
+}
+
 /// Converts an argument of a public function or method with PyO3's rules, but a
 /// value of the wrong type raises `ArgumentTypeError` and an integer too large
 /// raises `NumericOverflowError`, each naming the op, the argument and what it

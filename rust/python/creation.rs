@@ -159,7 +159,8 @@ pub fn manual_seed(seed: &Bound<'_, PyAny>) -> PyResult<()> {
 }
 
 #[pyfunction]
-pub fn set_num_threads(py: Python<'_>, threads: usize) -> PyResult<()> {
+pub fn set_num_threads(py: Python<'_>, threads: &Bound<'_, PyAny>) -> PyResult<()> {
+    let threads: i64 = super::convert::arg(threads, "set_num_threads", "threads")?;
     // Starting hundreds of threads takes a while: other Python threads run meanwhile.
     Ok(py.detach(|| crate::kernels::threads::set_num_threads(threads))?)
 }

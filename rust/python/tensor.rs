@@ -141,13 +141,14 @@ fn pow(py: Python<'_>, x: &Tensor, other: &Bound<'_, PyAny>, reflected: bool) ->
     }
 }
 
-fn dims_arg(dim: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<isize>>> {
+/// A reduction's `dim=`: None, one int or a sequence of ints.
+fn dims_arg(dim: Option<&Bound<'_, PyAny>>, op: &str) -> PyResult<Option<Vec<isize>>> {
     match dim {
         None => Ok(None),
         Some(d) if d.is_none() => Ok(None),
         Some(d) => match d.extract::<isize>() {
             Ok(single) => Ok(Some(vec![single])),
-            Err(_) => Ok(Some(d.extract::<Vec<isize>>()?)),
+            Err(_) => Ok(Some(convert::arg::<Vec<isize>>(d, op, "dim")?)),
         },
     }
 }
@@ -581,33 +582,57 @@ impl PyTensor {
 
     // ----- reductions -----
 
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn sum(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
-        run_op(py, Op::Sum { dims: dims_arg(dim)?, keepdim }, &[&self.inner])
+    #[pyo3(signature = (dim=None, keepdim=None))]
+    fn sum(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyTensor> {
+        let keepdim = convert::flag(keepdim, false, "sum", "keepdim")?;
+        run_op(py, Op::Sum { dims: dims_arg(dim, "sum")?, keepdim }, &[&self.inner])
     }
 
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn mean(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
-        run_op(py, Op::Mean { dims: dims_arg(dim)?, keepdim }, &[&self.inner])
+    #[pyo3(signature = (dim=None, keepdim=None))]
+    fn mean(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyTensor> {
+        let keepdim = convert::flag(keepdim, false, "mean", "keepdim")?;
+        run_op(py, Op::Mean { dims: dims_arg(dim, "mean")?, keepdim }, &[&self.inner])
     }
 
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn amax(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
-        run_op(py, Op::Extreme { largest: true, dims: dims_arg(dim)?, keepdim }, &[&self.inner])
+    #[pyo3(signature = (dim=None, keepdim=None))]
+    fn amax(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyTensor> {
+        let keepdim = convert::flag(keepdim, false, "amax", "keepdim")?;
+        run_op(py, Op::Extreme { largest: true, dims: dims_arg(dim, "amax")?, keepdim }, &[&self.inner])
     }
 
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn amin(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
-        run_op(py, Op::Extreme { largest: false, dims: dims_arg(dim)?, keepdim }, &[&self.inner])
+    #[pyo3(signature = (dim=None, keepdim=None))]
+    fn amin(
+        &self,
+        py: Python<'_>,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyTensor> {
+        let keepdim = convert::flag(keepdim, false, "amin", "keepdim")?;
+        run_op(py, Op::Extreme { largest: false, dims: dims_arg(dim, "amin")?, keepdim }, &[&self.inner])
     }
 
     /// `max()` over all elements. (With a dim PyTorch also returns indices; use `amax(dim)`.)
     fn max(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        self.amax(py, None, false)
+        self.amax(py, None, None)
     }
 
     fn min(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        self.amin(py, None, false)
+        self.amin(py, None, None)
     }
 
     // ----- comparisons -----
@@ -823,9 +848,13 @@ impl PyTensor {
     }
 
     #[pyo3(signature = (other, alpha=None))]
-    fn add_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>, alpha: Option<f64>) -> PyResult<Bound<'py, Self>> {
+    fn add_<'py>(
+        slf: Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+        alpha: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, Self>> {
         let py = slf.py();
-        match alpha {
+        match convert::opt_arg::<f64>(alpha, "add_", "alpha")? {
             None => slf.get().in_place(py, other, BinaryOp::Add)?,
             Some(a) => {
                 let scaled = required(
@@ -860,7 +889,12 @@ impl PyTensor {
     }
 
     #[pyo3(signature = (min=None, max=None))]
-    fn clamp_(slf: Bound<'_, Self>, min: Option<f64>, max: Option<f64>) -> PyResult<Bound<'_, Self>> {
+    fn clamp_<'py>(
+        slf: Bound<'py, Self>,
+        min: Option<&Bound<'py, PyAny>>,
+        max: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let (min, max) = (convert::opt_arg(min, "clamp_", "min")?, convert::opt_arg(max, "clamp_", "max")?);
         let t = &slf.get().inner;
         in_place_kernel(slf.py(), t, || record::apply_in_place(t, Op::Clamp { min, max }, &[], "clamp_"))?;
         Ok(slf)
