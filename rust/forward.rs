@@ -484,35 +484,52 @@ pub fn matmul_update_in_place(
     transpose_a: bool,
     transpose_b: bool,
     alpha: f64,
-    with_copy: bool,
-) -> Result<Option<Tensor>> {
-    let (m, n) = check_matmul_update(w, a, b, transpose_a, transpose_b, with_copy as usize)?;
+    copy: Option<&Tensor>,
+) -> Result<()> {
+    let (m, n) = check_matmul_update(w, a, b, transpose_a, transpose_b, 0)?;
     if !laid_out_for_update_in_place(w, a, b) {
         // The commit phase checks `updatable_in_place` first, so this is not reached.
         return Err(Error::InvalidArgument(
             "internal: a fused update in place needs a contiguous w that shares no memory with its operands".into(),
         ));
     }
+    let fits = |t: &Tensor| t.dtype() == w.dtype() && t.shape() == w.shape() && t.is_contiguous() && t.offset() == 0;
+    if copy.is_some_and(|c| !fits(c) || c.shares_storage(w)) {
+        return Err(Error::InvalidArgument(
+            "internal: the copy of a fused update in place has the wrong layout".into(),
+        ));
+    }
     float_dispatch!(w.dtype(), "fused update", |T| {
-        let mut copy: Vec<T> = crate::storage::vec_with_capacity(if with_copy { m * n } else { 0 });
-        let copy_slots = with_copy.then(|| &mut copy.spare_capacity_mut()[..m * n]);
         let alpha = T::from_f64(alpha);
+        let mismatch = || Error::DType("internal dtype mismatch in a fused update".into());
+        let mut copy_guard = copy.map(|c| c.storage().write());
+        let copy_slots = match copy_guard.as_deref_mut() {
+            Some(buffer) => {
+                let values = T::slice_mut(buffer).and_then(|all| all.get_mut(..m * n)).ok_or_else(mismatch)?;
+                // SAFETY: `[T]` and `[MaybeUninit<T>]` have the same layout, and the kernel only
+                // stores initialised values into the slots, so `values` stays initialised.
+                Some(unsafe { &mut *(values as *mut [T] as *mut [std::mem::MaybeUninit<T>]) })
+            }
+            None => None,
+        };
         with_mat_refs(a, b, transpose_a, transpose_b, |ma, mb| {
             let mut guard = w.storage().write();
-            let target = T::slice_mut(&mut guard)
-                .and_then(|all| all.get_mut(..m * n))
-                .ok_or_else(|| Error::DType("internal dtype mismatch in a fused update".into()))?;
+            let target = T::slice_mut(&mut guard).and_then(|all| all.get_mut(..m * n)).ok_or_else(mismatch)?;
             matmul::matmul_accumulate_into(ma, mb, target, copy_slots, alpha);
             Ok::<(), Error>(())
-        })??;
-        // SAFETY: matmul_accumulate_into wrote all m×n elements of `copy` when asked.
-        unsafe { copy.set_len(if with_copy { m * n } else { 0 }) };
-        if with_copy {
-            Ok(Some(Tensor::from_vec(copy, vec![m, n])?))
-        } else {
-            Ok(None)
-        }
+        })?
     })
+}
+
+/// A contiguous tensor of `like`'s shape and dtype whose values are to be overwritten
+/// (recycled memory, or zeros): the output of a kernel that writes every element.
+pub fn overwritable_like(like: &Tensor) -> Result<Tensor> {
+    let n = like.numel();
+    match like.dtype() {
+        DType::F32 => Tensor::from_vec(crate::storage::overwritable_vec::<f32>(n), like.shape()),
+        DType::F64 => Tensor::from_vec(crate::storage::overwritable_vec::<f64>(n), like.shape()),
+        DType::Bool => Tensor::zeros(like.shape(), DType::Bool),
+    }
 }
 
 // ----- reductions -----

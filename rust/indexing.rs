@@ -133,8 +133,9 @@ fn pick(index: isize, dim: usize, size: usize) -> Result<isize> {
 
 /// The layout (shape, strides, offset) of `x[items]` for `x` with this layout.
 ///
-/// An empty result keeps `x`'s offset: the element it would start at may lie past
-/// the end of the storage (`zeros(3, 0)[2]`), and no other offset is ever read.
+/// An empty result keeps `x`'s offset here (the element it would start at may lie past
+/// the end of the storage, as in `zeros(3, 0)[2]`); `Tensor::view_as_layout` then sets
+/// the offset of every empty view to 0, since no element of it is ever read.
 pub fn layout(
     shape: &[usize],
     strides: &[isize],

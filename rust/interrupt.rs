@@ -4,7 +4,10 @@
 //! bytecodes; a kernel running for seconds with the GIL released would make the user
 //! wait for it. So while the main thread runs a long op (`Armed`), a SIGINT also sets
 //! `REQUESTED`, and kernels that fill a new output poll it between chunks (a relaxed
-//! load, a few nanoseconds per chunk of thousands of elements). A poll that sees it
+//! load, a few nanoseconds per chunk of thousands of elements). Whether a kernel may
+//! stop is decided on the thread that starts it (`Poller::here`), so work that another
+//! thread runs at the same time, or a commit that must not stop halfway (`HoldOff`),
+//! goes on to its end. A poll that sees it
 //! unwinds with `Interrupted` to `storage::catch_kernel_unwind` or the binding's guard,
 //! which return `Error::Interrupted`; the binding then lets Python run its own handler
 //! (KeyboardInterrupt by default). In-place kernels never poll: stopping one halfway
@@ -23,11 +26,55 @@ static ARMED: AtomicUsize = AtomicUsize::new(0);
 #[derive(Debug)]
 pub struct Interrupted;
 
-/// Unwinds with `Interrupted` when Ctrl-C was pressed during an armed op.
-#[inline]
-pub fn poll() {
-    if REQUESTED.load(Ordering::Relaxed) && ARMED.load(Ordering::Relaxed) != 0 {
-        stop();
+/// Whether a kernel may stop on Ctrl-C: taken on the thread that starts the kernel,
+/// and checked (`poll`) by every thread that runs a part of it.
+#[derive(Clone, Copy)]
+pub struct Poller {
+    armed: bool,
+}
+
+impl Poller {
+    /// Armed when this is the main thread running an armed op, outside a `HoldOff`.
+    #[inline]
+    pub fn here() -> Poller {
+        // The atomic first: without an armed op no thread-local is read.
+        Poller { armed: ARMED.load(Ordering::Relaxed) != 0 && is_main_thread() && !HELD_OFF.get() }
+    }
+
+    /// Unwinds with `Interrupted` when Ctrl-C was pressed and this poller is armed.
+    #[inline]
+    pub fn poll(self) {
+        if self.armed && REQUESTED.load(Ordering::Relaxed) {
+            stop();
+        }
+    }
+}
+
+thread_local! {
+    static HELD_OFF: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Keeps the kernels this thread starts from stopping on Ctrl-C while it lives: for work
+/// that must not stop halfway, such as a commit phase that writes into variables.
+pub struct HoldOff {
+    was: bool,
+}
+
+impl HoldOff {
+    pub fn new() -> HoldOff {
+        HoldOff { was: HELD_OFF.replace(true) }
+    }
+}
+
+impl Default for HoldOff {
+    fn default() -> Self {
+        HoldOff::new()
+    }
+}
+
+impl Drop for HoldOff {
+    fn drop(&mut self) {
+        HELD_OFF.set(self.was);
     }
 }
 

@@ -44,8 +44,9 @@ fn sampled<T: Element>(
     mut draw_one: impl FnMut(&mut StdRng) -> T,
 ) -> Result<Vec<T>> {
     let mut values = try_alloc(n, T::default(), shape)?;
+    let poller = crate::interrupt::Poller::here();
     for chunk in values.chunks_mut(1 << 16) {
-        crate::interrupt::poll();
+        poller.poll();
         chunk.iter_mut().for_each(|v| *v = draw_one(rng));
     }
     Ok(values)
@@ -58,22 +59,24 @@ pub fn sample(shape: &[usize], dtype: DType, dist: Distribution, seed: Option<u6
     let n = checked_numel(shape)?;
     // Fails cleanly, before the generator is touched, when the tensor cannot fit.
     ensure_allocatable(shape, dtype)?;
-    let mut local;
-    let mut global;
-    let rng: &mut StdRng = match seed {
-        Some(s) => {
-            local = StdRng::seed_from_u64(s);
-            &mut local
-        }
-        None => {
-            global = generator().lock();
-            &mut global
-        }
+    let draw_all = |rng: &mut StdRng| -> Result<Buffer> {
+        Ok(match dtype {
+            DType::F32 => Buffer::F32(sampled(n, shape, rng, |r| draw(r, dist) as f32)?),
+            DType::F64 => Buffer::F64(sampled(n, shape, rng, |r| draw(r, dist))?),
+            DType::Bool => Buffer::Bool(sampled(n, shape, rng, |r| draw(r, dist) >= 0.5)?),
+        })
     };
-    let buffer = match dtype {
-        DType::F32 => Buffer::F32(sampled(n, shape, rng, |r| draw(r, dist) as f32)?),
-        DType::F64 => Buffer::F64(sampled(n, shape, rng, |r| draw(r, dist))?),
-        DType::Bool => Buffer::Bool(sampled(n, shape, rng, |r| draw(r, dist) >= 0.5)?),
+    let buffer = match seed {
+        Some(s) => draw_all(&mut StdRng::seed_from_u64(s))?,
+        None => {
+            // Drawn from a copy that replaces the generator only when every draw is done:
+            // a sampling stopped by Ctrl-C (or out of memory) leaves the stream where it was.
+            let mut global = generator().lock();
+            let mut rng = global.clone();
+            let buffer = draw_all(&mut rng)?;
+            *global = rng;
+            buffer
+        }
     };
     Ok(Tensor::from_buffer(buffer, shape))
 }

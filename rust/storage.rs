@@ -149,11 +149,36 @@ impl_element!(bool, Bool, DType::Bool);
 pub struct Storage {
     data: RwLock<Buffer>,
     version: AtomicU64,
+    /// The buffer's length, address and kind, which change only with `refill` (which has
+    /// `&mut self`): layout checks and overlap tests read them without the lock.
+    len: usize,
+    address: usize,
+    external: bool,
 }
 
 impl Storage {
     pub fn new(buffer: Buffer) -> Storage {
-        Storage { data: RwLock::new(buffer), version: AtomicU64::new(0) }
+        let (len, address, external) = (buffer.len(), buffer.as_ptr() as usize, buffer.is_external());
+        Storage { data: RwLock::new(buffer), version: AtomicU64::new(0), len, address, external }
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The address of the first element.
+    pub fn address(&self) -> usize {
+        self.address
+    }
+
+    /// Whether the memory belongs to another owner (numpy), which may share it with other storages.
+    pub fn is_external(&self) -> bool {
+        self.external
     }
 
     pub fn read(&self) -> RwLockReadGuard<'_, Buffer> {
@@ -174,6 +199,7 @@ impl Storage {
     /// storage (version 0). Needs `&mut`: nobody else can be reading it.
     pub fn refill(&mut self, buffer: Buffer) -> Buffer {
         *self.version.get_mut() = 0;
+        (self.len, self.address, self.external) = (buffer.len(), buffer.as_ptr() as usize, buffer.is_external());
         std::mem::replace(self.data.get_mut(), buffer)
     }
 }
@@ -324,6 +350,16 @@ pub fn catch_kernel_unwind<R>(context: impl FnOnce() -> String, f: impl FnOnce()
             Err(other) if other.is::<crate::interrupt::Interrupted>() => Err(Error::Interrupted),
             Err(other) => std::panic::resume_unwind(other),
         },
+    }
+}
+
+/// `f()`, or None when it runs out of memory (an `allocation_failed` unwind): for
+/// allocations that are an optimisation, with a way to do without them.
+pub fn none_if_out_of_memory<R>(f: impl FnOnce() -> R) -> Option<R> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(value) => Some(value),
+        Err(payload) if payload.is::<AllocationFailed>() => None,
+        Err(other) => std::panic::resume_unwind(other),
     }
 }
 

@@ -175,7 +175,7 @@ impl Tensor {
 
     /// True when the data lives in memory shared with another owner (e.g. numpy).
     pub fn is_external(&self) -> bool {
-        self.0.storage.read().is_external()
+        self.0.storage.is_external()
     }
 
     pub(crate) fn from_buffer(buffer: Buffer, shape: impl Into<Shape>) -> Tensor {
@@ -298,7 +298,7 @@ impl Tensor {
     /// read tensors through their layouts without checking each index.
     pub fn view_as_layout(&self, shape: impl Into<Shape>, strides: Vec<isize>, offset: usize) -> Result<Tensor> {
         let shape = shape.into();
-        let len = self.0.storage.read().len();
+        let len = self.0.storage.len();
         // A zero-size view addresses nothing; its offset (which slicing may put past the
         // end) is dropped so that every tensor's offset lies within its storage.
         let offset = if shape.contains(&0) { 0 } else { offset };
@@ -370,34 +370,30 @@ impl Tensor {
 
     /// The address of the first element (where the tensor's memory is, for identity checks).
     pub fn data_ptr(&self) -> usize {
-        let base = self.0.storage.read().as_ptr() as usize;
-        base + self.0.offset * self.0.dtype.size_in_bytes()
+        self.0.storage.address() + self.0.offset * self.0.dtype.size_in_bytes()
     }
 
     /// The bytes `[first, end)` that hold this tensor's elements (and any gaps
     /// between them); None when it has no elements.
     fn byte_span(&self) -> Option<(usize, usize)> {
-        if self.numel() == 0 {
-            return None;
-        }
-        let (mut low, mut high) = (0isize, 0isize);
-        for (&d, &s) in self.0.shape.iter().zip(&self.0.strides) {
-            let reach = s * (d as isize - 1);
-            if reach < 0 {
-                low += reach;
-            } else {
-                high += reach;
-            }
-        }
-        let item = self.0.dtype.size_in_bytes() as isize;
-        let first = self.data_ptr() as isize;
-        Some(((first + low * item) as usize, (first + (high + 1) * item) as usize))
+        // The layout was checked against the storage when the tensor was made, so the
+        // element indices lie inside it and the byte addresses cannot overflow.
+        let (low, high) = crate::shape::extent(&self.0.shape, &self.0.strides, self.0.offset)?;
+        let item = self.0.dtype.size_in_bytes();
+        let base = self.0.storage.address();
+        Some((base + low as usize * item, base + (high as usize + 1) * item))
     }
 
-    /// Whether the two tensors' elements may share memory: same storage or not
-    /// (two views of one numpy array have different storages), their byte spans
-    /// intersect. A pointer comparison, so in-place kernels can afford it.
+    /// Whether the two tensors' elements may share memory: views of one storage, or of
+    /// two storages over the same numpy memory, whose byte spans intersect. Storages
+    /// that rustgrad owns never share memory with another storage. No lock is taken,
+    /// so in-place kernels can afford it.
     pub fn may_overlap(&self, other: &Tensor) -> bool {
+        let (mine, theirs) = (&self.0.storage, &other.0.storage);
+        let may_share = Arc::ptr_eq(mine, theirs) || (mine.is_external() && theirs.is_external());
+        if !may_share {
+            return false;
+        }
         match (self.byte_span(), other.byte_span()) {
             (Some((a0, a1)), Some((b0, b1))) => a0 < b1 && b0 < a1,
             _ => false,

@@ -117,6 +117,9 @@ struct PreparedUpdate {
     a: Tensor,
     b: Tensor,
     in_place: bool,
+    /// For an update in place whose value is also fetched: the tensor its copy goes
+    /// into, allocated before any update writes.
+    copy: Option<Tensor>,
 }
 
 fn internal_commit_error(step: &Step) -> Error {
@@ -237,9 +240,11 @@ impl Run<'_> {
     /// Runs the commit phase and returns the fetched values and the assignments.
     /// With `variables` (the session's, locked by the caller for the whole call), an
     /// update writes into its variable's memory when nothing but the session holds
-    /// it. Every update is checked, and where it writes decided, before any runs:
-    /// after the first write into a variable nothing can fail, so a failed commit
-    /// changes nothing.
+    /// it. Every update is checked, and where it writes decided, before any runs;
+    /// then the updates that make new tensors run (they may fail, out of memory, or
+    /// stop on Ctrl-C), and only then those that write in place, whose memory is
+    /// already allocated and which Ctrl-C does not stop: after the first write into
+    /// a variable nothing can fail, so a failed commit changes nothing.
     pub fn commit(
         mut self,
         variables: Option<&mut Arc<Vec<Option<Tensor>>>>,
@@ -257,21 +262,46 @@ impl Run<'_> {
         for step in &plan.steps[plan.commit_from..] {
             updates.push(self.prepare_update(step, store)?);
         }
-        for ((s, step), prepared) in plan.steps.iter().enumerate().skip(plan.commit_from).zip(updates) {
-            let started = trace.is_some().then(std::time::Instant::now);
-            let (value, in_place) = match (&step.kind, step.inputs.as_slice(), prepared) {
-                (StepKind::MatMulUpdate { .. }, _, Some(update)) => self.run_update(s, step, update)?,
-                (&StepKind::Assign { var, mode: AssignMode::Set }, &[update], None) => {
-                    let value = self.values[update].clone().ok_or_else(|| internal_commit_error(step))?;
-                    self.side.assigns.push((var, value.clone()));
-                    (value, false)
-                }
-                _ => return Err(internal_commit_error(step)),
-            };
-            self.values[s] = Some(value);
-            self.finish_step(s, started, trace.as_deref_mut(), in_place.then_some(IN_PLACE_UPDATE));
+        let mut pending: Vec<(usize, Option<Option<PreparedUpdate>>)> =
+            (plan.commit_from..).zip(updates.into_iter().map(Some)).collect();
+        // First the updates that make new tensors, then, in plan order, the writes in place
+        // and the assigns (which read the values of the updates before them).
+        for (s, slot) in &mut pending {
+            if matches!(slot, Some(Some(update)) if !update.in_place) {
+                let update = slot.take().flatten();
+                self.run_commit_step(*s, update, trace.as_deref_mut())?;
+            }
+        }
+        for (s, slot) in pending {
+            if let Some(update) = slot {
+                let _writes_whole = update.as_ref().is_some_and(|u| u.in_place).then(crate::interrupt::HoldOff::new);
+                self.run_commit_step(s, update, trace.as_deref_mut())?;
+            }
         }
         Ok(self.results())
+    }
+
+    /// Runs one step of the commit phase: a prepared update, or an assign.
+    fn run_commit_step(
+        &mut self,
+        s: usize,
+        prepared: Option<PreparedUpdate>,
+        trace: Option<&mut Vec<(String, String, f64)>>,
+    ) -> Result<()> {
+        let step = &self.plan.steps[s];
+        let started = trace.is_some().then(std::time::Instant::now);
+        let (value, in_place) = match (&step.kind, step.inputs.as_slice(), prepared) {
+            (StepKind::MatMulUpdate { .. }, _, Some(update)) => self.run_update(s, step, update)?,
+            (&StepKind::Assign { var, mode: AssignMode::Set }, &[update], None) => {
+                let value = self.values[update].clone().ok_or_else(|| internal_commit_error(step))?;
+                self.side.assigns.push((var, value.clone()));
+                (value, false)
+            }
+            _ => return Err(internal_commit_error(step)),
+        };
+        self.values[s] = Some(value);
+        self.finish_step(s, started, trace, in_place.then_some(IN_PLACE_UPDATE));
+        Ok(())
     }
 
     /// Checks an update of the commit phase and decides whether it writes into its
@@ -290,7 +320,8 @@ impl Run<'_> {
             |var: VarId| store.and_then(|vars| vars.get(var)?.as_ref()).is_some_and(|current| current.same_tensor(&w));
         // Held by the session's list and by `w` here, and by nothing else.
         let in_place = in_place_of.is_some_and(is_the_variables_value) && forward::updatable_in_place(&w, &a, &b, 2);
-        Ok(Some(PreparedUpdate { w, a, b, in_place }))
+        let copy = if in_place && copy_for_fetch { Some(forward::overwritable_like(&w)?) } else { None };
+        Ok(Some(PreparedUpdate { w, a, b, in_place, copy }))
     }
 
     /// Runs a prepared update; returns its value and whether it wrote in place.
@@ -298,9 +329,9 @@ impl Run<'_> {
         let StepKind::MatMulUpdate { alpha, transpose_a, transpose_b, copy_for_fetch, .. } = step.kind else {
             return Err(internal_commit_error(step));
         };
-        let PreparedUpdate { w, a, b, in_place } = update;
+        let PreparedUpdate { w, a, b, in_place, copy } = update;
         let (value, copy) = if in_place {
-            let copy = forward::matmul_update_in_place(&w, &a, &b, transpose_a, transpose_b, alpha, copy_for_fetch)?;
+            forward::matmul_update_in_place(&w, &a, &b, transpose_a, transpose_b, alpha, copy.as_ref())?;
             (w, copy)
         } else {
             forward::matmul_update(&w, &a, &b, transpose_a, transpose_b, alpha, copy_for_fetch)?

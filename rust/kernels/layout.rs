@@ -163,8 +163,9 @@ pub(crate) fn for_each_chunk<T: Send>(
     fill: impl Fn((usize, &mut [MaybeUninit<T>])) + Sync + Send,
 ) {
     // Every chunk fills new memory, so a Ctrl-C may stop the loop between two.
+    let poller = crate::interrupt::Poller::here();
     let fill = |chunk| {
-        crate::interrupt::poll();
+        poller.poll();
         fill(chunk)
     };
     if parallel {

@@ -152,8 +152,9 @@ const INTERRUPTIBLE_BLOCK_MACS: usize = 1 << 33;
 fn product_in_row_blocks<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T) {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     let block = (INTERRUPTIBLE_BLOCK_MACS / n.saturating_mul(k).max(1)).clamp(1, m);
+    let poller = crate::interrupt::Poller::here();
     for (index, out_rows) in out.chunks_mut(block * n).enumerate() {
-        crate::interrupt::poll();
+        poller.poll();
         let first = index * block;
         // Rows first.. of `a`: inside `a.data` because all of `a` is (checked by `MatRef::new`).
         let offset = (a.offset as isize + first as isize * a.row_stride) as usize;
@@ -186,7 +187,10 @@ fn dense_copy_of_transposed<T: Float>(a: MatRef<T>, n: usize) -> Option<Vec<T>> 
         return None;
     }
     let strides = [a.row_stride, a.col_stride];
-    Some(super::layout::gather_strided(a.data, &[a.rows, a.cols], &strides, a.offset))
+    // Out of memory here is no failure: the product reads `a` through its strides instead.
+    crate::storage::none_if_out_of_memory(|| {
+        super::layout::gather_strided(a.data, &[a.rows, a.cols], &strides, a.offset)
+    })
 }
 
 /// `out = init + alpha·a·b`, writing every element of the (possibly uninitialised)

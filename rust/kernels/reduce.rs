@@ -28,8 +28,9 @@ fn sum_slice<T: Float>(x: &[T], f: impl Fn(T) -> T) -> f64 {
 
 /// The sum of `f(v)` over all elements, in the fixed order of `sum_all`.
 fn sum_all_of<T: Float>(x: &[T], f: impl Fn(T) -> T + Sync + Send) -> T {
+    let poller = crate::interrupt::Poller::here();
     let partial = |chunk: &[T]| {
-        crate::interrupt::poll();
+        poller.poll();
         sum_slice(chunk, &f)
     };
     let partials: Vec<f64> = if x.len() < PARALLEL_MIN_ELEMENTS {

@@ -45,11 +45,11 @@ pub fn num_threads() -> usize {
 pub const MAX_THREADS: usize = 1024;
 
 /// Replaces the pool with one of `threads` threads, 1 ≤ threads ≤ `MAX_THREADS`.
-pub fn set_num_threads(threads: i64) -> Result<()> {
-    let threads = usize::try_from(threads).unwrap_or(0);
+pub fn set_num_threads(requested: i64) -> Result<()> {
+    let threads = usize::try_from(requested).unwrap_or(0);
     if !(1..=MAX_THREADS).contains(&threads) {
         return Err(Error::InvalidArgument(format!(
-            "set_num_threads: the number of threads must be between 1 and {MAX_THREADS}, got {threads}"
+            "set_num_threads: the number of threads must be between 1 and {MAX_THREADS}, got {requested}"
         )));
     }
     let new_pool = build_pool(threads);

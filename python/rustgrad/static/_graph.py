@@ -87,14 +87,19 @@ class Graph:
     def _undo_on_failure(self) -> Iterator[None]:
         """Removes every node and variable the block added if it raises. Meanwhile other
         threads that add to this graph wait until the block ends."""
-        kept_variables, kept_trainable = len(self._variables), len(self._trainable)
-        self._core.begin_edit()
+        editing = False
         try:
+            self._core.begin_edit()
+            editing = True
+            # Variables numbered from here on are this block's: another thread may still
+            # append a variable it made just before the edit began to the lists below.
+            first_new_variable = self._core.num_variables()
             yield
         except BaseException:
-            self._core.end_edit(True)
-            del self._variables[kept_variables:]
-            del self._trainable[kept_trainable:]
+            if editing:
+                self._core.end_edit(True)
+                self._variables[:] = [v for v in self._variables if v._var < first_new_variable]
+                self._trainable[:] = [v for v in self._trainable if v._var < first_new_variable]
             raise
         self._core.end_edit(False)
 
