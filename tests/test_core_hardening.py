@@ -119,3 +119,51 @@ def test_a_thread_count_beyond_64_bits_raises_a_numeric_overflow_error():
 def test_a_like_factory_of_something_that_is_not_a_tensor_raises_argument_type_error(factory):
     with pytest.raises(errors.ArgumentTypeError, match=rf"{factory}\(\): argument 'input' must be a Tensor, got str"):
         getattr(rustgrad, factory)("a")
+
+
+BACKGROUND_CHILD = r"""
+import threading, time
+import rustgrad as rg
+a = rg.ones(6000, 6000)
+done = {}
+def background():
+    done["value"] = rg.ones(3000, 3000).mm(rg.ones(3000, 6000)).sum().item()
+worker = threading.Thread(target=background)
+worker.start()
+print("ready", flush=True)
+try:
+    a.mm(a)
+    print("finished", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+worker.join()
+print("background", done.get("value"), flush=True)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the SIGINT chaining is tested on Linux")
+def test_ctrl_c_stops_the_main_threads_kernel_but_not_another_threads():
+    env = dict(os.environ)
+    pkg_parent = str(Path(rustgrad.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
+    child = subprocess.Popen([sys.executable, "-c", BACKGROUND_CHILD], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        time.sleep(0.5)
+        child.send_signal(signal.SIGINT)
+        assert child.stdout.readline().strip() == "interrupted"
+        words = child.stdout.readline().split()
+        assert words[0] == "background" and words[1] != "None", words
+        assert float(words[1]) == pytest.approx(3000.0 * 3000 * 6000, rel=1e-6)
+        assert child.wait(timeout=60) == 0
+    finally:
+        child.kill()
+
+
+def test_a_random_draw_that_fails_leaves_the_generator_where_it_was():
+    rustgrad.manual_seed(7)
+    expected = rustgrad.randn(5).tolist()
+    rustgrad.manual_seed(7)
+    with pytest.raises(errors.OutOfMemoryError):
+        rustgrad.randn(2**62)
+    assert rustgrad.randn(5).tolist() == expected
