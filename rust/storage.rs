@@ -123,11 +123,12 @@ macro_rules! impl_element {
             fn slice_mut(buf: &mut Buffer) -> Option<&mut [Self]> {
                 match buf {
                     Buffer::$variant(v) => Some(v),
-                    // SAFETY: as above. `&mut Buffer` excludes every other rustgrad access (the storage
-                    // lock), but not numpy, which may hold the same memory (`from_numpy`, `np.asarray`).
-                    // Policy, as in PyTorch: a numpy writer racing with us in another thread is the
-                    // user's race; it can change values we read, never the buffer's address or length.
+                    // `&mut Buffer` excludes every other rustgrad access (the storage lock), but not
+                    // numpy, which may hold the same memory (`from_numpy`, `np.asarray`). Policy, as
+                    // in PyTorch: a numpy writer racing with us in another thread is the user's
+                    // race; it can change values we read, never the buffer's address or length.
                     Buffer::External(e) if e.dtype == $dtype => {
+                        // SAFETY: as above (ExternalBuffer::new's contract), under that policy.
                         Some(unsafe { std::slice::from_raw_parts_mut(e.ptr.as_ptr().cast::<$t>(), e.len) })
                     }
                     _ => None,

@@ -571,17 +571,21 @@ mod tests {
     unsafe impl std::alloc::GlobalAlloc for CountingAllocator {
         unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
             count_allocation();
+            // SAFETY: the caller's contract for `alloc` is passed on to the system allocator unchanged.
             unsafe { std::alloc::System.alloc(layout) }
         }
         unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
             count_allocation();
+            // SAFETY: the caller's contract for `alloc_zeroed` is passed on to the system allocator unchanged.
             unsafe { std::alloc::System.alloc_zeroed(layout) }
         }
         unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
             count_allocation();
+            // SAFETY: the caller's contract for `realloc` is passed on to the system allocator unchanged.
             unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
         }
         unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+            // SAFETY: the caller's contract for `dealloc` is passed on to the system allocator unchanged.
             unsafe { std::alloc::System.dealloc(ptr, layout) }
         }
     }

@@ -141,6 +141,5 @@ pub fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
 /// Test hook: panics inside the guard, to prove panics become `InternalError`.
 #[pyfunction]
 pub fn _panic_for_test(message: &str) -> PyResult<()> {
-    // invariant: panics on purpose, inside the guard, for the test that proves the guard works.
-    guard(|| panic!("{message}"))
+    guard(|| panic!("{message}")) // invariant: panics on purpose, inside the guard, for the test of the guard.
 }

@@ -130,6 +130,7 @@ unsafe extern "C" fn capsule_destructor(capsule: *mut ffi::PyObject) {
     // flight (if any) into the three locals. (PyErr_Fetch is the abi3-py39 API; it is
     // deprecated only from 3.12, for PyErr_GetRaisedException.)
     #[allow(deprecated)]
+    // SAFETY: see above: called with the GIL held, into three valid out-pointers.
     unsafe {
         ffi::PyErr_Fetch(&mut kind, &mut value, &mut traceback)
     };
