@@ -4,14 +4,16 @@
 //! bytecodes; a kernel running for seconds with the GIL released would make the user
 //! wait for it. So while the main thread runs a long op (`Armed`), a SIGINT also sets
 //! `REQUESTED`, and kernels that fill a new output poll it between chunks (a relaxed
-//! load, a few nanoseconds per chunk of thousands of elements). Whether a kernel may
-//! stop is decided on the thread that starts it (`Poller::here`), so work that another
-//! thread runs at the same time, or a commit that must not stop halfway (`HoldOff`),
-//! goes on to its end. A poll that sees it
-//! unwinds with `Interrupted` to `storage::catch_kernel_unwind` or the binding's guard,
-//! which return `Error::Interrupted`; the binding then lets Python run its own handler
-//! (KeyboardInterrupt by default). In-place kernels never poll: stopping one halfway
-//! would leave a tensor half updated.
+//! load, a few nanoseconds per chunk of thousands of elements).
+//!
+//! Whether a kernel may stop is decided on the thread that starts it (`Poller::here`):
+//! work that another thread runs at the same time, and a commit that must not stop
+//! halfway (`HoldOff`), go on to their end. In-place ops are never armed: stopping one
+//! halfway would leave a tensor half updated.
+//!
+//! A poll that sees the flag unwinds with `Interrupted` to `storage::catch_kernel_unwind`
+//! or the binding's guard, which return `Error::Interrupted`; the binding then lets
+//! Python run its own handler (KeyboardInterrupt by default).
 //!
 //! The SIGINT handler is chained in front of Python's (it sets the flag, then calls
 //! Python's), and re-chained whenever Python has replaced it (`signal.signal`).
