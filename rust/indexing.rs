@@ -63,6 +63,15 @@ struct Plan {
     bool_dim: Option<(usize, usize)>,
 }
 
+/// Checks what a key's structure decides without a shape: at most one `...`.
+/// Key parsing calls it too, so a static graph of unknown rank rejects `x[..., ...]`.
+pub fn check_key(items: &[IndexItem]) -> Result<()> {
+    if items.iter().filter(|i| matches!(i, IndexItem::Ellipsis)).count() > 1 {
+        return Err(Error::Index("an index can only have a single ellipsis ('...')".into()));
+    }
+    Ok(())
+}
+
 /// Checks the key's structure against the rank and expands `...`.
 ///
 /// Bool scalars follow numpy: they (with the ints beside them) are one advanced
@@ -70,9 +79,7 @@ struct Plan {
 /// the place of the first of them when they are adjacent in the key, else it
 /// comes first.
 fn plan(items: &[IndexItem], rank: usize) -> Result<Plan> {
-    if items.iter().filter(|i| matches!(i, IndexItem::Ellipsis)).count() > 1 {
-        return Err(Error::Index("an index can only have a single ellipsis ('...')".into()));
-    }
+    check_key(items)?;
     let indexed = items.iter().filter(|i| matches!(i, IndexItem::Int(_) | IndexItem::Slice { .. })).count();
     if indexed > rank {
         return Err(Error::Index(format!("too many indices for tensor of dimension {rank} (got {indexed})")));

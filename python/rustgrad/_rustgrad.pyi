@@ -32,6 +32,7 @@ __all__ = [
     "AccumulateGrad",
     "GraphCore",
     "SessionCore",
+    "IndexItems",
     "float32",
     "float64",
     "bool",
@@ -57,6 +58,7 @@ __all__ = [
     "_panic_for_test",
     "_matmul",
     "_where",
+    "_parse_index_key",
     "__version__",
 ]
 
@@ -365,6 +367,16 @@ class AccumulateGrad:
     def __hash__(self) -> builtins.int: ...
 
 # ----- static graphs ---------------------------------------------------------------------------
+
+@final
+class IndexItems:
+    """A parsed basic index key (ints, slices, None, ``...``, bools): the argument of a graph ``index`` op."""
+
+    def __repr__(self) -> str: ...
+
+def _parse_index_key(key: Any) -> object:
+    """The one index-key parser, as the static front uses it: ``IndexItems`` for a basic key, a bool
+    ``Tensor`` for a numpy or eager mask, or the graph tensor that is the whole key."""
 
 @final
 class GraphCore:

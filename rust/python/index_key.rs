@@ -1,7 +1,9 @@
-//! Index keys: a Python key (`x[key]`) as core index items or a bool mask. The
-//! core (`crate::indexing`) decides what the items mean; this only reads them.
+//! Index keys: the one parser of a Python key (`x[key]`, `x[key] = v`), shared by
+//! eager tensors and static graphs (through `_parse_index_key`). It turns the key
+//! into core index items or a bool mask; the core (`crate::indexing`) decides what
+//! the items mean against a shape.
 
-use super::convert::{repr, tensor_from_numpy};
+use super::convert::{parse_dtype, repr, tensor_from_numpy};
 use super::errors::argument_type_error;
 use super::tensor::PyTensor;
 use crate::dtype::DType;
@@ -9,24 +11,75 @@ use crate::error::Error;
 use crate::op::IndexItem;
 use crate::tensor::Tensor;
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyEllipsis, PySlice, PyTuple};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyEllipsis, PySlice, PyTuple, PyType};
 
-/// An index key: basic items (ints, slices, None, ...) or a bool mask.
+/// A key as either front reads it.
+pub enum ParsedKey<'py> {
+    /// Basic items: ints, slices, None, `...`, bools.
+    Items(Vec<IndexItem>),
+    /// A bool tensor or numpy bool array with at least one dim.
+    Mask(Tensor),
+    /// A static graph tensor of dtype bool as the whole key.
+    GraphMask(Bound<'py, PyAny>),
+}
+
+/// An eager key: basic items or a bool mask.
 pub enum IndexKey {
     Items(Vec<IndexItem>),
     Mask(Tensor),
 }
 
 pub fn index_key(key: &Bound<'_, PyAny>) -> PyResult<IndexKey> {
-    if let Some(mask) = bool_mask(key)? {
-        return Ok(IndexKey::Mask(mask));
+    match parse_key(key)? {
+        ParsedKey::Items(items) => Ok(IndexKey::Items(items)),
+        ParsedKey::Mask(mask) => Ok(IndexKey::Mask(mask)),
+        ParsedKey::GraphMask(mask) => Err(Error::Index(format!(
+            "a static graph tensor cannot index an eager tensor (got {}); run it in a Session and index with the result",
+            repr(&mask)
+        ))
+        .into()),
+    }
+}
+
+pub fn parse_key<'py>(key: &Bound<'py, PyAny>) -> PyResult<ParsedKey<'py>> {
+    if let Some(mask) = mask(key)? {
+        return Ok(mask);
     }
     let parts: Vec<Bound<'_, PyAny>> = match key.cast::<PyTuple>() {
         Ok(t) => t.iter().collect(),
         Err(_) => vec![key.clone()],
     };
-    parts.iter().map(index_item).collect::<PyResult<_>>().map(IndexKey::Items)
+    let items = parts.iter().map(index_item).collect::<PyResult<Vec<_>>>()?;
+    crate::indexing::check_key(&items)?;
+    Ok(ParsedKey::Items(items))
+}
+
+/// The core index items of a basic key, for a static graph's `index` op.
+#[pyclass(frozen, name = "IndexItems", module = "rustgrad._rustgrad")]
+pub struct PyIndexItems {
+    pub items: Vec<IndexItem>,
+}
+
+#[pymethods]
+impl PyIndexItems {
+    fn __repr__(&self) -> String {
+        format!("IndexItems({:?})", self.items)
+    }
+}
+
+/// Parses a key for the static front: `IndexItems` for a basic key, a bool eager
+/// `Tensor` for a numpy or eager mask, or the graph tensor that is the whole key.
+#[pyfunction]
+pub fn _parse_index_key<'py>(key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let py = key.py();
+    Ok(match parse_key(key)? {
+        ParsedKey::Items(items) => Bound::new(py, PyIndexItems { items })?.into_any(),
+        ParsedKey::Mask(mask) => Bound::new(py, PyTensor::wrap(mask))?.into_any(),
+        ParsedKey::GraphMask(mask) => mask,
+    })
 }
 
 fn index_item(part: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
@@ -45,20 +98,19 @@ fn index_item(part: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
     if let Some(b) = bool_scalar(part)? {
         return Ok(IndexItem::Bool(b));
     }
-    if !part.is_instance_of::<PyTensor>() {
-        if let Ok(i) = part.extract::<isize>() {
-            return Ok(IndexItem::Int(i));
-        }
-        if has_index(part) {
+    if mask(part)?.is_some() {
+        return Err(Error::Index("a bool mask must be the whole index (x[mask]), not part of a tuple".into()).into());
+    }
+    match part.extract::<isize>() {
+        Ok(i) => return Ok(IndexItem::Int(i)),
+        Err(e) if e.is_instance_of::<PyOverflowError>(part.py()) => {
             return Err(Error::Index(format!(
                 "index {} is out of bounds: it does not fit in a 64-bit integer",
                 repr(part)
             ))
             .into());
         }
-    }
-    if bool_mask(part)?.is_some() {
-        return Err(Error::Index("a bool mask must be the whole index (x[mask]), not part of a tuple".into()).into());
+        Err(_) => {}
     }
     Err(Error::Index(format!(
         "only integers, slices (`:`), ellipsis (`...`), None, bools and bool masks are valid indices (got {})",
@@ -70,6 +122,11 @@ fn index_item(part: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
 fn is_numpy(obj: &Bound<'_, PyAny>) -> bool {
     obj.is_instance_of::<PyUntypedArray>()
         || obj.get_type().module().is_ok_and(|m| m.to_cow().is_ok_and(|m| m == "numpy" || m.starts_with("numpy.")))
+}
+
+fn is_graph_tensor(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    static GRAPH_VALUE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    obj.is_instance(GRAPH_VALUE.import(obj.py(), "rustgrad._graph_value", "GraphValue")?)
 }
 
 /// `True`, `numpy.True_`, or a 0-d bool array or tensor: numpy treats them alike.
@@ -91,26 +148,34 @@ fn numpy_kind(obj: &Bound<'_, PyAny>) -> Option<char> {
     obj.getattr("dtype").and_then(|d| d.getattr("kind")).and_then(|k| k.extract::<char>()).ok()
 }
 
-fn has_index(obj: &Bound<'_, PyAny>) -> bool {
-    obj.hasattr("__index__").unwrap_or(false)
+fn not_a_mask() -> PyErr {
+    Error::Index(
+        "tensors used as indices must be bool masks; integer-tensor (advanced) indexing is not supported, use slices"
+            .into(),
+    )
+    .into()
 }
 
-/// A bool tensor or numpy bool array with at least one dim (0-d ones are bool scalars).
-fn bool_mask(obj: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
+/// A bool tensor, graph tensor or numpy bool array with at least one dim (0-d ones
+/// are bool scalars); a tensor of another dtype is an error.
+fn mask<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<ParsedKey<'py>>> {
     if let Ok(t) = obj.cast::<PyTensor>() {
         let inner = t.get().inner.clone();
         return match (inner.dtype(), inner.rank()) {
             (DType::Bool, 0) => Ok(None),
-            (DType::Bool, _) => Ok(Some(inner)),
-            _ => Err(Error::Index(
-                "tensors used as indices must be bool masks; integer-tensor (advanced) indexing is not supported, use slices".into(),
-            )
-            .into()),
+            (DType::Bool, _) => Ok(Some(ParsedKey::Mask(inner))),
+            _ => Err(not_a_mask()),
+        };
+    }
+    if is_graph_tensor(obj)? {
+        return match parse_dtype(&obj.getattr("dtype")?)? {
+            DType::Bool => Ok(Some(ParsedKey::GraphMask(obj.clone()))),
+            _ => Err(not_a_mask()),
         };
     }
     if let Ok(array) = obj.cast::<PyUntypedArray>() {
         if array.ndim() > 0 && numpy_kind(obj) == Some('b') {
-            return tensor_from_numpy(obj).map(Some);
+            return tensor_from_numpy(obj).map(|t| Some(ParsedKey::Mask(t)));
         }
     }
     Ok(None)
@@ -125,7 +190,7 @@ fn slice_bound(v: &Bound<'_, PyAny>) -> PyResult<Option<isize>> {
     if let Ok(i) = v.extract::<isize>() {
         return Ok(Some(i));
     }
-    if !has_index(v) {
+    if !v.hasattr("__index__").unwrap_or(false) {
         return Err(argument_type_error(format!(
             "slice indices must be integers or None or have an __index__ method (got {})",
             repr(v)

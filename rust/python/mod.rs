@@ -22,6 +22,7 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<autograd::PyAccumulateGrad>()?;
     m.add_class::<static_graph::PyGraph>()?;
     m.add_class::<static_graph::PySession>()?;
+    m.add_class::<index_key::PyIndexItems>()?;
     m.add("float32", convert::dtype_object(py, crate::dtype::DType::F32)?)?;
     m.add("float64", convert::dtype_object(py, crate::dtype::DType::F64)?)?;
     m.add("bool", convert::dtype_object(py, crate::dtype::DType::Bool)?)?;
@@ -44,6 +45,7 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(autograd::_apply_function, m)?)?;
     m.add_function(wrap_pyfunction!(autograd::_first_changed, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_panic_for_test, m)?)?;
+    m.add_function(wrap_pyfunction!(index_key::_parse_index_key, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::_matmul, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::_where, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::from_dlpack, m)?)?;

@@ -5,12 +5,13 @@ use super::convert::{
     dtype_object, parse_dtype, repr, share_from_numpy, share_to_numpy, tensor_from_numpy, tensor_to_numpy, PyDType,
 };
 use super::errors::{external, guard};
+use super::index_key::PyIndexItems;
 use super::tensor::PyTensor;
 use crate::error::{Error, Result};
 use crate::graph::session::{RunHooks, Session, PLAN_CACHE_CAPACITY};
 use crate::graph::{fmt_partial, gradients::gradients, AssignMode, Graph, GraphFunction, NodeId, PartialShape};
 use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
-use crate::op::{IndexItem, Op};
+use crate::op::Op;
 use crate::random::Distribution;
 use parking_lot::RwLock;
 use pyo3::prelude::*;
@@ -73,22 +74,6 @@ fn cmp_op(name: &str) -> Option<CmpOp> {
     })
 }
 
-fn index_items(list: &Bound<'_, PyAny>) -> PyResult<Vec<IndexItem>> {
-    list.try_iter()?
-        .map(|item| {
-            let item = item?;
-            let (kind, a, b, c): (String, Option<isize>, Option<isize>, Option<isize>) = item.extract()?;
-            Ok(match kind.as_str() {
-                "int" => IndexItem::Int(a.unwrap_or(0)),
-                "newaxis" => IndexItem::NewAxis,
-                "ellipsis" => IndexItem::Ellipsis,
-                "bool" => IndexItem::Bool(a.unwrap_or(0) != 0),
-                _ => IndexItem::Slice { start: a, stop: b, step: c.unwrap_or(1) },
-            })
-        })
-        .collect()
-}
-
 /// Builds a core op from the Python description `(kind, *args)`.
 fn parse_op(kind: &str, args: &Bound<'_, PyTuple>) -> PyResult<Op> {
     let arg = |i: usize| args.get_item(i);
@@ -109,7 +94,7 @@ fn parse_op(kind: &str, args: &Bound<'_, PyTuple>) -> PyResult<Op> {
         "min" => Op::Extreme { largest: false, dims: arg(0)?.extract()?, keepdim: arg(1)?.extract()? },
         "reshape" => Op::Reshape(arg(0)?.extract()?),
         "transpose" => Op::Transpose(arg(0)?.extract()?, arg(1)?.extract()?),
-        "index" => Op::Index(index_items(&arg(0)?)?),
+        "index" => Op::Index(arg(0)?.cast::<PyIndexItems>()?.get().items.clone()),
         "masked_select" => Op::MaskedSelect,
         "cast" => Op::Cast(parse_dtype(&arg(0)?)?),
         "identity" => Op::Copy,

@@ -7,8 +7,6 @@ shape and dtype inferred on the spot, and returns a ``Tensor`` naming that node.
 from __future__ import annotations
 
 import contextlib
-import operator
-import sys
 import threading
 from typing import Any, Iterator, Optional, Sequence, Union
 
@@ -18,7 +16,7 @@ from rustgrad import _rustgrad
 from rustgrad._creation import _NUMPY_DTYPES, _resolve_dtype
 from rustgrad._graph_value import GraphValue
 from rustgrad._rustgrad import GraphCore
-from rustgrad.errors import ArgumentTypeError, DTypeError, IndexOutOfRangeError, InvalidArgumentError
+from rustgrad.errors import ArgumentTypeError, DTypeError, InvalidArgumentError
 
 float32 = _rustgrad.float32
 float64 = _rustgrad.float64
@@ -374,21 +372,23 @@ class Tensor(GraphValue):
     # ----- indexing -----
 
     def __getitem__(self, key: Any) -> Tensor:
-        if isinstance(key, np.ndarray) and key.dtype == bool and key.ndim > 0:
-            key = convert_to_tensor(key, bool_, self.graph)
-        if isinstance(key, Tensor):
-            return self.graph._op("masked_select", (), [self, key])
-        return self.graph._op("index", (_index_items(key),), [self])
+        # The key is parsed by the same code as eager keys: it gives core index items or a bool mask.
+        parsed = _rustgrad._parse_index_key(key)
+        if isinstance(parsed, _rustgrad.IndexItems):
+            return self.graph._op("index", (parsed,), [self])
+        return self.graph._op("masked_select", (), [self, convert_to_tensor(parsed, bool_, self.graph)])
 
     def __setitem__(self, key: Any, value: Any) -> None:
         """Graph tensors are immutable; ``t[mask] = v`` rebinds ``t`` to ``where(mask, v, t)``.
 
         This lets PyTorch-style custom Function code (``grad[x < 0] = 0``) build graphs.
         """
-        if not isinstance(key, Tensor):
+        parsed = _rustgrad._parse_index_key(key)
+        if isinstance(parsed, _rustgrad.IndexItems):
             raise InvalidArgumentError("graph tensors support item assignment only with a bool mask")
+        mask = convert_to_tensor(parsed, bool_, self.graph)
         value_t = convert_to_tensor(value, self.dtype, self.graph)
-        replaced = self.graph._op("where", (), [key, value_t, self])
+        replaced = self.graph._op("where", (), [mask, value_t, self])
         self._id = replaced._id
 
     # ----- PyTorch-style methods, so custom Functions run on graph tensors -----
@@ -452,47 +452,3 @@ def _axes(axis: Any) -> Optional[list[int]]:
     if isinstance(axis, (list, tuple)):
         return [int(a) for a in axis]
     return [int(axis)]
-
-
-def _index_items(key: Any) -> list[tuple]:
-    """The key as (kind, start, stop, step) items; the core checks them against the shape."""
-    parts = key if isinstance(key, tuple) else (key,)
-    return [_index_item(part) for part in parts]
-
-
-def _index_item(part: Any) -> tuple:
-    if part is None:
-        return ("newaxis", None, None, None)
-    if part is Ellipsis:
-        return ("ellipsis", None, None, None)
-    if isinstance(part, slice):
-        step = _slice_bound(part.step)
-        return ("slice", _slice_bound(part.start), _slice_bound(part.stop), 1 if step is None else step)
-    # Before ints: True is an int to Python, but a 0-d bool index to numpy.
-    if isinstance(part, (bool, np.bool_)) or (isinstance(part, np.ndarray) and part.dtype == bool and part.ndim == 0):
-        return ("bool", int(bool(part)), None, None)
-    if isinstance(part, Tensor):
-        raise IndexOutOfRangeError("a graph tensor used as an index must be the whole key, a bool mask (t[mask])")
-    try:
-        index = operator.index(part)
-    except TypeError:
-        raise IndexOutOfRangeError(
-            f"only integers, slices (`:`), ellipsis (`...`), None, bools and bool masks are valid indices "
-            f"(got {part!r})"
-        ) from None
-    if not -sys.maxsize - 1 <= index <= sys.maxsize:
-        raise IndexOutOfRangeError(f"index {index} is out of bounds: it does not fit in a 64-bit integer")
-    return ("int", index, None, None)
-
-
-def _slice_bound(value: Any) -> Optional[int]:
-    """None, or an integer clamped to the 64-bit range, as Python's ``slice.indices`` reads it."""
-    if value is None:
-        return None
-    try:
-        index = operator.index(value)
-    except TypeError:
-        raise ArgumentTypeError(
-            f"slice indices must be integers or None or have an __index__ method (got {value!r})"
-        ) from None
-    return max(min(index, sys.maxsize), -sys.maxsize - 1)
