@@ -11,16 +11,22 @@ use crate::shape::{broadcast_shapes, fmt_shape};
 use crate::storage::Element;
 use crate::tensor::Tensor;
 
-/// Copies `value` (broadcast to `dst`'s shape, cast to its dtype) into `dst`'s elements.
-pub fn write_into(dst: &Tensor, value: &Tensor) -> Result<()> {
-    let target = broadcast_shapes("copy_", value.shape(), dst.shape())?;
+/// Checks that a value of shape `value` broadcasts to `dst`'s shape, so it can be written into `dst`.
+pub fn check_writable(dst: &Tensor, value: &[usize]) -> Result<()> {
+    let target = broadcast_shapes("copy_", value, dst.shape())?;
     if target[..] != *dst.shape() {
         return shape_err(format!(
             "copy_: cannot write a value of shape {} into a tensor of shape {}",
-            fmt_shape(value.shape()),
+            fmt_shape(value),
             fmt_shape(dst.shape())
         ));
     }
+    Ok(())
+}
+
+/// Copies `value` (broadcast to `dst`'s shape, cast to its dtype) into `dst`'s elements.
+pub fn write_into(dst: &Tensor, value: &Tensor) -> Result<()> {
+    check_writable(dst, value.shape())?;
     if dst.numel() == 0 {
         return Ok(());
     }

@@ -35,7 +35,7 @@ mod matmul;
 mod reduce;
 
 pub use elementwise::{binary, clamp, compare, mask_grad_threshold, scalar, unary, where_select};
-pub use in_place::{add_in_place, fill, masked_fill, update_in_place, write_into};
+pub use in_place::{add_in_place, check_writable, fill, masked_fill, update_in_place, write_into};
 pub use layout::{broadcast_to, cast, copy, expand_mask, index, index_layout, masked_select, reshape, transpose};
 pub use matmul::{
     check_matmul_update, matmul2d, matmul_activation, matmul_update, matmul_update_in_place, overwritable_like,
