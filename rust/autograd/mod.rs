@@ -3,5 +3,6 @@
 
 pub mod engine;
 pub mod grad_mode;
+pub mod in_place;
 pub mod node;
 pub mod record;

@@ -3,10 +3,11 @@
 
 use super::grad_mode;
 use super::node::{Edge, Meta, Node, PerInput, Saved, SavedTensor};
-use crate::error::{grad_err, Result};
-use crate::forward::{self, forward};
+use crate::error::{shape_err, Result};
+use crate::forward::forward;
 use crate::op::{CustomBackward, Op};
 use crate::rules;
+use crate::shape::fmt_shape;
 use crate::tensor::{History, Tensor};
 use std::sync::Arc;
 
@@ -100,76 +101,24 @@ pub fn record_custom(custom: Arc<dyn CustomBackward>, inputs: &[Tensor], outputs
     }
 }
 
-/// A copy of `t`'s values that carries `t`'s history: the input of an op that
-/// is about to overwrite `t` in place.
-fn snapshot_with_history(t: &Tensor) -> Result<Tensor> {
-    let copy = forward::copy(t)?;
-    copy.set_history(t.grad_fn(), t.output_nr());
-    copy.set_requires_grad(t.requires_grad());
-    Ok(copy)
-}
-
-/// Refuses in-place writes that would break the tape, with PyTorch's wording.
-fn check_in_place(dst: &Tensor, op_name: &str) -> Result<()> {
-    if !grad_mode::is_enabled() {
-        return Ok(());
+/// torch.matmul for 1-D and 2-D operands: a vector is promoted to a matrix (a row
+/// on the left, a column on the right), and the added dimension is dropped from the
+/// product; each step is recorded.
+pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let mm = Op::MatMul { transpose_a: false, transpose_b: false };
+    match (a.rank(), b.rank()) {
+        (2, 2) => apply(mm, &[a, b]),
+        (1 | 2, 1 | 2) => {
+            let a2 = if a.rank() == 1 { apply(Op::Reshape(vec![1, -1]), &[a])? } else { a.clone() };
+            let b2 = if b.rank() == 1 { apply(Op::Reshape(vec![-1, 1]), &[b])? } else { b.clone() };
+            let product = apply(mm, &[&a2, &b2])?;
+            let squeezed = if a.rank() == 1 && b.rank() == 1 { vec![] } else { vec![-1] };
+            apply(Op::Reshape(squeezed), &[&product])
+        }
+        _ => shape_err(format!(
+            "matmul: only 1-D and 2-D operands are supported, got shapes {} and {}",
+            fmt_shape(a.shape()),
+            fmt_shape(b.shape())
+        )),
     }
-    if dst.requires_grad() && dst.is_leaf() {
-        return grad_err(format!(
-            "{op_name}: a leaf Variable that requires grad is being used in an in-place operation. \
-             Wrap the update in `with rustgrad.no_grad():` or operate on a clone()"
-        ));
-    }
-    if dst.requires_grad() && dst.is_view() {
-        return grad_err(format!(
-            "{op_name}: in-place modification of a view of a tensor that requires grad is not supported; \
-             use an out-of-place op (x = x + y) or clone() first"
-        ));
-    }
-    Ok(())
-}
-
-/// Runs `op(dst, others...)` and stores the result in `dst`'s storage. When the
-/// tape is recording, `dst` takes the new node as its history.
-pub fn apply_in_place(dst: &Tensor, op: Op, others: &[&Tensor], op_name: &str) -> Result<()> {
-    check_in_place(dst, op_name)?;
-    let mut all: Vec<&Tensor> = vec![dst];
-    all.extend_from_slice(others);
-    if should_record(&all) {
-        let old = snapshot_with_history(dst)?;
-        let mut inputs: Vec<&Tensor> = vec![&old];
-        inputs.extend_from_slice(others);
-        let out = apply(op, &inputs)?;
-        forward::write_into(dst, &out)?;
-        dst.set_history(out.grad_fn(), 0);
-        return Ok(());
-    }
-    let out = forward(&op, &all)?;
-    forward::write_into(dst, &out)
-}
-
-/// `dst[mask] = value`, recorded as `where(mask, value, dst)` when needed.
-pub fn masked_fill_in_place(dst: &Tensor, mask: &Tensor, value: &Tensor) -> Result<()> {
-    check_in_place(dst, "index_put_")?;
-    if should_record(&[dst, value]) {
-        let old = snapshot_with_history(dst)?;
-        let full_mask = forward::expand_mask(mask, dst)?;
-        let out = apply(Op::Where, &[&full_mask, value, &old])?;
-        forward::write_into(dst, &out)?;
-        dst.set_history(out.grad_fn(), 0);
-        return Ok(());
-    }
-    forward::masked_fill(dst, mask, value)
-}
-
-/// `dst[index] = value` (slices and ints). Not recordable: refused when the tape would need it.
-pub fn index_fill_in_place(dst: &Tensor, region: &Tensor, value: &Tensor) -> Result<()> {
-    check_in_place(dst, "index_put_")?;
-    if should_record(&[dst, value]) {
-        return grad_err(
-            "index_put_: assigning into a slice of a tensor that requires grad is not supported while \
-             recording; use a bool mask (x[mask] = v), or do it under rustgrad.no_grad()",
-        );
-    }
-    forward::write_into(region, value)
 }

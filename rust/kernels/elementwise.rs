@@ -93,6 +93,20 @@ impl BinaryOp {
             BinaryOp::Minimum => "minimum",
         }
     }
+
+    /// The scalar op computing `x op s` (or `s op x` when `reflected`) for a number `s`.
+    pub fn with_scalar(self, reflected: bool) -> ScalarOp {
+        match (self, reflected) {
+            (BinaryOp::Add, _) => ScalarOp::Add,
+            (BinaryOp::Mul, _) => ScalarOp::Mul,
+            (BinaryOp::Sub, false) => ScalarOp::Sub,
+            (BinaryOp::Sub, true) => ScalarOp::RSub,
+            (BinaryOp::Div, false) => ScalarOp::Div,
+            (BinaryOp::Div, true) => ScalarOp::RDiv,
+            (BinaryOp::Maximum, _) => ScalarOp::Max,
+            (BinaryOp::Minimum, _) => ScalarOp::Min,
+        }
+    }
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]

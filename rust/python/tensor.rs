@@ -6,10 +6,9 @@ use super::autograd::{run_backward_py, PyNode};
 use super::convert::{self, cpu_device, dtype_object, operand, shape_args, Operand};
 use super::errors::guard;
 use super::index_key::{index_key, IndexKey};
-use crate::autograd::record;
+use crate::autograd::{in_place, record};
 use crate::dtype::DType;
 use crate::error::Error;
-use crate::forward;
 use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
 use crate::op::Op;
 use crate::shape::fmt_shape;
@@ -36,13 +35,25 @@ impl PyTensor {
 /// Runs a core op on tensors, recording it when needed, with the panic guard and
 /// the GIL released for large inputs.
 pub fn run_op(py: Python<'_>, op: Op, inputs: &[&Tensor]) -> PyResult<PyTensor> {
+    let is_matmul = matches!(op, Op::MatMul { .. });
+    run_core(py, inputs, is_matmul, || record::apply(op, inputs))
+}
+
+/// Runs `f`, a core computation on `inputs`, with the panic guard and the GIL
+/// released for large inputs (products from a smaller size: they do more work per element).
+fn run_core(
+    py: Python<'_>,
+    inputs: &[&Tensor],
+    is_matmul: bool,
+    f: impl FnOnce() -> crate::error::Result<Tensor> + Send,
+) -> PyResult<PyTensor> {
     guard(|| {
         let work = inputs.iter().map(|t| t.numel()).max().unwrap_or(0);
-        let out = if work >= GIL_RELEASE_MIN_ELEMENTS || matches!(op, Op::MatMul { .. }) && work >= 4096 {
+        let out = if work >= GIL_RELEASE_MIN_ELEMENTS || is_matmul && work >= 4096 {
             let _ctrl_c = crate::interrupt::Armed::on_main_thread();
-            py.detach(|| record::apply(op, inputs))
+            py.detach(f)
         } else {
-            record::apply(op, inputs)
+            f()
         };
         Ok(PyTensor::wrap(out?))
     })
@@ -81,19 +92,7 @@ fn arith(
     let result = match other {
         Operand::Tensor(t) if reflected => run_op(py, Op::Binary(op), &[&t, x]),
         Operand::Tensor(t) => run_op(py, Op::Binary(op), &[x, &t]),
-        Operand::Scalar(s) => {
-            let scalar_op = match (op, reflected) {
-                (BinaryOp::Add, _) => ScalarOp::Add,
-                (BinaryOp::Mul, _) => ScalarOp::Mul,
-                (BinaryOp::Sub, false) => ScalarOp::Sub,
-                (BinaryOp::Sub, true) => ScalarOp::RSub,
-                (BinaryOp::Div, false) => ScalarOp::Div,
-                (BinaryOp::Div, true) => ScalarOp::RDiv,
-                (BinaryOp::Maximum, _) => ScalarOp::Max,
-                (BinaryOp::Minimum, _) => ScalarOp::Min,
-            };
-            run_op(py, Op::Scalar(scalar_op, s), &[x])
-        }
+        Operand::Scalar(s) => run_op(py, Op::Scalar(op.with_scalar(reflected), s), &[x]),
     };
     result.map(Some)
 }
@@ -829,7 +828,8 @@ impl PyTensor {
     // ----- in place -----
 
     fn zero_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        slf.get().fill_in_place(slf.py(), 0.0)?;
+        let t = &slf.get().inner;
+        in_place_kernel(slf.py(), t, || in_place::fill(t, 0.0, "zero_"))?;
         Ok(slf)
     }
 
@@ -843,7 +843,8 @@ impl PyTensor {
                 )
             }
         };
-        slf.get().fill_in_place(slf.py(), v)?;
+        let t = &slf.get().inner;
+        in_place_kernel(slf.py(), t, || in_place::fill(t, v, "fill_"))?;
         Ok(slf)
     }
 
@@ -853,38 +854,28 @@ impl PyTensor {
         other: &Bound<'py, PyAny>,
         alpha: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, Self>> {
-        let py = slf.py();
-        match convert::opt_arg::<f64>(alpha, "add_", "alpha")? {
-            None => slf.get().in_place(py, other, BinaryOp::Add)?,
-            Some(a) => {
-                let scaled = required(
-                    arith(
-                        py,
-                        &value_tensor(other, slf.get().inner.dtype())?,
-                        &a.into_pyobject(py)?.into_any(),
-                        BinaryOp::Mul,
-                        false,
-                    )?,
-                    "add_",
-                )?;
-                slf.get().in_place(py, &Bound::new(py, scaled)?.into_any(), BinaryOp::Add)?
-            }
-        }
+        let t = &slf.get().inner;
+        let alpha = convert::opt_arg::<f64>(alpha, "add_", "alpha")?;
+        let value = match alpha {
+            None => in_place_value(other, BinaryOp::Add)?,
+            Some(_) => in_place::Value::Tensor(value_tensor(other, t.dtype())?),
+        };
+        in_place_kernel(slf.py(), t, || in_place::add(t, &value, alpha))?;
         Ok(slf)
     }
 
     fn sub_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
-        slf.get().in_place(slf.py(), other, BinaryOp::Sub)?;
+        slf.get().binary_in_place(slf.py(), other, BinaryOp::Sub)?;
         Ok(slf)
     }
 
     fn mul_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
-        slf.get().in_place(slf.py(), other, BinaryOp::Mul)?;
+        slf.get().binary_in_place(slf.py(), other, BinaryOp::Mul)?;
         Ok(slf)
     }
 
     fn div_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
-        slf.get().in_place(slf.py(), other, BinaryOp::Div)?;
+        slf.get().binary_in_place(slf.py(), other, BinaryOp::Div)?;
         Ok(slf)
     }
 
@@ -896,31 +887,31 @@ impl PyTensor {
     ) -> PyResult<Bound<'py, Self>> {
         let (min, max) = (convert::opt_arg(min, "clamp_", "min")?, convert::opt_arg(max, "clamp_", "max")?);
         let t = &slf.get().inner;
-        in_place_kernel(slf.py(), t, || record::apply_in_place(t, Op::Clamp { min, max }, &[], "clamp_"))?;
+        in_place_kernel(slf.py(), t, || in_place::clamp(t, min, max))?;
         Ok(slf)
     }
 
     fn copy_<'py>(slf: Bound<'py, Self>, src: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
         let t = &slf.get().inner;
         let value = value_tensor(src, t.dtype())?;
-        in_place_kernel(slf.py(), t, || record::index_fill_in_place(t, t, &value))?;
+        in_place_kernel(slf.py(), t, || in_place::copy(t, &value))?;
         Ok(slf)
     }
 
     fn __iadd__(&self, py: Python<'_>, other: convert::InPlaceOperand<'_>) -> PyResult<()> {
-        self.in_place(py, &other.0, BinaryOp::Add)
+        self.binary_in_place(py, &other.0, BinaryOp::Add)
     }
 
     fn __isub__(&self, py: Python<'_>, other: convert::InPlaceOperand<'_>) -> PyResult<()> {
-        self.in_place(py, &other.0, BinaryOp::Sub)
+        self.binary_in_place(py, &other.0, BinaryOp::Sub)
     }
 
     fn __imul__(&self, py: Python<'_>, other: convert::InPlaceOperand<'_>) -> PyResult<()> {
-        self.in_place(py, &other.0, BinaryOp::Mul)
+        self.binary_in_place(py, &other.0, BinaryOp::Mul)
     }
 
     fn __itruediv__(&self, py: Python<'_>, other: convert::InPlaceOperand<'_>) -> PyResult<()> {
-        self.in_place(py, &other.0, BinaryOp::Div)
+        self.binary_in_place(py, &other.0, BinaryOp::Div)
     }
 
     // ----- indexing -----
@@ -936,8 +927,8 @@ impl PyTensor {
         let value = value_tensor(value, self.inner.dtype())?;
         let (t, key) = (&self.inner, index_key(key)?);
         in_place_kernel(py, t, || match key {
-            IndexKey::Mask(mask) => record::masked_fill_in_place(t, &mask, &value),
-            IndexKey::Items(items) => record::index_fill_in_place(t, &forward::index(t, &items)?, &value),
+            IndexKey::Mask(mask) => in_place::masked_put(t, &mask, &value),
+            IndexKey::Items(items) => in_place::index_put(t, &items, &value),
         })
     }
 
@@ -1036,33 +1027,9 @@ impl PyTensor {
     }
 }
 
-fn required(v: Option<PyTensor>, op: &str) -> PyResult<PyTensor> {
-    v.ok_or_else(|| Error::InvalidArgument(format!("{op}: the other operand must be a tensor or a number")).into())
-}
-
-/// torch.matmul for 1-D and 2-D operands (vectors are promoted and the extra dim dropped).
+/// torch.matmul for 1-D and 2-D operands (`record::matmul` promotes the vectors).
 pub fn matmul_any(py: Python<'_>, a: &Tensor, b: &Tensor) -> PyResult<PyTensor> {
-    let mm = Op::MatMul { transpose_a: false, transpose_b: false };
-    match (a.rank(), b.rank()) {
-        (2, 2) => run_op(py, mm, &[a, b]),
-        (1, 1) | (1, 2) | (2, 1) => {
-            let a2 = if a.rank() == 1 { run_op(py, Op::Reshape(vec![1, -1]), &[a])?.inner } else { a.clone() };
-            let b2 = if b.rank() == 1 { run_op(py, Op::Reshape(vec![-1, 1]), &[b])?.inner } else { b.clone() };
-            let product = run_op(py, mm, &[&a2, &b2])?.inner;
-            let shape: Vec<isize> = match (a.rank(), b.rank()) {
-                (1, 1) => vec![],
-                (1, _) => vec![-1],
-                _ => vec![-1],
-            };
-            run_op(py, Op::Reshape(shape), &[&product])
-        }
-        _ => Err(Error::Shape(format!(
-            "matmul: only 1-D and 2-D operands are supported, got shapes {} and {}",
-            fmt_shape(a.shape()),
-            fmt_shape(b.shape())
-        ))
-        .into()),
-    }
+    run_core(py, &[a, b], true, || record::matmul(a, b))
 }
 
 impl PyTensor {
@@ -1090,50 +1057,22 @@ impl PyTensor {
         run_op(py, Op::Cast(dtype), &[&self.inner])
     }
 
-    fn fill_in_place(&self, py: Python<'_>, value: f64) -> PyResult<()> {
+    fn binary_in_place(&self, py: Python<'_>, other: &Bound<'_, PyAny>, op: BinaryOp) -> PyResult<()> {
+        let value = in_place_value(other, op)?;
         let t = &self.inner;
-        in_place_kernel(py, t, || {
-            if crate::autograd::grad_mode::is_enabled() && t.requires_grad() {
-                return record::index_fill_in_place(t, t, &Tensor::scalar(value, t.dtype()));
-            }
-            forward::fill(t, value)
-        })
+        in_place_kernel(py, t, || in_place::binary(t, op, &value))
     }
+}
 
-    fn in_place(&self, py: Python<'_>, other: &Bound<'_, PyAny>, op: BinaryOp) -> PyResult<()> {
-        let Some(other) = operand(other)? else {
-            return Err(Error::InvalidArgument(format!(
-                "{}_: the other operand must be a tensor or a number",
-                op.name()
-            ))
-            .into());
-        };
-        let t = &self.inner;
-        let name = format!("{}_", op.name());
-        in_place_kernel(py, t, || {
-            let recording =
-                record::should_record(&[t]) || matches!(&other, Operand::Tensor(o) if record::should_record(&[o]));
-            match other {
-                // The optimiser's hot path: w -= lr * grad under no_grad.
-                Operand::Tensor(o) if !recording && op == BinaryOp::Add => forward::add_in_place(t, &o, 1.0),
-                Operand::Tensor(o) if !recording && op == BinaryOp::Sub => forward::add_in_place(t, &o, -1.0),
-                Operand::Tensor(o) => record::apply_in_place(t, Op::Binary(op), &[&o], &name),
-                Operand::Scalar(s) if !recording => {
-                    let scalar_op = match op {
-                        BinaryOp::Add => ScalarOp::Add,
-                        BinaryOp::Sub => ScalarOp::Sub,
-                        BinaryOp::Mul => ScalarOp::Mul,
-                        BinaryOp::Div => ScalarOp::Div,
-                        BinaryOp::Maximum => ScalarOp::Max,
-                        BinaryOp::Minimum => ScalarOp::Min,
-                    };
-                    forward::update_in_place(t, scalar_op, s)
-                }
-                Operand::Scalar(s) => {
-                    record::apply_in_place(t, Op::Binary(op), &[&Tensor::scalar(s, t.dtype())], &name)
-                }
-            }
-        })
+/// The right-hand side of `x op= other`: a tensor or a number.
+fn in_place_value(other: &Bound<'_, PyAny>, op: BinaryOp) -> PyResult<in_place::Value> {
+    match operand(other)? {
+        Some(Operand::Tensor(t)) => Ok(in_place::Value::Tensor(t)),
+        Some(Operand::Scalar(s)) => Ok(in_place::Value::Scalar(s)),
+        None => {
+            Err(Error::InvalidArgument(format!("{}_: the other operand must be a tensor or a number", op.name()))
+                .into())
+        }
     }
 }
 

@@ -1,0 +1,168 @@
+//! Eager in-place ops (`add_`, `+=`, `clamp_`, `fill_`, `zero_`, `copy_`, item
+//! assignment): which kernel runs, the autograd checks PyTorch makes before a
+//! tensor is overwritten, and the tape record when the write must be
+//! differentiated. Every write goes through storage, which bumps the version
+//! counter that saved tensors are checked against.
+
+use super::grad_mode;
+use super::record::{apply, should_record};
+use crate::dtype::DType;
+use crate::error::{grad_err, Result};
+use crate::forward;
+use crate::kernels::elementwise::{BinaryOp, ScalarOp};
+use crate::op::{IndexItem, Op};
+use crate::tensor::Tensor;
+
+/// The right-hand side of an in-place op: a tensor or a Python number.
+pub enum Value {
+    Tensor(Tensor),
+    Scalar(f64),
+}
+
+impl Value {
+    /// The value as a tensor; a number takes `dtype`.
+    fn to_tensor(&self, dtype: DType) -> Tensor {
+        match self {
+            Value::Tensor(t) => t.clone(),
+            Value::Scalar(s) => Tensor::scalar(*s, dtype),
+        }
+    }
+}
+
+/// `dst op= value`: `add_`/`sub_`/`mul_`/`div_` and `+=`/`-=`/`*=`/`/=`.
+pub fn binary(dst: &Tensor, op: BinaryOp, value: &Value) -> Result<()> {
+    let recording = should_record(&[dst]) || matches!(value, Value::Tensor(o) if should_record(&[o]));
+    let name = || format!("{}_", op.name());
+    match value {
+        // The optimiser's hot path: w -= lr * grad under no_grad.
+        Value::Tensor(o) if !recording && op == BinaryOp::Add => forward::add_in_place(dst, o, 1.0),
+        Value::Tensor(o) if !recording && op == BinaryOp::Sub => forward::add_in_place(dst, o, -1.0),
+        Value::Tensor(o) => apply_in_place(dst, Op::Binary(op), &[o], &name()),
+        Value::Scalar(s) if !recording => forward::update_in_place(dst, op.with_scalar(false), *s),
+        Value::Scalar(s) => apply_in_place(dst, Op::Binary(op), &[&Tensor::scalar(*s, dst.dtype())], &name()),
+    }
+}
+
+/// `dst.add_(value, alpha=alpha)`: `dst += alpha·value`, the product recorded like `value * alpha`.
+pub fn add(dst: &Tensor, value: &Value, alpha: Option<f64>) -> Result<()> {
+    match alpha {
+        None => binary(dst, BinaryOp::Add, value),
+        Some(alpha) => {
+            let scaled = apply(Op::Scalar(ScalarOp::Mul, alpha), &[&value.to_tensor(dst.dtype())])?;
+            binary(dst, BinaryOp::Add, &Value::Tensor(scaled))
+        }
+    }
+}
+
+/// `dst.clamp_(min, max)`.
+pub fn clamp(dst: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<()> {
+    apply_in_place(dst, Op::Clamp { min, max }, &[], "clamp_")
+}
+
+/// `dst.fill_(value)` and `dst.zero_()` (`op_name` says which). On the tape the
+/// new values are constants: no gradient flows to what `dst` held before.
+pub fn fill(dst: &Tensor, value: f64, op_name: &str) -> Result<()> {
+    check_in_place(dst, op_name)?;
+    if should_record(&[dst]) {
+        return overwrite_recorded(dst, &Tensor::scalar(value, dst.dtype()));
+    }
+    forward::fill(dst, value)
+}
+
+/// `dst.copy_(src)`: src broadcast to dst's shape and cast to its dtype. On the
+/// tape the gradient goes to `src` (summed back to its shape), none to what `dst` held.
+pub fn copy(dst: &Tensor, src: &Tensor) -> Result<()> {
+    check_in_place(dst, "copy_")?;
+    if should_record(&[dst, src]) {
+        forward::check_writable(dst, src.shape())?;
+        let src = if src.dtype() == dst.dtype() { src.clone() } else { apply(Op::Cast(dst.dtype()), &[src])? };
+        return overwrite_recorded(dst, &src);
+    }
+    forward::write_into(dst, src)
+}
+
+/// `dst[mask] = value`, recorded as `where(mask, value, dst)` when needed.
+pub fn masked_put(dst: &Tensor, mask: &Tensor, value: &Tensor) -> Result<()> {
+    check_in_place(dst, "index_put_")?;
+    if should_record(&[dst, value]) {
+        let old = snapshot_with_history(dst)?;
+        let full_mask = forward::expand_mask(mask, dst)?;
+        let out = apply(Op::Where, &[&full_mask, value, &old])?;
+        forward::write_into(dst, &out)?;
+        dst.set_history(out.grad_fn(), 0);
+        return Ok(());
+    }
+    forward::masked_fill(dst, mask, value)
+}
+
+/// `dst[items] = value` (slices and ints). Not recordable: refused when the tape would need it.
+pub fn index_put(dst: &Tensor, items: &[IndexItem], value: &Tensor) -> Result<()> {
+    check_in_place(dst, "index_put_")?;
+    if should_record(&[dst, value]) {
+        return grad_err(
+            "index_put_: assigning into a slice of a tensor that requires grad is not supported while \
+             recording; use a bool mask (x[mask] = v), or do it under rustgrad.no_grad()",
+        );
+    }
+    forward::write_into(&forward::index(dst, items)?, value)
+}
+
+/// Refuses in-place writes that would break the tape, with PyTorch's wording.
+fn check_in_place(dst: &Tensor, op_name: &str) -> Result<()> {
+    if !grad_mode::is_enabled() {
+        return Ok(());
+    }
+    if dst.requires_grad() && dst.is_leaf() {
+        return grad_err(format!(
+            "{op_name}: a leaf Variable that requires grad is being used in an in-place operation. \
+             Wrap the update in `with rustgrad.no_grad():` or operate on a clone()"
+        ));
+    }
+    if dst.requires_grad() && dst.is_view() {
+        return grad_err(format!(
+            "{op_name}: in-place modification of a view of a tensor that requires grad is not supported; \
+             use an out-of-place op (x = x + y) or clone() first"
+        ));
+    }
+    Ok(())
+}
+
+/// A copy of `t`'s values that carries `t`'s history: the input of an op that
+/// is about to overwrite `t` in place.
+fn snapshot_with_history(t: &Tensor) -> Result<Tensor> {
+    let copy = forward::copy(t)?;
+    copy.set_history(t.grad_fn(), t.output_nr());
+    copy.set_requires_grad(t.requires_grad());
+    Ok(copy)
+}
+
+/// Runs `op(dst, others...)` and stores the result in `dst`'s storage. When the
+/// tape is recording, `dst` takes the new node as its history.
+fn apply_in_place(dst: &Tensor, op: Op, others: &[&Tensor], op_name: &str) -> Result<()> {
+    check_in_place(dst, op_name)?;
+    let mut all: Vec<&Tensor> = vec![dst];
+    all.extend_from_slice(others);
+    if should_record(&all) {
+        let old = snapshot_with_history(dst)?;
+        let mut inputs: Vec<&Tensor> = vec![&old];
+        inputs.extend_from_slice(others);
+        let out = apply(op, &inputs)?;
+        forward::write_into(dst, &out)?;
+        dst.set_history(out.grad_fn(), 0);
+        return Ok(());
+    }
+    let out = forward::forward(&op, &all)?;
+    forward::write_into(dst, &out)
+}
+
+/// Overwrites all of `dst` with `value` (which broadcasts to it and has its dtype)
+/// and records it as `where(true, value, dst)`: the gradient passes to `value`,
+/// and what `dst` held before gets zero.
+fn overwrite_recorded(dst: &Tensor, value: &Tensor) -> Result<()> {
+    let old = snapshot_with_history(dst)?;
+    let everywhere = Tensor::scalar(1.0, DType::Bool);
+    let out = apply(Op::Where, &[&everywhere, value, &old])?;
+    forward::write_into(dst, &out)?;
+    dst.set_history(out.grad_fn(), 0);
+    Ok(())
+}
