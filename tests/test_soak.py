@@ -66,11 +66,13 @@ def hostile_index():
                       slice(None, None, -1), (..., ...), (0, slice(1, None)), [0, 1], "a"])
     x[key]
 
+BAD = ("a", {}, 1j, None, [[1.0]], object(), 2**70, float("nan"))
+BAD_USES = (lambda x, b: x + b, lambda x, b: x @ b, lambda x, b: x < b, lambda x, b: x.mm(b),
+            lambda x, b: x.sum(b), lambda x, b: x.clamp_(min=b), lambda x, b: x.add_(x, alpha=b),
+            lambda x, b: torch.zeros(b), lambda x, b: x.to(b), lambda x, b: x.transpose(0, b))
+
 def bad_arguments():
-    x = torch.ones(3)
-    for bad in ("a", {}, 1j, None, [[1.0]], object()):
-        for op in (lambda: x + bad, lambda: x @ bad, lambda: x < bad, lambda: x.mm(bad)):
-            op()
+    rng.choice(BAD_USES)(torch.ones(3), rng.choice(BAD))
 
 def too_large():
     torch.ones(2 * 10**9)
