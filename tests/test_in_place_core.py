@@ -176,3 +176,56 @@ def test_matmul_promotes_vectors_as_torch_does(shape_a, shape_b, spelling):
 def test_matmul_of_a_3d_operand_raises_a_shape_error():
     with pytest.raises(errors.ShapeError, match=r"matmul: only 1-D and 2-D operands.*\[2, 2, 2\]"):
         rustgrad.ones(2, 2, 2) @ rustgrad.ones(2, 2)
+
+
+# ----- writes the tape cannot follow, and static mask assignment -----
+
+
+def test_fill_with_a_tensor_that_requires_grad_passes_it_the_summed_gradient():
+    x = rustgrad.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    value = rustgrad.tensor(2.5, requires_grad=True)
+    y = x * 1.0
+    y.fill_(value)
+    (y * rustgrad.tensor([1.0, 2.0, 4.0])).sum().backward()
+    assert y.tolist() == [2.5, 2.5, 2.5]
+    assert value.grad.item() == 7.0
+    assert x.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda view, w: view.copy_(w),
+        lambda view, w: view.add_(w),
+        lambda view, w: view.__setitem__(view > -1, w),
+    ],
+    ids=["copy_", "add_", "mask assignment"],
+)
+def test_recording_a_write_into_a_view_is_refused_rather_than_lost(write):
+    base = rustgrad.zeros(4)
+    w = rustgrad.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(errors.GradientError, match="into a view is not supported while recording"):
+        write(base[0:2], w)
+    assert base.tolist() == [0.0, 0.0, 0.0, 0.0]
+    assert base.grad_fn is None
+
+
+def test_a_bad_index_is_reported_before_the_autograd_checks():
+    y = rustgrad.ones(3, requires_grad=True) * 2.0
+    with pytest.raises(errors.IndexOutOfRangeError):
+        y[10] = 0.0
+
+
+def test_static_mask_assignment_needs_a_mask_of_the_whole_shape():
+    import rustgrad.compat.v1 as tf
+
+    graph = tf.Graph()
+    with graph.as_default():
+        t = tf.constant(np.zeros((3, 3), np.float32))
+        with pytest.raises(errors.IndexOutOfRangeError, match=r"mask of shape \[3\] for a tensor of shape \[3, 3\]"):
+            t[np.array([True, False, True])] = 1.0
+        with pytest.raises(errors.ShapeError, match=r"value of shape \[2, 3, 3\] does not broadcast"):
+            t[np.ones((3, 3), bool)] = np.ones((2, 3, 3), np.float32)
+        t[np.eye(3, dtype=bool)] = 5.0
+        with tf.Session() as sess:
+            assert sess.run(t).tolist() == (np.eye(3) * 5).tolist()

@@ -59,8 +59,9 @@ pub fn clamp(dst: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<()> {
     apply_in_place(dst, Op::Clamp { min, max }, &[], "clamp_")
 }
 
-/// `dst.fill_(value)` and `dst.zero_()` (`op_name` says which). On the tape the
-/// new values are constants: no gradient flows to what `dst` held before.
+/// `dst.fill_(value)` and `dst.zero_()` (`op_name` says which), for a number. On the
+/// tape the new values are constants: no gradient flows to what `dst` held before.
+/// (`fill_` with a tensor that requires grad is `fill_with_tensor`.)
 pub fn fill(dst: &Tensor, value: f64, op_name: &str) -> Result<()> {
     check_in_place(dst, op_name)?;
     if should_record(&[dst]) {
@@ -72,8 +73,19 @@ pub fn fill(dst: &Tensor, value: f64, op_name: &str) -> Result<()> {
 /// `dst.copy_(src)`: src broadcast to dst's shape and cast to its dtype. On the
 /// tape the gradient goes to `src` (summed back to its shape), none to what `dst` held.
 pub fn copy(dst: &Tensor, src: &Tensor) -> Result<()> {
-    check_in_place(dst, "copy_")?;
+    copy_as(dst, src, "copy_")
+}
+
+/// `dst.fill_(value)` for a one-element tensor `value`: a copy of it everywhere, so a
+/// value that requires grad gets the sum of the incoming gradient.
+pub fn fill_with_tensor(dst: &Tensor, value: &Tensor) -> Result<()> {
+    copy_as(dst, value, "fill_")
+}
+
+fn copy_as(dst: &Tensor, src: &Tensor, op_name: &str) -> Result<()> {
+    check_in_place(dst, op_name)?;
     if should_record(&[dst, src]) {
+        check_recordable_target(dst, op_name)?;
         forward::check_writable(dst, src.shape())?;
         let src = if src.dtype() == dst.dtype() { src.clone() } else { apply(Op::Cast(dst.dtype()), &[src])? };
         return overwrite_recorded(dst, &src);
@@ -85,6 +97,7 @@ pub fn copy(dst: &Tensor, src: &Tensor) -> Result<()> {
 pub fn masked_put(dst: &Tensor, mask: &Tensor, value: &Tensor) -> Result<()> {
     check_in_place(dst, "index_put_")?;
     if should_record(&[dst, value]) {
+        check_recordable_target(dst, "index_put_")?;
         let old = snapshot_with_history(dst)?;
         let full_mask = forward::expand_mask(mask, dst)?;
         let out = apply(Op::Where, &[&full_mask, value, &old])?;
@@ -97,6 +110,8 @@ pub fn masked_put(dst: &Tensor, mask: &Tensor, value: &Tensor) -> Result<()> {
 
 /// `dst[items] = value` (slices and ints). Not recordable: refused when the tape would need it.
 pub fn index_put(dst: &Tensor, items: &[IndexItem], value: &Tensor) -> Result<()> {
+    // A bad index is reported first, as PyTorch does.
+    let target = forward::index(dst, items)?;
     check_in_place(dst, "index_put_")?;
     if should_record(&[dst, value]) {
         return grad_err(
@@ -104,7 +119,7 @@ pub fn index_put(dst: &Tensor, items: &[IndexItem], value: &Tensor) -> Result<()
              recording; use a bool mask (x[mask] = v), or do it under rustgrad.no_grad()",
         );
     }
-    forward::write_into(&forward::index(dst, items)?, value)
+    forward::write_into(&target, value)
 }
 
 /// Refuses in-place writes that would break the tape, with PyTorch's wording.
@@ -127,6 +142,19 @@ fn check_in_place(dst: &Tensor, op_name: &str) -> Result<()> {
     Ok(())
 }
 
+/// Refuses to record a write into a view: the view would take the new history but the
+/// tensor it views would not, so gradients through the base would silently miss the
+/// write. (PyTorch rebases the base's history; rustgrad raises instead.)
+fn check_recordable_target(dst: &Tensor, op_name: &str) -> Result<()> {
+    if dst.is_view() {
+        return grad_err(format!(
+            "{op_name}: writing a value that requires grad into a view is not supported while recording; \
+             write into the tensor itself (x[mask] = v on the base), or build the result out of place"
+        ));
+    }
+    Ok(())
+}
+
 /// A copy of `t`'s values that carries `t`'s history: the input of an op that
 /// is about to overwrite `t` in place.
 fn snapshot_with_history(t: &Tensor) -> Result<Tensor> {
@@ -143,6 +171,7 @@ fn apply_in_place(dst: &Tensor, op: Op, others: &[&Tensor], op_name: &str) -> Re
     let mut all: Vec<&Tensor> = vec![dst];
     all.extend_from_slice(others);
     if should_record(&all) {
+        check_recordable_target(dst, op_name)?;
         let old = snapshot_with_history(dst)?;
         let mut inputs: Vec<&Tensor> = vec![&old];
         inputs.extend_from_slice(others);

@@ -834,8 +834,14 @@ impl PyTensor {
     }
 
     fn fill_<'py>(slf: Bound<'py, Self>, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        let t = &slf.get().inner;
         let v = match operand(value)? {
             Some(Operand::Scalar(s)) => s,
+            // Recorded like copy_: the value's gradient is the sum of the incoming one.
+            Some(Operand::Tensor(v)) if v.numel() == 1 && v.requires_grad() => {
+                in_place_kernel(slf.py(), t, || in_place::fill_with_tensor(t, &v))?;
+                return Ok(slf);
+            }
             Some(Operand::Tensor(t)) if t.numel() == 1 => t.to_f64_vec()[0],
             _ => {
                 return Err(
@@ -843,7 +849,6 @@ impl PyTensor {
                 )
             }
         };
-        let t = &slf.get().inner;
         in_place_kernel(slf.py(), t, || in_place::fill(t, v, "fill_"))?;
         Ok(slf)
     }

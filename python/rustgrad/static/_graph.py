@@ -16,7 +16,7 @@ from rustgrad import _rustgrad
 from rustgrad._creation import _NUMPY_DTYPES, _resolve_dtype
 from rustgrad._graph_value import GraphValue
 from rustgrad._rustgrad import GraphCore
-from rustgrad.errors import ArgumentTypeError, DTypeError, InvalidArgumentError
+from rustgrad.errors import ArgumentTypeError, DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
 
 float32 = _rustgrad.float32
 float64 = _rustgrad.float64
@@ -231,6 +231,32 @@ def _is_scalar(value: Any) -> bool:
     return isinstance(value, (int, float, np.number)) and not isinstance(value, np.bool_)
 
 
+
+def _check_mask_assignment(target: TensorShape, mask: TensorShape, value: TensorShape) -> None:
+    """``t[mask] = v`` on a graph tensor is ``where(mask, v, t)``, which lines shapes up
+    from the right: it is right only when the mask has t's whole shape and ``v``
+    broadcasts to it without growing it. Dims unknown until the run are let through."""
+
+    def same(a: Optional[int], b: Optional[int]) -> bool:
+        return a is None or b is None or a == b
+
+    if target.rank is not None and mask.rank is not None:
+        if mask.rank != target.rank or not all(same(m, t) for m, t in zip(mask, target)):
+            raise IndexOutOfRangeError(
+                f"graph tensors support mask assignment only with a mask of the tensor's whole shape: "
+                f"got a mask of shape {mask.as_list()} for a tensor of shape {target.as_list()}; "
+                "broadcast the mask to the tensor's shape first"
+            )
+    if target.rank is not None and value.rank is not None:
+        fits = value.rank <= target.rank and all(
+            v == 1 or same(v, t) for v, t in zip(reversed(value.as_list()), reversed(target.as_list()))
+        )
+        if not fits:
+            raise ShapeError(
+                f"mask assignment: a value of shape {value.as_list()} does not broadcast to the "
+                f"tensor's shape {target.as_list()}"
+            )
+
 class Tensor(GraphValue):
     """A symbolic value in a graph: the output of one node.
 
@@ -388,6 +414,7 @@ class Tensor(GraphValue):
             raise InvalidArgumentError("graph tensors support item assignment only with a bool mask")
         mask = convert_to_tensor(parsed, bool_, self.graph)
         value_t = convert_to_tensor(value, self.dtype, self.graph)
+        _check_mask_assignment(self.shape, mask.shape, value_t.shape)
         replaced = self.graph._op("where", (), [mask, value_t, self])
         self._id = replaced._id
 
