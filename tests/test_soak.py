@@ -1,6 +1,6 @@
 """Soak: a long mixed workload in a memory-capped child process.
 
-Opt-in: ``RUSTGRAD_SOAK_SECONDS=600 python -m pytest tests/test_soak.py``.
+Opt-in (marker ``soak``): ``RUSTGRAD_SOAK_SECONDS=600 python -m pytest -m soak -s``.
 The child runs eager ops, backward passes, custom Functions, hostile indexing,
 bad arguments, allocations past its address-space cap, static sessions and
 save/load round trips, in random order, for the given time. It must not crash,
@@ -132,6 +132,7 @@ print("ok")
 """
 
 
+@pytest.mark.soak
 @pytest.mark.skipif(SECONDS <= 0, reason="opt-in: set RUSTGRAD_SOAK_SECONDS (600 for the 10-minute soak)")
 @pytest.mark.skipif(sys.platform != "linux", reason="uses RLIMIT_AS and /proc")
 def test_a_long_mixed_workload_under_a_memory_cap_never_crashes_or_grows():
