@@ -201,8 +201,9 @@ fn laid_out_for_update_in_place(w: &Tensor, a: &Tensor, b: &Tensor) -> bool {
 }
 
 /// `w += alpha·op(a)·op(b)`, written into `w`'s own memory. The caller makes sure
-/// nothing else reads that memory (`updatable_in_place`). With `with_copy`, also
-/// returns a new tensor holding the result, stored by the same pass.
+/// nothing else reads that memory (`updatable_in_place`). With `copy` (a contiguous
+/// tensor of w's shape and dtype, allocated by the caller before any update writes,
+/// see `overwritable_like`), the result is also stored there by the same pass.
 pub fn matmul_update_in_place(
     w: &Tensor,
     a: &Tensor,
