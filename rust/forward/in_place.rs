@@ -130,7 +130,7 @@ pub fn update_in_place(dst: &Tensor, op: ScalarOp, s: f64) -> Result<()> {
             let mut guard = dst.storage().write();
             let slice = T::slice_mut(&mut guard).ok_or_else(|| Error::DType("internal dtype mismatch".into()))?;
             let n = dst.numel();
-            ew::map_in_place(&mut slice[dst.offset()..dst.offset() + n], ew::scalar_fn(op, T::from_f64(s)));
+            ew::scalar_in_place(op, &mut slice[dst.offset()..dst.offset() + n], s);
             Ok(())
         } else {
             write_into(dst, &scalar(op, dst, s)?)

@@ -281,6 +281,19 @@ pub fn scalar<T: Float>(op: ScalarOp, x: &[T], s: f64) -> Vec<T> {
     }
 }
 
+/// `x = x op s` in place, with the same one loop per common op as `scalar`: with the
+/// match inside the loop it ran about 3 cycles per element, unvectorised.
+pub fn scalar_in_place<T: Float>(op: ScalarOp, x: &mut [T], s: f64) {
+    let s = T::from_f64(s);
+    match op {
+        ScalarOp::Add => map_in_place(x, |v| v + s),
+        ScalarOp::Sub => map_in_place(x, |v| v - s),
+        ScalarOp::Mul => map_in_place(x, |v| v * s),
+        ScalarOp::Div => map_in_place(x, |v| v / s),
+        _ => map_in_place(x, scalar_fn(op, s)),
+    }
+}
+
 /// `zip_broadcast` with the op's function inlined (a function pointer would stop vectorisation).
 pub fn binary<T: Float>(op: BinaryOp, shape: &[usize], a: &Operand<T>, b: &Operand<T>) -> Vec<T> {
     match op {
