@@ -38,7 +38,6 @@ pub fn fill_contiguous_strides(shape: &[usize], strides: &mut [isize]) {
     }
 }
 
-/// The broadcast shape of two shapes, numpy rules.
 /// The lowest and highest element index a layout addresses, or None when it addresses
 /// none (a zero-size shape) or the arithmetic overflows.
 pub fn extent(shape: &[usize], strides: &[isize], offset: usize) -> Option<(isize, isize)> {
@@ -57,6 +56,19 @@ pub fn extent(shape: &[usize], strides: &[isize], offset: usize) -> Option<(isiz
     Some((low, high))
 }
 
+/// Whether every element the layout addresses lies in `0..len`. A zero-size layout
+/// addresses nothing, and fits when its offset is at most `len`.
+pub fn fits_in(shape: &[usize], strides: &[isize], offset: usize, len: usize) -> bool {
+    if shape.len() != strides.len() {
+        return false;
+    }
+    if shape.contains(&0) {
+        return offset <= len;
+    }
+    extent(shape, strides, offset).is_some_and(|(low, high)| low >= 0 && (high as usize) < len)
+}
+
+/// The broadcast shape of two shapes, numpy rules.
 pub fn broadcast_shapes(op: &str, a: &[usize], b: &[usize]) -> Result<Shape> {
     if a == b {
         return Ok(a.into());

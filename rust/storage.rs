@@ -256,18 +256,12 @@ pub fn ensure_allocatable(shape: &[usize], dtype: DType) -> Result<usize> {
 /// A vector of `len` copies of `value`, or `Error::OutOfMemory` naming the shape.
 pub fn try_alloc<T: Element>(len: usize, value: T, shape: &[usize]) -> Result<Vec<T>> {
     ensure_allocatable(shape, T::DTYPE)?;
-    if let Some(mut v) = buffer_pool::take(len) {
-        v.resize(len, value);
-        return Ok(v);
-    }
-    let mut v = Vec::new();
-    if v.try_reserve_exact(len).is_err() {
-        // Memory kept for reuse may be what is missing.
-        buffer_pool::empty();
-        v.try_reserve_exact(len)
-            .map_err(|_| out_of_memory(len.checked_mul(std::mem::size_of::<T>()), T::DTYPE, shape))?;
-    }
-    advise_huge_pages(&v);
+    let mut v = match buffer_pool::take(len) {
+        Some(v) => v,
+        None => {
+            fresh_vec(len).ok_or_else(|| out_of_memory(len.checked_mul(std::mem::size_of::<T>()), T::DTYPE, shape))?
+        }
+    };
     v.resize(len, value);
     Ok(v)
 }
@@ -367,19 +361,27 @@ pub fn none_if_out_of_memory<R>(f: impl FnOnce() -> R) -> Option<R> {
 /// An empty vector with room for `len` elements: a recycled buffer, or new memory
 /// (on huge pages when large). Unwinds with `AllocationFailed` when memory is short.
 pub fn vec_with_capacity<T: Copy + 'static>(len: usize) -> Vec<T> {
-    if let Some(v) = buffer_pool::take(len) {
-        return v;
-    }
-    let mut v = Vec::new();
-    if v.try_reserve_exact(len).is_err() {
-        // Memory kept for reuse may be what is missing.
+    buffer_pool::take(len).or_else(|| fresh_vec(len)).unwrap_or_else(|| allocation_failed::<T>(len))
+}
+
+/// `attempt()`, tried again after emptying the buffer pool when it fails: memory
+/// kept for reuse may be what is missing.
+fn emptying_the_pool_if_needed<R>(attempt: impl Fn() -> Option<R>) -> Option<R> {
+    attempt().or_else(|| {
         buffer_pool::empty();
-        if v.try_reserve_exact(len).is_err() {
-            allocation_failed::<T>(len);
-        }
-    }
+        attempt()
+    })
+}
+
+/// An empty vector of new memory with room for `len` elements (on huge pages when
+/// large), or None when the allocator refuses it.
+fn fresh_vec<T>(len: usize) -> Option<Vec<T>> {
+    let v = emptying_the_pool_if_needed(|| {
+        let mut v = Vec::new();
+        v.try_reserve_exact(len).ok().map(|()| v)
+    })?;
     advise_huge_pages(&v);
-    v
+    Some(v)
 }
 
 /// The `len` items of `items` collected into a vector allocated as `vec_with_capacity` does.
@@ -410,16 +412,12 @@ pub fn zeroed_vec<T: crate::dtype::Float>(len: usize) -> Vec<T> {
         return Vec::new();
     }
     let Ok(layout) = std::alloc::Layout::array::<T>(len) else { allocation_failed::<T>(len) };
-    // SAFETY: the layout has a non-zero size (len > 0 and T is not zero-sized).
-    let mut ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-    if ptr.is_null() {
-        buffer_pool::empty();
-        // SAFETY: as above.
-        ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-    }
-    if ptr.is_null() {
-        allocation_failed::<T>(len);
-    }
+    let ptr = emptying_the_pool_if_needed(|| {
+        // SAFETY: the layout has a non-zero size (len > 0 and T is not zero-sized).
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        (!ptr.is_null()).then_some(ptr)
+    })
+    .unwrap_or_else(|| allocation_failed::<T>(len));
     // SAFETY: `ptr` was allocated by the global allocator with the layout of `len` T's, and
     // all-zero bytes are a valid float (0.0) for each of them.
     let v = unsafe { Vec::from_raw_parts(ptr.cast::<T>(), len, len) };

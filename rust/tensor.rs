@@ -302,13 +302,7 @@ impl Tensor {
         // A zero-size view addresses nothing; its offset (which slicing may put past the
         // end) is dropped so that every tensor's offset lies within its storage.
         let offset = if shape.contains(&0) { 0 } else { offset };
-        let fits = match crate::shape::extent(&shape, &strides, offset) {
-            _ if shape.len() != strides.len() => false,
-            None if shape.contains(&0) => true,
-            None => false,
-            Some((low, high)) => low >= 0 && (high as usize) < len,
-        };
-        if !fits {
+        if !crate::shape::fits_in(&shape, &strides, offset, len) {
             return Err(Error::Internal(format!(
                 "a view of shape {} with strides {strides:?} at offset {offset} reaches outside its storage of {len} elements",
                 fmt_shape(&shape)

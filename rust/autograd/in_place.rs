@@ -13,7 +13,8 @@ use crate::kernels::elementwise::{BinaryOp, ScalarOp};
 use crate::op::{IndexItem, Op};
 use crate::tensor::Tensor;
 
-/// The right-hand side of an in-place op: a tensor or a Python number.
+/// A tensor or a Python number: the right-hand side of an in-place op, and the other
+/// operand of arithmetic as the bindings convert it.
 pub enum Value {
     Tensor(Tensor),
     Scalar(f64),

@@ -32,21 +32,8 @@ impl<'a, T> MatRef<'a, T> {
         (rows, cols): (usize, usize),
         (row_stride, col_stride): (isize, isize),
     ) -> Option<MatRef<'a, T>> {
-        let in_bounds = if rows == 0 || cols == 0 {
-            offset <= data.len()
-        } else {
-            let (first, last) = crate::shape::extent(&[rows, cols], &[row_stride, col_stride], offset)?;
-            first >= 0 && (last as usize) < data.len()
-        };
+        let in_bounds = crate::shape::fits_in(&[rows, cols], &[row_stride, col_stride], offset, data.len());
         in_bounds.then_some(MatRef { data, offset, rows, cols, row_stride, col_stride })
-    }
-
-    pub fn rows(&self) -> usize {
-        self.rows
-    }
-
-    pub fn cols(&self) -> usize {
-        self.cols
     }
 
     pub fn transposed(self) -> MatRef<'a, T> {

@@ -402,11 +402,9 @@ fn copy_to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>
     flat.call_method1("reshape", (PyTuple::new(py, shape)?,))
 }
 
-/// A Python number, or a tensor, as an operand of an arithmetic op.
-pub enum Operand {
-    Tensor(Tensor),
-    Scalar(f64),
-}
+/// A Python number, or a tensor, as an operand of an arithmetic op: the core's own
+/// enum, so an in-place op's value goes to the core as it was converted.
+pub use crate::autograd::in_place::Value as Operand;
 
 /// Converts the other side of an operator. Returns None for types the operator
 /// does not handle, so Python can try the reflected method (and then raise its

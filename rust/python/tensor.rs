@@ -1071,14 +1071,9 @@ impl PyTensor {
 
 /// The right-hand side of `x op= other`: a tensor or a number.
 fn in_place_value(other: &Bound<'_, PyAny>, op: BinaryOp) -> PyResult<in_place::Value> {
-    match operand(other)? {
-        Some(Operand::Tensor(t)) => Ok(in_place::Value::Tensor(t)),
-        Some(Operand::Scalar(s)) => Ok(in_place::Value::Scalar(s)),
-        None => {
-            Err(Error::InvalidArgument(format!("{}_: the other operand must be a tensor or a number", op.name()))
-                .into())
-        }
-    }
+    operand(other)?.ok_or_else(|| {
+        Error::InvalidArgument(format!("{}_: the other operand must be a tensor or a number", op.name())).into()
+    })
 }
 
 /// `rustgrad.matmul(a, b)`.
