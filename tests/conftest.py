@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _child import child_env
 
 import rustgrad
 
@@ -32,9 +32,7 @@ def rng() -> np.random.Generator:
 @pytest.fixture(scope="session")
 def run_python():
     """Run Python source in a fresh interpreter that imports the same rustgrad as this session."""
-    pkg_parent = str(Path(rustgrad.__file__).resolve().parent.parent)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
+    env = child_env()
 
     def run(source: str, timeout: float = 120) -> subprocess.CompletedProcess:
         return subprocess.run(

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
+from _child import child_env
 
 import rustgrad
 from rustgrad import errors
@@ -59,9 +58,7 @@ print("usable", flush=True)
 @pytest.mark.skipif(sys.platform != "linux", reason="the SIGINT chaining is tested on Linux")
 @pytest.mark.parametrize("case", ["matmul", "elementwise", "backward", "randn"])
 def test_ctrl_c_stops_a_long_kernel_and_leaves_the_process_usable(case):
-    env = dict(os.environ)
-    pkg_parent = str(Path(rustgrad.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
+    env = child_env()
     child = subprocess.Popen([sys.executable, "-c", CHILD, case], stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert child.stdout.readline().strip() == "ready"
@@ -143,9 +140,7 @@ print("background", done.get("value"), flush=True)
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the SIGINT chaining is tested on Linux")
 def test_ctrl_c_stops_the_main_threads_kernel_but_not_another_threads():
-    env = dict(os.environ)
-    pkg_parent = str(Path(rustgrad.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
+    env = child_env()
     child = subprocess.Popen([sys.executable, "-c", BACKGROUND_CHILD], stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert child.stdout.readline().strip() == "ready"

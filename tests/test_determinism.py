@@ -4,12 +4,11 @@ repeated runs (large matmuls and reductions included), and seeded random numbers
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from _child import child_env
 
 import rustgrad
 import rustgrad.static as tf
@@ -109,10 +108,7 @@ print(json.dumps({"threads": rustgrad.get_num_threads(), "first": first, "second
 
 
 def run_config(rayon_threads: int, set_threads: int) -> dict:
-    env = dict(os.environ)
-    pkg_parent = str(Path(rustgrad.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
-    env["RAYON_NUM_THREADS"] = str(rayon_threads)
+    env = child_env(RAYON_NUM_THREADS=str(rayon_threads))
     proc = subprocess.run([sys.executable, "-c", SCRIPT, str(set_threads)], capture_output=True, text=True,
                           timeout=180, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -9,16 +9,15 @@ so that a crash fails the test instead of killing pytest.
 from __future__ import annotations
 
 import gc
-import os
 import re
 import resource
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _child import child_env
 from _dlpack_capsules import (
     CHILD_PRELUDE,
     IS_COPIED,
@@ -70,8 +69,7 @@ def import_in_child(make: str) -> tuple[str, str, int]:
         print(outcome[0]); print(outcome[1]); print(deleter_calls[address])
         """
     )
-    pkg_parent = str(Path(rustgrad.__file__).resolve().parent.parent)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (pkg_parent, os.environ.get("PYTHONPATH")) if p))
+    env = child_env()
     result = subprocess.run(
         [sys.executable, "-c", source],
         capture_output=True,

@@ -5,13 +5,13 @@ marks match the package."""
 from __future__ import annotations
 
 import functools
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from _child import child_env
 
 import rustgrad
 import rustgrad.compat.v1 as tf
@@ -85,9 +85,7 @@ def test_api_md_is_up_to_date(tmp_path):
 @pytest.mark.parametrize("source", python_blocks())
 def test_doc_snippet_runs(source, tmp_path):
     """Runs in a fresh interpreter, in an empty folder (a snippet may write files)."""
-    env = dict(os.environ)
-    pkg_parent = str(Path(rustgrad.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
+    env = child_env()
     result = subprocess.run(
         [sys.executable, "-c", source], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
     )

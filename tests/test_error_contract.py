@@ -3,17 +3,16 @@ Ctrl-C during long runs, and anomaly detection."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 import textwrap
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _child import child_env
 
 import rustgrad
 import rustgrad.static as tf
@@ -383,11 +382,7 @@ def test_session_run_failing_midway_on_a_bad_feed_changes_nothing():
 
 
 def _child_env() -> dict:
-    env = dict(os.environ)
-    pkg_parent = str(Path(rustgrad.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
-    env["RUST_BACKTRACE"] = "0"
-    return env
+    return child_env(RUST_BACKTRACE="0")
 
 
 def interrupt_child(source: str, delay: float = 0.2, timeout: float = 60.0) -> tuple[str, str, float]:

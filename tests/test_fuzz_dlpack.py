@@ -18,15 +18,14 @@ from __future__ import annotations
 import gc
 import json
 import math
-import os
 import resource
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
 import pytest
+from _child import child_env
 from _dlpack_capsules import CHILD_PRELUDE, FUZZ_BUFFER_BYTES, capsule_for_example, deleter_calls, fuzz_buffer
 
 import rustgrad
@@ -209,15 +208,13 @@ class Child:
 
     def run(self, ex: dict[str, Any]) -> tuple[str, str, int]:
         if self.process is None or self.process.poll() is not None:
-            pkg_parent = str(Path(rustgrad.__file__).resolve().parent.parent)
-            path = os.pathsep.join(p for p in (pkg_parent, os.environ.get("PYTHONPATH")) if p)
             self.process = subprocess.Popen(
                 [sys.executable, "-c", self.SOURCE],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
-                env=dict(os.environ, PYTHONPATH=path),
+                env=child_env(),
                 preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (CHILD_ADDRESS_SPACE, CHILD_ADDRESS_SPACE)),
             )
         assert self.process.stdin is not None and self.process.stdout is not None

@@ -10,10 +10,10 @@ import subprocess
 import sys
 import textwrap
 import weakref
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _child import child_env
 
 import rustgrad
 import rustgrad.static as tf
@@ -344,10 +344,7 @@ print("ok")
 
 
 def run_child(source: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    pkg_parent = str(Path(rustgrad.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
-    env["RUST_BACKTRACE"] = "0"
+    env = child_env(RUST_BACKTRACE="0")
     return subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, timeout=120, env=env)
 
 

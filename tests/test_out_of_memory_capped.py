@@ -8,15 +8,12 @@ failure aborted the process ("memory allocation of ... failed").
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
-
-import rustgrad
+from _child import child_env
 
 CAP_BYTES = 2_500 * 2**20
 
@@ -69,10 +66,7 @@ CASES = {
 
 
 def run_capped(body: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    pkg_parent = str(Path(rustgrad.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
-    env["RUST_BACKTRACE"] = "0"
+    env = child_env(RUST_BACKTRACE="0")
     source = CHILD.format(cap=CAP_BYTES, body=textwrap.indent(body.strip(), "    "))
     return subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, timeout=120, env=env)
 

@@ -13,11 +13,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
-import rustgrad
+from _child import child_env
 
 SECONDS = float(os.environ.get("RUSTGRAD_SOAK_SECONDS", "0"))
 
@@ -136,9 +134,7 @@ print("ok")
 @pytest.mark.skipif(SECONDS <= 0, reason="opt-in: set RUSTGRAD_SOAK_SECONDS (600 for the 10-minute soak)")
 @pytest.mark.skipif(sys.platform != "linux", reason="uses RLIMIT_AS and /proc")
 def test_a_long_mixed_workload_under_a_memory_cap_never_crashes_or_grows():
-    env = dict(os.environ)
-    pkg_parent = str(Path(rustgrad.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH")) if p)
+    env = child_env()
     proc = subprocess.run(
         [sys.executable, "-c", CHILD, str(SECONDS)], capture_output=True, text=True, timeout=SECONDS + 300, env=env
     )
