@@ -42,7 +42,8 @@ impl DType {
 
 /// The two float element types. Kernels are written once against this trait.
 pub trait Float:
-    Copy
+    crate::ops::unary::UnaryKernel
+    + Copy
     + Send
     + Sync
     + PartialOrd

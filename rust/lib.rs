@@ -13,6 +13,7 @@ pub mod indexing;
 pub mod interrupt;
 pub mod kernels;
 pub mod op;
+pub mod ops;
 pub mod random;
 pub mod rules;
 pub mod shape;

@@ -9,11 +9,30 @@
 use crate::error::{Error, Result};
 use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
 use crate::op::Op;
+use crate::ops::Keeps;
 
 pub trait Differentiator {
     type Value: Clone;
     /// Emits `op` applied to `inputs` and returns its output.
     fn apply(&mut self, op: Op, inputs: &[&Self::Value]) -> Result<Self::Value>;
+
+    // Shorthands for the ops rules emit most.
+    fn unary(&mut self, op: UnaryOp, x: &Self::Value) -> Result<Self::Value> {
+        self.apply(Op::Unary(op), &[x])
+    }
+    /// `x op s` for a number `s` (`ScalarOp::RSub` is `s - x`).
+    fn scalar(&mut self, x: &Self::Value, op: ScalarOp, s: f64) -> Result<Self::Value> {
+        self.apply(Op::Scalar(op, s), &[x])
+    }
+    fn mul(&mut self, a: &Self::Value, b: &Self::Value) -> Result<Self::Value> {
+        self.apply(Op::Binary(BinaryOp::Mul), &[a, b])
+    }
+    fn div(&mut self, a: &Self::Value, b: &Self::Value) -> Result<Self::Value> {
+        self.apply(Op::Binary(BinaryOp::Div), &[a, b])
+    }
+    fn zeros_like(&mut self, x: &Self::Value) -> Result<Self::Value> {
+        self.apply(Op::FullLike(0.0), &[x])
+    }
 }
 
 /// What the rule for one op needs: its inputs, its output and the output's gradient.
@@ -48,9 +67,11 @@ pub fn saves(op: &Op, needs: &[bool]) -> Saves {
     let only = |i: usize| 1u32 << i;
     let first = || only(0);
     let (inputs, output) = match op {
-        Op::Unary(UnaryOp::Exp | UnaryOp::Sqrt | UnaryOp::Tanh | UnaryOp::Sigmoid) => (none(), true),
-        Op::Unary(UnaryOp::Neg | UnaryOp::Sign) => (none(), false),
-        Op::Unary(UnaryOp::Abs | UnaryOp::Log | UnaryOp::Relu | UnaryOp::Square) => (all(), false),
+        Op::Unary(u) => match u.keeps() {
+            Keeps::Nothing => (none(), false),
+            Keeps::Input => (all(), false),
+            Keeps::Output => (none(), true),
+        },
         Op::Scalar(ScalarOp::Add | ScalarOp::Sub | ScalarOp::RSub | ScalarOp::Mul | ScalarOp::Div, _) => {
             (none(), false)
         }
@@ -97,7 +118,7 @@ pub fn vjp<D: Differentiator>(d: &mut D, op: &Op, a: RuleArgs<'_, D::Value>) -> 
     let need = |i: usize| a.needs.get(i).copied().unwrap_or(false);
     let one = |v: Option<D::Value>| Ok(vec![v]);
     match op {
-        Op::Unary(u) => one(Some(unary_rule(d, *u, x(0)?, a.output, g)?)),
+        Op::Unary(u) => one(Some(crate::ops::unary::rule(d, *u, x(0)?, a.output, g)?)),
         Op::Scalar(s, v) => one(Some(scalar_rule(d, *s, *v, x(0)?, a.output, g)?)),
         Op::Clamp { min, max } => one(Some(d.apply(Op::ClampBackward { min: *min, max: *max }, &[g, x(0)?])?)),
         Op::Binary(b) => binary_rule(d, *b, x(0)?, x(1)?, a.output, g, [need(0), need(1)]),
@@ -175,45 +196,6 @@ fn extreme_rule<D: Differentiator>(
 
 fn sum_to<D: Differentiator>(d: &mut D, g: D::Value, like: &D::Value) -> Result<D::Value> {
     d.apply(Op::SumToLike, &[&g, like])
-}
-
-fn unary_rule<D: Differentiator>(
-    d: &mut D,
-    u: UnaryOp,
-    x: &D::Value,
-    out: &D::Value,
-    g: &D::Value,
-) -> Result<D::Value> {
-    let mul = |d: &mut D, a: &D::Value, b: &D::Value| d.apply(Op::Binary(BinaryOp::Mul), &[a, b]);
-    match u {
-        UnaryOp::Neg => d.apply(Op::Unary(UnaryOp::Neg), &[g]),
-        UnaryOp::Abs => {
-            let sign = d.apply(Op::Unary(UnaryOp::Sign), &[x])?;
-            mul(d, g, &sign)
-        }
-        UnaryOp::Exp => mul(d, g, out),
-        UnaryOp::Log => d.apply(Op::Binary(BinaryOp::Div), &[g, x]),
-        UnaryOp::Sqrt => {
-            let half = d.apply(Op::Scalar(ScalarOp::Mul, 0.5), &[g])?;
-            d.apply(Op::Binary(BinaryOp::Div), &[&half, out])
-        }
-        UnaryOp::Tanh => {
-            let sq = d.apply(Op::Unary(UnaryOp::Square), &[out])?;
-            let one_minus = d.apply(Op::Scalar(ScalarOp::RSub, 1.0), &[&sq])?;
-            mul(d, g, &one_minus)
-        }
-        UnaryOp::Sigmoid => {
-            let one_minus = d.apply(Op::Scalar(ScalarOp::RSub, 1.0), &[out])?;
-            let slope = mul(d, out, &one_minus)?;
-            mul(d, g, &slope)
-        }
-        UnaryOp::Relu => d.apply(Op::ReluBackward, &[g, x]),
-        UnaryOp::Sign => d.apply(Op::FullLike(0.0), &[g]),
-        UnaryOp::Square => {
-            let twice = d.apply(Op::Scalar(ScalarOp::Mul, 2.0), &[x])?;
-            mul(d, g, &twice)
-        }
-    }
 }
 
 fn scalar_rule<D: Differentiator>(

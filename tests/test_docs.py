@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
 # Code that is not meant to run (shell commands, output listings) goes in a bash or text fence.
-FENCE_LANGUAGES = {"python", "bash", "text"}
+FENCE_LANGUAGES = {"python", "bash", "text", "rust"}
 ROW = re.compile(r"^\| `([\w.]+)` \| (supported|not supported|raises) \|", re.M)
 
 
@@ -78,7 +78,7 @@ def test_api_md_is_up_to_date(tmp_path):
     assert result.returncode == 0, result.stderr
     expected = out.read_text(encoding="utf-8")
     assert (DOCS / "api.md").read_text(encoding="utf-8") == expected, (
-        "docs/api.md is out of date: run `python docs/gen_api.py`"
+        "docs/api.md is out of date: run `python tools/generate.py`"
     )
 
 

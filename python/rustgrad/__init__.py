@@ -30,7 +30,6 @@ from rustgrad._creation import (
     zeros_like,
 )
 from rustgrad._functions import (
-    abs,
     add,
     amax,
     amin,
@@ -38,13 +37,11 @@ from rustgrad._functions import (
     clip,
     div,
     eq,
-    exp,
     flatten,
     ge,
     gt,
     is_tensor,
     le,
-    log,
     lt,
     matmul,
     maximum,
@@ -53,24 +50,19 @@ from rustgrad._functions import (
     mm,
     mul,
     ne,
-    neg,
     numel,
     pow,
-    relu,
     reshape,
-    sigmoid,
-    sign,
-    sqrt,
-    square,
     squeeze,
     sub,
     sum,
     t,
-    tanh,
     transpose,
     unsqueeze,
     where,
 )
+from rustgrad._generated_ops import *  # noqa: F403 - the op table's functions
+from rustgrad._generated_ops import __all__ as _op_table_names
 from rustgrad._grad_mode import (
     enable_grad,
     inference_mode,
@@ -104,14 +96,15 @@ if hasattr(_os, "register_at_fork"):
     _os.register_at_fork(after_in_child=_rustgrad._after_fork_in_child)
 
 __all__ = [
-    "Tensor", "abs", "add", "from_dlpack", "amax", "amin", "arange", "as_tensor", "autograd", "bool", "clamp",
+    "Tensor", "add", "from_dlpack", "amax", "amin", "arange", "as_tensor", "autograd", "bool", "clamp",
     "clip", "cuda",
-    "device", "div", "double", "dtype", "empty", "empty_cache", "enable_grad", "eq", "errors", "exp", "eye",
+    "device", "div", "double", "dtype", "empty", "empty_cache", "enable_grad", "eq", "errors", "eye",
     "flatten", "float", "float32", "float64", "from_numpy", "full", "full_like", "ge",
     "get_num_threads", "gt", "inference_mode", "is_grad_enabled", "is_tensor", "le", "linspace",
-    "log", "lt", "manual_seed", "matmul", "maximum", "mean", "memory_cached", "minimum", "mm", "mul", "ne", "neg",
+    "lt", "manual_seed", "matmul", "maximum", "mean", "memory_cached", "minimum", "mm", "mul", "ne",
     "no_grad", "numel", "ones", "ones_like", "pow", "rand", "rand_like", "randn", "randn_like",
-    "relu", "reshape", "set_grad_enabled", "set_num_threads", "sigmoid", "sign", "sqrt", "square",
-    "squeeze", "sub", "sum", "t", "tanh", "tensor", "transpose", "unsqueeze", "where", "zeros",
+    "reshape", "set_grad_enabled", "set_num_threads",
+    "squeeze", "sub", "sum", "t", "tensor", "transpose", "unsqueeze", "where", "zeros",
     "zeros_like", "_dtype_from_name", "load", "nn", "optim", "save", "viz",
 ]
+__all__ += _op_table_names

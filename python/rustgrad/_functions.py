@@ -39,44 +39,14 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     return input.unsqueeze(dim)
 
 
-def exp(input: Tensor) -> Tensor:
-    return input.exp()
 
 
-def log(input: Tensor) -> Tensor:
-    return input.log()
 
 
-def sqrt(input: Tensor) -> Tensor:
-    return input.sqrt()
 
 
-def tanh(input: Tensor) -> Tensor:
-    return input.tanh()
 
 
-def sigmoid(input: Tensor) -> Tensor:
-    return input.sigmoid()
-
-
-def relu(input: Tensor) -> Tensor:
-    return input.relu()
-
-
-def abs(input: Tensor) -> Tensor:
-    return input.abs()
-
-
-def neg(input: Tensor) -> Tensor:
-    return input.neg()
-
-
-def sign(input: Tensor) -> Tensor:
-    return input.sign()
-
-
-def square(input: Tensor) -> Tensor:
-    return input.square()
 
 
 def clamp(input: Tensor, min: Optional[float] = None, max: Optional[float] = None) -> Tensor:

@@ -4,41 +4,11 @@
 use super::layout::{for_each_chunk, walk};
 use super::PARALLEL_MIN_ELEMENTS;
 use crate::dtype::Float;
+pub use crate::ops::unary::UnaryOp;
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 // Masks in gradients are data-dependent coin flips: a branch per element would mispredict half the time.
 use std::hint::select_unpredictable;
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum UnaryOp {
-    Neg,
-    Abs,
-    Exp,
-    Log,
-    Sqrt,
-    Tanh,
-    Sigmoid,
-    Relu,
-    Sign,
-    Square,
-}
-
-impl UnaryOp {
-    pub fn name(self) -> &'static str {
-        match self {
-            UnaryOp::Neg => "neg",
-            UnaryOp::Abs => "abs",
-            UnaryOp::Exp => "exp",
-            UnaryOp::Log => "log",
-            UnaryOp::Sqrt => "sqrt",
-            UnaryOp::Tanh => "tanh",
-            UnaryOp::Sigmoid => "sigmoid",
-            UnaryOp::Relu => "relu",
-            UnaryOp::Sign => "sign",
-            UnaryOp::Square => "square",
-        }
-    }
-}
 
 /// `x op s` for a scalar `s`; the `R` variants put the scalar on the left.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -223,19 +193,7 @@ pub fn map_in_place<T: Copy + Send + Sync + 'static>(x: &mut [T], f: impl Fn(T) 
 }
 
 pub fn unary<T: Float>(op: UnaryOp, x: &[T]) -> Vec<T> {
-    match op {
-        UnaryOp::Neg => map(x, |v| -v),
-        UnaryOp::Abs => map(x, |v| v.abs()),
-        UnaryOp::Exp => map(x, |v| v.exp()),
-        UnaryOp::Log => map(x, |v| v.ln()),
-        UnaryOp::Sqrt => map(x, |v| v.sqrt()),
-        UnaryOp::Tanh => map(x, |v| v.tanh()),
-        UnaryOp::Sigmoid => map(x, |v| T::ONE / (T::ONE + (-v).exp())),
-        // NaN stays NaN, as in PyTorch.
-        UnaryOp::Relu => map(x, |v| select_unpredictable(v > T::ZERO || v.is_nan(), v, T::ZERO)),
-        UnaryOp::Sign => map(x, |v| v.signum_or_zero()),
-        UnaryOp::Square => map(x, |v| v * v),
-    }
+    T::unary(op, x)
 }
 
 #[inline(always)]

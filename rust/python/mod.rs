@@ -7,6 +7,7 @@ mod creation;
 mod dlpack;
 mod errors;
 mod index_key;
+mod ops;
 mod static_graph;
 mod tensor;
 
@@ -23,6 +24,8 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<static_graph::PyGraph>()?;
     m.add_class::<static_graph::PySession>()?;
     m.add_class::<index_key::PyIndexItems>()?;
+    m.add_class::<ops::PyOpSpec>()?;
+    m.add("ops", ops::op_table(py)?)?;
     m.add("float32", convert::dtype_object(py, crate::dtype::DType::F32)?)?;
     m.add("float64", convert::dtype_object(py, crate::dtype::DType::F64)?)?;
     m.add("bool", convert::dtype_object(py, crate::dtype::DType::Bool)?)?;

@@ -6,33 +6,18 @@ use super::convert::{
 };
 use super::errors::{external, guard};
 use super::index_key::PyIndexItems;
+use super::ops::PyOpSpec;
 use super::tensor::PyTensor;
 use crate::error::{Error, Result};
 use crate::graph::session::{RunHooks, Session, PLAN_CACHE_CAPACITY};
 use crate::graph::{fmt_partial, gradients::gradients, AssignMode, Graph, GraphFunction, NodeId, PartialShape};
-use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
+use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp};
 use crate::op::Op;
 use crate::random::Distribution;
 use parking_lot::RwLock;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use std::sync::Arc;
-
-fn unary_op(name: &str) -> Option<UnaryOp> {
-    Some(match name {
-        "neg" => UnaryOp::Neg,
-        "abs" => UnaryOp::Abs,
-        "exp" => UnaryOp::Exp,
-        "log" => UnaryOp::Log,
-        "sqrt" => UnaryOp::Sqrt,
-        "tanh" => UnaryOp::Tanh,
-        "sigmoid" => UnaryOp::Sigmoid,
-        "relu" => UnaryOp::Relu,
-        "sign" => UnaryOp::Sign,
-        "square" => UnaryOp::Square,
-        _ => return None,
-    })
-}
 
 fn binary_op(name: &str) -> Option<BinaryOp> {
     Some(match name {
@@ -81,7 +66,6 @@ fn parse_op(kind: &str, args: &Bound<'_, PyTuple>) -> PyResult<Op> {
         Error::InvalidArgument(format!("unknown graph op '{kind}' with arguments {}", repr(args.as_any()))).into()
     };
     Ok(match kind {
-        "unary" => Op::Unary(unary_op(&arg(0)?.extract::<String>()?).ok_or_else(unknown)?),
         "binary" => Op::Binary(binary_op(&arg(0)?.extract::<String>()?).ok_or_else(unknown)?),
         "scalar" => Op::Scalar(scalar_op(&arg(0)?.extract::<String>()?).ok_or_else(unknown)?, arg(1)?.extract()?),
         "compare" => Op::Compare(cmp_op(&arg(0)?.extract::<String>()?).ok_or_else(unknown)?),
@@ -203,6 +187,12 @@ impl PyGraph {
     fn op(&self, kind: &str, args: &Bound<'_, PyTuple>, inputs: Vec<NodeId>, name: Option<String>) -> PyResult<NodeId> {
         let op = parse_op(kind, args)?;
         self.with_mut(|g| g.op(op, inputs, name.as_deref()))
+    }
+
+    /// Adds a node applying an op of the table to `inputs`.
+    #[pyo3(signature = (spec, inputs, name=None))]
+    fn apply(&self, spec: &PyOpSpec, inputs: Vec<NodeId>, name: Option<String>) -> PyResult<NodeId> {
+        self.with_mut(|g| g.op(spec.op(), inputs, name.as_deref()))
     }
 
     #[pyo3(signature = (var, mode, value, name=None, use_locking=false))]

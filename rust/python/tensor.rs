@@ -456,46 +456,6 @@ impl PyTensor {
         run_op(py, Op::Clamp { min, max }, &[&self.inner])
     }
 
-    fn relu(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        unary(py, &self.inner, UnaryOp::Relu)
-    }
-
-    fn exp(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        unary(py, &self.inner, UnaryOp::Exp)
-    }
-
-    fn log(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        unary(py, &self.inner, UnaryOp::Log)
-    }
-
-    fn sqrt(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        unary(py, &self.inner, UnaryOp::Sqrt)
-    }
-
-    fn tanh(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        unary(py, &self.inner, UnaryOp::Tanh)
-    }
-
-    fn sigmoid(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        unary(py, &self.inner, UnaryOp::Sigmoid)
-    }
-
-    fn abs(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        unary(py, &self.inner, UnaryOp::Abs)
-    }
-
-    fn neg(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        unary(py, &self.inner, UnaryOp::Neg)
-    }
-
-    fn sign(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        unary(py, &self.inner, UnaryOp::Sign)
-    }
-
-    fn square(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        unary(py, &self.inner, UnaryOp::Square)
-    }
-
     fn __neg__(&self, py: Python<'_>) -> PyResult<PyTensor> {
         unary(py, &self.inner, UnaryOp::Neg)
     }

@@ -8,7 +8,9 @@ it in Rust with the same kernels and derivative rules as eager mode.
 
 from __future__ import annotations
 
-from rustgrad.static import errors, losses, nn, train
+from rustgrad.static import errors, losses, math, nn, train
+from rustgrad.static._generated_ops import *  # noqa: F403 - the op table's TF1 functions
+from rustgrad.static._generated_ops import __all__ as _op_table_names
 from rustgrad.static._gradients import gradients
 from rustgrad.static._graph import (
     Graph,
@@ -24,26 +26,22 @@ from rustgrad.static._graph import (
     reset_default_graph,
 )
 from rustgrad.static._ops import (
-    abs,
     add,
     cast,
     clip_by_value,
     constant,
     divide,
     equal,
-    exp,
     greater,
     greater_equal,
     group,
     identity,
     less,
     less_equal,
-    log,
     matmul,
     maximum,
     minimum,
     multiply,
-    negative,
     not_equal,
     ones,
     ones_like,
@@ -56,13 +54,8 @@ from rustgrad.static._ops import (
     reduce_min,
     reduce_sum,
     reshape,
-    sigmoid,
-    sign,
-    sqrt,
-    square,
     stop_gradient,
     subtract,
-    tanh,
     transpose,
     truediv,
     where,
@@ -94,14 +87,15 @@ def disable_eager_execution() -> None:
 __all__ = [
     "Graph", "InteractiveSession", "Operation", "RunMetadata", "RunOptions", "Session", "Tensor", "TensorShape",
     "Variable",
-    "abs", "add", "as_dtype", "bool", "cast", "clip_by_value", "constant", "convert_to_tensor",
-    "disable_eager_execution", "disable_v2_behavior", "divide", "double", "equal", "errors", "exp",
+    "add", "as_dtype", "bool", "cast", "clip_by_value", "constant", "convert_to_tensor",
+    "disable_eager_execution", "disable_v2_behavior", "divide", "double", "equal", "errors",
     "float32", "float64", "get_default_graph", "get_default_session", "global_variables",
     "global_variables_initializer", "gradients", "greater", "greater_equal", "group", "identity",
-    "initialize_all_variables", "less", "less_equal", "log", "matmul", "maximum", "minimum",
-    "multiply", "negative", "nn", "not_equal", "ones", "ones_like", "placeholder", "pow",
+    "initialize_all_variables", "less", "less_equal", "matmul", "maximum", "minimum",
+    "multiply", "nn", "not_equal", "ones", "ones_like", "placeholder", "pow",
     "random_normal", "random_uniform", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "reset_default_graph",
-    "reshape", "sigmoid", "sign", "sqrt", "square", "stop_gradient", "subtract", "tanh",
+    "reshape", "stop_gradient", "subtract",
     "trainable_variables", "transpose", "truediv", "variables_initializer", "where", "zeros",
-    "zeros_like", "losses", "train",
+    "zeros_like", "losses", "train", "math",
 ]
+__all__ += _op_table_names

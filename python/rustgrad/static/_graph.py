@@ -15,8 +15,9 @@ import numpy as np
 from rustgrad import _rustgrad
 from rustgrad._creation import _NUMPY_DTYPES, _resolve_dtype
 from rustgrad._graph_value import GraphValue
-from rustgrad._rustgrad import GraphCore
+from rustgrad._rustgrad import GraphCore, OpSpec
 from rustgrad.errors import ArgumentTypeError, DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
+from rustgrad.static._generated_methods import TensorOps
 
 float32 = _rustgrad.float32
 float64 = _rustgrad.float64
@@ -119,6 +120,11 @@ class Graph:
     def _op(self, kind: str, args: tuple, inputs: Sequence[Tensor], name: Optional[str] = None) -> Tensor:
         ids = [self._own(t)._id for t in inputs]
         return Tensor(self, self._core.op(kind, args, ids, name))
+
+    def _apply(self, spec: OpSpec, inputs: Sequence[Tensor], name: Optional[str] = None) -> Tensor:
+        """A node applying an op of the table (``rustgrad._rustgrad.ops``) to ``inputs``."""
+        ids = [self._own(t)._id for t in inputs]
+        return Tensor(self, self._core.apply(spec, ids, name))
 
     def _own(self, t: Tensor) -> Tensor:
         if t.graph is not self:
@@ -227,6 +233,12 @@ def convert_to_tensor(value: Any, dtype: Any = None, graph: Optional[Graph] = No
     return (graph or get_default_graph())._constant(value, dtype)
 
 
+def _apply(spec: OpSpec, x: Any, name: Optional[str] = None) -> Tensor:
+    """The TF1 function of a one-input op of the table: ``x`` converted, then one node."""
+    x = convert_to_tensor(x)
+    return x.graph._apply(spec, [x], name)
+
+
 def _is_scalar(value: Any) -> bool:
     return isinstance(value, (int, float, np.number)) and not isinstance(value, np.bool_)
 
@@ -257,7 +269,7 @@ def _check_mask_assignment(target: TensorShape, mask: TensorShape, value: Tensor
                 f"tensor's shape {target.as_list()}"
             )
 
-class Tensor(GraphValue):
+class Tensor(TensorOps, GraphValue):
     """A symbolic value in a graph: the output of one node.
 
     Tensors compare by identity (``==`` is not elementwise, as in TF1) so they can
@@ -375,10 +387,10 @@ class Tensor(GraphValue):
         return self.graph._op("matmul", (False, False), [convert_to_tensor(other, self.dtype, self.graph), self])
 
     def __neg__(self) -> Tensor:
-        return self.graph._op("unary", ("neg",), [self])
+        return self.neg()
 
     def __abs__(self) -> Tensor:
-        return self.graph._op("unary", ("abs",), [self])
+        return self.abs()
 
     def _compare(self, other: Any, op: str) -> Tensor:
         return self.graph._op("compare", (op,), [self, convert_to_tensor(other, self.dtype, self.graph)])
@@ -428,27 +440,6 @@ class Tensor(GraphValue):
 
     def clamp(self, min: Optional[float] = None, max: Optional[float] = None) -> Tensor:
         return self.graph._op("clamp", (min, max), [self])
-
-    def relu(self) -> Tensor:
-        return self.graph._op("unary", ("relu",), [self])
-
-    def exp(self) -> Tensor:
-        return self.graph._op("unary", ("exp",), [self])
-
-    def log(self) -> Tensor:
-        return self.graph._op("unary", ("log",), [self])
-
-    def sqrt(self) -> Tensor:
-        return self.graph._op("unary", ("sqrt",), [self])
-
-    def tanh(self) -> Tensor:
-        return self.graph._op("unary", ("tanh",), [self])
-
-    def sigmoid(self) -> Tensor:
-        return self.graph._op("unary", ("sigmoid",), [self])
-
-    def abs(self) -> Tensor:
-        return self.__abs__()
 
     def pow(self, exponent: float) -> Tensor:
         return self ** exponent

@@ -25,11 +25,6 @@ def _pair(a: Any, b: Any) -> tuple[Tensor, Tensor]:
     return a, convert_to_tensor(b, a.dtype, a.graph)
 
 
-def _unary(kind: str, x: Any, name: Optional[str]) -> Tensor:
-    x = convert_to_tensor(x)
-    return x.graph._op("unary", (kind,), [x], name)
-
-
 def _binary(kind: str, x: Any, y: Any, name: Optional[str]) -> Tensor:
     a, b = _pair(x, y)
     return a.graph._op("binary", (kind,), [a, b], name)
@@ -123,40 +118,13 @@ def pow(x: Any, y: float, name: Optional[str] = None) -> Tensor:  # noqa: A001 -
     return x.graph._op("scalar", ("pow", float(y)), [x], name)
 
 
-def negative(x: Any, name: Optional[str] = None) -> Tensor:
-    return _unary("neg", x, name)
 
 
-def square(x: Any, name: Optional[str] = None) -> Tensor:
-    return _unary("square", x, name)
 
 
-def exp(x: Any, name: Optional[str] = None) -> Tensor:
-    return _unary("exp", x, name)
 
 
-def log(x: Any, name: Optional[str] = None) -> Tensor:
-    return _unary("log", x, name)
 
-
-def sqrt(x: Any, name: Optional[str] = None) -> Tensor:
-    return _unary("sqrt", x, name)
-
-
-def tanh(x: Any, name: Optional[str] = None) -> Tensor:
-    return _unary("tanh", x, name)
-
-
-def sigmoid(x: Any, name: Optional[str] = None) -> Tensor:
-    return _unary("sigmoid", x, name)
-
-
-def abs(x: Any, name: Optional[str] = None) -> Tensor:  # noqa: A001 - TF's name
-    return _unary("abs", x, name)
-
-
-def sign(x: Any, name: Optional[str] = None) -> Tensor:
-    return _unary("sign", x, name)
 
 
 def reduce_sum(input_tensor: Any, axis: Any = None, keepdims: bool = False,

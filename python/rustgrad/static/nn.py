@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from rustgrad.static._generated_nn import *  # noqa: F403 - the op table's tf.nn functions
+from rustgrad.static._generated_nn import __all__ as _op_table_names
+from rustgrad.static._generated_ops import exp, log
 from rustgrad.static._graph import Tensor, convert_to_tensor
-from rustgrad.static._ops import exp, log, reduce_max, reduce_sum, sigmoid, stop_gradient, tanh
+from rustgrad.static._ops import reduce_max, reduce_sum, stop_gradient
 
-__all__ = ["log_softmax", "relu", "sigmoid", "softmax", "tanh"]
-
-
-def relu(features: Any, name: Optional[str] = None) -> Tensor:
-    x = convert_to_tensor(features)
-    return x.graph._op("unary", ("relu",), [x], name or "Relu")
+__all__ = ["log_softmax", "softmax", *_op_table_names]
 
 
 def _axis(axis: Optional[int], dim: Optional[int], rank: Optional[int]) -> int:

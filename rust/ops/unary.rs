@@ -1,0 +1,448 @@
+//! Unary elementwise ops: one declaration each, from which come the `UnaryOp`
+//! enum, the float kernels, the derivative rule and the names on both fronts.
+//!
+//! An entry reads:
+//! - `name`, `torch_aliases`, `tf`, `doc`: see [`Spec`];
+//! - `kernel: |v| ...`: the value for one element `v`. It is compiled once per
+//!   float type, so `v.sin()` is `f32::sin` or `f64::sin`;
+//! - `keeps`: what `grad` reads besides the incoming gradient (`Input` for `x`,
+//!   `Output` for `y`, `Nothing`), so the eager tape saves only that;
+//! - `grad: |d, x, y, g| ...`: the input's gradient, given the output gradient `g`,
+//!   built from ops emitted through the `Differentiator` `d` (see `rules.rs`).
+//!
+//! Static shape and dtype inference needs nothing per op: a unary op keeps its
+//! input's shape and float dtype.
+
+use super::{Keeps, Spec};
+use crate::error::Result;
+use crate::kernels::elementwise::{map, ScalarOp};
+use crate::rules::Differentiator;
+// Masks in gradients are data-dependent coin flips: a branch per element would mispredict half the time.
+use std::hint::select_unpredictable;
+
+/// Float kernels of the unary ops, one per element type.
+pub trait UnaryKernel: Sized {
+    fn unary(op: UnaryOp, x: &[Self]) -> Vec<Self>;
+}
+
+/// Special functions the standard library lacks, from `libm`.
+trait Special {
+    fn erf(self) -> Self;
+}
+
+impl Special for f32 {
+    fn erf(self) -> f32 {
+        libm::erff(self)
+    }
+}
+
+impl Special for f64 {
+    fn erf(self) -> f64 {
+        libm::erf(self)
+    }
+}
+
+macro_rules! unary_ops {
+    ($(
+        $variant:ident {
+            name: $name:literal,
+            torch_aliases: [$($alias:literal),* $(,)?],
+            tf: [$($tf:literal),* $(,)?],
+            doc: $doc:literal,
+            kernel: |$v:ident| $kernel:expr,
+            keeps: $keeps:ident,
+            grad: |$d:ident, $x:ident, $y:ident, $g:ident| $grad:expr $(,)?
+        }
+    )*) => {
+        #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+        pub enum UnaryOp {
+            $($variant),*
+        }
+
+        impl UnaryOp {
+            pub const ALL: &'static [UnaryOp] = &[$(UnaryOp::$variant),*];
+
+            pub fn spec(self) -> &'static Spec {
+                match self {
+                    $(UnaryOp::$variant => &Spec {
+                        name: $name,
+                        torch_aliases: &[$($alias),*],
+                        tf: &[$($tf),*],
+                        doc: $doc,
+                        differentiable: true,
+                    }),*
+                }
+            }
+
+            pub fn keeps(self) -> Keeps {
+                match self {
+                    $(UnaryOp::$variant => Keeps::$keeps),*
+                }
+            }
+        }
+
+        impl UnaryKernel for f32 {
+            fn unary(op: UnaryOp, x: &[f32]) -> Vec<f32> {
+                match op {
+                    $(UnaryOp::$variant => map(x, |$v: f32| $kernel)),*
+                }
+            }
+        }
+
+        impl UnaryKernel for f64 {
+            fn unary(op: UnaryOp, x: &[f64]) -> Vec<f64> {
+                match op {
+                    $(UnaryOp::$variant => map(x, |$v: f64| $kernel)),*
+                }
+            }
+        }
+
+        /// The gradient of `op`'s input `x`, given its output `y` and the output's gradient `g`.
+        #[allow(unused_variables)]
+        pub fn rule<D: Differentiator>(
+            d: &mut D,
+            op: UnaryOp,
+            x: &D::Value,
+            y: &D::Value,
+            g: &D::Value,
+        ) -> Result<D::Value> {
+            match op {
+                $(UnaryOp::$variant => {
+                    let ($d, $x, $y, $g) = (&mut *d, x, y, g);
+                    $grad
+                }),*
+            }
+        }
+    };
+}
+
+impl UnaryOp {
+    pub fn name(self) -> &'static str {
+        self.spec().name
+    }
+}
+
+/// `g / sqrt(k + s·x²)`: the shape of the inverse trigonometric and hyperbolic derivatives.
+fn over_root_of_quadratic<D: Differentiator>(
+    d: &mut D,
+    g: &D::Value,
+    x: &D::Value,
+    k: f64,
+    s: f64,
+) -> Result<D::Value> {
+    let square = d.unary(UnaryOp::Square, x)?;
+    let scaled = d.scalar(&square, ScalarOp::Mul, s)?;
+    let shifted = d.scalar(&scaled, ScalarOp::Add, k)?;
+    let root = d.unary(UnaryOp::Sqrt, &shifted)?;
+    d.div(g, &root)
+}
+
+unary_ops! {
+    Neg {
+        name: "neg", torch_aliases: ["negative"], tf: ["negative", "math.negative"],
+        doc: "The negation -x.",
+        kernel: |v| -v,
+        keeps: Nothing,
+        grad: |d, x, y, g| d.unary(UnaryOp::Neg, g),
+    }
+    Abs {
+        name: "abs", torch_aliases: ["absolute"], tf: ["abs", "math.abs"],
+        doc: "The absolute value |x|; its gradient at 0 is 0.",
+        kernel: |v| v.abs(),
+        keeps: Input,
+        grad: |d, x, y, g| {
+            let sign = d.unary(UnaryOp::Sign, x)?;
+            d.mul(g, &sign)
+        },
+    }
+    Exp {
+        name: "exp", torch_aliases: [], tf: ["exp", "math.exp"],
+        doc: "The exponential e^x.",
+        kernel: |v| v.exp(),
+        keeps: Output,
+        grad: |d, x, y, g| d.mul(g, y),
+    }
+    Exp2 {
+        name: "exp2", torch_aliases: [], tf: [],
+        doc: "The power of two 2^x.",
+        kernel: |v| v.exp2(),
+        keeps: Output,
+        grad: |d, x, y, g| {
+            let slope = d.scalar(y, ScalarOp::Mul, std::f64::consts::LN_2)?;
+            d.mul(g, &slope)
+        },
+    }
+    Expm1 {
+        name: "expm1", torch_aliases: [], tf: ["math.expm1", "expm1"],
+        doc: "e^x - 1, exact for small x.",
+        kernel: |v| v.exp_m1(),
+        keeps: Output,
+        grad: |d, x, y, g| {
+            let ex = d.scalar(y, ScalarOp::Add, 1.0)?;
+            d.mul(g, &ex)
+        },
+    }
+    Log {
+        name: "log", torch_aliases: [], tf: ["log", "math.log"],
+        doc: "The natural logarithm.",
+        kernel: |v| v.ln(),
+        keeps: Input,
+        grad: |d, x, y, g| d.div(g, x),
+    }
+    Log1p {
+        name: "log1p", torch_aliases: [], tf: ["math.log1p", "log1p"],
+        doc: "log(1 + x), exact for small x.",
+        kernel: |v| v.ln_1p(),
+        keeps: Input,
+        grad: |d, x, y, g| {
+            let shifted = d.scalar(x, ScalarOp::Add, 1.0)?;
+            d.div(g, &shifted)
+        },
+    }
+    Log2 {
+        name: "log2", torch_aliases: [], tf: [],
+        doc: "The base-2 logarithm.",
+        kernel: |v| v.log2(),
+        keeps: Input,
+        grad: |d, x, y, g| {
+            let scaled = d.scalar(x, ScalarOp::Mul, std::f64::consts::LN_2)?;
+            d.div(g, &scaled)
+        },
+    }
+    Log10 {
+        name: "log10", torch_aliases: [], tf: [],
+        doc: "The base-10 logarithm.",
+        kernel: |v| v.log10(),
+        keeps: Input,
+        grad: |d, x, y, g| {
+            let scaled = d.scalar(x, ScalarOp::Mul, std::f64::consts::LN_10)?;
+            d.div(g, &scaled)
+        },
+    }
+    Sqrt {
+        name: "sqrt", torch_aliases: [], tf: ["sqrt", "math.sqrt"],
+        doc: "The square root.",
+        kernel: |v| v.sqrt(),
+        keeps: Output,
+        grad: |d, x, y, g| {
+            let half = d.scalar(g, ScalarOp::Mul, 0.5)?;
+            d.div(&half, y)
+        },
+    }
+    Rsqrt {
+        name: "rsqrt", torch_aliases: [], tf: ["math.rsqrt", "rsqrt"],
+        doc: "The reciprocal square root 1/sqrt(x).",
+        kernel: |v| 1.0 / v.sqrt(),
+        keeps: Output,
+        grad: |d, x, y, g| {
+            // d(x^-1/2)/dx = -x^-3/2 / 2 = -y³/2
+            let cube = d.scalar(y, ScalarOp::Pow, 3.0)?;
+            let slope = d.scalar(&cube, ScalarOp::Mul, -0.5)?;
+            d.mul(g, &slope)
+        },
+    }
+    Reciprocal {
+        name: "reciprocal", torch_aliases: [], tf: ["math.reciprocal", "reciprocal"],
+        doc: "The reciprocal 1/x.",
+        kernel: |v| 1.0 / v,
+        keeps: Output,
+        grad: |d, x, y, g| {
+            let square = d.unary(UnaryOp::Square, y)?;
+            let slope = d.unary(UnaryOp::Neg, &square)?;
+            d.mul(g, &slope)
+        },
+    }
+    Square {
+        name: "square", torch_aliases: [], tf: ["square", "math.square"],
+        doc: "The square x².",
+        kernel: |v| v * v,
+        keeps: Input,
+        grad: |d, x, y, g| {
+            let twice = d.scalar(x, ScalarOp::Mul, 2.0)?;
+            d.mul(g, &twice)
+        },
+    }
+    Sin {
+        name: "sin", torch_aliases: [], tf: ["sin", "math.sin"],
+        doc: "The sine, in radians.",
+        kernel: |v| v.sin(),
+        keeps: Input,
+        grad: |d, x, y, g| {
+            let cos = d.unary(UnaryOp::Cos, x)?;
+            d.mul(g, &cos)
+        },
+    }
+    Cos {
+        name: "cos", torch_aliases: [], tf: ["cos", "math.cos"],
+        doc: "The cosine, in radians.",
+        kernel: |v| v.cos(),
+        keeps: Input,
+        grad: |d, x, y, g| {
+            let sin = d.unary(UnaryOp::Sin, x)?;
+            let slope = d.unary(UnaryOp::Neg, &sin)?;
+            d.mul(g, &slope)
+        },
+    }
+    Tan {
+        name: "tan", torch_aliases: [], tf: ["tan", "math.tan"],
+        doc: "The tangent, in radians.",
+        kernel: |v| v.tan(),
+        keeps: Output,
+        grad: |d, x, y, g| {
+            let square = d.unary(UnaryOp::Square, y)?;
+            let slope = d.scalar(&square, ScalarOp::Add, 1.0)?;
+            d.mul(g, &slope)
+        },
+    }
+    Asin {
+        name: "asin", torch_aliases: ["arcsin"], tf: ["asin", "math.asin"],
+        doc: "The inverse sine, in radians; NaN outside [-1, 1].",
+        kernel: |v| v.asin(),
+        keeps: Input,
+        grad: |d, x, y, g| over_root_of_quadratic(d, g, x, 1.0, -1.0),
+    }
+    Acos {
+        name: "acos", torch_aliases: ["arccos"], tf: ["acos", "math.acos"],
+        doc: "The inverse cosine, in radians; NaN outside [-1, 1].",
+        kernel: |v| v.acos(),
+        keeps: Input,
+        grad: |d, x, y, g| {
+            let slope = over_root_of_quadratic(d, g, x, 1.0, -1.0)?;
+            d.unary(UnaryOp::Neg, &slope)
+        },
+    }
+    Atan {
+        name: "atan", torch_aliases: ["arctan"], tf: ["atan", "math.atan"],
+        doc: "The inverse tangent, in radians.",
+        kernel: |v| v.atan(),
+        keeps: Input,
+        grad: |d, x, y, g| {
+            let square = d.unary(UnaryOp::Square, x)?;
+            let denominator = d.scalar(&square, ScalarOp::Add, 1.0)?;
+            d.div(g, &denominator)
+        },
+    }
+    Sinh {
+        name: "sinh", torch_aliases: [], tf: ["sinh", "math.sinh"],
+        doc: "The hyperbolic sine.",
+        kernel: |v| v.sinh(),
+        keeps: Input,
+        grad: |d, x, y, g| {
+            let cosh = d.unary(UnaryOp::Cosh, x)?;
+            d.mul(g, &cosh)
+        },
+    }
+    Cosh {
+        name: "cosh", torch_aliases: [], tf: ["cosh", "math.cosh"],
+        doc: "The hyperbolic cosine.",
+        kernel: |v| v.cosh(),
+        keeps: Input,
+        grad: |d, x, y, g| {
+            let sinh = d.unary(UnaryOp::Sinh, x)?;
+            d.mul(g, &sinh)
+        },
+    }
+    Tanh {
+        name: "tanh", torch_aliases: [], tf: ["tanh", "math.tanh", "nn.tanh"],
+        doc: "The hyperbolic tangent.",
+        kernel: |v| v.tanh(),
+        keeps: Output,
+        grad: |d, x, y, g| {
+            let square = d.unary(UnaryOp::Square, y)?;
+            let slope = d.scalar(&square, ScalarOp::RSub, 1.0)?;
+            d.mul(g, &slope)
+        },
+    }
+    Asinh {
+        name: "asinh", torch_aliases: ["arcsinh"], tf: ["asinh", "math.asinh"],
+        doc: "The inverse hyperbolic sine.",
+        kernel: |v| v.asinh(),
+        keeps: Input,
+        grad: |d, x, y, g| over_root_of_quadratic(d, g, x, 1.0, 1.0),
+    }
+    Acosh {
+        name: "acosh", torch_aliases: ["arccosh"], tf: ["acosh", "math.acosh"],
+        doc: "The inverse hyperbolic cosine; NaN below 1.",
+        kernel: |v| v.acosh(),
+        keeps: Input,
+        grad: |d, x, y, g| over_root_of_quadratic(d, g, x, -1.0, 1.0),
+    }
+    Atanh {
+        name: "atanh", torch_aliases: ["arctanh"], tf: ["atanh", "math.atanh"],
+        doc: "The inverse hyperbolic tangent; NaN outside [-1, 1].",
+        kernel: |v| v.atanh(),
+        keeps: Input,
+        grad: |d, x, y, g| {
+            let square = d.unary(UnaryOp::Square, x)?;
+            let denominator = d.scalar(&square, ScalarOp::RSub, 1.0)?;
+            d.div(g, &denominator)
+        },
+    }
+    Sigmoid {
+        name: "sigmoid", torch_aliases: [], tf: ["sigmoid", "math.sigmoid", "nn.sigmoid"],
+        doc: "The logistic function 1/(1 + e^-x).",
+        kernel: |v| 1.0 / (1.0 + (-v).exp()),
+        keeps: Output,
+        grad: |d, x, y, g| {
+            let one_minus = d.scalar(y, ScalarOp::RSub, 1.0)?;
+            let slope = d.mul(y, &one_minus)?;
+            d.mul(g, &slope)
+        },
+    }
+    Relu {
+        name: "relu", torch_aliases: [], tf: ["nn.relu(features)"],
+        doc: "max(x, 0); NaN stays NaN, and the gradient at 0 is 0.",
+        kernel: |v| select_unpredictable(v > 0.0 || v.is_nan(), v, 0.0),
+        keeps: Input,
+        grad: |d, x, y, g| d.apply(crate::op::Op::ReluBackward, &[g, x]),
+    }
+    Erf {
+        name: "erf", torch_aliases: [], tf: ["math.erf", "erf"],
+        doc: "The error function.",
+        kernel: |v| Special::erf(v),
+        keeps: Input,
+        grad: |d, x, y, g| {
+            // d erf(x)/dx = 2/sqrt(pi) · e^(-x²)
+            let square = d.unary(UnaryOp::Square, x)?;
+            let exponent = d.unary(UnaryOp::Neg, &square)?;
+            let bell = d.unary(UnaryOp::Exp, &exponent)?;
+            let slope = d.scalar(&bell, ScalarOp::Mul, std::f64::consts::FRAC_2_SQRT_PI)?;
+            d.mul(g, &slope)
+        },
+    }
+    Sign {
+        name: "sign", torch_aliases: [], tf: ["sign", "math.sign"],
+        doc: "-1, 0 or 1 by the sign of x (NaN stays NaN); its gradient is 0.",
+        kernel: |v| crate::dtype::Float::signum_or_zero(v),
+        keeps: Nothing,
+        grad: |d, x, y, g| d.zeros_like(g),
+    }
+    Floor {
+        name: "floor", torch_aliases: [], tf: ["floor", "math.floor"],
+        doc: "The largest integer not above x; its gradient is 0.",
+        kernel: |v| v.floor(),
+        keeps: Nothing,
+        grad: |d, x, y, g| d.zeros_like(g),
+    }
+    Ceil {
+        name: "ceil", torch_aliases: [], tf: ["ceil", "math.ceil"],
+        doc: "The smallest integer not below x; its gradient is 0.",
+        kernel: |v| v.ceil(),
+        keeps: Nothing,
+        grad: |d, x, y, g| d.zeros_like(g),
+    }
+    Round {
+        name: "round", torch_aliases: [], tf: ["round", "math.round"],
+        doc: "The nearest integer, halves to even (as numpy, torch and TF); its gradient is 0.",
+        kernel: |v| v.round_ties_even(),
+        keeps: Nothing,
+        grad: |d, x, y, g| d.zeros_like(g),
+    }
+    Trunc {
+        name: "trunc", torch_aliases: ["fix"], tf: [],
+        doc: "x rounded toward zero; its gradient is 0.",
+        kernel: |v| v.trunc(),
+        keeps: Nothing,
+        grad: |d, x, y, g| d.zeros_like(g),
+    }
+}

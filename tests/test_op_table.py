@@ -1,0 +1,219 @@
+"""The op table (rust/ops/): every op is on both fronts under all its names, is in the stubs and
+the API docs, the generated files are current, and each op's values and gradients are right.
+
+Each unary op needs an entry in ``UNARY_REFERENCES``: its numpy reference and where its
+gradient is checked. A test fails when an op of the table has none, so a new op cannot
+ship untested.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from test_property_ops import any_arrays, assert_same, check_grad, evaluate, f64_then, shapes
+
+import rustgrad
+import rustgrad.static as tf
+from rustgrad._rustgrad import ops
+
+ROOT = Path(__file__).resolve().parent.parent
+MODES = ["eager", "static"]
+
+
+@dataclass(frozen=True)
+class UnaryReference:
+    numpy: Callable[[np.ndarray], np.ndarray]
+    grad_lo: float = -2.0
+    grad_hi: float = 2.0
+    # Points where the op is not differentiable (or steps): gradient inputs stay 0.01 away.
+    kinks: Callable[[float], bool] = lambda x: False
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+def _near_half_integer(x: float) -> bool:
+    return abs(2 * x - round(2 * x)) < 0.02
+
+
+UNARY_REFERENCES: dict[str, UnaryReference] = {
+    "neg": UnaryReference(np.negative),
+    "abs": UnaryReference(np.abs, kinks=lambda x: abs(x) < 0.01),
+    "exp": UnaryReference(np.exp),
+    "exp2": UnaryReference(np.exp2),
+    "expm1": UnaryReference(np.expm1),
+    "log": UnaryReference(np.log, 0.2, 3.0),
+    "log1p": UnaryReference(np.log1p, -0.5, 3.0),
+    "log2": UnaryReference(np.log2, 0.2, 3.0),
+    "log10": UnaryReference(np.log10, 0.2, 3.0),
+    "sqrt": UnaryReference(np.sqrt, 0.2, 3.0),
+    "rsqrt": UnaryReference(lambda x: 1 / np.sqrt(x), 0.2, 3.0),
+    "reciprocal": UnaryReference(np.reciprocal, 0.3, 3.0),
+    "square": UnaryReference(np.square),
+    "sin": UnaryReference(np.sin),
+    "cos": UnaryReference(np.cos),
+    "tan": UnaryReference(np.tan, -1.2, 1.2),
+    "asin": UnaryReference(np.arcsin, -0.9, 0.9),
+    "acos": UnaryReference(np.arccos, -0.9, 0.9),
+    "atan": UnaryReference(np.arctan),
+    "sinh": UnaryReference(np.sinh),
+    "cosh": UnaryReference(np.cosh),
+    "tanh": UnaryReference(np.tanh),
+    "asinh": UnaryReference(np.arcsinh),
+    "acosh": UnaryReference(np.arccosh, 1.2, 3.0),
+    "atanh": UnaryReference(np.arctanh, -0.9, 0.9),
+    "sigmoid": UnaryReference(lambda x: 1 / (1 + np.exp(-x))),
+    "relu": UnaryReference(lambda x: np.maximum(x, 0), kinks=lambda x: abs(x) < 0.01),
+    "erf": UnaryReference(_erf),
+    "sign": UnaryReference(np.sign, kinks=lambda x: abs(x) < 0.01),
+    "floor": UnaryReference(np.floor, kinks=_near_half_integer),
+    "ceil": UnaryReference(np.ceil, kinks=_near_half_integer),
+    "round": UnaryReference(np.round, kinks=_near_half_integer),
+    "trunc": UnaryReference(np.trunc, kinks=_near_half_integer),
+}
+
+UNARY = [spec for spec in ops.values() if spec.kind == "unary"]
+
+
+def _resolve(root: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        root = getattr(root, part)
+    return root
+
+
+def _tf_names(spec: Any) -> list[str]:
+    """The op's names in rustgrad.static (``nn.relu(features)`` is ``nn.relu``)."""
+    return [name.split("(")[0] for name in spec.tf] or [spec.name]
+
+
+# ---------------------------------------------------------------- the table reaches everything
+
+
+def test_every_unary_op_has_a_numpy_reference():
+    assert sorted(UNARY_REFERENCES) == sorted(spec.name for spec in UNARY)
+
+
+@pytest.mark.parametrize("spec", list(ops.values()), ids=lambda s: s.name)
+def test_every_op_is_on_both_fronts_under_all_its_names(spec):
+    for name in [spec.name, *spec.torch_aliases]:
+        assert name in rustgrad.__all__, name
+        assert callable(getattr(rustgrad, name)), name
+        assert callable(getattr(rustgrad.Tensor, name)), name
+        assert callable(getattr(tf.Tensor, name)), name
+    for dotted in _tf_names(spec):
+        namespace, _, name = dotted.rpartition(".")
+        module = _resolve(tf, namespace) if namespace else tf
+        assert name in module.__all__, dotted
+        assert callable(getattr(module, name)), dotted
+
+
+@pytest.mark.parametrize("spec", list(ops.values()), ids=lambda s: s.name)
+def test_every_op_is_in_the_stubs_and_the_api_docs(spec):
+    stub = (ROOT / "python" / "rustgrad" / "_rustgrad.pyi").read_text(encoding="utf-8")
+    api = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    for name in [spec.name, *spec.torch_aliases]:
+        assert f"    def {name}(self) -> Tensor:" in stub, name
+        assert f"### `rustgrad.{name}(input)`" in api, name
+    for dotted in _tf_names(spec):
+        assert f"`rustgrad.static.{dotted}(" in api, dotted
+    assert f"| `{spec.name}` |" in api, "missing from the op table in docs/api.md"
+
+
+def test_ops_without_a_tf1_name_are_documented_as_extensions():
+    api = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    for spec in ops.values():
+        row = next(line for line in api.splitlines() if line.startswith(f"| `{spec.name}` |"))
+        if not spec.tf:
+            assert "extension" in row, row
+
+
+def test_contributing_walks_through_the_real_sin_entry_and_test():
+    """docs/contributing.md quotes the table entry and the test entry; they must be the real ones."""
+    guide = (ROOT / "docs" / "contributing.md").read_text(encoding="utf-8")
+    rust_entry = guide.split("```rust\n")[1].split("```")[0]
+    test_entry = guide.split("```text\n")[1].split("```")[0]
+    assert rust_entry in (ROOT / "rust" / "ops" / "unary.rs").read_text(encoding="utf-8")
+    assert test_entry in Path(__file__).read_text(encoding="utf-8")
+
+
+def test_generated_files_are_current():
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "generate.py"), "--check"],
+                            capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_an_op_names_itself_in_the_graph_and_on_the_tape():
+    x = rustgrad.tensor([0.5], requires_grad=True)
+    assert rustgrad.sin(x).grad_fn.name() == "SinBackward0"
+    with tf.Graph().as_default():
+        assert tf.math.log1p(tf.constant([1.0])).name == "Log1p:0"
+        assert tf.nn.relu(features=tf.constant([1.0])).name == "Relu:0"
+
+
+def test_a_non_tensor_argument_names_the_op():
+    with pytest.raises(rustgrad.errors.ArgumentTypeError, match="sin: argument 'input' must be a Tensor, got float"):
+        rustgrad.sin(0.5)
+
+
+def test_an_integer_valued_bool_tensor_is_refused_with_the_op_name():
+    with pytest.raises(rustgrad.errors.DTypeError, match="cos: expected a float tensor but got bool"):
+        rustgrad.tensor([True]).cos()
+
+
+# ---------------------------------------------------------------- values and gradients
+
+
+def _all_names(spec: Any, mode: str) -> list[Callable[[Any], Any]]:
+    if mode == "eager":
+        functions = [getattr(rustgrad, name) for name in [spec.name, *spec.torch_aliases]]
+        methods = [lambda t, name=name: getattr(t, name)() for name in [spec.name, *spec.torch_aliases]]
+        return functions + methods
+    return [_resolve(tf, dotted) for dotted in _tf_names(spec)] + [lambda t: getattr(t, spec.name)()]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("spec", UNARY, ids=lambda s: s.name)
+@given(data=st.data())
+def test_unary_values_match_numpy(spec, mode, data):
+    ref_in, given_in = data.draw(any_arrays())
+    fn = data.draw(st.sampled_from(_all_names(spec, mode)))
+    # Computed in float64 and rounded: what a correctly rounded float32 kernel gives.
+    expected = f64_then(ref_in.dtype, UNARY_REFERENCES[spec.name].numpy, ref_in)
+    tolerance = {"rtol": 2e-6, "atol": 1e-30} if ref_in.dtype == np.float32 else {"rtol": 1e-13, "atol": 1e-300}
+    assert_same(evaluate(mode, data, fn, [given_in]), expected, ref_in.dtype, **tolerance)
+
+
+def _grad_points(reference: UnaryReference) -> st.SearchStrategy:
+    return st.floats(reference.grad_lo, reference.grad_hi).filter(lambda x: not reference.kinks(x))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("spec", UNARY, ids=lambda s: s.name)
+@given(data=st.data())
+def test_unary_gradients_match_finite_differences(spec, mode, data):
+    reference = UNARY_REFERENCES[spec.name]
+    shape = data.draw(shapes(max_dims=3, max_side=2))
+    a = data.draw(hnp.arrays(np.float64, shape, elements=_grad_points(reference)))
+    eager = getattr(rustgrad, spec.name)
+    static = _resolve(tf, _tf_names(spec)[0])
+    check_grad(mode, eager, static, reference.numpy, [a])
+
+
+@pytest.mark.parametrize("spec", UNARY, ids=lambda s: s.name)
+def test_unary_ops_read_strided_views(spec):
+    base = np.linspace(0.3, 0.9, 24).reshape(4, 6)
+    view = rustgrad.tensor(base).t()[1:, ::2]
+    with np.errstate(invalid="ignore"):  # acosh is NaN below 1, on both sides
+        expected = UNARY_REFERENCES[spec.name].numpy(base.T[1:, ::2].astype(np.float32).astype(np.float64))
+    np.testing.assert_allclose(getattr(view, spec.name)().numpy(), expected.astype(np.float32), rtol=2e-6)
