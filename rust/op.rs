@@ -107,6 +107,9 @@ pub enum Op {
     /// of a static `gradients` call whose shapes are only known at run time.
     CheckGradShape(usize),
 
+    /// An op of the table (`crate::ops`) other than the unary ones.
+    Table(crate::ops::TableOps),
+
     /// A user-defined Function; its node carries the backward.
     Custom(Arc<dyn CustomBackward>),
 }
@@ -143,6 +146,7 @@ impl Op {
             Op::IndexBackward(_) => "index_backward",
             Op::MaskedScatter => "masked_scatter",
             Op::CheckGradShape(_) => "check_grad_shape",
+            Op::Table(t) => t.spec().name,
             Op::Custom(c) => return c.name().to_string(),
         };
         base.to_string()

@@ -105,6 +105,7 @@ pub fn saves(op: &Op, needs: &[bool]) -> Saves {
         | Op::CheckGradShape(_)
         | Op::FullLike(_) => (none(), false),
         Op::ExpandReduced { .. } | Op::IndexBackward(_) | Op::MaskedScatter | Op::Custom(_) => (all(), false),
+        Op::Table(t) => return t.saves(needs),
     };
     Saves { inputs, output }
 }
@@ -166,6 +167,7 @@ pub fn vjp<D: Differentiator>(d: &mut D, op: &Op, a: RuleArgs<'_, D::Value>) -> 
             Ok(vec![Some(d.apply(Op::ClampBackward { min: *min, max: *max }, &[g, x(1)?])?), None])
         }
         Op::FullLike(_) => Ok(vec![None]),
+        Op::Table(t) => t.vjp(d, a),
         Op::ExpandReduced { .. } | Op::IndexBackward(_) | Op::MaskedScatter | Op::Custom(_) => Err(Error::Gradient(
             format!("{}: differentiating this op is not supported (no double backward through it)", op.backward_name()),
         )),

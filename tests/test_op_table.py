@@ -9,6 +9,7 @@ ship untested.
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -84,6 +85,82 @@ UNARY_REFERENCES: dict[str, UnaryReference] = {
 }
 
 UNARY = [spec for spec in ops.values() if spec.kind == "unary"]
+TABLE = [spec for spec in ops.values() if spec.kind == "table"]
+
+
+# ---------------------------------------------------------------- references of the ops with arguments
+
+
+def _dim(data: Any, rank: int) -> int:
+    return data.draw(st.integers(-max(rank, 1), max(rank, 1) - 1))
+
+
+def _dims(data: Any, rank: int, allow_none: bool) -> Any:
+    """None (every dim, where allowed), one dim, or a tuple of distinct dims."""
+    choices = [st.just(None)] if allow_none else []
+    if rank:
+        choices += [st.integers(-rank, rank - 1),
+                    st.lists(st.integers(0, rank - 1), min_size=1, max_size=rank, unique=True).map(tuple)]
+    else:
+        choices += [st.sampled_from([0, -1])]
+    return data.draw(st.one_of(*choices))
+
+
+def _axes(dims: Any, rank: int) -> Any:
+    if dims is None:
+        return None
+    return tuple(d % max(rank, 1) for d in ((dims,) if isinstance(dims, int) else dims)) if rank else None
+
+
+def _cumsum_reference(x: np.ndarray, dim: int, exclusive: bool = False, reverse: bool = False) -> np.ndarray:
+    if x.ndim == 0:
+        return x.copy() if not exclusive else np.zeros_like(x)
+    y = np.flip(x, dim) if reverse else x
+    out = np.cumsum(y, axis=dim, dtype=x.dtype)
+    if exclusive:  # each sum leaves its own element out: the inclusive sums shifted one along
+        out = np.concatenate([np.zeros_like(np.take(out, [0], axis=dim)), np.delete(out, -1, axis=dim)], axis=dim) \
+            if out.shape[dim] else out
+    return np.flip(out, dim) if reverse else out
+
+
+def _logsumexp_reference(x: np.ndarray, dim: Any, keepdim: bool = False) -> np.ndarray:
+    return np.logaddexp.reduce(x, axis=_axes(dim, x.ndim), keepdims=keepdim) if x.size else \
+        np.full(np.sum(x, axis=_axes(dim, x.ndim), keepdims=keepdim).shape, -np.inf, x.dtype)
+
+
+@dataclass(frozen=True)
+class TableReference:
+    """How to test one op with arguments: draw torch's arguments for an input, give TF1's
+    spelling of them, and compute the expected value with numpy."""
+
+    numpy: Callable[..., np.ndarray]
+    torch_args: Callable[[Any, int], dict]
+    tf_args: Callable[[Any, dict], dict]
+    float32_tolerance: float = 2e-6
+
+
+TABLE_REFERENCES: dict[str, TableReference] = {
+    "cumsum": TableReference(
+        lambda x, dim, exclusive=False, reverse=False: _cumsum_reference(x, dim, exclusive, reverse),
+        lambda data, rank: {"dim": _dim(data, rank)},
+        lambda data, kw: {"axis": kw["dim"], "exclusive": data.draw(st.booleans()),
+                          "reverse": data.draw(st.booleans())},
+        float32_tolerance=1e-5,
+    ),
+    "logsumexp": TableReference(
+        lambda x, dim, keepdim=False: _logsumexp_reference(x, dim, keepdim),
+        lambda data, rank: {"dim": _dims(data, rank, allow_none=False), "keepdim": data.draw(st.booleans())},
+        lambda data, kw: {data.draw(st.sampled_from(["axis", "reduction_indices"])): kw["dim"],
+                          data.draw(st.sampled_from(["keepdims", "keep_dims"])): kw["keepdim"]},
+        float32_tolerance=1e-5,
+    ),
+}
+
+
+def _torch_spelling(tf_kwargs: dict) -> dict:
+    """TF1 keyword arguments under torch's names, for the numpy reference."""
+    names = {"axis": "dim", "reduction_indices": "dim", "keepdims": "keepdim", "keep_dims": "keepdim"}
+    return {names.get(k, k): v for k, v in tf_kwargs.items()}
 
 
 def _resolve(root: Any, dotted: str) -> Any:
@@ -102,6 +179,10 @@ def _tf_names(spec: Any) -> list[str]:
 
 def test_every_unary_op_has_a_numpy_reference():
     assert sorted(UNARY_REFERENCES) == sorted(spec.name for spec in UNARY)
+
+
+def test_every_op_with_arguments_has_a_numpy_reference():
+    assert sorted(TABLE_REFERENCES) == sorted(spec.name for spec in TABLE)
 
 
 @pytest.mark.parametrize("spec", list(ops.values()), ids=lambda s: s.name)
@@ -123,8 +204,8 @@ def test_every_op_is_in_the_stubs_and_the_api_docs(spec):
     stub = (ROOT / "python" / "rustgrad" / "_rustgrad.pyi").read_text(encoding="utf-8")
     api = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
     for name in [spec.name, *spec.torch_aliases]:
-        assert f"    def {name}(self) -> Tensor:" in stub, name
-        assert f"### `rustgrad.{name}(input)`" in api, name
+        assert re.search(rf"    def {name}\(\s*self", stub), name
+        assert f"### `rustgrad.{name}(input" in api, name
     for dotted in _tf_names(spec):
         assert f"`rustgrad.static.{dotted}(" in api, dotted
     assert f"| `{spec.name}` |" in api, "missing from the op table in docs/api.md"
@@ -217,3 +298,45 @@ def test_unary_ops_read_strided_views(spec):
     with np.errstate(invalid="ignore"):  # acosh is NaN below 1, on both sides
         expected = UNARY_REFERENCES[spec.name].numpy(base.T[1:, ::2].astype(np.float32).astype(np.float64))
     np.testing.assert_allclose(getattr(view, spec.name)().numpy(), expected.astype(np.float32), rtol=2e-6)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("spec", TABLE, ids=lambda s: s.name)
+@given(data=st.data())
+def test_ops_with_arguments_match_numpy(spec, mode, data):
+    reference = TABLE_REFERENCES[spec.name]
+    ref_in, given_in = data.draw(any_arrays())
+    kwargs = reference.torch_args(data, ref_in.ndim)
+    if mode == "eager":
+        names = [spec.name, *spec.torch_aliases]
+        fn = data.draw(st.sampled_from([lambda t, n=n: getattr(rustgrad, n)(t, **kwargs) for n in names]
+                                       + [lambda t, n=n: getattr(t, n)(**kwargs) for n in names]))
+        expected_kwargs = kwargs
+    else:
+        tf_kwargs = reference.tf_args(data, kwargs)
+        function = _resolve(tf, data.draw(st.sampled_from(_tf_names(spec))))
+        if data.draw(st.booleans()):
+            fn, expected_kwargs = (lambda x: function(x, **tf_kwargs)), _torch_spelling(tf_kwargs)
+        else:
+            fn, expected_kwargs = (lambda x: getattr(x, spec.name)(**kwargs)), kwargs
+    with np.errstate(all="ignore"):
+        expected = np.asarray(reference.numpy(ref_in.astype(np.float64), **expected_kwargs)).astype(ref_in.dtype)
+    tolerance = reference.float32_tolerance if ref_in.dtype == np.float32 else 1e-12
+    assert_same(evaluate(mode, data, fn, [given_in]), expected, ref_in.dtype, rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("spec", TABLE, ids=lambda s: s.name)
+@given(data=st.data())
+def test_ops_with_arguments_have_gradients_matching_finite_differences(spec, mode, data):
+    reference = TABLE_REFERENCES[spec.name]
+    shape = data.draw(shapes(max_dims=3, max_side=3))
+    a = data.draw(hnp.arrays(np.float64, shape, elements=st.floats(-2, 2)))
+    kwargs = reference.torch_args(data, a.ndim)
+    if mode == "eager":
+        check_grad(mode, lambda t: getattr(rustgrad, spec.name)(t, **kwargs), None, None, [a])
+    else:
+        tf_kwargs = reference.tf_args(data, kwargs)
+        function = _resolve(tf, _tf_names(spec)[0])
+        check_grad(mode, None, lambda x: function(x, **tf_kwargs),
+                   lambda x: reference.numpy(x, **_torch_spelling(tf_kwargs)), [a])

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "python" / "rustgrad"
@@ -63,7 +64,7 @@ def tf_names(spec: Any) -> list[TfName]:
     """The op's TF1 names; ``nn.relu(features)`` names TF's argument (``x`` by default)."""
     out = []
     for entry in spec.tf or [spec.name]:
-        argument = "x"
+        argument = spec.inputs[0][1]
         if entry.endswith(")"):
             entry, argument = entry[:-1].split("(")
         namespace, _, name = entry.rpartition(".")
@@ -83,16 +84,68 @@ def header(doc: str, imports: list[str]) -> list[str]:
     return [f'"""{doc}\n\n{NOTICE}\n"""', "", "from __future__ import annotations", "", *imports, ""]
 
 
+@dataclass
+class Parameter:
+    """One parameter of a generated Python function."""
+
+    name: str
+    annotation: str
+    default: Optional[str]  # a Python literal; None: required
+
+    def text(self) -> str:
+        return f"{self.name}: {self.annotation}" + ("" if self.default is None else f" = {self.default}")
+
+
+def joined(spec: Any, parameters: list[Parameter]) -> list[str]:
+    seen_default = False
+    for p in parameters:
+        if p.default is None and seen_default:
+            sys.exit(f"op {spec.name!r}: required argument {p.name!r} follows one with a default; reorder its params")
+        seen_default = seen_default or p.default is not None
+    return [p.text() for p in parameters]
+
+
+def torch_parameters(spec: Any, first: str) -> tuple[list[Parameter], list[str]]:
+    """The torch signature after the first tensor (named ``first``), and the values the call passes."""
+    params = [Parameter(first, "Tensor", None)] + [Parameter(t, "Tensor", None) for t, _ in spec.inputs[1:]]
+    values = [first] + [t for t, _ in spec.inputs[1:]]
+    for torch, _tf, _aliases, annotation, torch_default, tf_default in spec.params:
+        if torch:
+            params.append(Parameter(torch, annotation, torch_default))
+            values.append(torch)
+        else:
+            values.append(tf_default)
+    return params, values
+
+
+def def_line(indent: str, name: str, parameters: list[str], returns: str = "Tensor") -> list[str]:
+    """``def name(parameters) -> returns:``, one parameter per line when it would pass 120 characters."""
+    line = f"{indent}def {name}({', '.join(parameters)}) -> {returns}:"
+    if len(line) <= 120:
+        return [line]
+    inner = indent + "    "
+    return [f"{indent}def {name}(", *(f"{inner}{p}," for p in parameters), f"{indent}) -> {returns}:"]
+
+
+def as_tuple(values: list[str]) -> str:
+    return "(" + ", ".join(values) + ("," if len(values) == 1 else "") + ")"
+
+
+def doc_line(spec: Any, indent: str) -> str:
+    return f'{indent}"""{spec.doc}"""'
+
+
 def eager_module(ops: dict[str, Any]) -> str:
     lines = header("The op table's ops as eager functions and ``Tensor`` methods.",
-                   ["from rustgrad._rustgrad import Tensor", "from rustgrad._rustgrad import ops as _ops"])
+                   ["from typing import Sequence, Union  # noqa: F401 - in some signatures", "",
+                    "from rustgrad._rustgrad import Tensor", "from rustgrad._rustgrad import ops as _ops"])
     exported = []
     for spec in ops.values():
         names = [spec.name, *spec.torch_aliases]
-        lines += ["", f"def {spec.name}(input: Tensor) -> Tensor:", f'    """{spec.doc}"""',
-                  f"    return _ops[{spec.name!r}](input)", ""]
-        lines += ["", f"def _{spec.name}_method(self: Tensor) -> Tensor:", f'    """{spec.doc}"""',
-                  f"    return _ops[{spec.name!r}](self)", ""]
+        for function, first in ((spec.name, "input"), (f"_{spec.name}_method", "self")):
+            params, values = torch_parameters(spec, first)
+            lines += ["", *def_line("", function, joined(spec, params)), doc_line(spec, "    "),
+                      f"    return _ops[{spec.name!r}]({', '.join(values)})", ""]
         lines += [f"{alias} = {spec.name}" for alias in spec.torch_aliases]
         lines += [f"Tensor.{name} = _{spec.name}_method  # type: ignore[method-assign]" for name in names]
         exported += names
@@ -100,15 +153,33 @@ def eager_module(ops: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def static_function(name: str, spec: Any, argument: str) -> list[str]:
-    return ["", f"def {name}({argument}: Any, name: Optional[str] = None) -> Tensor:", f'    """{spec.doc}"""',
-            f"    return _apply(_ops[{spec.name!r}], {argument}, name)", ""]
+def static_function(name: str, spec: Any, first_input: str) -> list[str]:
+    """TF1's signature: the tensors, the params, ``name``, then deprecated spellings."""
+    inputs = [first_input] + [tf for _, tf in spec.inputs[1:]]
+    params = [Parameter(i, "Any", None) for i in inputs]
+    values, renames, deprecated = [], [], []
+    for _torch, tf, aliases, annotation, torch_default, tf_default in spec.params:
+        if not tf:
+            values.append(torch_default)
+            continue
+        values.append(tf)
+        if aliases:
+            params.append(Parameter(tf, "Any", "None"))
+            for alias in aliases:
+                deprecated.append(Parameter(alias, "Any", "None"))
+                renames.append(f"    {tf} = _renamed({name!r}, {tf!r}, {tf}, {alias!r}, {alias}, {tf_default})")
+        else:
+            params.append(Parameter(tf, annotation, tf_default))
+    params += [Parameter("name", "Optional[str]", "None"), *deprecated]
+    call = f"_apply(_ops[{spec.name!r}], [{', '.join(inputs)}], name, {as_tuple(values)})"
+    return ["", *def_line("", name, joined(spec, params)), doc_line(spec, "    "), *renames,
+            f"    return {call}", ""]
 
 
 def static_module(ops: dict[str, Any], namespace: str, doc: str) -> str:
-    lines = header(doc, ["from typing import Any, Optional", "",
+    lines = header(doc, ["from typing import Any, Optional, Sequence, Union  # noqa: F401 - in some signatures", "",
                          "from rustgrad._rustgrad import ops as _ops",
-                         "from rustgrad.static._graph import Tensor, _apply"])
+                         "from rustgrad.static._graph import Tensor, _apply, _renamed  # noqa: F401"])
     exported = []
     for spec in ops.values():
         for tf in tf_names(spec):
@@ -122,22 +193,35 @@ def static_module(ops: dict[str, Any], namespace: str, doc: str) -> str:
 def static_methods(ops: dict[str, Any]) -> str:
     lines = header("Torch-named methods of graph tensors, one per op of the table, so code written against\n"
                    "``Tensor`` methods (a custom Function's forward, say) builds graphs too.",
-                   ["from typing import TYPE_CHECKING", "", "from rustgrad._rustgrad import ops as _ops", "",
+                   ["from typing import TYPE_CHECKING, Sequence, Union  # noqa: F401 - in some signatures", "",
+                    "from rustgrad._rustgrad import ops as _ops", "",
                     "if TYPE_CHECKING:", "    from rustgrad.static._graph import Graph, Tensor"])
     lines += ["", "class TensorOps:", '    """The op table\'s methods of ``rustgrad.static.Tensor``."""', "",
               "    __slots__ = ()", "    graph: Graph"]
     for spec in ops.values():
+        params, values = torch_parameters(spec, "self")
+        tensors = ", ".join(["self"] + [t for t, _ in spec.inputs[1:]])
+        rest = as_tuple(values[len(spec.inputs):])
         for name in [spec.name, *spec.torch_aliases]:
-            lines += ["", f"    def {name}(self) -> Tensor:", f'        """{spec.doc}"""',
-                      f"        return self.graph._apply(_ops[{spec.name!r}], [self])"]
+            lines += ["", *def_line("    ", name, joined(spec, params)), doc_line(spec, "        "),
+                      f"        return self.graph._apply(_ops[{spec.name!r}], [{tensors}], None, {rest})"]
     return "\n".join(lines) + "\n"
+
+
+def stub_annotation(text: str) -> str:
+    """Inside the stub's ``Tensor`` class, ``int``/``float``/``bool`` are methods: name the builtins."""
+    return re.sub(r"\b(int|float|bool)\b", r"builtins.\1", text)
 
 
 def stub_section(ops: dict[str, Any]) -> str:
     lines = []
     for spec in ops.values():
+        params, _ = torch_parameters(spec, "self")
+        params = [Parameter(p.name, stub_annotation(p.annotation), p.default) for p in params[1:]]
+        signature = ["self", *(p.text() for p in params)]
         for name in [spec.name, *spec.torch_aliases]:
-            lines.append(f"    def {name}(self) -> Tensor:\n        \"\"\"{spec.doc}\"\"\"\n")
+            lines += [*def_line("    ", name, signature), f'        """{spec.doc}"""']
+    lines = [line + "\n" for line in lines]
     return STUB_BEGIN + "".join(lines) + STUB_END
 
 

@@ -298,6 +298,14 @@ class Tensor:
         """x rounded toward zero; its gradient is 0."""
     def fix(self) -> Tensor:
         """x rounded toward zero; its gradient is 0."""
+    def cumsum(self, dim: builtins.int) -> Tensor:
+        """Running sums along `dim`."""
+    def logsumexp(
+        self,
+        dim: Union[builtins.int, Sequence[builtins.int], None],
+        keepdim: builtins.bool = False,
+    ) -> Tensor:
+        """log(sum(exp(x))) over `dim`, without overflow: the largest element is factored out first."""
     # --- end of generated methods ---
     def __neg__(self) -> Tensor: ...
     def __abs__(self) -> Tensor: ...
@@ -469,7 +477,11 @@ class OpSpec:
     def doc(self) -> str: ...
     @property
     def differentiable(self) -> builtins.bool: ...
-    def __call__(self, input: Tensor) -> Tensor: ...
+    @property
+    def inputs(self) -> list[tuple[str, str]]: ...
+    @property
+    def params(self) -> list[tuple[str, str, list[str], str, Optional[str], Optional[str]]]: ...
+    def __call__(self, *args: Any) -> Tensor: ...
     def __repr__(self) -> str: ...
 
 ops: dict[str, OpSpec]
@@ -500,8 +512,14 @@ class GraphCore:
         self, dtype: _DTypeLike, shape: Sequence[builtins.int], name: Optional[str] = None
     ) -> tuple[builtins.int, builtins.int]:
         """Returns ``(variable index, id of its read node)``."""
-    def apply(self, spec: OpSpec, inputs: Sequence[builtins.int], name: Optional[str] = None) -> builtins.int:
-        """Adds a node applying an op of the table to ``inputs``."""
+    def apply(
+        self,
+        spec: OpSpec,
+        inputs: Sequence[builtins.int],
+        name: Optional[str] = None,
+        args: Optional[tuple[Any, ...]] = None,
+    ) -> builtins.int:
+        """Adds a node applying an op of the table to ``inputs``, with its other arguments ``args``."""
     def op(
         self, kind: str, args: tuple[Any, ...], inputs: Sequence[builtins.int], name: Optional[str] = None
     ) -> builtins.int: ...

@@ -28,6 +28,8 @@ macro_rules! float_dispatch {
     };
 }
 
+pub(crate) use float_dispatch;
+
 mod elementwise;
 mod in_place;
 mod layout;
@@ -100,6 +102,7 @@ fn evaluate(op: &Op, inputs: &[&Tensor]) -> Result<Tensor> {
         Op::IndexBackward(items) => index_backward(arg(0)?, arg(1)?, items),
         Op::MaskedScatter => masked_scatter(arg(0)?, arg(1)?, arg(2)?),
         Op::CheckGradShape(index) => check_grad_shape(arg(0)?, arg(1)?, *index),
+        Op::Table(t) => t.forward(inputs),
         Op::Custom(c) => Err(Error::InvalidArgument(format!(
             "custom Function {} has no native forward; call it through its apply()",
             c.name()

@@ -6,7 +6,7 @@ use crate::dtype::DType;
 use crate::error::{dtype_err, shape_err, Error, Result};
 use crate::op::{IndexItem, Op};
 
-type Meta<'a> = (&'a PartialShape, DType);
+use crate::ops::Meta;
 
 fn input<'a>(op: &Op, inputs: &'a [Meta<'a>], i: usize) -> Result<Meta<'a>> {
     inputs.get(i).copied().ok_or_else(|| {
@@ -79,13 +79,14 @@ fn rank(shape: &PartialShape) -> Option<usize> {
     shape.as_ref().map(Vec::len)
 }
 
-fn reduce(op: &Op, shape: &PartialShape, dims: Option<&[isize]>, keepdim: bool) -> Result<PartialShape> {
+/// The shape of a reduction over `dims` (None: all) of `shape`.
+pub fn reduce(op: &str, shape: &PartialShape, dims: Option<&[isize]>, keepdim: bool) -> Result<PartialShape> {
     let Some(in_dims) = shape else { return Ok(None) };
     let r = in_dims.len();
     let axes: Vec<usize> = match dims {
         None => (0..r).collect(),
         // TF reports an axis named twice as InvalidArgumentError (the only Shape error here).
-        Some(d) => match crate::shape::normalize_dims(&op.name(), d, r) {
+        Some(d) => match crate::shape::normalize_dims(op, d, r) {
             Err(Error::Shape(m)) => return Err(Error::InvalidArgument(m)),
             // A 0-d input has no dims to reduce; -1 and 0 name it, as in numpy.
             axes => axes.map(|a| if r == 0 { vec![] } else { a })?,
@@ -177,7 +178,7 @@ pub fn infer(op: &Op, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
             (matmul(op, x(0)?.0, x(1)?.0, *transpose_a, *transpose_b)?, dtype)
         }
         Op::Sum { dims, keepdim } | Op::Mean { dims, keepdim } | Op::Extreme { dims, keepdim, .. } => {
-            (reduce(op, x(0)?.0, dims.as_deref(), *keepdim)?, float_input(op, x(0)?)?)
+            (reduce(&op.name(), x(0)?.0, dims.as_deref(), *keepdim)?, float_input(op, x(0)?)?)
         }
         Op::Reshape(target) => (reshape(x(0)?.0, target)?, x(0)?.1),
         Op::Transpose(d0, d1) => {
@@ -207,6 +208,7 @@ pub fn infer(op: &Op, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
         Op::IndexBackward(_) => (x(1)?.0.clone(), x(1)?.1),
         Op::MaskedScatter => (x(2)?.0.clone(), x(2)?.1),
         Op::CheckGradShape(index) => (same_shape(*index, x(0)?.0, x(1)?.0)?, x(0)?.1),
+        Op::Table(t) => t.infer(inputs)?,
         Op::Custom(c) => {
             return Err(Error::InvalidArgument(format!("custom op {} cannot be a graph node", c.name())));
         }

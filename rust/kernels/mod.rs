@@ -6,6 +6,7 @@ pub mod elementwise;
 pub mod layout;
 pub mod matmul;
 pub mod reduce;
+pub mod scan;
 #[cfg(target_arch = "x86_64")]
 pub mod sgemm_avx512;
 pub mod spin_pool;

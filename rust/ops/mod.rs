@@ -1,14 +1,31 @@
 //! The op table: each op declared once, with what both fronts need to expose it.
 //!
-//! A declaration gives the op's kernel, its derivative rule and what the rule
-//! reads, and its names: the torch function (and `Tensor` method) and the TF1
+//! A declaration gives the op's forward evaluation, its derivative rule and what
+//! the rule reads, its static shape and dtype inference, and its names and
+//! arguments on both fronts: the torch function (and `Tensor` method) and the TF1
 //! names in `rustgrad.static`. The bindings publish the table as
 //! `rustgrad._rustgrad.ops`; `python tools/generate.py` writes the Python
 //! functions, methods, stubs and API docs of both fronts from it.
 //!
+//! Two kinds of declaration:
+//! - `unary.rs`: one-tensor elementwise ops, one macro entry each;
+//! - everything else: a type implementing [`TableOp`] in its family's file
+//!   (`scan.rs`, ...), listed once in the `table!` invocation below.
+//!
 //! `docs/contributing.md` walks through adding an op.
 
+pub mod args;
+pub mod reduce;
+pub mod scan;
 pub mod unary;
+
+pub use args::{Args, Kind, Param};
+
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::graph::PartialShape;
+use crate::rules::{Differentiator, RuleArgs, Saves};
+use crate::tensor::Tensor;
 
 /// What a derivative rule reads, so the eager tape keeps only that.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -18,7 +35,17 @@ pub enum Keeps {
     Output,
 }
 
-/// How one op is named on each front, and what its docs say.
+/// A tensor argument of an op: its torch and TF1 names.
+#[derive(Debug)]
+pub struct Input {
+    pub torch: &'static str,
+    pub tf: &'static str,
+}
+
+/// The one input of a unary op: torch's `input`, TF's `x`.
+pub const ONE_INPUT: &[Input] = &[Input { torch: "input", tf: "x" }];
+
+/// How one op is named on each front, what it takes, and what its docs say.
 #[derive(Debug)]
 pub struct Spec {
     /// The core's name: the torch function and `Tensor` method, and the node name (`SinBackward0`).
@@ -32,4 +59,90 @@ pub struct Spec {
     pub doc: &'static str,
     /// Whether the op has a derivative (`floor` has a zero one, which still counts).
     pub differentiable: bool,
+    /// The tensor arguments, first in both signatures.
+    pub inputs: &'static [Input],
+    /// The other arguments, after the tensors, in torch's order.
+    pub params: &'static [Param],
+}
+
+/// Input `i` of an op, or an error naming the op when it has fewer.
+pub fn nth<'a, T>(inputs: &'a [T], i: usize, op: &str) -> Result<&'a T> {
+    inputs.get(i).ok_or_else(|| {
+        crate::error::Error::InvalidArgument(format!("{op}: expected at least {} inputs, got {}", i + 1, inputs.len()))
+    })
+}
+
+/// A graph node's shape and dtype, as static inference sees them.
+pub type Meta<'a> = (&'a PartialShape, DType);
+
+/// An op of the table other than the unary ones: its whole behaviour in one place.
+pub trait TableOp: Clone + std::fmt::Debug + Send + Sync + Sized + 'static {
+    const SPEC: Spec;
+    /// The op from its arguments (`SPEC.params`, converted by kind).
+    fn build(args: &Args) -> Result<Self>;
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor>;
+    /// The output's shape and dtype; an error when the inputs certainly do not fit.
+    fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)>;
+    /// What `vjp` reads, given which inputs need a gradient.
+    fn saves(&self, needs: &[bool]) -> Saves;
+    fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>>;
+}
+
+macro_rules! table {
+    ($($variant:ident($ty:ty)),* $(,)?) => {
+        /// Every `TableOp`, as one enum the core's `Op` carries.
+        #[derive(Clone, Debug)]
+        pub enum TableOps {
+            $($variant($ty)),*
+        }
+
+        /// Builds one op of the table from its arguments.
+        pub type Builder = fn(&Args) -> Result<TableOps>;
+
+        /// Each table op's spec and builder, in declaration order.
+        pub const TABLE: &[(&Spec, Builder)] = &[
+            $((&<$ty as TableOp>::SPEC, |args| Ok(TableOps::$variant(<$ty as TableOp>::build(args)?)))),*
+        ];
+
+        impl TableOps {
+            pub fn spec(&self) -> &'static Spec {
+                match self {
+                    $(TableOps::$variant(_) => &<$ty as TableOp>::SPEC),*
+                }
+            }
+
+            pub fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+                match self {
+                    $(TableOps::$variant(op) => op.forward(inputs)),*
+                }
+            }
+
+            pub fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
+                match self {
+                    $(TableOps::$variant(op) => op.infer(inputs)),*
+                }
+            }
+
+            pub fn saves(&self, needs: &[bool]) -> Saves {
+                match self {
+                    $(TableOps::$variant(op) => op.saves(needs)),*
+                }
+            }
+
+            pub fn vjp<D: Differentiator>(
+                &self,
+                d: &mut D,
+                a: RuleArgs<'_, D::Value>,
+            ) -> Result<Vec<Option<D::Value>>> {
+                match self {
+                    $(TableOps::$variant(op) => op.vjp(d, a)),*
+                }
+            }
+        }
+    };
+}
+
+table! {
+    Cumsum(scan::Cumsum),
+    Logsumexp(reduce::Logsumexp),
 }

@@ -70,6 +70,8 @@ macro_rules! unary_ops {
                         tf: &[$($tf),*],
                         doc: $doc,
                         differentiable: true,
+                        inputs: super::ONE_INPUT,
+                        params: &[],
                     }),*
                 }
             }

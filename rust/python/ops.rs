@@ -2,28 +2,84 @@
 //! the core. A spec is called on eager tensors, and static graphs `apply` it, so
 //! neither front names an op by a string the core has to parse.
 
-use super::convert::tensor_arg;
+use super::convert::{self, tensor_arg};
 use super::tensor::{run_op, PyTensor};
+use crate::error::Error;
 use crate::op::Op;
+use crate::ops::args::Value;
 use crate::ops::unary::UnaryOp;
-use crate::ops::Spec;
+use crate::ops::{Args, Builder, Kind, Spec, TABLE};
+use crate::tensor::Tensor;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyTuple};
+
+#[derive(Clone, Copy)]
+enum Entry {
+    Unary(UnaryOp),
+    Table(&'static Spec, Builder),
+}
 
 #[pyclass(frozen, name = "OpSpec", module = "rustgrad._rustgrad")]
 pub struct PyOpSpec {
-    op: UnaryOp,
+    entry: Entry,
+}
+
+/// Which front's argument names an error message uses.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Front {
+    Torch,
+    Tf,
 }
 
 impl PyOpSpec {
     fn spec(&self) -> &'static Spec {
-        self.op.spec()
+        match self.entry {
+            Entry::Unary(op) => op.spec(),
+            Entry::Table(spec, _) => spec,
+        }
     }
 
-    /// The core op this spec stands for.
-    pub fn op(&self) -> Op {
-        Op::Unary(self.op)
+    /// The core op for these non-tensor arguments (all of the spec's params, in order).
+    pub fn op(&self, params: &[Bound<'_, PyAny>], front: Front) -> PyResult<Op> {
+        let spec = self.spec();
+        if params.len() != spec.params.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{}: expected {} arguments after the tensors, got {}",
+                spec.name,
+                spec.params.len(),
+                params.len()
+            ))
+            .into());
+        }
+        match self.entry {
+            Entry::Unary(op) => Ok(Op::Unary(op)),
+            Entry::Table(spec, build) => {
+                let values = spec
+                    .params
+                    .iter()
+                    .zip(params)
+                    .map(|(param, obj)| {
+                        let name = if front == Front::Tf && !param.tf.is_empty() { param.tf } else { param.torch };
+                        convert_value(obj, param.kind, spec.name, name)
+                    })
+                    .collect::<PyResult<Vec<Value>>>()?;
+                Ok(Op::Table(build(&Args { op: spec.name, values })?))
+            }
+        }
     }
+}
+
+fn convert_value(obj: &Bound<'_, PyAny>, kind: Kind, op: &str, name: &str) -> PyResult<Value> {
+    Ok(match kind {
+        Kind::Int => Value::Int(convert::arg(obj, op, name)?),
+        Kind::Bool => Value::Bool(convert::arg(obj, op, name)?),
+        Kind::Float => Value::Float(convert::arg(obj, op, name)?),
+        Kind::OptDims if obj.is_none() => Value::Dims(None),
+        Kind::OptDims => match obj.extract::<isize>() {
+            Ok(single) => Value::Dims(Some(vec![single])),
+            Err(_) => Value::Dims(Some(convert::arg::<Vec<isize>>(obj, op, name)?)),
+        },
+    })
 }
 
 #[pymethods]
@@ -34,10 +90,13 @@ impl PyOpSpec {
         self.spec().name
     }
 
-    /// The op's family; it decides the Python signature (`"unary"`: one tensor in, one out).
+    /// `"unary"` for the elementwise one-tensor ops of `rust/ops/unary.rs`, else `"table"`.
     #[getter]
     fn kind(&self) -> &'static str {
-        "unary"
+        match self.entry {
+            Entry::Unary(_) => "unary",
+            Entry::Table(..) => "table",
+        }
     }
 
     #[getter]
@@ -61,10 +120,51 @@ impl PyOpSpec {
         self.spec().differentiable
     }
 
-    /// Applies the op to an eager tensor, recording it when gradients are needed.
-    fn __call__(&self, py: Python<'_>, input: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        let x = tensor_arg(input, self.spec().name, "input")?;
-        run_op(py, self.op(), &[&x.get().inner])
+    /// The tensor arguments as `(torch name, TF1 name)`.
+    #[getter]
+    fn inputs(&self) -> Vec<(&'static str, &'static str)> {
+        self.spec().inputs.iter().map(|i| (i.torch, i.tf)).collect()
+    }
+
+    /// The other arguments as `(torch name, TF1 name, TF1 aliases, kind annotation, torch
+    /// default, TF1 default)`; an empty name: that front does not take it; a None default: required.
+    #[allow(clippy::type_complexity)]
+    #[getter]
+    fn params(
+        &self,
+    ) -> Vec<(&'static str, &'static str, Vec<&'static str>, &'static str, Option<&'static str>, Option<&'static str>)>
+    {
+        self.spec()
+            .params
+            .iter()
+            .map(|p| (p.torch, p.tf, p.tf_aliases.to_vec(), p.kind.annotation(), p.torch_default, p.tf_default))
+            .collect()
+    }
+
+    /// Applies the op to eager tensors (its inputs, then every param in order),
+    /// recording it when gradients are needed.
+    #[pyo3(signature = (*args))]
+    fn __call__(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+        let spec = self.spec();
+        let args: Vec<Bound<'_, PyAny>> = args.iter().collect();
+        let n = spec.inputs.len();
+        if args.len() < n {
+            return Err(Error::InvalidArgument(format!(
+                "{}: expected {n} tensor arguments, got {}",
+                spec.name,
+                args.len()
+            ))
+            .into());
+        }
+        let tensors = spec
+            .inputs
+            .iter()
+            .zip(&args[..n])
+            .map(|(input, obj)| Ok(tensor_arg(obj, spec.name, input.torch)?.get().inner.clone()))
+            .collect::<PyResult<Vec<Tensor>>>()?;
+        let op = self.op(&args[n..], Front::Torch)?;
+        let refs: Vec<&Tensor> = tensors.iter().collect();
+        run_op(py, op, &refs)
     }
 
     fn __repr__(&self) -> String {
@@ -76,7 +176,10 @@ impl PyOpSpec {
 pub fn op_table(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let table = PyDict::new(py);
     for &op in UnaryOp::ALL {
-        table.set_item(op.name(), PyOpSpec { op })?;
+        table.set_item(op.name(), PyOpSpec { entry: Entry::Unary(op) })?;
+    }
+    for &(spec, build) in TABLE {
+        table.set_item(spec.name, PyOpSpec { entry: Entry::Table(spec, build) })?;
     }
     Ok(table)
 }

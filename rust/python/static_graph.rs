@@ -6,7 +6,7 @@ use super::convert::{
 };
 use super::errors::{external, guard};
 use super::index_key::PyIndexItems;
-use super::ops::PyOpSpec;
+use super::ops::{Front, PyOpSpec};
 use super::tensor::PyTensor;
 use crate::error::{Error, Result};
 use crate::graph::session::{RunHooks, Session, PLAN_CACHE_CAPACITY};
@@ -189,10 +189,18 @@ impl PyGraph {
         self.with_mut(|g| g.op(op, inputs, name.as_deref()))
     }
 
-    /// Adds a node applying an op of the table to `inputs`.
-    #[pyo3(signature = (spec, inputs, name=None))]
-    fn apply(&self, spec: &PyOpSpec, inputs: Vec<NodeId>, name: Option<String>) -> PyResult<NodeId> {
-        self.with_mut(|g| g.op(spec.op(), inputs, name.as_deref()))
+    /// Adds a node applying an op of the table to `inputs`, with its other arguments `args`.
+    #[pyo3(signature = (spec, inputs, name=None, args=None))]
+    fn apply(
+        &self,
+        spec: &PyOpSpec,
+        inputs: Vec<NodeId>,
+        name: Option<String>,
+        args: Option<&Bound<'_, PyTuple>>,
+    ) -> PyResult<NodeId> {
+        let params: Vec<Bound<'_, PyAny>> = args.map(|a| a.iter().collect()).unwrap_or_default();
+        let op = spec.op(&params, Front::Tf)?;
+        self.with_mut(|g| g.op(op, inputs, name.as_deref()))
     }
 
     #[pyo3(signature = (var, mode, value, name=None, use_locking=false))]

@@ -121,10 +121,11 @@ class Graph:
         ids = [self._own(t)._id for t in inputs]
         return Tensor(self, self._core.op(kind, args, ids, name))
 
-    def _apply(self, spec: OpSpec, inputs: Sequence[Tensor], name: Optional[str] = None) -> Tensor:
-        """A node applying an op of the table (``rustgrad._rustgrad.ops``) to ``inputs``."""
+    def _apply(self, spec: OpSpec, inputs: Sequence[Tensor], name: Optional[str] = None,
+               args: tuple = ()) -> Tensor:
+        """A node applying an op of the table (``rustgrad._rustgrad.ops``) to ``inputs``, with its other arguments."""
         ids = [self._own(t)._id for t in inputs]
-        return Tensor(self, self._core.apply(spec, ids, name))
+        return Tensor(self, self._core.apply(spec, ids, name, args))
 
     def _own(self, t: Tensor) -> Tensor:
         if t.graph is not self:
@@ -233,10 +234,23 @@ def convert_to_tensor(value: Any, dtype: Any = None, graph: Optional[Graph] = No
     return (graph or get_default_graph())._constant(value, dtype)
 
 
-def _apply(spec: OpSpec, x: Any, name: Optional[str] = None) -> Tensor:
-    """The TF1 function of a one-input op of the table: ``x`` converted, then one node."""
-    x = convert_to_tensor(x)
-    return x.graph._apply(spec, [x], name)
+def _apply(spec: OpSpec, inputs: Sequence[Any], name: Optional[str] = None, args: tuple = ()) -> Tensor:
+    """The TF1 function of an op of the table: its inputs converted (numbers and arrays take
+    the first graph tensor's dtype), then one node."""
+    first = next((t for t in inputs if isinstance(t, Tensor)), None)
+    if first is None:
+        first = convert_to_tensor(inputs[0])
+    tensors = [convert_to_tensor(t, first.dtype, first.graph) for t in inputs]
+    return first.graph._apply(spec, tensors, name, args)
+
+
+def _renamed(op: str, name: str, value: Any, old_name: str, old_value: Any, default: Any) -> Any:
+    """An argument TF1 also takes under a deprecated name (``reduction_indices`` for ``axis``)."""
+    if old_value is None:
+        return default if value is None else value
+    if value is not None:
+        raise InvalidArgumentError(f"{op}: cannot specify both '{name}' and '{old_name}'")
+    return old_value
 
 
 def _is_scalar(value: Any) -> bool:

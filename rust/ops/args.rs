@@ -1,0 +1,98 @@
+//! The non-tensor arguments of table ops: how each is declared, and the values an
+//! op is built from. The bindings convert Python values by their declared kind,
+//! so no op parses its own arguments.
+
+use crate::error::{Error, Result};
+
+/// What an argument takes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// One int (a dim, a count).
+    Int,
+    /// None (every dim), an int or a sequence of ints.
+    OptDims,
+    Bool,
+    Float,
+}
+
+impl Kind {
+    /// The Python annotation of an argument of this kind.
+    pub fn annotation(self) -> &'static str {
+        match self {
+            Kind::Int => "int",
+            Kind::OptDims => "Union[int, Sequence[int], None]",
+            Kind::Bool => "bool",
+            Kind::Float => "float",
+        }
+    }
+}
+
+/// One non-tensor argument, named on each front.
+#[derive(Debug)]
+pub struct Param {
+    /// torch's name.
+    pub torch: &'static str,
+    /// TF1's name; empty when TF1's function does not take it.
+    pub tf: &'static str,
+    /// Deprecated TF1 spellings still accepted (`reduction_indices`, `keep_dims`).
+    pub tf_aliases: &'static [&'static str],
+    pub kind: Kind,
+    /// torch's default as a Python literal; None: required.
+    pub torch_default: Option<&'static str>,
+    /// TF1's default as a Python literal; None: required.
+    pub tf_default: Option<&'static str>,
+}
+
+/// One converted argument.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Int(isize),
+    Dims(Option<Vec<isize>>),
+    Bool(bool),
+    Float(f64),
+}
+
+/// An op's converted arguments, in the order its spec declares them.
+#[derive(Debug, Default)]
+pub struct Args {
+    pub op: &'static str,
+    pub values: Vec<Value>,
+}
+
+impl Args {
+    fn get(&self, i: usize) -> Result<&Value> {
+        self.values.get(i).ok_or_else(|| Error::InvalidArgument(format!("{}: missing argument {i}", self.op)))
+    }
+
+    fn mismatch(&self, i: usize, expected: &str) -> Error {
+        Error::Internal(format!("{}: argument {i} was converted to {:?}, not {expected}", self.op, self.values.get(i)))
+    }
+
+    pub fn int(&self, i: usize) -> Result<isize> {
+        match self.get(i)? {
+            Value::Int(v) => Ok(*v),
+            _ => Err(self.mismatch(i, "an int")),
+        }
+    }
+
+    pub fn dims(&self, i: usize) -> Result<Option<Vec<isize>>> {
+        match self.get(i)? {
+            Value::Dims(v) => Ok(v.clone()),
+            _ => Err(self.mismatch(i, "dims")),
+        }
+    }
+
+    pub fn flag(&self, i: usize) -> Result<bool> {
+        match self.get(i)? {
+            Value::Bool(v) => Ok(*v),
+            _ => Err(self.mismatch(i, "a bool")),
+        }
+    }
+
+    pub fn float(&self, i: usize) -> Result<f64> {
+        match self.get(i)? {
+            Value::Float(v) => Ok(*v),
+            _ => Err(self.mismatch(i, "a float")),
+        }
+    }
+}
