@@ -2,12 +2,14 @@
 the API docs, the generated files are current, and each op's values and gradients are right.
 
 Each unary op needs an entry in ``UNARY_REFERENCES``: its numpy reference and where its
-gradient is checked. A test fails when an op of the table has none, so a new op cannot
-ship untested.
+gradient is checked. Each other op needs a ``TableReference`` in a ``tests/references_*.py``
+module (see ``tests/_op_reference.py``). A test fails when an op of the table has none,
+so a new op cannot ship untested.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 import re
 import subprocess
@@ -18,10 +20,11 @@ from typing import Any, Callable
 
 import numpy as np
 import pytest
-from hypothesis import given
+from _op_reference import TableReference, torch_spelling
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from test_property_ops import any_arrays, assert_same, check_grad, evaluate, f64_then, shapes
+from test_property_ops import any_arrays, assert_same, check_grad, evaluate, f64_then, float_arrays, shapes
 
 import rustgrad
 import rustgrad.static as tf
@@ -88,79 +91,18 @@ UNARY = [spec for spec in ops.values() if spec.kind == "unary"]
 TABLE = [spec for spec in ops.values() if spec.kind == "table"]
 
 
-# ---------------------------------------------------------------- references of the ops with arguments
+def _collect_references() -> dict[str, TableReference]:
+    """Every ``REFERENCES`` of the ``tests/references_*.py`` modules; an op in two of them is an error."""
+    merged: dict[str, TableReference] = {}
+    for path in sorted(Path(__file__).parent.glob("references_*.py")):
+        module = importlib.import_module(path.stem)
+        for name, reference in module.REFERENCES.items():
+            assert name not in merged, f"{name} has references in two modules (the second is {path.name})"
+            merged[name] = reference
+    return merged
 
 
-def _dim(data: Any, rank: int) -> int:
-    return data.draw(st.integers(-max(rank, 1), max(rank, 1) - 1))
-
-
-def _dims(data: Any, rank: int, allow_none: bool) -> Any:
-    """None (every dim, where allowed), one dim, or a tuple of distinct dims."""
-    choices = [st.just(None)] if allow_none else []
-    if rank:
-        choices += [st.integers(-rank, rank - 1),
-                    st.lists(st.integers(0, rank - 1), min_size=1, max_size=rank, unique=True).map(tuple)]
-    else:
-        choices += [st.sampled_from([0, -1])]
-    return data.draw(st.one_of(*choices))
-
-
-def _axes(dims: Any, rank: int) -> Any:
-    if dims is None:
-        return None
-    return tuple(d % max(rank, 1) for d in ((dims,) if isinstance(dims, int) else dims)) if rank else None
-
-
-def _cumsum_reference(x: np.ndarray, dim: int, exclusive: bool = False, reverse: bool = False) -> np.ndarray:
-    if x.ndim == 0:
-        return x.copy() if not exclusive else np.zeros_like(x)
-    y = np.flip(x, dim) if reverse else x
-    out = np.cumsum(y, axis=dim, dtype=x.dtype)
-    if exclusive:  # each sum leaves its own element out: the inclusive sums shifted one along
-        out = np.concatenate([np.zeros_like(np.take(out, [0], axis=dim)), np.delete(out, -1, axis=dim)], axis=dim) \
-            if out.shape[dim] else out
-    return np.flip(out, dim) if reverse else out
-
-
-def _logsumexp_reference(x: np.ndarray, dim: Any, keepdim: bool = False) -> np.ndarray:
-    return np.logaddexp.reduce(x, axis=_axes(dim, x.ndim), keepdims=keepdim) if x.size else \
-        np.full(np.sum(x, axis=_axes(dim, x.ndim), keepdims=keepdim).shape, -np.inf, x.dtype)
-
-
-@dataclass(frozen=True)
-class TableReference:
-    """How to test one op with arguments: draw torch's arguments for an input, give TF1's
-    spelling of them, and compute the expected value with numpy."""
-
-    numpy: Callable[..., np.ndarray]
-    torch_args: Callable[[Any, int], dict]
-    tf_args: Callable[[Any, dict], dict]
-    float32_tolerance: float = 2e-6
-
-
-TABLE_REFERENCES: dict[str, TableReference] = {
-    "cumsum": TableReference(
-        lambda x, dim, exclusive=False, reverse=False: _cumsum_reference(x, dim, exclusive, reverse),
-        lambda data, rank: {"dim": _dim(data, rank)},
-        lambda data, kw: {"axis": kw["dim"], "exclusive": data.draw(st.booleans()),
-                          "reverse": data.draw(st.booleans())},
-        float32_tolerance=1e-5,
-    ),
-    "logsumexp": TableReference(
-        lambda x, dim, keepdim=False: _logsumexp_reference(x, dim, keepdim),
-        lambda data, rank: {"dim": _dims(data, rank, allow_none=False), "keepdim": data.draw(st.booleans())},
-        lambda data, kw: {data.draw(st.sampled_from(["axis", "reduction_indices"])): kw["dim"],
-                          data.draw(st.sampled_from(["keepdims", "keep_dims"])): kw["keepdim"]},
-        float32_tolerance=1e-5,
-    ),
-}
-
-
-def _torch_spelling(tf_kwargs: dict) -> dict:
-    """TF1 keyword arguments under torch's names, for the numpy reference."""
-    names = {"axis": "dim", "reduction_indices": "dim", "keepdims": "keepdim", "keep_dims": "keepdim"}
-    return {names.get(k, k): v for k, v in tf_kwargs.items()}
+TABLE_REFERENCES = _collect_references()
 
 
 def _resolve(root: Any, dotted: str) -> Any:
@@ -190,8 +132,9 @@ def test_every_op_is_on_both_fronts_under_all_its_names(spec):
     for name in [spec.name, *spec.torch_aliases]:
         assert name in rustgrad.__all__, name
         assert callable(getattr(rustgrad, name)), name
-        assert callable(getattr(rustgrad.Tensor, name)), name
-        assert callable(getattr(tf.Tensor, name)), name
+        if not spec.inputs[0][2]:  # ops on a list of tensors are functions only
+            assert callable(getattr(rustgrad.Tensor, name)), name
+            assert callable(getattr(tf.Tensor, name)), name
     for dotted in _tf_names(spec):
         namespace, _, name = dotted.rpartition(".")
         module = _resolve(tf, namespace) if namespace else tf
@@ -204,8 +147,8 @@ def test_every_op_is_in_the_stubs_and_the_api_docs(spec):
     stub = (ROOT / "python" / "rustgrad" / "_rustgrad.pyi").read_text(encoding="utf-8")
     api = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
     for name in [spec.name, *spec.torch_aliases]:
-        assert re.search(rf"    def {name}\(\s*self", stub), name
-        assert f"### `rustgrad.{name}(input" in api, name
+        assert spec.inputs[0][2] or re.search(rf"    def {name}\(\s*self", stub), name
+        assert f"### `rustgrad.{name}({spec.inputs[0][0]}" in api, name
     for dotted in _tf_names(spec):
         assert f"`rustgrad.static.{dotted}(" in api, dotted
     assert f"| `{spec.name}` |" in api, "missing from the op table in docs/api.md"
@@ -300,29 +243,51 @@ def test_unary_ops_read_strided_views(spec):
     np.testing.assert_allclose(getattr(view, spec.name)().numpy(), expected.astype(np.float32), rtol=2e-6)
 
 
+def _list_op(spec: Any) -> bool:
+    return spec.inputs[0][2]
+
+
+def _call(spec: Any, function: Callable[..., Any], kwargs: dict) -> Callable[..., Any]:
+    """``function`` taking the inputs as separate arguments, as ``evaluate`` and ``check_grad`` pass them."""
+    if _list_op(spec):
+        return lambda *tensors: function(list(tensors), **kwargs)
+    return lambda *tensors: function(*tensors, **kwargs)
+
+
+def _draw_inputs(data: Any, reference: TableReference, shapes: list) -> list[tuple[np.ndarray, np.ndarray]]:
+    if len(shapes) == 1 and reference.integer_inputs:
+        return [data.draw(any_arrays(shape=shapes[0]))]
+    dtype = data.draw(st.sampled_from([np.float32, np.float64]))
+    return [data.draw(float_arrays(shape=shape, dtype=dtype)) for shape in shapes]
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("spec", TABLE, ids=lambda s: s.name)
 @given(data=st.data())
 def test_ops_with_arguments_match_numpy(spec, mode, data):
     reference = TABLE_REFERENCES[spec.name]
-    ref_in, given_in = data.draw(any_arrays())
-    kwargs = reference.torch_args(data, ref_in.ndim)
+    shapes_in = reference.shapes(data)
+    pairs = _draw_inputs(data, reference, shapes_in)
+    kwargs = reference.torch_args(data, shapes_in)
     if mode == "eager":
-        names = [spec.name, *spec.torch_aliases]
-        fn = data.draw(st.sampled_from([lambda t, n=n: getattr(rustgrad, n)(t, **kwargs) for n in names]
-                                       + [lambda t, n=n: getattr(t, n)(**kwargs) for n in names]))
+        name = data.draw(st.sampled_from([spec.name, *spec.torch_aliases]))
+        as_method = not _list_op(spec) and data.draw(st.booleans())
+        fn = (lambda *ts: getattr(ts[0], name)(*ts[1:], **kwargs)) if as_method else \
+            _call(spec, getattr(rustgrad, name), kwargs)
         expected_kwargs = kwargs
     else:
         tf_kwargs = reference.tf_args(data, kwargs)
         function = _resolve(tf, data.draw(st.sampled_from(_tf_names(spec))))
-        if data.draw(st.booleans()):
-            fn, expected_kwargs = (lambda x: function(x, **tf_kwargs)), _torch_spelling(tf_kwargs)
+        if _list_op(spec) or data.draw(st.booleans()):
+            fn, expected_kwargs = _call(spec, function, tf_kwargs), torch_spelling(tf_kwargs)
         else:
-            fn, expected_kwargs = (lambda x: getattr(x, spec.name)(**kwargs)), kwargs
+            fn, expected_kwargs = (lambda *ts: getattr(ts[0], spec.name)(*ts[1:], **kwargs)), kwargs
+    dtype = pairs[0][0].dtype
     with np.errstate(all="ignore"):
-        expected = np.asarray(reference.numpy(ref_in.astype(np.float64), **expected_kwargs)).astype(ref_in.dtype)
-    tolerance = reference.float32_tolerance if ref_in.dtype == np.float32 else 1e-12
-    assert_same(evaluate(mode, data, fn, [given_in]), expected, ref_in.dtype, rtol=tolerance, atol=tolerance)
+        expected = np.asarray(reference.numpy(*[r.astype(np.float64) for r, _ in pairs], **expected_kwargs))
+    tolerance = reference.float32_tolerance if dtype == np.float32 else 1e-12
+    got = evaluate(mode, data, fn, [given for _, given in pairs])
+    assert_same(got, expected.astype(dtype), dtype, rtol=tolerance, atol=tolerance)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -330,13 +295,15 @@ def test_ops_with_arguments_match_numpy(spec, mode, data):
 @given(data=st.data())
 def test_ops_with_arguments_have_gradients_matching_finite_differences(spec, mode, data):
     reference = TABLE_REFERENCES[spec.name]
-    shape = data.draw(shapes(max_dims=3, max_side=3))
-    a = data.draw(hnp.arrays(np.float64, shape, elements=st.floats(-2, 2)))
-    kwargs = reference.torch_args(data, a.ndim)
+    shapes_in = [shape for shape in reference.shapes(data)]
+    bound = reference.grad_bound
+    arrays = [data.draw(hnp.arrays(np.float64, shape, elements=st.floats(-bound, bound))) for shape in shapes_in]
+    assume(sum(a.size for a in arrays) <= 40)  # finite differences cost one evaluation per element
+    kwargs = reference.torch_args(data, shapes_in)
     if mode == "eager":
-        check_grad(mode, lambda t: getattr(rustgrad, spec.name)(t, **kwargs), None, None, [a])
+        check_grad(mode, _call(spec, getattr(rustgrad, spec.name), kwargs), None, None, arrays)
     else:
         tf_kwargs = reference.tf_args(data, kwargs)
         function = _resolve(tf, _tf_names(spec)[0])
-        check_grad(mode, None, lambda x: function(x, **tf_kwargs),
-                   lambda x: reference.numpy(x, **_torch_spelling(tf_kwargs)), [a])
+        check_grad(mode, None, _call(spec, function, tf_kwargs),
+                   lambda *xs: reference.numpy(*xs, **torch_spelling(tf_kwargs)), arrays)

@@ -107,8 +107,9 @@ def joined(spec: Any, parameters: list[Parameter]) -> list[str]:
 
 def torch_parameters(spec: Any, first: str) -> tuple[list[Parameter], list[str]]:
     """The torch signature after the first tensor (named ``first``), and the values the call passes."""
-    params = [Parameter(first, "Tensor", None)] + [Parameter(t, "Tensor", None) for t, _ in spec.inputs[1:]]
-    values = [first] + [t for t, _ in spec.inputs[1:]]
+    first_type = "Sequence[Tensor]" if is_list_op(spec) else "Tensor"
+    params = [Parameter(first, first_type, None)] + [Parameter(t, "Tensor", None) for t, _, _ in spec.inputs[1:]]
+    values = [first] + [t for t, _, _ in spec.inputs[1:]]
     for torch, _tf, _aliases, annotation, torch_default, tf_default in spec.params:
         if torch:
             params.append(Parameter(torch, annotation, torch_default))
@@ -131,6 +132,11 @@ def as_tuple(values: list[str]) -> str:
     return "(" + ", ".join(values) + ("," if len(values) == 1 else "") + ")"
 
 
+def is_list_op(spec: Any) -> bool:
+    """Ops on a list of tensors (``cat``) are functions only: torch has no such methods."""
+    return spec.inputs[0][2]
+
+
 def doc_line(spec: Any, indent: str) -> str:
     return f'{indent}"""{spec.doc}"""'
 
@@ -142,12 +148,16 @@ def eager_module(ops: dict[str, Any]) -> str:
     exported = []
     for spec in ops.values():
         names = [spec.name, *spec.torch_aliases]
-        for function, first in ((spec.name, "input"), (f"_{spec.name}_method", "self")):
+        forms = [(spec.name, spec.inputs[0][0])]
+        if not is_list_op(spec):
+            forms.append((f"_{spec.name}_method", "self"))
+        for function, first in forms:
             params, values = torch_parameters(spec, first)
             lines += ["", *def_line("", function, joined(spec, params)), doc_line(spec, "    "),
                       f"    return _ops[{spec.name!r}]({', '.join(values)})", ""]
         lines += [f"{alias} = {spec.name}" for alias in spec.torch_aliases]
-        lines += [f"Tensor.{name} = _{spec.name}_method  # type: ignore[method-assign]" for name in names]
+        if not is_list_op(spec):
+            lines += [f"Tensor.{name} = _{spec.name}_method  # type: ignore[method-assign]" for name in names]
         exported += names
     lines += all_list(exported)
     return "\n".join(lines) + "\n"
@@ -155,8 +165,9 @@ def eager_module(ops: dict[str, Any]) -> str:
 
 def static_function(name: str, spec: Any, first_input: str) -> list[str]:
     """TF1's signature: the tensors, the params, ``name``, then deprecated spellings."""
-    inputs = [first_input] + [tf for _, tf in spec.inputs[1:]]
+    inputs = [first_input] + [tf for _, tf, _ in spec.inputs[1:]]
     params = [Parameter(i, "Any", None) for i in inputs]
+    tensors = f"list({first_input})" if is_list_op(spec) else f"[{', '.join(inputs)}]"
     values, renames, deprecated = [], [], []
     for _torch, tf, aliases, annotation, torch_default, tf_default in spec.params:
         if not tf:
@@ -171,7 +182,7 @@ def static_function(name: str, spec: Any, first_input: str) -> list[str]:
         else:
             params.append(Parameter(tf, annotation, tf_default))
     params += [Parameter("name", "Optional[str]", "None"), *deprecated]
-    call = f"_apply(_ops[{spec.name!r}], [{', '.join(inputs)}], name, {as_tuple(values)})"
+    call = f"_apply(_ops[{spec.name!r}], {tensors}, name, {as_tuple(values)})"
     return ["", *def_line("", name, joined(spec, params)), doc_line(spec, "    "), *renames,
             f"    return {call}", ""]
 
@@ -198,9 +209,9 @@ def static_methods(ops: dict[str, Any]) -> str:
                     "if TYPE_CHECKING:", "    from rustgrad.static._graph import Graph, Tensor"])
     lines += ["", "class TensorOps:", '    """The op table\'s methods of ``rustgrad.static.Tensor``."""', "",
               "    __slots__ = ()", "    graph: Graph"]
-    for spec in ops.values():
+    for spec in (spec for spec in ops.values() if not is_list_op(spec)):
         params, values = torch_parameters(spec, "self")
-        tensors = ", ".join(["self"] + [t for t, _ in spec.inputs[1:]])
+        tensors = ", ".join(["self"] + [t for t, _, _ in spec.inputs[1:]])
         rest = as_tuple(values[len(spec.inputs):])
         for name in [spec.name, *spec.torch_aliases]:
             lines += ["", *def_line("    ", name, joined(spec, params)), doc_line(spec, "        "),
@@ -215,7 +226,7 @@ def stub_annotation(text: str) -> str:
 
 def stub_section(ops: dict[str, Any]) -> str:
     lines = []
-    for spec in ops.values():
+    for spec in (spec for spec in ops.values() if not is_list_op(spec)):
         params, _ = torch_parameters(spec, "self")
         params = [Parameter(p.name, stub_annotation(p.annotation), p.default) for p in params[1:]]
         signature = ["self", *(p.text() for p in params)]

@@ -414,9 +414,17 @@ def _logsumexp_method(self: Tensor, dim: Union[int, Sequence[int], None], keepdi
 
 Tensor.logsumexp = _logsumexp_method  # type: ignore[method-assign]
 
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Joins tensors along `dim`; all have the same shape except in that dim."""
+    return _ops['cat'](tensors, dim)
+
+concat = cat
+concatenate = cat
+
 __all__ = [
     "abs", "absolute", "acos", "acosh", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh",
-    "asin", "asinh", "atan", "atanh", "ceil", "cos", "cosh", "cumsum", "erf", "exp", "exp2", "expm1",
-    "fix", "floor", "log", "log10", "log1p", "log2", "logsumexp", "neg", "negative", "reciprocal", "relu",
-    "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "tan", "tanh", "trunc"
+    "asin", "asinh", "atan", "atanh", "cat", "ceil", "concat", "concatenate", "cos", "cosh", "cumsum",
+    "erf", "exp", "exp2", "expm1", "fix", "floor", "log", "log10", "log1p", "log2", "logsumexp", "neg",
+    "negative", "reciprocal", "relu", "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt",
+    "square", "tan", "tanh", "trunc"
 ]

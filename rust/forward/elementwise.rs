@@ -9,7 +9,7 @@ use crate::shape::{broadcast_shapes, broadcast_strides, Shape};
 use crate::storage::{ensure_allocatable, Element};
 use crate::tensor::Tensor;
 
-pub(super) fn same_dtype(op: &str, a: &Tensor, b: &Tensor) -> Result<DType> {
+pub fn same_dtype(op: &str, a: &Tensor, b: &Tensor) -> Result<DType> {
     match (a.dtype(), b.dtype()) {
         (x, y) if x == y => Ok(x),
         // PyTorch's type promotion for the two float types.
@@ -23,7 +23,7 @@ pub(super) fn same_dtype(op: &str, a: &Tensor, b: &Tensor) -> Result<DType> {
 }
 
 /// `t` as `dtype`, without copying when it already is.
-pub(super) fn as_dtype(t: &Tensor, dtype: DType) -> Result<Tensor> {
+pub fn as_dtype(t: &Tensor, dtype: DType) -> Result<Tensor> {
     as_dtype_ref(t, dtype).map(std::borrow::Cow::into_owned)
 }
 

@@ -36,7 +36,7 @@ mod layout;
 mod matmul;
 mod reduce;
 
-pub use elementwise::{binary, clamp, compare, mask_grad_threshold, scalar, unary, where_select};
+pub use elementwise::{as_dtype, binary, clamp, compare, mask_grad_threshold, same_dtype, scalar, unary, where_select};
 pub use in_place::{add_in_place, check_writable, fill, masked_fill, update_in_place, write_into};
 pub use layout::{broadcast_to, cast, copy, expand_mask, index, index_layout, masked_select, reshape, transpose};
 pub use matmul::{

@@ -17,6 +17,7 @@
 pub mod args;
 pub mod reduce;
 pub mod scan;
+pub mod shape;
 pub mod unary;
 
 pub use args::{Args, Kind, Param};
@@ -40,10 +41,13 @@ pub enum Keeps {
 pub struct Input {
     pub torch: &'static str,
     pub tf: &'static str,
+    /// A sequence of any number of tensors (`cat`'s `tensors`); then it is the op's only
+    /// tensor argument, and the op is a function only, not a `Tensor` method.
+    pub list: bool,
 }
 
 /// The one input of a unary op: torch's `input`, TF's `x`.
-pub const ONE_INPUT: &[Input] = &[Input { torch: "input", tf: "x" }];
+pub const ONE_INPUT: &[Input] = &[Input { torch: "input", tf: "x", list: false }];
 
 /// How one op is named on each front, what it takes, and what its docs say.
 #[derive(Debug)]
@@ -63,6 +67,18 @@ pub struct Spec {
     pub inputs: &'static [Input],
     /// The other arguments, after the tensors, in torch's order.
     pub params: &'static [Param],
+}
+
+/// The spec of an op that only derivative rules emit: no front names it.
+pub const fn internal(name: &'static str, inputs: &'static [Input]) -> Spec {
+    Spec { name, torch_aliases: &[], tf: &[], doc: "", differentiable: false, inputs, params: &[] }
+}
+
+/// The error for differentiating an internal op that has no rule of its own.
+pub fn no_double_backward(name: &str) -> crate::error::Error {
+    crate::error::Error::Gradient(format!(
+        "{name}: differentiating this op is not supported (no double backward through it)"
+    ))
 }
 
 /// Input `i` of an op, or an error naming the op when it has fewer.
@@ -89,17 +105,22 @@ pub trait TableOp: Clone + std::fmt::Debug + Send + Sync + Sized + 'static {
 }
 
 macro_rules! table {
-    ($($variant:ident($ty:ty)),* $(,)?) => {
+    (
+        public: [$($variant:ident($ty:ty)),* $(,)?],
+        internal: [$($ivariant:ident($ity:ty)),* $(,)?] $(,)?
+    ) => {
         /// Every `TableOp`, as one enum the core's `Op` carries.
         #[derive(Clone, Debug)]
         pub enum TableOps {
-            $($variant($ty)),*
+            $($variant($ty),)*
+            $($ivariant($ity),)*
         }
 
         /// Builds one op of the table from its arguments.
         pub type Builder = fn(&Args) -> Result<TableOps>;
 
-        /// Each table op's spec and builder, in declaration order.
+        /// Each public table op's spec and builder, in declaration order. Internal ops
+        /// (ones derivative rules emit, such as `cat`'s slicing of its gradient) are not listed.
         pub const TABLE: &[(&Spec, Builder)] = &[
             $((&<$ty as TableOp>::SPEC, |args| Ok(TableOps::$variant(<$ty as TableOp>::build(args)?)))),*
         ];
@@ -107,25 +128,29 @@ macro_rules! table {
         impl TableOps {
             pub fn spec(&self) -> &'static Spec {
                 match self {
-                    $(TableOps::$variant(_) => &<$ty as TableOp>::SPEC),*
+                    $(TableOps::$variant(_) => &<$ty as TableOp>::SPEC,)*
+                    $(TableOps::$ivariant(_) => &<$ity as TableOp>::SPEC,)*
                 }
             }
 
             pub fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
                 match self {
-                    $(TableOps::$variant(op) => op.forward(inputs)),*
+                    $(TableOps::$variant(op) => op.forward(inputs),)*
+                    $(TableOps::$ivariant(op) => op.forward(inputs),)*
                 }
             }
 
             pub fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
                 match self {
-                    $(TableOps::$variant(op) => op.infer(inputs)),*
+                    $(TableOps::$variant(op) => op.infer(inputs),)*
+                    $(TableOps::$ivariant(op) => op.infer(inputs),)*
                 }
             }
 
             pub fn saves(&self, needs: &[bool]) -> Saves {
                 match self {
-                    $(TableOps::$variant(op) => op.saves(needs)),*
+                    $(TableOps::$variant(op) => op.saves(needs),)*
+                    $(TableOps::$ivariant(op) => op.saves(needs),)*
                 }
             }
 
@@ -135,7 +160,8 @@ macro_rules! table {
                 a: RuleArgs<'_, D::Value>,
             ) -> Result<Vec<Option<D::Value>>> {
                 match self {
-                    $(TableOps::$variant(op) => op.vjp(d, a)),*
+                    $(TableOps::$variant(op) => op.vjp(d, a),)*
+                    $(TableOps::$ivariant(op) => op.vjp(d, a),)*
                 }
             }
         }
@@ -143,6 +169,12 @@ macro_rules! table {
 }
 
 table! {
-    Cumsum(scan::Cumsum),
-    Logsumexp(reduce::Logsumexp),
+    public: [
+        Cumsum(scan::Cumsum),
+        Logsumexp(reduce::Logsumexp),
+        Cat(shape::Cat),
+    ],
+    internal: [
+        CatGrad(shape::CatGrad),
+    ],
 }

@@ -57,7 +57,7 @@ impl TableOp for Logsumexp {
         tf: &["reduce_logsumexp", "math.reduce_logsumexp"],
         doc: "log(sum(exp(x))) over `dim`, without overflow: the largest element is factored out first.",
         differentiable: true,
-        inputs: &[Input { torch: "input", tf: "input_tensor" }],
+        inputs: &[Input { torch: "input", tf: "input_tensor", list: false }],
         params: &LOGSUMEXP_PARAMS,
     };
 

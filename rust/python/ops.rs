@@ -69,6 +69,39 @@ impl PyOpSpec {
     }
 }
 
+/// The eager tensors of a call: one per input, or every tensor of a list input.
+fn eager_inputs(spec: &Spec, objs: &[Bound<'_, PyAny>]) -> PyResult<Vec<Tensor>> {
+    let tensor = |obj: &Bound<'_, PyAny>, name: &str| Ok(tensor_arg(obj, spec.name, name)?.get().inner.clone());
+    match (spec.inputs, objs) {
+        ([only], [list]) if only.list => {
+            if list.is_instance_of::<PyTensor>() || list.is_instance_of::<pyo3::types::PyString>() {
+                return Err(super::errors::argument_type_error(format!(
+                    "{}: argument '{}' must be a sequence of Tensors, got {}",
+                    spec.name,
+                    only.torch,
+                    convert::type_name(list)
+                )));
+            }
+            let items = list.try_iter().map_err(|_| {
+                super::errors::argument_type_error(format!(
+                    "{}: argument '{}' must be a sequence of Tensors, got {}",
+                    spec.name,
+                    only.torch,
+                    convert::type_name(list)
+                ))
+            })?;
+            let tensors = items.map(|item| tensor(&item?, only.torch)).collect::<PyResult<Vec<Tensor>>>()?;
+            if tensors.is_empty() {
+                return Err(
+                    Error::InvalidArgument(format!("{}: expected a non-empty list of Tensors", spec.name)).into()
+                );
+            }
+            Ok(tensors)
+        }
+        _ => spec.inputs.iter().zip(objs).map(|(input, obj)| tensor(obj, input.torch)).collect(),
+    }
+}
+
 fn convert_value(obj: &Bound<'_, PyAny>, kind: Kind, op: &str, name: &str) -> PyResult<Value> {
     Ok(match kind {
         Kind::Int => Value::Int(convert::arg(obj, op, name)?),
@@ -120,10 +153,10 @@ impl PyOpSpec {
         self.spec().differentiable
     }
 
-    /// The tensor arguments as `(torch name, TF1 name)`.
+    /// The tensor arguments as `(torch name, TF1 name, is a list of tensors)`.
     #[getter]
-    fn inputs(&self) -> Vec<(&'static str, &'static str)> {
-        self.spec().inputs.iter().map(|i| (i.torch, i.tf)).collect()
+    fn inputs(&self) -> Vec<(&'static str, &'static str, bool)> {
+        self.spec().inputs.iter().map(|i| (i.torch, i.tf, i.list)).collect()
     }
 
     /// The other arguments as `(torch name, TF1 name, TF1 aliases, kind annotation, torch
@@ -156,12 +189,7 @@ impl PyOpSpec {
             ))
             .into());
         }
-        let tensors = spec
-            .inputs
-            .iter()
-            .zip(&args[..n])
-            .map(|(input, obj)| Ok(tensor_arg(obj, spec.name, input.torch)?.get().inner.clone()))
-            .collect::<PyResult<Vec<Tensor>>>()?;
+        let tensors = eager_inputs(spec, &args[..n])?;
         let op = self.op(&args[n..], Front::Torch)?;
         let refs: Vec<&Tensor> = tensors.iter().collect();
         run_op(py, op, &refs)

@@ -190,9 +190,14 @@ def reduce_logsumexp(
     return _apply(_ops['logsumexp'], [input_tensor], name, (axis, keepdims))
 
 
+def concat(values: Any, axis: int, name: Optional[str] = None) -> Tensor:
+    """Joins tensors along `dim`; all have the same shape except in that dim."""
+    return _apply(_ops['cat'], list(values), name, (axis,))
+
+
 __all__ = [
-    "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "ceil", "cos", "cosh", "cumsum", "erf",
-    "exp", "exp2", "expm1", "floor", "log", "log10", "log1p", "log2", "negative", "reciprocal",
+    "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "ceil", "concat", "cos", "cosh", "cumsum",
+    "erf", "exp", "exp2", "expm1", "floor", "log", "log10", "log1p", "log2", "negative", "reciprocal",
     "reduce_logsumexp", "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "tan",
     "tanh", "trunc"
 ]

@@ -1,0 +1,226 @@
+//! Shape ops declared in the table: `cat`.
+
+use super::{internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps};
+use crate::dtype::DType;
+use crate::error::{dtype_err, shape_err, Error, Result};
+use crate::graph::PartialShape;
+use crate::op::{IndexItem, Op};
+use crate::rules::{Differentiator, RuleArgs, Saves};
+use crate::shape::{fmt_shape, normalize_dim};
+use crate::storage::Element;
+use crate::tensor::Tensor;
+
+/// Joins tensors along an existing dim.
+#[derive(Clone, Debug)]
+pub struct Cat {
+    dim: isize,
+}
+
+/// torch skips 1-D empty tensors in `cat` whatever the others' shapes (a legacy rule programs rely on).
+fn skipped(shape: &[usize]) -> bool {
+    shape == [0]
+}
+
+impl Cat {
+    /// The joined shape, or torch's error naming the first tensor that does not fit.
+    fn joined_shape(&self, shapes: &[&[usize]]) -> Result<(Vec<usize>, usize)> {
+        let Some(first) = shapes.iter().find(|s| !skipped(s)) else {
+            return Ok((vec![0], 0));
+        };
+        if first.is_empty() {
+            return shape_err("cat: zero-dimensional tensor cannot be concatenated; unsqueeze it first".to_string());
+        }
+        let dim = normalize_dim("cat", self.dim, first.len())?;
+        let mut out = first.to_vec();
+        out[dim] = 0;
+        for (i, shape) in shapes.iter().enumerate().filter(|(_, s)| !skipped(s)) {
+            let fits = shape.len() == first.len()
+                && shape.iter().zip(*first).enumerate().all(|(d, (a, b))| d == dim || a == b);
+            if !fits {
+                return shape_err(format!(
+                    "cat: Sizes of tensors must match except in dimension {dim}. Expected {} but got tensor {i} of \
+                     shape {}",
+                    fmt_shape(first),
+                    fmt_shape(shape)
+                ));
+            }
+            out[dim] += shape[dim];
+        }
+        Ok((out, dim))
+    }
+}
+
+/// Copies each part's `(outer, n_i, inner)` block into its place along the middle axis of the output.
+fn join<T: Element>(parts: &[&Tensor], outer: usize, inner: usize, dim: usize, out_shape: &[usize]) -> Result<Tensor> {
+    let total = out_shape.iter().product();
+    let mut out: Vec<T> = crate::storage::vec_with_capacity(total);
+    let row_of = |t: &Tensor| t.shape()[dim] * inner;
+    let contiguous: Vec<Vec<T>> = parts.iter().map(|t| t.to_vec::<T>()).collect::<Result<_>>()?;
+    for o in 0..outer {
+        for (part, data) in parts.iter().zip(&contiguous) {
+            let row = row_of(part);
+            out.extend_from_slice(&data[o * row..(o + 1) * row]);
+        }
+    }
+    Tensor::from_vec(out, out_shape)
+}
+
+impl TableOp for Cat {
+    const SPEC: Spec = Spec {
+        name: "cat",
+        torch_aliases: &["concat", "concatenate"],
+        tf: &["concat"],
+        doc: "Joins tensors along `dim`; all have the same shape except in that dim.",
+        differentiable: true,
+        inputs: &[Input { torch: "tensors", tf: "values", list: true }],
+        params: &[Param {
+            torch: "dim",
+            tf: "axis",
+            tf_aliases: &[],
+            kind: Kind::Int,
+            torch_default: Some("0"),
+            tf_default: None,
+        }],
+    };
+
+    fn build(args: &Args) -> Result<Self> {
+        Ok(Cat { dim: args.int(0)? })
+    }
+
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let first = *nth(inputs, 0, "cat")
+            .map_err(|_| Error::InvalidArgument("cat: expected a non-empty list of tensors".into()))?;
+        let mut dtype = first.dtype();
+        for t in &inputs[1..] {
+            dtype = crate::forward::same_dtype("cat", &Tensor::zeros(&[], dtype)?, t)?;
+        }
+        let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
+        let (out_shape, dim) = self.joined_shape(&shapes)?;
+        let parts: Vec<Tensor> = inputs
+            .iter()
+            .filter(|t| !skipped(t.shape()) || out_shape == [0])
+            .map(|t| crate::forward::as_dtype(t, dtype))
+            .collect::<Result<_>>()?;
+        let parts: Vec<&Tensor> = parts.iter().collect();
+        let outer = out_shape[..dim].iter().product();
+        let inner = out_shape[dim + 1..].iter().product();
+        match dtype {
+            DType::F32 => join::<f32>(&parts, outer, inner, dim, &out_shape),
+            DType::F64 => join::<f64>(&parts, outer, inner, dim, &out_shape),
+            DType::Bool => join::<bool>(&parts, outer, inner, dim, &out_shape),
+        }
+    }
+
+    fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
+        let (first_shape, dtype) = *nth(inputs, 0, "concat")?;
+        for (i, (_, other)) in inputs.iter().enumerate() {
+            if *other != dtype {
+                return dtype_err(format!(
+                    "ConcatV2: values[{i}] has dtype {} but values[0] has dtype {}; cast one with tf.cast",
+                    other.name(),
+                    dtype.name()
+                ));
+            }
+        }
+        let Some(rank) = inputs.iter().find_map(|(s, _)| s.as_ref().map(Vec::len)) else { return Ok((None, dtype)) };
+        let _ = first_shape;
+        let dim = normalize_dim("concat", self.dim, rank)?;
+        let mut out: Vec<Option<usize>> = vec![None; rank];
+        out[dim] = Some(0);
+        for (i, (shape, _)) in inputs.iter().enumerate() {
+            let Some(dims) = shape else {
+                out[dim] = None;
+                continue;
+            };
+            if dims.len() != rank {
+                return shape_err(format!(
+                    "ConcatV2: Shape must be rank {rank} but is rank {} for values[{i}]",
+                    dims.len()
+                ));
+            }
+            for (d, (slot, size)) in out.iter_mut().zip(dims).enumerate() {
+                if d == dim {
+                    *slot = slot.zip(*size).map(|(a, b)| a + b);
+                } else {
+                    match (*slot, size) {
+                        (Some(a), Some(b)) if a != *b => {
+                            return shape_err(format!(
+                                "ConcatV2: Dimension {d} in both shapes must be equal, but are {a} and {b} \
+                                 (values[{i}])"
+                            ))
+                        }
+                        (None, known) => *slot = *known,
+                        _ => {}
+                    }
+                }
+            }
+        }
+        Ok((Some(out), dtype))
+    }
+
+    fn saves(&self, _needs: &[bool]) -> Saves {
+        // Only each input's shape is read, which the tape keeps anyway.
+        Saves { inputs: 0, output: false }
+    }
+
+    /// Each input's gradient is its slice of `g` along the joined dim, cut when the
+    /// sizes are known (at run time, in a static graph).
+    fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        let mut operands: Vec<&D::Value> = vec![a.grad];
+        operands.extend(a.inputs.iter());
+        (0..a.inputs.len())
+            .map(|part| {
+                if !a.needs.get(part).copied().unwrap_or(false) {
+                    return Ok(None);
+                }
+                let slice = CatGrad { dim: self.dim, part };
+                d.apply(Op::Table(TableOps::CatGrad(slice)), &operands).map(Some)
+            })
+            .collect()
+    }
+}
+
+/// `(g, x_0, x_1, ...)`: the slice of `cat`'s output gradient `g` that belongs to `x_part`.
+#[derive(Clone, Debug)]
+pub struct CatGrad {
+    dim: isize,
+    part: usize,
+}
+
+impl TableOp for CatGrad {
+    const SPEC: Spec = internal("cat_backward", &[]);
+
+    fn build(_args: &Args) -> Result<Self> {
+        Err(Error::Internal("cat_backward is built by cat's rule only".into()))
+    }
+
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let g = *nth(inputs, 0, "cat_backward")?;
+        let parts = &inputs[1..];
+        let shapes: Vec<&[usize]> = parts.iter().map(|t| t.shape()).collect();
+        let (_, dim) = Cat { dim: self.dim }.joined_shape(&shapes)?;
+        let this = *nth(parts, self.part, "cat_backward")?;
+        if skipped(this.shape()) && parts.len() > 1 {
+            return Tensor::zeros(&[0], g.dtype());
+        }
+        let start: usize = parts[..self.part].iter().filter(|t| !skipped(t.shape())).map(|t| t.shape()[dim]).sum();
+        let stop = start + this.shape()[dim];
+        let mut items = vec![IndexItem::Slice { start: None, stop: None, step: 1 }; dim];
+        items.push(IndexItem::Slice { start: Some(start as isize), stop: Some(stop as isize), step: 1 });
+        crate::forward::index(g, &items)
+    }
+
+    fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
+        let (_, dtype) = *nth(inputs, 0, "cat_backward")?;
+        let (shape, _) = *nth(inputs, self.part + 1, "cat_backward")?;
+        Ok((shape.clone(), dtype))
+    }
+
+    fn saves(&self, _needs: &[bool]) -> Saves {
+        Saves { inputs: 0, output: false }
+    }
+
+    fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        Err(no_double_backward("CatBackward0"))
+    }
+}
