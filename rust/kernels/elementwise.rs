@@ -135,7 +135,7 @@ const CHUNK: usize = PARALLEL_MIN_ELEMENTS / 4;
 ///
 /// # Safety
 /// `fill` must write every slot of the chunk it is given.
-unsafe fn fill_chunks<U: Copy + Send + Sync + 'static>(
+pub(crate) unsafe fn fill_chunks<U: Copy + Send + Sync + 'static>(
     n: usize,
     fill: impl Fn(usize, &mut [MaybeUninit<U>]) + Sync + Send,
 ) -> Vec<U> {

@@ -5,6 +5,8 @@
 //! - `name`, `torch_aliases`, `tf`, `doc`: see [`Spec`];
 //! - `kernel: |v| ...`: the value for one element `v`. It is compiled once per
 //!   float type, so `v.sin()` is `f32::sin` or `f64::sin`;
+//! - `large_f32: |v| ...` (optional): the exact value for the rare float32 elements
+//!   past `vecmath::TRIG_REDUCTION_LIMIT`, where a vectorised `sin`/`cos` hands over;
 //! - `keeps`: what `grad` reads besides the incoming gradient (`Input` for `x`,
 //!   `Output` for `y`, `Nothing`), so the eager tape saves only that;
 //! - `grad: |d, x, y, g| ...`: the input's gradient, given the output gradient `g`,
@@ -16,6 +18,7 @@
 use super::{Keeps, Spec};
 use crate::error::Result;
 use crate::kernels::elementwise::{map, ScalarOp};
+use crate::kernels::vecmath;
 use crate::rules::Differentiator;
 // Masks in gradients are data-dependent coin flips: a branch per element would mispredict half the time.
 use std::hint::select_unpredictable;
@@ -25,14 +28,40 @@ pub trait UnaryKernel: Sized {
     fn unary(op: UnaryOp, x: &[Self]) -> Vec<Self>;
 }
 
-/// Special functions the standard library lacks, from `libm`.
+/// Special functions the standard library lacks (from `libm`), and float32 versions
+/// of common ones that vectorise (`kernels::vecmath`; float64 keeps the C library's).
 trait Special {
     fn erf(self) -> Self;
+    fn fast_exp(self) -> Self;
+    fn fast_ln(self) -> Self;
+    fn fast_sin(self) -> Self;
+    fn fast_cos(self) -> Self;
+    fn fast_tanh(self) -> Self;
 }
 
 impl Special for f32 {
     fn erf(self) -> f32 {
         libm::erff(self)
+    }
+    #[inline(always)]
+    fn fast_exp(self) -> f32 {
+        vecmath::exp(self)
+    }
+    #[inline(always)]
+    fn fast_ln(self) -> f32 {
+        vecmath::ln(self)
+    }
+    #[inline(always)]
+    fn fast_sin(self) -> f32 {
+        vecmath::sin(self)
+    }
+    #[inline(always)]
+    fn fast_cos(self) -> f32 {
+        vecmath::cos(self)
+    }
+    #[inline(always)]
+    fn fast_tanh(self) -> f32 {
+        vecmath::tanh(self)
     }
 }
 
@@ -40,9 +69,30 @@ impl Special for f64 {
     fn erf(self) -> f64 {
         libm::erf(self)
     }
+    fn fast_exp(self) -> f64 {
+        self.exp()
+    }
+    fn fast_ln(self) -> f64 {
+        self.ln()
+    }
+    fn fast_sin(self) -> f64 {
+        self.sin()
+    }
+    fn fast_cos(self) -> f64 {
+        self.cos()
+    }
+    fn fast_tanh(self) -> f64 {
+        self.tanh()
+    }
 }
 
 macro_rules! unary_ops {
+    (@f32 $x:ident, |$v:ident| $kernel:expr) => {
+        vecmath::map_f32($x, |$v: f32| $kernel)
+    };
+    (@f32 $x:ident, |$v:ident| $kernel:expr, |$lv:ident| $large:expr) => {
+        vecmath::map_trig($x, |$v: f32| $kernel, |$lv: f32| $large)
+    };
     ($(
         $variant:ident {
             name: $name:literal,
@@ -50,6 +100,7 @@ macro_rules! unary_ops {
             tf: [$($tf:literal),* $(,)?],
             doc: $doc:literal,
             kernel: |$v:ident| $kernel:expr,
+            $(large_f32: |$lv:ident| $large:expr,)?
             keeps: $keeps:ident,
             grad: |$d:ident, $x:ident, $y:ident, $g:ident| $grad:expr $(,)?
         }
@@ -86,7 +137,7 @@ macro_rules! unary_ops {
         impl UnaryKernel for f32 {
             fn unary(op: UnaryOp, x: &[f32]) -> Vec<f32> {
                 match op {
-                    $(UnaryOp::$variant => map(x, |$v: f32| $kernel)),*
+                    $(UnaryOp::$variant => unary_ops!(@f32 x, |$v| $kernel $(, |$lv| $large)?)),*
                 }
             }
         }
@@ -160,7 +211,7 @@ unary_ops! {
     Exp {
         name: "exp", torch_aliases: [], tf: ["exp", "math.exp"],
         doc: "The exponential e^x.",
-        kernel: |v| v.exp(),
+        kernel: |v| Special::fast_exp(v),
         keeps: Output,
         grad: |d, x, y, g| d.mul(g, y),
     }
@@ -187,7 +238,7 @@ unary_ops! {
     Log {
         name: "log", torch_aliases: [], tf: ["log", "math.log"],
         doc: "The natural logarithm.",
-        kernel: |v| v.ln(),
+        kernel: |v| Special::fast_ln(v),
         keeps: Input,
         grad: |d, x, y, g| d.div(g, x),
     }
@@ -267,7 +318,8 @@ unary_ops! {
     Sin {
         name: "sin", torch_aliases: [], tf: ["sin", "math.sin"],
         doc: "The sine, in radians.",
-        kernel: |v| v.sin(),
+        kernel: |v| Special::fast_sin(v),
+        large_f32: |v| v.sin(),
         keeps: Input,
         grad: |d, x, y, g| {
             let cos = d.unary(UnaryOp::Cos, x)?;
@@ -277,7 +329,8 @@ unary_ops! {
     Cos {
         name: "cos", torch_aliases: [], tf: ["cos", "math.cos"],
         doc: "The cosine, in radians.",
-        kernel: |v| v.cos(),
+        kernel: |v| Special::fast_cos(v),
+        large_f32: |v| v.cos(),
         keeps: Input,
         grad: |d, x, y, g| {
             let sin = d.unary(UnaryOp::Sin, x)?;
@@ -347,7 +400,7 @@ unary_ops! {
     Tanh {
         name: "tanh", torch_aliases: [], tf: ["tanh", "math.tanh", "nn.tanh"],
         doc: "The hyperbolic tangent.",
-        kernel: |v| v.tanh(),
+        kernel: |v| Special::fast_tanh(v),
         keeps: Output,
         grad: |d, x, y, g| {
             let square = d.unary(UnaryOp::Square, y)?;
@@ -383,7 +436,7 @@ unary_ops! {
     Sigmoid {
         name: "sigmoid", torch_aliases: [], tf: ["sigmoid", "math.sigmoid", "nn.sigmoid"],
         doc: "The logistic function 1/(1 + e^-x).",
-        kernel: |v| 1.0 / (1.0 + (-v).exp()),
+        kernel: |v| 1.0 / (1.0 + Special::fast_exp(-v)),
         keeps: Output,
         grad: |d, x, y, g| {
             let one_minus = d.scalar(y, ScalarOp::RSub, 1.0)?;
