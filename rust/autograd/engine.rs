@@ -372,6 +372,7 @@ pub fn accumulate_into_leaf(leaf: &Tensor, grad: Tensor) -> Result<()> {
 mod tests {
     use super::*;
     use crate::autograd::record::apply;
+    use crate::dtype::Scalar;
     use crate::kernels::elementwise::{ScalarOp, UnaryOp};
 
     fn leaf(values: &[f64], shape: &[usize]) -> Tensor {
@@ -399,7 +400,7 @@ mod tests {
         // loss = sum(x * x + 3x) -> dloss/dx = 2x + 3
         let x = leaf(&[1.0, -2.0, 0.5], &[3]);
         let square = apply(Op::Binary(BinaryOp::Mul), &[&x, &x]).unwrap();
-        let linear = apply(Op::Scalar(ScalarOp::Mul, 3.0), &[&x]).unwrap();
+        let linear = apply(Op::Scalar(ScalarOp::Mul, Scalar::Float(3.0)), &[&x]).unwrap();
         let loss = sum_all(&apply(Op::Binary(BinaryOp::Add), &[&square, &linear]).unwrap());
         backward(&loss, false).unwrap();
         assert_eq!(x.grad().unwrap().to_f64_vec(), vec![5.0, -1.0, 4.0]);

@@ -18,6 +18,15 @@ pub enum Keeps {
     Output,
 }
 
+/// What an elementwise op does with an integer tensor, as torch: `Promote` computes
+/// in float32 (`sin`, `exp`, `sqrt`, ...), `Keep` has integer kernels and keeps the
+/// dtype (`abs`, `neg`, `sign`, `square`, `relu`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Ints {
+    Promote,
+    Keep,
+}
+
 /// How one op is named on each front, and what its docs say.
 #[derive(Debug)]
 pub struct Spec {
