@@ -185,7 +185,7 @@ pub fn infer(op: &Op, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
             }
             (x(0)?.0.clone(), dtype)
         }
-        Op::Scalar(s, v) => (x(0)?.0.clone(), crate::forward::scalar_dtype(*s, x(0)?.1, *v)),
+        Op::Scalar(s, v) => (x(0)?.0.clone(), crate::forward::scalar_dtype(*s, numeric_input(op, x(0)?)?, *v)),
         Op::Clamp { min, max } => (x(0)?.0.clone(), crate::forward::clamp_dtype(numeric_input(op, x(0)?)?, *min, *max)),
         Op::Binary(b) => {
             let dtype = same_dtype(op, ("x", numeric_input(op, x(0)?)?), ("y", x(1)?.1))?;
