@@ -432,7 +432,7 @@ mod tests {
         x.set_grad(Some(Tensor::from_vec(vec![10.0, 20.0], vec![2]).unwrap()));
         let out = apply(Op::Unary(UnaryOp::Exp), &[&x]).unwrap();
         // Modify the saved output in place: the rule must refuse to read it.
-        crate::forward::fill(&out, 0.0).unwrap();
+        crate::forward::fill(&out, Scalar::Float(0.0)).unwrap();
         let err = backward(&sum_all(&out), false).unwrap_err().to_string();
         assert!(err.contains("modified by an inplace operation"), "{err}");
         assert_eq!(x.grad().unwrap().to_f64_vec(), vec![10.0, 20.0]);
