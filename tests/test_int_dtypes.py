@@ -237,6 +237,27 @@ def test_integer_numbers_keep_the_tensor_dtype_and_wrap(name, data):
             np.testing.assert_array_equal(got.numpy(), expected)
 
 
+def test_div_rounding_modes_and_the_function_forms():
+    a, b = rustgrad.tensor([7, -7, 6]), rustgrad.tensor([2, 2, -4])
+    assert rustgrad.div(a, b, rounding_mode="floor").tolist() == [3, -4, -2]
+    assert rustgrad.div(a, b, rounding_mode="trunc").tolist() == [3, -3, -1]
+    assert rustgrad.div(a, b, rounding_mode="trunc").dtype is rustgrad.int64
+    assert rustgrad.div(a.float(), 2, rounding_mode="trunc").tolist() == [3.0, -3.0, 3.0]
+    assert rustgrad.div(a, b).dtype is rustgrad.float32
+    assert rustgrad.remainder(5, rustgrad.tensor([3, -3])).tolist() == [2, -1]
+    assert rustgrad.floor_divide(rustgrad.tensor([5.5]), 2).tolist() == [2.0]
+    with pytest.raises(errors.InvalidArgumentError, match="rounding_mode"):
+        rustgrad.div(a, b, rounding_mode="ceil")
+
+
+def test_integer_matmul_and_random_integers_are_refused_clearly():
+    x = rustgrad.tensor([[1, 2]])
+    with pytest.raises(errors.DTypeError, match="mm: expected a float tensor but got int64"):
+        x @ x.t()
+    with pytest.raises(errors.DTypeError, match="normal and uniform samples are floats, not int64"):
+        rustgrad.randn(2, dtype=rustgrad.int64)
+
+
 def test_overflow_wraps_around():
     assert (rustgrad.tensor([2**31 - 1], dtype=rustgrad.int32) + 1).tolist() == [-(2**31)]
     assert (rustgrad.tensor([255], dtype=rustgrad.uint8) + 1).tolist() == [0]
@@ -669,6 +690,18 @@ def test_static_integer_division_values_match_numpy(a, b):
     with np.errstate(all="ignore"):
         assert total == a.sum(dtype=np.int32)
     assert mean == int(np.int64(a.astype(np.int64).sum().astype(np.int32)) / 5)  # truncated, as TF
+
+
+def test_tf1_division_names():
+    with tf.Graph().as_default():
+        x = tf.constant([7, -7])
+        outs = [tf.math.floordiv(x, 2), tf.math.floormod(x, 2), tf.mod(x, 2), tf.div(x, 2), tf.math.truediv(x, 2),
+                tf.div(tf.constant([7.0]), 2.0)]
+        with tf.Session() as sess:
+            floor, mod, mod2, div, true, real = sess.run(outs)
+    assert floor.tolist() == [3, -4] and mod.tolist() == [1, 1] and mod2.tolist() == [1, 1]
+    assert div.tolist() == [3, -4] and div.dtype == np.int32
+    assert true.tolist() == [3.5, -3.5] and true.dtype == np.float64 and real.tolist() == [3.5]
 
 
 def test_static_integer_division_by_zero_raises_at_run():

@@ -85,7 +85,7 @@ def div(input: Any, other: Any, *, rounding_mode: Optional[str] = None) -> Tenso
             return quotient.trunc()
         floor = floor_divide(input, other)
         # Rounding toward zero is one above rounding down where the division is inexact and negative.
-        return floor + ((remainder(input, other) != 0) & ((input < 0) != (other < 0)))
+        return floor + (remainder(input, other) != 0) * ((input < 0) != (other < 0))  # bool * bool is "and"
     raise InvalidArgumentError(
         f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
     )
