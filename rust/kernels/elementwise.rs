@@ -244,6 +244,8 @@ pub fn scalar<T: Number>(op: ScalarOp, x: &[T], s: T) -> Vec<T> {
         ScalarOp::Sub => map(x, |v| v.minus(s)),
         ScalarOp::Mul => map(x, |v| v.times(s)),
         ScalarOp::Div => map(x, |v| v.quotient(s)),
+        ScalarOp::FloorDiv => map(x, |v| v.floor_div(s)),
+        ScalarOp::Remainder => map(x, |v| v.remainder(s)),
         _ => map(x, scalar_fn(op, s)),
     }
 }
@@ -256,6 +258,8 @@ pub fn scalar_in_place<T: Number>(op: ScalarOp, x: &mut [T], s: T) {
         ScalarOp::Sub => map_in_place(x, |v| v.minus(s)),
         ScalarOp::Mul => map_in_place(x, |v| v.times(s)),
         ScalarOp::Div => map_in_place(x, |v| v.quotient(s)),
+        ScalarOp::FloorDiv => map_in_place(x, |v| v.floor_div(s)),
+        ScalarOp::Remainder => map_in_place(x, |v| v.remainder(s)),
         _ => map_in_place(x, scalar_fn(op, s)),
     }
 }
