@@ -651,6 +651,7 @@ def test_static_constants_and_numbers_take_tf1_dtypes():
         assert tf.constant(np.array([1], np.uint8)).dtype is tf.uint8
         assert tf.constant(True).dtype is tf.bool
         assert tf.constant(3, dtype=tf.float64).dtype is tf.float64
+        assert tf.constant(1, shape=(2, 2)).dtype is tf.int32 and tf.constant(0.5, shape=(2,)).dtype is tf.float32
         with pytest.raises(errors.DTypeError, match="Expected int32, got 2.5 of type 'float' instead."):
             tf.constant(2.5, dtype=tf.int32)
         i = tf.placeholder(tf.int64, shape=(3,))

@@ -9,6 +9,7 @@ from rustgrad.static._graph import (
     _TRUEDIV_DTYPES,
     Tensor,
     _axes,
+    _default_constant_dtype,
     _number_as,
     _truediv_integers,
     as_dtype,
@@ -43,6 +44,8 @@ def constant(value: Any, dtype: Any = None, shape: Optional[Sequence[int]] = Non
     import numpy as np
 
     if shape is not None:
+        if dtype is None and not isinstance(value, (np.ndarray, np.generic)):
+            dtype = _default_constant_dtype(np.asarray(value), False)  # as TF1 types the Python value
         value = np.broadcast_to(np.asarray(value), tuple(shape))
     return get_default_graph()._constant(value, dtype, name)
 
