@@ -556,6 +556,9 @@ def test_bool_arithmetic_follows_torch():
         a - b
     with pytest.raises(errors.DTypeError, match="abs: expected an integer tensor but got bool"):
         a.abs()
+    assert (a + True).tolist() == [True, True] and (a * False).tolist() == [False, False]
+    with pytest.raises(errors.DTypeError, match="pow: not supported for bool tensors"):
+        a ** True
 
 
 def test_where_and_masks_with_integers():

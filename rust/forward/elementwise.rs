@@ -109,9 +109,9 @@ pub(super) fn checked_scalar<T: Number>(op: ScalarOp, s: Scalar, x: &Tensor) -> 
     Ok(value)
 }
 
-/// The binary op that `x op s` is (with the number on either side).
-fn op_as_binary(op: ScalarOp) -> BinaryOp {
-    match op {
+/// The binary op that `x op s` is (with the number on either side); None for powers.
+fn op_as_binary(op: ScalarOp) -> Option<BinaryOp> {
+    Some(match op {
         ScalarOp::Add => BinaryOp::Add,
         ScalarOp::Sub | ScalarOp::RSub => BinaryOp::Sub,
         ScalarOp::Mul => BinaryOp::Mul,
@@ -120,9 +120,8 @@ fn op_as_binary(op: ScalarOp) -> BinaryOp {
         ScalarOp::Min => BinaryOp::Minimum,
         ScalarOp::FloorDiv | ScalarOp::RFloorDiv => BinaryOp::FloorDiv,
         ScalarOp::Remainder | ScalarOp::RRemainder => BinaryOp::Remainder,
-        // Only used to name what bool tensors refuse: a power of bools is not arithmetic torch does either.
-        ScalarOp::Pow | ScalarOp::RPow => BinaryOp::Mul,
-    }
+        ScalarOp::Pow | ScalarOp::RPow => return None,
+    })
 }
 
 pub(super) fn division_by_zero(op: &str, dtype: DType) -> Error {
@@ -134,12 +133,12 @@ pub(super) fn division_by_zero(op: &str, dtype: DType) -> Error {
 }
 
 /// Arithmetic on two bool tensors, as torch: `+` and `maximum` are "or", `*` and
-/// `minimum` are "and"; subtraction and the rest are refused.
-fn bool_arithmetic(name: &str, op: BinaryOp, a: &Tensor, b: &Tensor, shape: Shape) -> Result<Tensor> {
+/// `minimum` are "and"; subtraction and the rest (None: a power) are refused.
+fn bool_arithmetic(name: &str, op: Option<BinaryOp>, a: &Tensor, b: &Tensor, shape: Shape) -> Result<Tensor> {
     let f = match op {
-        BinaryOp::Add | BinaryOp::Maximum => |p: bool, q: bool| p | q,
-        BinaryOp::Mul | BinaryOp::Minimum => |p: bool, q: bool| p & q,
-        BinaryOp::Sub => {
+        Some(BinaryOp::Add | BinaryOp::Maximum) => |p: bool, q: bool| p | q,
+        Some(BinaryOp::Mul | BinaryOp::Minimum) => |p: bool, q: bool| p & q,
+        Some(BinaryOp::Sub) => {
             return dtype_err(format!(
                 "{name}: Subtraction, the `-` operator, with two bool tensors is not supported. If you are \
                  trying to invert a mask, use the `~` or `logical_not()` operator instead."
@@ -214,7 +213,7 @@ pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     ensure_allocatable(&shape, dtype)?;
     let (a, b) = (as_dtype_ref(a, dtype)?, as_dtype_ref(b, dtype)?);
     if dtype == DType::Bool {
-        return bool_arithmetic(op.name(), op, &a, &b, shape);
+        return bool_arithmetic(op.name(), Some(op), &a, &b, shape);
     }
     numeric_dispatch!(dtype, op.name(), |T| {
         if op.divides_integers() && !dtype.is_float() && b.with_contiguous(|v: &[T]| v.contains(&T::ZERO))? {
