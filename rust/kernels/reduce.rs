@@ -1,9 +1,10 @@
-//! Sum reductions. Every path accumulates in a fixed order (in f64), so results
-//! are bitwise identical across runs and thread counts.
+//! Sum reductions. Every path accumulates in a fixed order (floats in f64,
+//! integers in i64 with wrap-around), so results are bitwise identical across
+//! runs and thread counts.
 
 use super::layout::walk;
 use super::PARALLEL_MIN_ELEMENTS;
-use crate::dtype::Float;
+use crate::dtype::Number;
 use rayon::prelude::*;
 
 /// Elements summed sequentially per chunk before chunks are combined; fixed so
@@ -14,8 +15,8 @@ const CHUNK: usize = 4096;
 /// starts from -0.0, which made the sum of no elements -0.0 (numpy and PyTorch
 /// give 0.0). Partials are sums from +0.0, so for any other input the two agree
 /// bit for bit.
-fn total(partials: &[f64]) -> f64 {
-    partials.iter().fold(0.0, |acc, &p| acc + p)
+fn total<A: Number>(partials: &[A]) -> A {
+    partials.iter().fold(A::ZERO, |acc, &p| acc.plus(p))
 }
 
 /// Independent running sums per slice: one accumulator would make every addition
@@ -24,50 +25,50 @@ const LANES: usize = 16;
 
 /// The sum of `f(v)` over a slice: element i goes to lane i % LANES, and the lanes are
 /// added in order at the end, so the order of additions depends only on the slice.
-fn sum_slice<T: Float>(x: &[T], f: impl Fn(T) -> T) -> f64 {
-    let mut lanes = [0.0f64; LANES];
+fn sum_slice<T: Number>(x: &[T], f: impl Fn(T) -> T) -> T::Acc {
+    let mut lanes = [T::Acc::ZERO; LANES];
     let blocks = x.chunks_exact(LANES);
     let tail = blocks.remainder();
     for block in blocks {
         for (lane, &v) in lanes.iter_mut().zip(block) {
-            *lane += f(v).to_f64();
+            *lane = lane.plus(f(v).to_acc());
         }
     }
     for (lane, &v) in lanes.iter_mut().zip(tail) {
-        *lane += f(v).to_f64();
+        *lane = lane.plus(f(v).to_acc());
     }
-    lanes.iter().fold(0.0, |acc, &lane| acc + lane)
+    lanes.iter().fold(T::Acc::ZERO, |acc, &lane| acc.plus(lane))
 }
 
 /// The sum of `f(v)` over all elements, in the fixed order of `sum_all`.
-fn sum_all_of<T: Float>(x: &[T], f: impl Fn(T) -> T + Sync + Send) -> T {
+fn sum_all_of<T: Number>(x: &[T], f: impl Fn(T) -> T + Sync + Send) -> T {
     let poller = crate::interrupt::Poller::here();
     let partial = |chunk: &[T]| {
         poller.poll();
         sum_slice(chunk, &f)
     };
-    let partials: Vec<f64> = if x.len() < PARALLEL_MIN_ELEMENTS {
+    let partials: Vec<T::Acc> = if x.len() < PARALLEL_MIN_ELEMENTS {
         x.chunks(CHUNK).map(partial).collect()
     } else {
         super::threads::install(|| x.par_chunks(CHUNK).map(partial).collect())
     };
-    T::from_f64(total(&partials))
+    T::from_acc(total(&partials))
 }
 
 /// The sum of all elements.
-pub fn sum_all<T: Float>(x: &[T]) -> T {
+pub fn sum_all<T: Number>(x: &[T]) -> T {
     sum_all_of(x, |v| v)
 }
 
 /// The sum of the squares of all elements, bitwise equal to `sum_all` of the
 /// squares (each square is rounded to T before it is added).
-pub fn sum_of_squares<T: Float>(x: &[T]) -> T {
-    sum_all_of(x, |v| v * v)
+pub fn sum_of_squares<T: Number>(x: &[T]) -> T {
+    sum_all_of(x, |v| v.times(v))
 }
 
 /// Sums a contiguous tensor of `shape` over the sorted, deduplicated `dims`.
 /// The result is row-major over the kept dims.
-pub fn sum_dims<T: Float>(x: &[T], shape: &[usize], dims: &[usize]) -> Vec<T> {
+pub fn sum_dims<T: Number>(x: &[T], shape: &[usize], dims: &[usize]) -> Vec<T> {
     let rank = shape.len();
     let kept: usize = (0..rank).filter(|d| !dims.contains(d)).map(|d| shape[d]).product();
     if kept == 0 {
@@ -89,13 +90,13 @@ pub fn sum_dims<T: Float>(x: &[T], shape: &[usize], dims: &[usize]) -> Vec<T> {
 }
 
 /// Each output is the sum of one contiguous row of length `row`.
-fn sum_rows<T: Float>(x: &[T], row: usize, rows: usize) -> Vec<T> {
+fn sum_rows<T: Number>(x: &[T], row: usize, rows: usize) -> Vec<T> {
     if row == 0 {
         return crate::storage::zeroed_vec(rows);
     }
     let sum_row = |r: &[T]| {
-        let partials: Vec<f64> = r.chunks(CHUNK).map(|c| sum_slice(c, |v| v)).collect();
-        T::from_f64(total(&partials))
+        let partials: Vec<T::Acc> = r.chunks(CHUNK).map(|c| sum_slice(c, |v| v)).collect();
+        T::from_acc(total(&partials))
     };
     if x.len() >= PARALLEL_MIN_ELEMENTS {
         let mut out = crate::storage::vec_with_capacity(rows);
@@ -107,31 +108,31 @@ fn sum_rows<T: Float>(x: &[T], row: usize, rows: usize) -> Vec<T> {
 }
 
 /// Sums `x` viewed as rows of length `width` down to one row.
-fn sum_columns<T: Float>(x: &[T], width: usize) -> Vec<T> {
-    let mut acc = crate::storage::zeroed_vec::<f64>(width);
+fn sum_columns<T: Number>(x: &[T], width: usize) -> Vec<T> {
+    let mut acc = crate::storage::zeroed_vec::<T::Acc>(width);
     for row in x.chunks(width) {
         for (a, &v) in acc.iter_mut().zip(row) {
-            *a += v.to_f64();
+            *a = a.plus(v.to_acc());
         }
     }
-    crate::storage::collect_vec(acc.len(), acc.iter().map(|&a| T::from_f64(a)))
+    crate::storage::collect_vec(acc.len(), acc.iter().map(|&a| T::from_acc(a)))
 }
 
-fn sum_general<T: Float>(x: &[T], shape: &[usize], dims: &[usize], kept: usize) -> Vec<T> {
+fn sum_general<T: Number>(x: &[T], shape: &[usize], dims: &[usize], kept: usize) -> Vec<T> {
     let in_strides = crate::shape::contiguous_strides(shape);
     let kept_shape: Vec<usize> = (0..shape.len()).map(|d| if dims.contains(&d) { 1 } else { shape[d] }).collect();
     let mut out_strides = crate::shape::contiguous_strides(&kept_shape);
     for &d in dims {
         out_strides[d] = 0;
     }
-    let mut acc = crate::storage::zeroed_vec::<f64>(kept);
-    walk(shape, [&in_strides, &out_strides], [0, 0], |[i, o]| acc[o] += x[i].to_f64());
-    crate::storage::collect_vec(acc.len(), acc.iter().map(|&a| T::from_f64(a)))
+    let mut acc = crate::storage::zeroed_vec::<T::Acc>(kept);
+    walk(shape, [&in_strides, &out_strides], [0, 0], |[i, o]| acc[o] = acc[o].plus(x[i].to_acc()));
+    crate::storage::collect_vec(acc.len(), acc.iter().map(|&a| T::from_acc(a)))
 }
 
 /// The largest (or smallest) element over `dims` of a contiguous tensor; NaN propagates.
 /// Reducing an empty dim has no answer, so the caller rejects it first.
-pub fn extreme_dims<T: Float>(x: &[T], shape: &[usize], dims: &[usize], largest: bool) -> Vec<T> {
+pub fn extreme_dims<T: Number>(x: &[T], shape: &[usize], dims: &[usize], largest: bool) -> Vec<T> {
     let rank = shape.len();
     let kept: usize = (0..rank).filter(|d| !dims.contains(d)).map(|d| shape[d]).product();
     if kept == 0 || x.is_empty() {
@@ -158,13 +159,13 @@ pub fn extreme_dims<T: Float>(x: &[T], shape: &[usize], dims: &[usize], largest:
 
 /// `candidate` if it beats `best` or is NaN, else `best`: once NaN, a running best stays NaN.
 #[inline(always)]
-fn better<T: Float>(best: T, candidate: T, largest: bool) -> T {
+fn better<T: Number>(best: T, candidate: T, largest: bool) -> T {
     let beats = if largest { candidate > best } else { candidate < best };
     std::hint::select_unpredictable(beats || candidate.is_nan(), candidate, best)
 }
 
 /// The best of a non-empty row, kept in independent lanes so the loop vectorises.
-fn best_in_row<T: Float>(row: &[T], largest: bool) -> T {
+fn best_in_row<T: Number>(row: &[T], largest: bool) -> T {
     let mut lanes = [row[0]; LANES];
     let blocks = row.chunks_exact(LANES);
     let tail = blocks.remainder();
@@ -181,7 +182,7 @@ fn best_in_row<T: Float>(row: &[T], largest: bool) -> T {
 }
 
 /// The best of each column of `x` viewed as rows of length `width`.
-fn best_in_columns<T: Float>(x: &[T], width: usize, largest: bool) -> Vec<T> {
+fn best_in_columns<T: Number>(x: &[T], width: usize, largest: bool) -> Vec<T> {
     let mut best = super::layout::copy_slice(&x[..width]);
     for row in x.chunks(width).skip(1) {
         for (b, &v) in best.iter_mut().zip(row) {
@@ -191,7 +192,7 @@ fn best_in_columns<T: Float>(x: &[T], width: usize, largest: bool) -> Vec<T> {
     best
 }
 
-fn extreme_general<T: Float>(x: &[T], shape: &[usize], dims: &[usize], kept: usize, largest: bool) -> Vec<T> {
+fn extreme_general<T: Number>(x: &[T], shape: &[usize], dims: &[usize], kept: usize, largest: bool) -> Vec<T> {
     let kept_shape: Vec<usize> = (0..shape.len()).map(|d| if dims.contains(&d) { 1 } else { shape[d] }).collect();
     let in_strides = crate::shape::contiguous_strides(shape);
     let mut out_strides = crate::shape::contiguous_strides(&kept_shape);
@@ -280,5 +281,14 @@ mod tests {
         let x: Vec<f32> = (0..PARALLEL_MIN_ELEMENTS * 2 + 5).map(|i| ((i % 97) as f32) * 0.37).collect();
         let serial: Vec<f64> = x.chunks(CHUNK).map(|c| sum_slice(c, |v| v)).collect();
         assert_eq!(sum_all(&x), serial.iter().sum::<f64>() as f32);
+    }
+
+    #[test]
+    fn integer_sums_are_exact_and_wrap() {
+        let x: Vec<i64> = (0..PARALLEL_MIN_ELEMENTS as i64 + 3).map(|i| i * 1_000_003).collect();
+        let expected = x.iter().fold(0i64, |a, &v| a.wrapping_add(v));
+        assert_eq!(sum_all(&x), expected);
+        assert_eq!(sum_all(&[i64::MAX, 1]), i64::MIN);
+        assert_eq!(sum_dims(&[1i64, 2, 3, 4], &[2, 2], &[0]), vec![4, 6]);
     }
 }

@@ -1,10 +1,10 @@
 //! Reductions declared in the table: `logsumexp`.
 
 use super::{nth, Args, Input, Kind, Meta, Param, Spec, TableOp};
-use crate::dtype::{DType, Float};
+use crate::dtype::float_dispatch;
+use crate::dtype::{DType, Number};
 use crate::error::{dtype_err, Result};
 use crate::forward;
-use crate::forward::float_dispatch;
 use crate::graph::PartialShape;
 use crate::kernels::elementwise::{BinaryOp, UnaryOp};
 use crate::op::Op;
@@ -108,8 +108,7 @@ impl TableOp for Logsumexp {
 fn finite_or_zero(t: &Tensor) -> Result<Tensor> {
     float_dispatch!(t.dtype(), "logsumexp", |T| {
         let values: Vec<T> = t.to_vec()?;
-        let cleaned: Vec<T> =
-            values.into_iter().map(|v| if Float::to_f64(v).is_finite() { v } else { T::ZERO }).collect();
+        let cleaned: Vec<T> = values.into_iter().map(|v| if v.is_finite() { v } else { T::ZERO }).collect();
         Tensor::from_vec(cleaned, t.shape())
     })
 }

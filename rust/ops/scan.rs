@@ -1,9 +1,9 @@
 //! Scans along one dim: `cumsum`.
 
 use super::{nth, Args, Kind, Meta, Param, Spec, TableOp, ONE_INPUT};
+use crate::dtype::float_dispatch;
 use crate::dtype::DType;
 use crate::error::{dtype_err, Result};
-use crate::forward::float_dispatch;
 use crate::graph::PartialShape;
 use crate::kernels::scan::{self, ScanOrder};
 use crate::rules::{Differentiator, RuleArgs, Saves};
