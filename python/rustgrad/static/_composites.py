@@ -8,7 +8,6 @@ outputs then.
 
 from __future__ import annotations
 
-import operator
 from typing import Any, Optional, Sequence, Union
 
 from rustgrad import _composites
@@ -21,7 +20,7 @@ __all__ = ["split", "unstack"]
 
 def _axis(op: str, x: Tensor, axis: Any) -> tuple[int, Optional[int]]:
     """``axis`` normalised against the rank (which must be known unless axis >= 0), and its size."""
-    axis = operator.index(axis)
+    axis = _composites._int(op, "axis", axis)
     rank = x.shape.rank
     if rank is None:
         if axis < 0:
@@ -54,7 +53,7 @@ def split(value: Any, num_or_size_splits: Union[int, Sequence[int]], axis: int =
                                        f"but got split_dim {axis} (size = {size}) and num_split {count}")
         sizes = [size // count] * count
     else:
-        sizes = [operator.index(s) for s in num_or_size_splits]
+        sizes = [_composites._int("split", "num_or_size_splits", s) for s in num_or_size_splits]
         sizes = _resolve_sizes(sizes, size, axis)
     if num is not None and num != len(sizes):
         raise InvalidArgumentError(f"split: num={num} but the split gives {len(sizes)} pieces")
