@@ -69,6 +69,20 @@ def test_ops_that_reorder_elements_return_copies_as_torch_does(copy):
     np.testing.assert_array_equal(c.numpy(), before)
 
 
+@pytest.mark.parametrize(
+    "make, copies",
+    [(lambda x: x.repeat(2), 2), (lambda x: x.tile((2,)), 2), (lambda x: x.roll(1), 1),
+     (lambda x: x.expand(2, 3).t().flatten(), 2), (lambda x: torch.diag(x), 1)],
+    ids=["repeat", "tile", "roll", "flatten_copy", "diag"],
+)
+def test_results_that_are_copies_are_no_views_and_take_recorded_in_place_ops(make, copies):
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = make(x)
+    y.mul_(2.0)  # refused for views of a tensor that requires grad
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0 * copies] * 3)
+
+
 def test_flatten_of_a_transpose_copies_the_values_in_order():
     x = arange(3, 4)
     np.testing.assert_array_equal(x.t().flatten().numpy(), np.arange(12.0).reshape(3, 4).T.ravel())

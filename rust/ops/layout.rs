@@ -18,8 +18,8 @@ pub fn meta<'a>(inputs: &[Meta<'a>], i: usize, op: &str) -> Result<Meta<'a>> {
     super::nth(inputs, i, op).copied()
 }
 
-/// `x` with dims `dims` laid out as `shape`: the strides of a view, or None when the
-/// elements cannot be reached with one stride per new dim (torch's `computeStride`).
+/// The strides that read a tensor of `shape` and `strides` as `target` (as many elements,
+/// row-major), or None when one stride per new dim cannot reach them (torch's `computeStride`).
 pub fn view_strides(shape: &[usize], strides: &[isize], target: &[usize]) -> Option<Vec<isize>> {
     let numel: usize = shape.iter().product();
     if numel == 0 || shape.is_empty() {
@@ -57,7 +57,7 @@ pub fn reshaped(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
     if let Some(strides) = view_strides(x.shape(), x.strides(), shape) {
         return x.view_as_layout(shape, strides, x.offset());
     }
-    crate::forward::copy(x)?.view_as_layout(shape, contiguous_strides(shape), 0)
+    x.copy_with_shape(shape)
 }
 
 /// The view of `x` keeping `len` elements from `start` along `dim` (all already checked).

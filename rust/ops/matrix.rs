@@ -162,7 +162,7 @@ impl TableOp for Diag {
         self.out_dims(&dims)?;
         if self.tf {
             let square = DiagEmbed { offset: 0, dim1: 0, dim2: 1 }.embed(&reshaped(x, &[x.numel()])?)?;
-            return reshaped(&square, &[x.shape(), x.shape()].concat());
+            return square.copy_with_shape(&[x.shape(), x.shape()].concat());
         }
         match x.rank() {
             1 => self.torch_embed().embed(x),

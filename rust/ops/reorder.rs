@@ -215,8 +215,10 @@ impl TableOp for Roll {
         let x = only(inputs, "roll")?;
         let Some(dims) = &self.dims else {
             let flat = reshaped(x, &[x.numel()])?;
-            let rolled = self.roll_dim(&flat, 0, self.shifts[0])?.map_or_else(|| copy(&flat), Ok)?;
-            return reshaped(&rolled, x.shape());
+            return match self.roll_dim(&flat, 0, self.shifts[0])? {
+                Some(rolled) => rolled.copy_with_shape(x.shape()),
+                None => copy(x),
+            };
         };
         if x.rank() == 0 {
             dims.iter().try_for_each(|&d| normalize_dim("roll", d, 0).map(drop))?;
@@ -281,8 +283,7 @@ fn tiled(x: &Tensor, reps: &[isize]) -> Result<Tensor> {
         .map(|(&r, &d)| r.checked_mul(d))
         .collect::<Option<_>>()
         .ok_or_else(|| Error::OutOfMemory(format!("tile: the repeats {reps:?} of shape {dims:?} overflow")))?;
-    let dense = copy(&x.view_as_layout(view_shape, view_strides, x.offset())?)?;
-    reshaped(&dense, &out_shape)
+    x.view_as_layout(view_shape, view_strides, x.offset())?.copy_with_shape(&out_shape)
 }
 
 fn infer_tiled(reps: &[isize], input: Meta<'_>) -> Result<(PartialShape, DType)> {

@@ -222,7 +222,11 @@ impl Diagonal {
     /// The diagonal's length for sides `n1` (along dim1) and `n2`.
     fn length(&self, n1: usize, n2: usize) -> usize {
         let (n1, n2) = (n1 as isize, n2 as isize);
-        let len = if self.offset >= 0 { n1.min(n2.saturating_sub(self.offset)) } else { n1.saturating_add(self.offset).min(n2) };
+        let len = if self.offset >= 0 {
+            n1.min(n2.saturating_sub(self.offset))
+        } else {
+            n1.saturating_add(self.offset).min(n2)
+        };
         len.max(0) as usize
     }
 
