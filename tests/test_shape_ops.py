@@ -144,6 +144,19 @@ def test_graph_tensors_have_the_torch_named_methods_with_the_same_argument_forms
         np.testing.assert_array_equal(g, w)
 
 
+def test_graph_tensors_split_chunk_and_unbind_with_torch_semantics():
+    want = np.arange(12.0).reshape(2, 6)
+    with tf.Graph().as_default():
+        a = tf.constant(want)
+        pieces = [*a.split(4, dim=1), *a.chunk(2), *a.unbind(1), a.T]
+        assert [p.shape.as_list() for p in pieces[:2]] == [[2, 4], [2, 2]]
+        got = run(pieces)
+        with pytest.raises(errors.ShapeError, match="split: the size of dim 0 must be known when the graph is built"):
+            tf.placeholder(tf.float32, [None]).split(2)
+    for g, w in zip(got, [want[:, :4], want[:, 4:], want[:1], want[1:], *want.T, want.T]):
+        np.testing.assert_array_equal(g, w)
+
+
 # ---------------------------------------------------------------- errors
 
 

@@ -468,6 +468,11 @@ class Tensor(TensorOps, GraphValue):
         return self.graph._op("transpose", (0, 1), [self])
 
     @property
+    def T(self) -> Tensor:
+        """The dims reversed (a matrix transposed), as torch's ``Tensor.T``."""
+        return self.graph._apply(_rustgrad.ops["permute"], [self], None, (None,))
+
+    @property
     def mT(self) -> Tensor:
         """The matrices in the last two dims transposed (``transpose(-2, -1)``)."""
         return self.graph._op("transpose", (-2, -1), [self])
