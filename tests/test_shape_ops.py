@@ -83,10 +83,12 @@ def test_results_that_are_copies_are_no_views_and_take_recorded_in_place_ops(mak
     np.testing.assert_array_equal(x.grad.numpy(), [2.0 * copies] * 3)
 
 
-def test_flatten_of_a_transpose_copies_the_values_in_order():
-    x = arange(3, 4)
-    np.testing.assert_array_equal(x.t().flatten().numpy(), np.arange(12.0).reshape(3, 4).T.ravel())
-    np.testing.assert_array_equal(torch.flatten(x).numpy(), np.arange(12.0))  # no arguments still works
+def test_flatten_of_a_permuted_tensor_copies_the_values_in_order():
+    x = arange(2, 3, 4).permute(2, 0, 1)
+    want = np.arange(24.0).reshape(2, 3, 4).transpose(2, 0, 1)
+    np.testing.assert_array_equal(x.flatten(1).numpy(), want.reshape(4, 6))
+    np.testing.assert_array_equal(torch.flatten(x, 0, 1).numpy(), want.reshape(8, 3))
+    np.testing.assert_array_equal(x.flatten().numpy(), want.ravel())  # no arguments still works
 
 
 def test_view_as_refuses_a_layout_that_needs_a_copy_and_reshape_as_copies():
