@@ -174,7 +174,11 @@ impl Op {
 
     /// Whether the output shares storage with the first input.
     pub fn is_view(&self) -> bool {
-        matches!(self, Op::Reshape(_) | Op::Transpose(..) | Op::Index(_))
+        match self {
+            Op::Reshape(_) | Op::Transpose(..) | Op::Index(_) => true,
+            Op::Table(t) => t.is_view(),
+            _ => false,
+        }
     }
 }
 

@@ -459,8 +459,17 @@ impl Tensor {
         if self.is_contiguous() && self.0.offset == 0 && self.storage_len() == self.numel() {
             return Ok(self.clone());
         }
+        self.copy_with_shape(&self.0.shape)
+    }
+
+    /// The elements in row-major order, copied into a new contiguous tensor of `shape`
+    /// (which holds as many): a reshape that needs a copy, and is no view of anything.
+    pub fn copy_with_shape(&self, shape: &[usize]) -> Result<Tensor> {
+        if numel(shape) != self.numel() {
+            return shape_err(format!("cannot copy {} elements into shape {}", self.numel(), fmt_shape(shape)));
+        }
         let buffer = crate::dtype::dispatch!(self.dtype(), |T| T::wrap(self.to_vec::<T>()?));
-        Ok(Self::from_buffer(buffer, self.0.shape.clone()))
+        Ok(Self::from_buffer(buffer, shape))
     }
 
     fn storage_len(&self) -> usize {

@@ -12,9 +12,10 @@ generated file is out of date.
 For each op it writes:
 - the eager function and ``Tensor`` method under its torch name and aliases
   (``python/rustgrad/_generated_ops.py``);
-- the static function under each TF1 name (``rustgrad.static``, ``tf.math`` and
-  ``tf.nn``), or under its torch name when TF1 has none, and a torch-named method of
-  graph tensors (``python/rustgrad/static/_generated_*.py``, ``static/math.py``);
+- the static function under each TF1 name (``rustgrad.static``, ``tf.math``,
+  ``tf.linalg`` and ``tf.nn``), or under its torch name when TF1 has none, and a torch-named method of
+  graph tensors (``python/rustgrad/static/_generated_*.py``, ``static/math.py``,
+  ``static/linalg.py``);
 - the ``Tensor`` method stubs in ``python/rustgrad/_rustgrad.pyi``;
 - then ``docs/api.md``, by ``docs/gen_api.py`` in a fresh interpreter.
 """
@@ -93,7 +94,10 @@ class Parameter:
     default: Optional[str]  # a Python literal; None: required
 
     def text(self) -> str:
-        return f"{self.name}: {self.annotation}" + ("" if self.default is None else f" = {self.default}")
+        annotation = self.annotation
+        if self.default == "None" and "None" not in annotation and not annotation.startswith(("Optional", "Any")):
+            annotation = f"Optional[{annotation}]"
+        return f"{self.name}: {annotation}" + ("" if self.default is None else f" = {self.default}")
 
 
 def joined(spec: Any, parameters: list[Parameter]) -> list[str]:
@@ -115,8 +119,22 @@ def torch_parameters(spec: Any, first: str) -> tuple[list[Parameter], list[str]]
             params.append(Parameter(torch, annotation, torch_default))
             values.append(torch)
         else:
-            values.append(tf_default)
+            values.append(own_default(torch_default, tf_default))
     return params, values
+
+
+def own_default(mine: Optional[str], other: Optional[str]) -> Optional[str]:
+    """What a front passes for an argument it does not take: its own default when it has one
+    (a parameter neither front spells tells the op which front called it), else the other's."""
+    return mine if mine is not None else other
+
+
+def varargs_method(spec: Any, params: list[Parameter], values: list[str]) -> tuple[list[str], list[str]]:
+    """The method form of an op whose one argument is a list of ints: ``x.permute(1, 0)``,
+    ``x.permute((1, 0))`` and ``x.permute(dims=(1, 0))`` all work."""
+    first, param = params
+    signature = [first.text(), f"*args: {param.annotation}", Parameter(param.name, param.annotation, "None").text()]
+    return signature, [first.name, f"_varargs({spec.name!r}, {param.name!r}, args, {param.name})"]
 
 
 def def_line(indent: str, name: str, parameters: list[str], returns: str = "Tensor") -> list[str]:
@@ -138,12 +156,20 @@ def is_list_op(spec: Any) -> bool:
 
 
 def doc_line(spec: Any, indent: str) -> str:
-    return f'{indent}"""{spec.doc}"""'
+    """The op's docstring at ``indent``, wrapped to 120 characters."""
+    import textwrap
+
+    one_line = f'{indent}"""{spec.doc}"""'
+    if len(one_line) <= 120:
+        return one_line
+    wrapped = textwrap.wrap(f'"""{spec.doc}"""', 120 - len(indent), break_on_hyphens=False)
+    return "\n".join(indent + line for line in wrapped)
 
 
 def eager_module(ops: dict[str, Any]) -> str:
     lines = header("The op table's ops as eager functions and ``Tensor`` methods.",
-                   ["from typing import Sequence, Union  # noqa: F401 - in some signatures", "",
+                   ["from typing import Optional, Sequence, Union  # noqa: F401 - in some signatures", "",
+                    "from rustgrad._op_args import _varargs  # noqa: F401 - in some methods",
                     "from rustgrad._rustgrad import Tensor", "from rustgrad._rustgrad import ops as _ops"])
     exported = []
     for spec in ops.values():
@@ -153,7 +179,10 @@ def eager_module(ops: dict[str, Any]) -> str:
             forms.append((f"_{spec.name}_method", "self"))
         for function, first in forms:
             params, values = torch_parameters(spec, first)
-            lines += ["", *def_line("", function, joined(spec, params)), doc_line(spec, "    "),
+            signature = joined(spec, params)
+            if first == "self" and spec.varargs:
+                signature, values = varargs_method(spec, params, values)
+            lines += ["", *def_line("", function, signature), doc_line(spec, "    "),
                       f"    return _ops[{spec.name!r}]({', '.join(values)})", ""]
         lines += [f"{alias} = {spec.name}" for alias in spec.torch_aliases]
         if not is_list_op(spec):
@@ -171,7 +200,7 @@ def static_function(name: str, spec: Any, first_input: str) -> list[str]:
     values, renames, deprecated = [], [], []
     for _torch, tf, aliases, annotation, torch_default, tf_default in spec.params:
         if not tf:
-            values.append(torch_default)
+            values.append(own_default(tf_default, torch_default))
             continue
         values.append(tf)
         if aliases:
@@ -204,17 +233,21 @@ def static_module(ops: dict[str, Any], namespace: str, doc: str) -> str:
 def static_methods(ops: dict[str, Any]) -> str:
     lines = header("Torch-named methods of graph tensors, one per op of the table, so code written against\n"
                    "``Tensor`` methods (a custom Function's forward, say) builds graphs too.",
-                   ["from typing import TYPE_CHECKING, Sequence, Union  # noqa: F401 - in some signatures", "",
+                   ["from typing import TYPE_CHECKING, Optional, Sequence, Union  # noqa: F401 - in some signatures",
+                    "", "from rustgrad._op_args import _varargs  # noqa: F401 - in some methods",
                     "from rustgrad._rustgrad import ops as _ops", "",
                     "if TYPE_CHECKING:", "    from rustgrad.static._graph import Graph, Tensor"])
     lines += ["", "class TensorOps:", '    """The op table\'s methods of ``rustgrad.static.Tensor``."""', "",
               "    __slots__ = ()", "    graph: Graph"]
     for spec in (spec for spec in ops.values() if not is_list_op(spec)):
         params, values = torch_parameters(spec, "self")
+        signature = joined(spec, params)
+        if spec.varargs:
+            signature, values = varargs_method(spec, params, values)
         tensors = ", ".join(["self"] + [t for t, _, _ in spec.inputs[1:]])
         rest = as_tuple(values[len(spec.inputs):])
         for name in [spec.name, *spec.torch_aliases]:
-            lines += ["", *def_line("    ", name, joined(spec, params)), doc_line(spec, "        "),
+            lines += ["", *def_line("    ", name, signature), doc_line(spec, "        "),
                       f"        return self.graph._apply(_ops[{spec.name!r}], [{tensors}], None, {rest})"]
     return "\n".join(lines) + "\n"
 
@@ -227,11 +260,13 @@ def stub_annotation(text: str) -> str:
 def stub_section(ops: dict[str, Any]) -> str:
     lines = []
     for spec in (spec for spec in ops.values() if not is_list_op(spec)):
-        params, _ = torch_parameters(spec, "self")
-        params = [Parameter(p.name, stub_annotation(p.annotation), p.default) for p in params[1:]]
-        signature = ["self", *(p.text() for p in params)]
+        params, values = torch_parameters(spec, "self")
+        params = [Parameter(p.name, stub_annotation(p.annotation), p.default) for p in params]
+        signature = ["self", *(p.text() for p in params[1:])]
+        if spec.varargs:
+            signature = ["self", *varargs_method(spec, params, values)[0][1:]]
         for name in [spec.name, *spec.torch_aliases]:
-            lines += [*def_line("    ", name, signature), f'        """{spec.doc}"""']
+            lines += [*def_line("    ", name, signature), doc_line(spec, "        ")]
     lines = [line + "\n" for line in lines]
     return STUB_BEGIN + "".join(lines) + STUB_END
 
@@ -258,6 +293,8 @@ def outputs(core: Any) -> dict[Path, str]:
             ops, "", "The op table's ops as TF1 functions of ``rustgrad.static`` (torch names where TF1 has none)."),
         static / "_generated_nn.py": static_module(ops, "nn", "The op table's ops in ``rustgrad.static.nn``."),
         static / "math.py": static_module(ops, "math", "``tf.math``: the op table's ops under their TF1 math names."),
+        static / "linalg.py": static_module(
+            ops, "linalg", "``tf.linalg``: the op table's ops under their TF1 linear-algebra names."),
         static / "_generated_methods.py": static_methods(ops),
         STUB: with_stub_section(STUB.read_text(encoding="utf-8"), stub_section(ops)),
     }

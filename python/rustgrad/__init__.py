@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os as _os
 
-from rustgrad import _rustgrad, autograd, cuda, errors, nn, optim, viz
+from rustgrad import _composites, _rustgrad, autograd, cuda, errors, nn, optim, viz
+from rustgrad._composites import chunk, split, unbind
 from rustgrad._creation import (
     _dtype_from_name,
     arange,
@@ -37,7 +38,6 @@ from rustgrad._functions import (
     clip,
     div,
     eq,
-    flatten,
     floor_divide,
     ge,
     gt,
@@ -55,12 +55,10 @@ from rustgrad._functions import (
     pow,
     remainder,
     reshape,
-    squeeze,
     sub,
     sum,
     t,
     transpose,
-    unsqueeze,
     where,
 )
 from rustgrad._generated_ops import *  # noqa: F403 - the op table's functions
@@ -87,6 +85,8 @@ from rustgrad.serialization import load, save
 
 __version__: str = _rustgrad.__version__
 
+_composites.add_methods(Tensor)
+
 float32 = _rustgrad.float32
 float64 = _rustgrad.float64
 int64 = _rustgrad.int64
@@ -103,15 +103,15 @@ if hasattr(_os, "register_at_fork"):
     _os.register_at_fork(after_in_child=_rustgrad._after_fork_in_child)
 
 __all__ = [
-    "Tensor", "add", "from_dlpack", "amax", "amin", "arange", "as_tensor", "autograd", "bool", "clamp",
+    "Tensor", "add", "chunk", "from_dlpack", "amax", "amin", "arange", "as_tensor", "autograd", "bool", "clamp",
     "clip", "cuda",
     "device", "div", "double", "dtype", "empty", "empty_cache", "enable_grad", "eq", "errors", "eye",
-    "flatten", "float", "float32", "float64", "floor_divide", "from_numpy", "full", "full_like", "ge",
+    "float", "float32", "float64", "floor_divide", "from_numpy", "full", "full_like", "ge",
     "get_num_threads", "gt", "inference_mode", "int", "int32", "int64", "is_grad_enabled", "is_tensor", "le",
     "linspace", "long", "lt", "manual_seed", "matmul", "maximum", "mean", "memory_cached", "minimum", "mm", "mul", "ne",
     "no_grad", "numel", "ones", "ones_like", "pow", "rand", "rand_like", "randn", "randn_like",
-    "remainder", "reshape", "set_grad_enabled", "set_num_threads",
-    "squeeze", "sub", "sum", "t", "tensor", "transpose", "uint8", "unsqueeze", "where", "zeros",
+    "remainder", "reshape", "set_grad_enabled", "set_num_threads", "split",
+    "sub", "sum", "t", "tensor", "transpose", "uint8", "unbind", "where", "zeros",
     "zeros_like", "_dtype_from_name", "load", "nn", "optim", "save", "viz",
 ]
 __all__ += _op_table_names

@@ -28,28 +28,6 @@ def reshape(input: Tensor, shape: Any) -> Tensor:
     return input.reshape(shape)
 
 
-def flatten(input: Tensor) -> Tensor:
-    return input.flatten()
-
-
-def squeeze(input: Tensor, dim: Optional[int] = None) -> Tensor:
-    return input.squeeze(dim)
-
-
-def unsqueeze(input: Tensor, dim: int) -> Tensor:
-    return input.unsqueeze(dim)
-
-
-
-
-
-
-
-
-
-
-
-
 def clamp(input: Tensor, min: Optional[float] = None, max: Optional[float] = None) -> Tensor:
     return input.clamp(min=min, max=max)
 

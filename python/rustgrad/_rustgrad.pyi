@@ -211,6 +211,9 @@ class Tensor:
         """The same data, detached from the graph (read-only here, unlike PyTorch)."""
     @property
     def T(self) -> Tensor: ...
+    @property
+    def mT(self) -> Tensor:
+        """The matrices in the last two dims transposed, as a view (`transpose(-2, -1)`)."""
 
     # shape and matmul
     def mm(self, other: Tensor) -> Tensor: ...
@@ -227,10 +230,16 @@ class Tensor:
     def view(self, shape: Sequence[builtins.int], /) -> Tensor: ...
     @overload
     def view(self, *shape: builtins.int) -> Tensor: ...
-    def flatten(self) -> Tensor: ...
-    def unsqueeze(self, dim: builtins.int) -> Tensor: ...
-    def squeeze(self, dim: Optional[builtins.int] = None) -> Tensor: ...
     def contiguous(self) -> Tensor: ...
+    # Composites of table ops, set by rustgrad._composites.
+    def split(
+        self, split_size: Union[builtins.int, Sequence[builtins.int]], dim: builtins.int = 0
+    ) -> tuple[Tensor, ...]:
+        """The tensor cut along ``dim`` into pieces of ``split_size`` elements, or of the listed sizes."""
+    def chunk(self, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Tensor, ...]:
+        """The tensor cut along ``dim`` into ``chunks`` pieces of equal size (the last may be smaller)."""
+    def unbind(self, dim: builtins.int = 0) -> tuple[Tensor, ...]:
+        """The slices along ``dim``, which each drop it."""
 
     # math
     def clamp(self, min: Optional[builtins.float] = None, max: Optional[builtins.float] = None) -> Tensor: ...
@@ -329,6 +338,117 @@ class Tensor:
         keepdim: builtins.bool = False,
     ) -> Tensor:
         """log(sum(exp(x))) over `dim`, without overflow: the largest element is factored out first."""
+    def permute(
+        self,
+        *args: Union[builtins.int, Sequence[builtins.int]],
+        dims: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
+    ) -> Tensor:
+        """The dims in the order `dims` lists them, as a view; TF's `perm=None` reverses them."""
+    def movedim(
+        self,
+        source: Union[builtins.int, Sequence[builtins.int]],
+        destination: Union[builtins.int, Sequence[builtins.int]],
+    ) -> Tensor:
+        """The dims `source` moved to the places `destination`, the others keeping their order: a view."""
+    def moveaxis(
+        self,
+        source: Union[builtins.int, Sequence[builtins.int]],
+        destination: Union[builtins.int, Sequence[builtins.int]],
+    ) -> Tensor:
+        """The dims `source` moved to the places `destination`, the others keeping their order: a view."""
+    def swapaxes(self, axis0: builtins.int, axis1: builtins.int) -> Tensor:
+        """The two dims swapped, as a view (`transpose(input, dim0, dim1)`)."""
+    def swapdims(self, axis0: builtins.int, axis1: builtins.int) -> Tensor:
+        """The two dims swapped, as a view (`transpose(input, dim0, dim1)`)."""
+    def expand(
+        self,
+        *args: Union[builtins.int, Sequence[builtins.int]],
+        size: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
+    ) -> Tensor:
+        """The tensor repeated along dims of size 1 (and new leading dims) to `size`, as a view: no copy. -1 keeps a
+        dim's size."""
+    def broadcast_to(
+        self,
+        *args: Union[builtins.int, Sequence[builtins.int]],
+        size: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
+    ) -> Tensor:
+        """The tensor repeated along dims of size 1 (and new leading dims) to `size`, as a view: no copy. -1 keeps a
+        dim's size."""
+    def expand_as(self, other: Tensor) -> Tensor:
+        """The tensor expanded to `other`'s shape, as a view (`expand(other.size())`)."""
+    def squeeze(self, dim: Union[builtins.int, Sequence[builtins.int], None] = None) -> Tensor:
+        """The dims of size 1 removed (only those of `dim` when given), as a view. TF1 refuses to squeeze a named dim
+        that is not 1; torch leaves it."""
+    def unsqueeze(self, dim: builtins.int) -> Tensor:
+        """A dim of size 1 inserted at `dim` (counted in the output), as a view."""
+    def flatten(self, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> Tensor:
+        """The dims `start_dim` to `end_dim` merged into one (a 0-d tensor becomes 1-D): a view when the strides allow,
+        else a copy."""
+    def unflatten(self, dim: builtins.int, sizes: Union[builtins.int, Sequence[builtins.int]]) -> Tensor:
+        """The dim `dim` split into dims of `sizes` (one may be -1): a view when the strides allow, else a copy."""
+    def view_as(self, other: Tensor) -> Tensor:
+        """The tensor viewed with `other`'s shape; raises when that needs a copy."""
+    def reshape_as(self, other: Tensor) -> Tensor:
+        """The tensor with `other`'s shape: a view when the strides allow."""
+    def narrow(self, dim: builtins.int, start: builtins.int, length: builtins.int) -> Tensor:
+        """The `length` elements from `start` along `dim` (a negative start counts from the end), as a view."""
+    def select(self, dim: builtins.int, index: builtins.int) -> Tensor:
+        """The slice at `index` along `dim`, which goes (`x[..., index, ...]`), as a view."""
+    def diagonal(self, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> Tensor:
+        """The diagonal of the (dim1, dim2) planes, `offset` above the main one, as a view; it becomes the last dim.
+        TF1's `diag_part` takes the last two dims."""
+    def flip(
+        self,
+        *args: Union[builtins.int, Sequence[builtins.int]],
+        dims: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
+    ) -> Tensor:
+        """The elements in reverse order along each dim of `dims` (a copy)."""
+    def fliplr(self) -> Tensor:
+        """The columns (dim 1) in reverse order (a copy)."""
+    def flipud(self) -> Tensor:
+        """The rows (dim 0) in reverse order (a copy)."""
+    def roll(
+        self,
+        shifts: Union[builtins.int, Sequence[builtins.int]],
+        dims: Union[builtins.int, Sequence[builtins.int], None] = None,
+    ) -> Tensor:
+        """The elements shifted by `shifts` along `dims`, those pushed off the end coming back at the start (a copy);
+        without dims, along the flattened tensor."""
+    def repeat(
+        self,
+        *args: Union[builtins.int, Sequence[builtins.int]],
+        repeats: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
+    ) -> Tensor:
+        """The tensor repeated `repeats[i]` times along each dim (a copy); more repeats than dims add leading dims."""
+    def tile(
+        self,
+        *args: Union[builtins.int, Sequence[builtins.int]],
+        dims: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
+    ) -> Tensor:
+        """The tensor repeated `dims[i]` times along each dim (a copy); fewer repeats than dims repeat the last dims."""
+    def pad(
+        self,
+        pad: Union[builtins.int, Sequence[builtins.int]],
+        mode: str = 'constant',
+        value: builtins.float = 0.0,
+    ) -> Tensor:
+        """The tensor with borders added: torch's `pad` lists (before, after) from the last dim backwards, TF's
+        `paddings` one pair per dim. Modes: constant (negative padding crops), reflect, replicate, circular,
+        symmetric."""
+    def diag(self, diagonal: builtins.int = 0) -> Tensor:
+        """torch: the matrix with a 1-D input on its diagonal `diagonal`, or a matrix's diagonal. TF1: a rank-2k tensor
+        with the rank-k input on its diagonal."""
+    def diag_embed(self, offset: builtins.int = 0, dim1: builtins.int = -2, dim2: builtins.int = -1) -> Tensor:
+        """Matrices (in the dims `dim1`, `dim2`) whose diagonal `offset` holds the last dim of the input, zero
+        elsewhere."""
+    def trace(self) -> Tensor:
+        """The sum of a matrix's main diagonal; TF1's takes the matrices in the last two dims."""
+    def tril(self, diagonal: builtins.int = 0) -> Tensor:
+        """The lower triangle of each matrix (last two dims), on and below the diagonal `diagonal`; zeros above."""
+    def triu(self, diagonal: builtins.int = 0) -> Tensor:
+        """The upper triangle of each matrix (last two dims), on and above the diagonal `diagonal`; zeros below."""
+    def band_part(self, num_lower: builtins.int, num_upper: builtins.int) -> Tensor:
+        """Each matrix's band: `num_lower` diagonals below the main one and `num_upper` above (negative: all)."""
     # --- end of generated methods ---
     def __neg__(self) -> Tensor: ...
     def __abs__(self) -> Tensor: ...
@@ -526,6 +646,9 @@ class OpSpec:
     def doc(self) -> str: ...
     @property
     def differentiable(self) -> builtins.bool: ...
+    @property
+    def varargs(self) -> builtins.bool:
+        """Whether the method also takes its one list-of-ints argument as separate ints (``x.permute(1, 0)``)."""
     @property
     def inputs(self) -> list[tuple[str, str, builtins.bool]]: ...
     @property

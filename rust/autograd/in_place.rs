@@ -7,7 +7,7 @@
 use super::grad_mode;
 use super::record::{apply, should_record};
 use crate::dtype::{result_type, DType, Participant, Scalar};
-use crate::error::{dtype_err, grad_err, Result};
+use crate::error::{dtype_err, grad_err, shape_err, Result};
 use crate::forward;
 use crate::kernels::elementwise::{BinaryOp, ScalarOp};
 use crate::op::{IndexItem, Op};
@@ -62,6 +62,7 @@ fn check_result_fits(dst: &Tensor, result: DType, op_name: &str) -> Result<()> {
 
 /// `dst op= value`: `add_`/`sub_`/`mul_`/`div_` and `+=`/`-=`/`*=`/`/=`.
 pub fn binary(dst: &Tensor, op: BinaryOp, value: &Value) -> Result<()> {
+    check_no_shared_elements(dst, &format!("{}_", op.name()))?;
     let recording = should_record(&[dst]) || matches!(value, Value::Tensor(o) if should_record(&[o]));
     let name = || format!("{}_", op.name());
     check_result_fits(dst, value.result_dtype(dst, op), &name())?;
@@ -155,8 +156,21 @@ pub fn index_put(dst: &Tensor, items: &[IndexItem], value: &Tensor) -> Result<()
     forward::write_into(&target, value)
 }
 
+/// Refuses a write into a tensor whose elements share memory (an `expand`ed view, which
+/// reads one element along a dim of stride 0): which write would win is undefined.
+fn check_no_shared_elements(dst: &Tensor, op_name: &str) -> Result<()> {
+    if dst.shape().iter().zip(dst.strides()).any(|(&n, &s)| n > 1 && s == 0) {
+        return shape_err(format!(
+            "{op_name}: unsupported operation: more than one element of the written-to tensor refers to a single \
+             memory location (it is an expanded view); clone() it before writing into it"
+        ));
+    }
+    Ok(())
+}
+
 /// Refuses in-place writes that would break the tape, with PyTorch's wording.
 fn check_in_place(dst: &Tensor, op_name: &str) -> Result<()> {
+    check_no_shared_elements(dst, op_name)?;
     if !grad_mode::is_enabled() {
         return Ok(());
     }

@@ -13,6 +13,13 @@ pub enum Kind {
     OptDims,
     Bool,
     Float,
+    /// An int or a sequence of ints (sizes, dims, repeats); None where the op allows it. A
+    /// method whose only argument this is also takes the ints one by one (`x.permute(1, 0)`).
+    Ints,
+    /// None, or a sequence of `(before, after)` int pairs (TF's `paddings`), flattened.
+    Pairs,
+    /// A string (a mode's name).
+    Str,
 }
 
 impl Kind {
@@ -23,6 +30,9 @@ impl Kind {
             Kind::OptDims => "Union[int, Sequence[int], None]",
             Kind::Bool => "bool",
             Kind::Float => "float",
+            Kind::Ints => "Union[int, Sequence[int]]",
+            Kind::Pairs => "Optional[Sequence[Sequence[int]]]",
+            Kind::Str => "str",
         }
     }
 }
@@ -50,6 +60,7 @@ pub enum Value {
     Dims(Option<Vec<isize>>),
     Bool(bool),
     Float(f64),
+    Str(String),
 }
 
 /// An op's converted arguments, in the order its spec declares them.
@@ -94,5 +105,19 @@ impl Args {
             Value::Float(v) => Ok(*v),
             _ => Err(self.mismatch(i, "a float")),
         }
+    }
+
+    pub fn text(&self, i: usize) -> Result<&str> {
+        match self.get(i)? {
+            Value::Str(v) => Ok(v),
+            _ => Err(self.mismatch(i, "a str")),
+        }
+    }
+
+    /// An `Ints` argument that the op requires: None is refused, naming the argument.
+    pub fn required_ints(&self, i: usize, name: &str) -> Result<Vec<isize>> {
+        self.dims(i)?.ok_or_else(|| {
+            Error::InvalidArgument(format!("{}: argument '{name}' is required (an int or a sequence of ints)", self.op))
+        })
     }
 }

@@ -15,10 +15,17 @@
 //! `docs/contributing.md` walks through adding an op.
 
 pub mod args;
+pub mod layout;
+pub mod matrix;
+pub mod pad;
 pub mod reduce;
+pub mod reorder;
+pub mod reshapes;
 pub mod scan;
 pub mod shape;
+pub mod slicing;
 pub mod unary;
+pub mod views;
 
 pub use args::{Args, Kind, Param};
 
@@ -111,6 +118,11 @@ pub trait TableOp: Clone + std::fmt::Debug + Send + Sync + Sized + 'static {
     /// What `vjp` reads, given which inputs need a gradient.
     fn saves(&self, needs: &[bool]) -> Saves;
     fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>>;
+    /// Whether the output may share its first input's storage (a view such as `permute`):
+    /// static plans then give it no buffer of its own.
+    fn is_view(&self) -> bool {
+        false
+    }
 }
 
 macro_rules! table {
@@ -156,6 +168,13 @@ macro_rules! table {
                 }
             }
 
+            pub fn is_view(&self) -> bool {
+                match self {
+                    $(TableOps::$variant(op) => op.is_view(),)*
+                    $(TableOps::$ivariant(op) => op.is_view(),)*
+                }
+            }
+
             pub fn saves(&self, needs: &[bool]) -> Saves {
                 match self {
                     $(TableOps::$variant(op) => op.saves(needs),)*
@@ -182,8 +201,41 @@ table! {
         Cumsum(scan::Cumsum),
         Logsumexp(reduce::Logsumexp),
         Cat(shape::Cat),
+        Stack(shape::Stack),
+        Permute(views::Permute),
+        Movedim(views::Movedim),
+        Swapaxes(views::Swapaxes),
+        Expand(views::Expand),
+        ExpandAs(views::ExpandAs),
+        Squeeze(reshapes::Squeeze),
+        Unsqueeze(reshapes::Unsqueeze),
+        Flatten(reshapes::Flatten),
+        Unflatten(reshapes::Unflatten),
+        ViewAs(reshapes::ViewAs),
+        ReshapeAs(reshapes::ReshapeAs),
+        Narrow(slicing::Narrow),
+        Select(slicing::Select),
+        Diagonal(slicing::Diagonal),
+        Flip(reorder::Flip),
+        Fliplr(reorder::Fliplr),
+        Flipud(reorder::Flipud),
+        Roll(reorder::Roll),
+        Repeat(reorder::Repeat),
+        Tile(reorder::Tile),
+        Pad(pad::Pad),
+        Diag(matrix::Diag),
+        DiagEmbed(matrix::DiagEmbed),
+        Trace(matrix::Trace),
+        Tril(matrix::Tril),
+        Triu(matrix::Triu),
+        BandPart(matrix::BandPart),
     ],
     internal: [
         CatGrad(shape::CatGrad),
+        WindowGrad(slicing::WindowGrad),
+        DiagGrad(matrix::DiagGrad),
+        TraceGrad(matrix::TraceGrad),
+        TileGrad(reorder::TileGrad),
+        PadGrad(pad::PadGrad),
     ],
 }

@@ -1,4 +1,4 @@
-//! Shape ops declared in the table: `cat`.
+//! Joining tensors: `cat` (TF `concat`) and `stack` (TF `stack`).
 
 use super::{internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps};
 use crate::dtype::DType;
@@ -48,6 +48,11 @@ impl Cat {
         }
         Ok((out, dim))
     }
+}
+
+/// `cat(parts, dim)`, for the ops built from it.
+pub fn cat(parts: &[&Tensor], dim: isize) -> Result<Tensor> {
+    Cat { dim }.forward(parts)
 }
 
 /// Copies each part's `(outer, n_i, inner)` block into its place along the middle axis of the output.
@@ -222,4 +227,111 @@ impl TableOp for CatGrad {
     fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
         Err(no_double_backward("CatBackward0"))
     }
+}
+
+// ---------------------------------------------------------------- stack
+
+/// Joins tensors of one shape along a new dim.
+#[derive(Clone, Debug)]
+pub struct Stack {
+    dim: isize,
+}
+
+impl TableOp for Stack {
+    const SPEC: Spec = Spec {
+        name: "stack",
+        torch_aliases: &[],
+        tf: &["stack"],
+        doc: "Joins tensors of the same shape along a new dim `dim`.",
+        differentiable: true,
+        inputs: &[Input { torch: "tensors", tf: "values", list: true }],
+        params: &[Param {
+            torch: "dim",
+            tf: "axis",
+            tf_aliases: &[],
+            kind: Kind::Int,
+            torch_default: Some("0"),
+            tf_default: Some("0"),
+        }],
+    };
+
+    fn build(args: &Args) -> Result<Self> {
+        Ok(Stack { dim: args.int(0)? })
+    }
+
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let first = *nth(inputs, 0, "stack")
+            .map_err(|_| Error::InvalidArgument("stack: expected a non-empty list of tensors".into()))?;
+        if let Some((i, other)) = inputs.iter().enumerate().find(|(_, t)| t.shape() != first.shape()) {
+            return shape_err(format!(
+                "stack: expects each tensor to be equal size, but got {} at entry 0 and {} at entry {i}",
+                fmt_shape(first.shape()),
+                fmt_shape(other.shape())
+            ));
+        }
+        let dim = normalize_dim("stack", self.dim, first.rank() + 1)?;
+        let mut shape = first.shape().to_vec();
+        shape.insert(dim, 1);
+        let parts: Vec<Tensor> = inputs.iter().map(|t| super::layout::reshaped(t, &shape)).collect::<Result<_>>()?;
+        cat(&parts.iter().collect::<Vec<_>>(), dim as isize)
+    }
+
+    fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
+        let (_, dtype) = *nth(inputs, 0, "stack")?;
+        let mut merged: PartialShape = None;
+        for (i, (shape, other)) in inputs.iter().enumerate() {
+            if *other != dtype {
+                return dtype_err(format!(
+                    "Pack: values[{i}] has dtype {} but values[0] has dtype {}; cast one with tf.cast",
+                    other.name(),
+                    dtype.name()
+                ));
+            }
+            merged = merge_shapes(&merged, shape, i)?;
+        }
+        let Some(mut dims) = merged else { return Ok((None, dtype)) };
+        let dim = normalize_dim("stack", self.dim, dims.len() + 1)?;
+        dims.insert(dim, Some(inputs.len()));
+        Ok((Some(dims), dtype))
+    }
+
+    fn saves(&self, _needs: &[bool]) -> Saves {
+        Saves { inputs: 0, output: false }
+    }
+
+    /// Each input's gradient is its slice of `g` along the new dim.
+    fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        (0..a.inputs.len())
+            .map(|part| {
+                if !a.needs.get(part).copied().unwrap_or(false) {
+                    return Ok(None);
+                }
+                let slice = super::slicing::Select::new(self.dim, part as isize);
+                d.apply(Op::Table(TableOps::Select(slice)), &[a.grad]).map(Some)
+            })
+            .collect()
+    }
+}
+
+/// What two partial shapes that must be equal say together (TF's error when they certainly differ).
+fn merge_shapes(a: &PartialShape, b: &PartialShape, index: usize) -> Result<PartialShape> {
+    let (Some(x), Some(y)) = (a, b) else { return Ok(a.clone().or_else(|| b.clone())) };
+    if x.len() != y.len() {
+        return shape_err(format!(
+            "stack: Shapes must be equal rank, but are {} and {} (values[{index}])",
+            x.len(),
+            y.len()
+        ));
+    }
+    x.iter()
+        .zip(y)
+        .enumerate()
+        .map(|(d, (p, q))| match (p, q) {
+            (Some(p), Some(q)) if p != q => shape_err(format!(
+                "stack: Dimension {d} in both shapes must be equal, but are {p} and {q} (values[{index}])"
+            )),
+            _ => Ok(p.or(*q)),
+        })
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
 }

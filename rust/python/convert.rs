@@ -562,6 +562,14 @@ impl ArgType for Vec<isize> {
     const EXPECTED: &'static str = "an int or a sequence of ints";
 }
 
+impl ArgType for Vec<Vec<isize>> {
+    const EXPECTED: &'static str = "a sequence of (before, after) pairs of ints";
+}
+
+impl ArgType for String {
+    const EXPECTED: &'static str = "a str";
+}
+
 /// Converts an argument of a public function or method with PyO3's rules, but a
 /// value of the wrong type raises `ArgumentTypeError` and an integer too large
 /// raises `NumericOverflowError`, each naming the op, the argument and what it

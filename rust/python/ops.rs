@@ -107,12 +107,27 @@ fn convert_value(obj: &Bound<'_, PyAny>, kind: Kind, op: &str, name: &str) -> Py
         Kind::Int => Value::Int(convert::arg(obj, op, name)?),
         Kind::Bool => Value::Bool(convert::arg(obj, op, name)?),
         Kind::Float => Value::Float(convert::arg(obj, op, name)?),
-        Kind::OptDims if obj.is_none() => Value::Dims(None),
-        Kind::OptDims => match obj.extract::<isize>() {
+        Kind::OptDims | Kind::Ints | Kind::Pairs if obj.is_none() => Value::Dims(None),
+        Kind::OptDims | Kind::Ints => match obj.extract::<isize>() {
             Ok(single) => Value::Dims(Some(vec![single])),
             Err(_) => Value::Dims(Some(convert::arg::<Vec<isize>>(obj, op, name)?)),
         },
+        Kind::Pairs => Value::Dims(Some(pairs(obj, op, name)?)),
+        Kind::Str => Value::Str(convert::arg(obj, op, name)?),
     })
+}
+
+/// A sequence of `(before, after)` pairs, flattened.
+fn pairs(obj: &Bound<'_, PyAny>, op: &str, name: &str) -> PyResult<Vec<isize>> {
+    let rows: Vec<Vec<isize>> = convert::arg(obj, op, name)?;
+    if let Some(row) = rows.iter().find(|row| row.len() != 2) {
+        return Err(Error::InvalidArgument(format!(
+            "{op}: each entry of '{name}' must be a (before, after) pair, got {} values",
+            row.len()
+        ))
+        .into());
+    }
+    Ok(rows.into_iter().flatten().collect())
 }
 
 #[pymethods]
@@ -146,6 +161,14 @@ impl PyOpSpec {
     #[getter]
     fn doc(&self) -> &'static str {
         self.spec().doc
+    }
+
+    /// Whether the `Tensor` method also takes its one argument as separate ints
+    /// (`x.permute(1, 0)` as well as `x.permute((1, 0))`): its only param is of kind `Ints`.
+    #[getter]
+    fn varargs(&self) -> bool {
+        let spec = self.spec();
+        matches!(spec.params, [only] if only.kind == Kind::Ints) && !spec.inputs.iter().any(|i| i.list)
     }
 
     #[getter]

@@ -336,6 +336,19 @@ impl PyTensor {
         }
     }
 
+    /// The matrices in the last two dims transposed, as a view (`transpose(-2, -1)`).
+    #[getter(mT)]
+    fn matrix_transposed(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        if self.inner.rank() < 2 {
+            return Err(Error::Shape(format!(
+                "mT: only defined for matrices and batches of matrices, got a {}-D tensor",
+                self.inner.rank()
+            ))
+            .into());
+        }
+        run_op(py, Op::Transpose(-2, -1), &[&self.inner])
+    }
+
     // ----- shape and matmul -----
 
     fn mm(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
@@ -394,32 +407,6 @@ impl PyTensor {
             .into());
         }
         self.reshape(py, shape)
-    }
-
-    fn flatten(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        run_op(py, Op::Reshape(vec![-1]), &[&self.inner])
-    }
-
-    fn unsqueeze(&self, py: Python<'_>, dim: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        let dim = convert::arg::<isize>(dim, "unsqueeze", "dim")?;
-        let rank = self.inner.rank();
-        let d = crate::shape::normalize_dim("unsqueeze", dim, rank + 1)?;
-        let mut shape: Vec<isize> = self.inner.shape().iter().map(|&s| s as isize).collect();
-        shape.insert(d, 1);
-        run_op(py, Op::Reshape(shape), &[&self.inner])
-    }
-
-    #[pyo3(signature = (dim=None))]
-    fn squeeze(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
-        let shape = self.inner.shape();
-        let keep: Vec<isize> = match convert::opt_arg::<isize>(dim, "squeeze", "dim")? {
-            None => shape.iter().filter(|&&s| s != 1).map(|&s| s as isize).collect(),
-            Some(d) => {
-                let d = crate::shape::normalize_dim("squeeze", d, self.inner.rank())?;
-                shape.iter().enumerate().filter(|&(i, &s)| i != d || s != 1).map(|(_, &s)| s as isize).collect()
-            }
-        };
-        run_op(py, Op::Reshape(keep), &[&self.inner])
     }
 
     /// This tensor when its layout is already row-major contiguous, else a contiguous copy.

@@ -9,7 +9,8 @@ it in Rust with the same kernels and derivative rules as eager mode.
 from __future__ import annotations
 
 from rustgrad import _rustgrad
-from rustgrad.static import errors, losses, math, nn, train
+from rustgrad.static import errors, linalg, losses, math, nn, train
+from rustgrad.static._composites import split, unstack
 from rustgrad.static._generated_ops import *  # noqa: F403 - the op table's TF1 functions
 from rustgrad.static._generated_ops import __all__ as _op_table_names
 from rustgrad.static._gradients import gradients
@@ -64,7 +65,6 @@ from rustgrad.static._ops import (
     reshape,
     stop_gradient,
     subtract,
-    transpose,
     truediv,
     where,
     zeros,
@@ -107,8 +107,8 @@ __all__ = [
     "initialize_all_variables", "int32", "int64", "less", "less_equal", "matmul", "maximum", "minimum", "mod",
     "multiply", "nn", "not_equal", "ones", "ones_like", "placeholder", "pow",
     "random_normal", "random_uniform", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "reset_default_graph",
-    "reshape", "stop_gradient", "subtract",
-    "trainable_variables", "transpose", "truediv", "uint8", "variables_initializer", "where", "zeros",
-    "zeros_like", "losses", "train", "math",
+    "reshape", "split", "stop_gradient", "subtract",
+    "trainable_variables", "truediv", "uint8", "unstack", "variables_initializer", "where", "zeros",
+    "zeros_like", "linalg", "losses", "train", "math",
 ]
 __all__ += _op_table_names

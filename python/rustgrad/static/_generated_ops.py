@@ -195,9 +195,182 @@ def concat(values: Any, axis: int, name: Optional[str] = None) -> Tensor:
     return _apply(_ops['cat'], list(values), name, (axis,))
 
 
+def stack(values: Any, axis: int = 0, name: Optional[str] = None) -> Tensor:
+    """Joins tensors of the same shape along a new dim `dim`."""
+    return _apply(_ops['stack'], list(values), name, (axis,))
+
+
+def transpose(a: Any, perm: Optional[Union[int, Sequence[int]]] = None, name: Optional[str] = None) -> Tensor:
+    """The dims in the order `dims` lists them, as a view; TF's `perm=None` reverses them."""
+    return _apply(_ops['permute'], [a], name, (perm,))
+
+
+def movedim(
+    x: Any,
+    source: Union[int, Sequence[int]],
+    destination: Union[int, Sequence[int]],
+    name: Optional[str] = None,
+) -> Tensor:
+    """The dims `source` moved to the places `destination`, the others keeping their order: a view."""
+    return _apply(_ops['movedim'], [x], name, (source, destination))
+
+
+def swapaxes(x: Any, axis0: int, axis1: int, name: Optional[str] = None) -> Tensor:
+    """The two dims swapped, as a view (`transpose(input, dim0, dim1)`)."""
+    return _apply(_ops['swapaxes'], [x], name, (axis0, axis1))
+
+
+def broadcast_to(input: Any, shape: Union[int, Sequence[int]], name: Optional[str] = None) -> Tensor:
+    """The tensor repeated along dims of size 1 (and new leading dims) to `size`, as a view: no copy. -1 keeps a dim's
+    size."""
+    return _apply(_ops['expand'], [input], name, (shape,))
+
+
+def expand_as(input: Any, other: Any, name: Optional[str] = None) -> Tensor:
+    """The tensor expanded to `other`'s shape, as a view (`expand(other.size())`)."""
+    return _apply(_ops['expand_as'], [input, other], name, ())
+
+
+def squeeze(input: Any, axis: Any = None, name: Optional[str] = None, squeeze_dims: Any = None) -> Tensor:
+    """The dims of size 1 removed (only those of `dim` when given), as a view. TF1 refuses to squeeze a named dim that
+    is not 1; torch leaves it."""
+    axis = _renamed('squeeze', 'axis', axis, 'squeeze_dims', squeeze_dims, None)
+    return _apply(_ops['squeeze'], [input], name, (axis, True))
+
+
+def expand_dims(input: Any, axis: Any = None, name: Optional[str] = None, dim: Any = None) -> Tensor:
+    """A dim of size 1 inserted at `dim` (counted in the output), as a view."""
+    axis = _renamed('expand_dims', 'axis', axis, 'dim', dim, None)
+    return _apply(_ops['unsqueeze'], [input], name, (axis,))
+
+
+def flatten(x: Any, start_dim: int = 0, end_dim: int = -1, name: Optional[str] = None) -> Tensor:
+    """The dims `start_dim` to `end_dim` merged into one (a 0-d tensor becomes 1-D): a view when the strides allow, else
+    a copy."""
+    return _apply(_ops['flatten'], [x], name, (start_dim, end_dim))
+
+
+def unflatten(x: Any, dim: int, sizes: Union[int, Sequence[int]], name: Optional[str] = None) -> Tensor:
+    """The dim `dim` split into dims of `sizes` (one may be -1): a view when the strides allow, else a copy."""
+    return _apply(_ops['unflatten'], [x], name, (dim, sizes))
+
+
+def view_as(input: Any, other: Any, name: Optional[str] = None) -> Tensor:
+    """The tensor viewed with `other`'s shape; raises when that needs a copy."""
+    return _apply(_ops['view_as'], [input, other], name, ())
+
+
+def reshape_as(input: Any, other: Any, name: Optional[str] = None) -> Tensor:
+    """The tensor with `other`'s shape: a view when the strides allow."""
+    return _apply(_ops['reshape_as'], [input, other], name, ())
+
+
+def narrow(x: Any, dim: int, start: int, length: int, name: Optional[str] = None) -> Tensor:
+    """The `length` elements from `start` along `dim` (a negative start counts from the end), as a view."""
+    return _apply(_ops['narrow'], [x], name, (dim, start, length))
+
+
+def select(x: Any, dim: int, index: int, name: Optional[str] = None) -> Tensor:
+    """The slice at `index` along `dim`, which goes (`x[..., index, ...]`), as a view."""
+    return _apply(_ops['select'], [x], name, (dim, index))
+
+
+def matrix_diag_part(input: Any, name: Optional[str] = None) -> Tensor:
+    """The diagonal of the (dim1, dim2) planes, `offset` above the main one, as a view; it becomes the last dim. TF1's
+    `diag_part` takes the last two dims."""
+    return _apply(_ops['diagonal'], [input], name, (0, -2, -1))
+
+
+def reverse(tensor: Any, axis: Union[int, Sequence[int]], name: Optional[str] = None) -> Tensor:
+    """The elements in reverse order along each dim of `dims` (a copy)."""
+    return _apply(_ops['flip'], [tensor], name, (axis,))
+
+
+def reverse_v2(tensor: Any, axis: Union[int, Sequence[int]], name: Optional[str] = None) -> Tensor:
+    """The elements in reverse order along each dim of `dims` (a copy)."""
+    return _apply(_ops['flip'], [tensor], name, (axis,))
+
+
+def fliplr(x: Any, name: Optional[str] = None) -> Tensor:
+    """The columns (dim 1) in reverse order (a copy)."""
+    return _apply(_ops['fliplr'], [x], name, ())
+
+
+def flipud(x: Any, name: Optional[str] = None) -> Tensor:
+    """The rows (dim 0) in reverse order (a copy)."""
+    return _apply(_ops['flipud'], [x], name, ())
+
+
+def roll(
+    input: Any,
+    shift: Union[int, Sequence[int]],
+    axis: Union[int, Sequence[int], None],
+    name: Optional[str] = None,
+) -> Tensor:
+    """The elements shifted by `shifts` along `dims`, those pushed off the end coming back at the start (a copy);
+    without dims, along the flattened tensor."""
+    return _apply(_ops['roll'], [input], name, (shift, axis))
+
+
+def repeat(x: Any, repeats: Union[int, Sequence[int]], name: Optional[str] = None) -> Tensor:
+    """The tensor repeated `repeats[i]` times along each dim (a copy); more repeats than dims add leading dims."""
+    return _apply(_ops['repeat'], [x], name, (repeats,))
+
+
+def tile(input: Any, multiples: Union[int, Sequence[int]], name: Optional[str] = None) -> Tensor:
+    """The tensor repeated `dims[i]` times along each dim (a copy); fewer repeats than dims repeat the last dims."""
+    return _apply(_ops['tile'], [input], name, (multiples,))
+
+
+def pad(
+    tensor: Any,
+    paddings: Optional[Sequence[Sequence[int]]],
+    mode: str = 'CONSTANT',
+    constant_values: float = 0,
+    name: Optional[str] = None,
+) -> Tensor:
+    """The tensor with borders added: torch's `pad` lists (before, after) from the last dim backwards, TF's `paddings`
+    one pair per dim. Modes: constant (negative padding crops), reflect, replicate, circular, symmetric."""
+    return _apply(_ops['pad'], [tensor], name, ((), paddings, mode, constant_values))
+
+
+def diag(diagonal: Any, name: Optional[str] = None) -> Tensor:
+    """torch: the matrix with a 1-D input on its diagonal `diagonal`, or a matrix's diagonal. TF1: a rank-2k tensor with
+    the rank-k input on its diagonal."""
+    return _apply(_ops['diag'], [diagonal], name, (0, True))
+
+
+def matrix_diag(diagonal: Any, name: Optional[str] = None) -> Tensor:
+    """Matrices (in the dims `dim1`, `dim2`) whose diagonal `offset` holds the last dim of the input, zero elsewhere."""
+    return _apply(_ops['diag_embed'], [diagonal], name, (0, -2, -1))
+
+
+def trace(x: Any, name: Optional[str] = None) -> Tensor:
+    """The sum of a matrix's main diagonal; TF1's takes the matrices in the last two dims."""
+    return _apply(_ops['trace'], [x], name, (True,))
+
+
+def tril(input: Any, diagonal: int = 0, name: Optional[str] = None) -> Tensor:
+    """The lower triangle of each matrix (last two dims), on and below the diagonal `diagonal`; zeros above."""
+    return _apply(_ops['tril'], [input], name, (diagonal,))
+
+
+def triu(input: Any, diagonal: int = 0, name: Optional[str] = None) -> Tensor:
+    """The upper triangle of each matrix (last two dims), on and above the diagonal `diagonal`; zeros below."""
+    return _apply(_ops['triu'], [input], name, (diagonal,))
+
+
+def matrix_band_part(input: Any, num_lower: int, num_upper: int, name: Optional[str] = None) -> Tensor:
+    """Each matrix's band: `num_lower` diagonals below the main one and `num_upper` above (negative: all)."""
+    return _apply(_ops['band_part'], [input], name, (num_lower, num_upper))
+
+
 __all__ = [
-    "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "ceil", "concat", "cos", "cosh", "cumsum",
-    "erf", "exp", "exp2", "expm1", "floor", "log", "log10", "log1p", "log2", "negative", "reciprocal",
-    "reduce_logsumexp", "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "tan",
-    "tanh", "trunc"
+    "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "broadcast_to", "ceil", "concat", "cos",
+    "cosh", "cumsum", "diag", "erf", "exp", "exp2", "expand_as", "expand_dims", "expm1", "flatten",
+    "fliplr", "flipud", "floor", "log", "log10", "log1p", "log2", "matrix_band_part", "matrix_diag",
+    "matrix_diag_part", "movedim", "narrow", "negative", "pad", "reciprocal", "reduce_logsumexp",
+    "repeat", "reshape_as", "reverse", "reverse_v2", "roll", "round", "rsqrt", "select", "sigmoid",
+    "sign", "sin", "sinh", "sqrt", "square", "squeeze", "stack", "swapaxes", "tan", "tanh", "tile",
+    "trace", "transpose", "tril", "triu", "trunc", "unflatten", "view_as"
 ]

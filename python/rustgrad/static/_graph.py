@@ -544,6 +544,16 @@ class Tensor(TensorOps, GraphValue):
     def t(self) -> Tensor:
         return self.graph._op("transpose", (0, 1), [self])
 
+    @property
+    def T(self) -> Tensor:
+        """The dims reversed (a matrix transposed), as torch's ``Tensor.T``."""
+        return self.graph._apply(_rustgrad.ops["permute"], [self], None, (None,))
+
+    @property
+    def mT(self) -> Tensor:
+        """The matrices in the last two dims transposed (``transpose(-2, -1)``)."""
+        return self.graph._op("transpose", (-2, -1), [self])
+
     def sum(self, dim: Any = None, keepdim: bool = False) -> Tensor:
         return self.graph._op("sum", (_axes(dim), keepdim), [self])
 

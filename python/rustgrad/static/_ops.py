@@ -150,15 +150,6 @@ def pow(x: Any, y: float, name: Optional[str] = None) -> Tensor:  # noqa: A001 -
     return x.graph._op("scalar", ("pow", _number_as(x.dtype, y)), [x], name)
 
 
-
-
-
-
-
-
-
-
-
 def reduce_sum(input_tensor: Any, axis: Any = None, keepdims: bool = False,
                name: Optional[str] = None) -> Tensor:
     x = convert_to_tensor(input_tensor)
@@ -181,23 +172,6 @@ def reduce_min(input_tensor: Any, axis: Any = None, keepdims: bool = False,
                name: Optional[str] = None) -> Tensor:
     x = convert_to_tensor(input_tensor)
     return x.graph._op("min", (_axes(axis), bool(keepdims)), [x], name)
-
-
-def transpose(a: Any, perm: Optional[Sequence[int]] = None, name: Optional[str] = None) -> Tensor:
-    """Swaps two dims (any perm that is one swap); with no perm, reverses a 2-D tensor's dims."""
-    x = convert_to_tensor(a)
-    rank = x.shape.rank
-    if perm is None:
-        if rank not in (None, 2) and rank > 1:
-            raise InvalidArgumentError("transpose without perm supports 2-D tensors; pass perm=")
-        return x.graph._op("transpose", (0, 1), [x], name) if rank != 1 else x
-    perm = [int(p) for p in perm]
-    moved = [i for i, p in enumerate(perm) if i != p]
-    if not moved:
-        return identity(x, name)
-    if len(moved) != 2 or perm[moved[0]] != moved[1]:
-        raise InvalidArgumentError(f"transpose: perm {perm} is not a single swap of two dims")
-    return x.graph._op("transpose", (moved[0], moved[1]), [x], name)
 
 
 def reshape(tensor: Any, shape: Sequence[int], name: Optional[str] = None) -> Tensor:
