@@ -105,10 +105,16 @@ def joined(spec: Any, parameters: list[Parameter]) -> list[str]:
     return [p.text() for p in parameters]
 
 
+def takes_numbers(spec: Any) -> bool:
+    """Ops of several tensors take a Python number for any of them (it takes the others' dtype)."""
+    return len(spec.inputs) > 1
+
+
 def torch_parameters(spec: Any, first: str) -> tuple[list[Parameter], list[str]]:
     """The torch signature after the first tensor (named ``first``), and the values the call passes."""
-    first_type = "Sequence[Tensor]" if is_list_op(spec) else "Tensor"
-    params = [Parameter(first, first_type, None)] + [Parameter(t, "Tensor", None) for t, _, _ in spec.inputs[1:]]
+    operand = "Union[Tensor, float]" if takes_numbers(spec) else "Tensor"
+    first_type = "Sequence[Tensor]" if is_list_op(spec) else operand
+    params = [Parameter(first, first_type, None)] + [Parameter(t, operand, None) for t, _, _ in spec.inputs[1:]]
     values = [first] + [t for t, _, _ in spec.inputs[1:]]
     for torch, _tf, _aliases, annotation, torch_default, tf_default in spec.params:
         if torch:
@@ -143,7 +149,7 @@ def doc_line(spec: Any, indent: str) -> str:
 
 def eager_module(ops: dict[str, Any]) -> str:
     lines = header("The op table's ops as eager functions and ``Tensor`` methods.",
-                   ["from typing import Sequence, Union  # noqa: F401 - in some signatures", "",
+                   ["from typing import Optional, Sequence, Union  # noqa: F401 - in some signatures", "",
                     "from rustgrad._rustgrad import Tensor", "from rustgrad._rustgrad import ops as _ops"])
     exported = []
     for spec in ops.values():
@@ -204,7 +210,7 @@ def static_module(ops: dict[str, Any], namespace: str, doc: str) -> str:
 def static_methods(ops: dict[str, Any]) -> str:
     lines = header("Torch-named methods of graph tensors, one per op of the table, so code written against\n"
                    "``Tensor`` methods (a custom Function's forward, say) builds graphs too.",
-                   ["from typing import TYPE_CHECKING, Sequence, Union  # noqa: F401 - in some signatures", "",
+                   ["from typing import TYPE_CHECKING, Optional, Sequence, Union  # noqa: F401 - in some signatures", "",
                     "from rustgrad._rustgrad import ops as _ops", "",
                     "if TYPE_CHECKING:", "    from rustgrad.static._graph import Graph, Tensor"])
     lines += ["", "class TensorOps:", '    """The op table\'s methods of ``rustgrad.static.Tensor``."""', "",

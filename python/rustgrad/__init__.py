@@ -9,6 +9,7 @@ from __future__ import annotations
 import os as _os
 
 from rustgrad import _rustgrad, autograd, cuda, errors, nn, optim, viz
+from rustgrad._comparisons import allclose, equal
 from rustgrad._creation import (
     _dtype_from_name,
     arange,
@@ -36,22 +37,15 @@ from rustgrad._functions import (
     clamp,
     clip,
     div,
-    eq,
     flatten,
-    ge,
-    gt,
     is_tensor,
-    le,
-    lt,
     matmul,
     maximum,
     mean,
     minimum,
     mm,
     mul,
-    ne,
     numel,
-    pow,
     reshape,
     squeeze,
     sub,
@@ -96,13 +90,13 @@ if hasattr(_os, "register_at_fork"):
     _os.register_at_fork(after_in_child=_rustgrad._after_fork_in_child)
 
 __all__ = [
-    "Tensor", "add", "from_dlpack", "amax", "amin", "arange", "as_tensor", "autograd", "bool", "clamp",
-    "clip", "cuda",
-    "device", "div", "double", "dtype", "empty", "empty_cache", "enable_grad", "eq", "errors", "eye",
-    "flatten", "float", "float32", "float64", "from_numpy", "full", "full_like", "ge",
-    "get_num_threads", "gt", "inference_mode", "is_grad_enabled", "is_tensor", "le", "linspace",
-    "lt", "manual_seed", "matmul", "maximum", "mean", "memory_cached", "minimum", "mm", "mul", "ne",
-    "no_grad", "numel", "ones", "ones_like", "pow", "rand", "rand_like", "randn", "randn_like",
+    "Tensor", "add", "allclose", "from_dlpack", "amax", "amin", "arange", "as_tensor", "autograd", "bool", "clamp",
+    "clip", "cuda", "equal",
+    "device", "div", "double", "dtype", "empty", "empty_cache", "enable_grad", "errors", "eye",
+    "flatten", "float", "float32", "float64", "from_numpy", "full", "full_like",
+    "get_num_threads", "inference_mode", "is_grad_enabled", "is_tensor", "linspace",
+    "manual_seed", "matmul", "maximum", "mean", "memory_cached", "minimum", "mm", "mul",
+    "no_grad", "numel", "ones", "ones_like", "rand", "rand_like", "randn", "randn_like",
     "reshape", "set_grad_enabled", "set_num_threads",
     "squeeze", "sub", "sum", "t", "tensor", "transpose", "unsqueeze", "where", "zeros",
     "zeros_like", "_dtype_from_name", "load", "nn", "optim", "save", "viz",

@@ -39,25 +39,12 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     return input.unsqueeze(dim)
 
 
-
-
-
-
-
-
-
-
-
-
-def clamp(input: Tensor, min: Optional[float] = None, max: Optional[float] = None) -> Tensor:
+def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    """``input`` clamped to [min, max]; each bound is None, a number or a tensor that broadcasts against it."""
     return input.clamp(min=min, max=max)
 
 
 clip = clamp
-
-
-def pow(input: Any, exponent: Any) -> Tensor:
-    return input ** exponent
 
 
 def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
@@ -106,27 +93,3 @@ def numel(input: Tensor) -> int:
 
 def is_tensor(obj: Any) -> bool:
     return isinstance(obj, Tensor)
-
-
-def lt(input: Tensor, other: Any) -> Tensor:
-    return input < other
-
-
-def le(input: Tensor, other: Any) -> Tensor:
-    return input <= other
-
-
-def gt(input: Tensor, other: Any) -> Tensor:
-    return input > other
-
-
-def ge(input: Tensor, other: Any) -> Tensor:
-    return input >= other
-
-
-def eq(input: Tensor, other: Any) -> Tensor:
-    return input == other
-
-
-def ne(input: Tensor, other: Any) -> Tensor:
-    return input != other

@@ -36,7 +36,10 @@ mod layout;
 mod matmul;
 mod reduce;
 
-pub use elementwise::{as_dtype, binary, clamp, compare, mask_grad_threshold, same_dtype, scalar, unary, where_select};
+pub use elementwise::{
+    as_dtype, as_dtype_ref, binary, clamp, compare, mask_grad_threshold, promoted_pair, same_dtype, scalar, unary,
+    where_select, zip3_tensors, zip_tensors,
+};
 pub use in_place::{add_in_place, check_writable, fill, masked_fill, update_in_place, write_into};
 pub use layout::{broadcast_to, cast, copy, expand_mask, index, index_layout, masked_select, reshape, transpose};
 pub use matmul::{

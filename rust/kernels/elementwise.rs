@@ -135,7 +135,7 @@ const CHUNK: usize = PARALLEL_MIN_ELEMENTS / 4;
 ///
 /// # Safety
 /// `fill` must write every slot of the chunk it is given.
-unsafe fn fill_chunks<U: Copy + Send + Sync + 'static>(
+pub(crate) unsafe fn fill_chunks<U: Copy + Send + Sync + 'static>(
     n: usize,
     fill: impl Fn(usize, &mut [MaybeUninit<U>]) + Sync + Send,
 ) -> Vec<U> {
@@ -287,10 +287,10 @@ pub struct Operand<'a, T> {
 }
 
 impl<T: Copy> Operand<'_, T> {
-    fn dense_slice(&self, n: usize) -> &[T] {
+    pub(crate) fn dense_slice(&self, n: usize) -> &[T] {
         &self.data[self.offset..self.offset + n]
     }
-    fn is_single(&self, shape: &[usize]) -> bool {
+    pub(crate) fn is_single(&self, shape: &[usize]) -> bool {
         self.strides.iter().zip(shape).all(|(&s, &d)| s == 0 || d <= 1)
     }
 }

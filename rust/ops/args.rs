@@ -13,6 +13,8 @@ pub enum Kind {
     OptDims,
     Bool,
     Float,
+    /// A float or None.
+    OptFloat,
 }
 
 impl Kind {
@@ -23,6 +25,7 @@ impl Kind {
             Kind::OptDims => "Union[int, Sequence[int], None]",
             Kind::Bool => "bool",
             Kind::Float => "float",
+            Kind::OptFloat => "Optional[float]",
         }
     }
 }
@@ -50,6 +53,7 @@ pub enum Value {
     Dims(Option<Vec<isize>>),
     Bool(bool),
     Float(f64),
+    OptFloat(Option<f64>),
 }
 
 /// An op's converted arguments, in the order its spec declares them.
@@ -93,6 +97,13 @@ impl Args {
         match self.get(i)? {
             Value::Float(v) => Ok(*v),
             _ => Err(self.mismatch(i, "a float")),
+        }
+    }
+
+    pub fn opt_float(&self, i: usize) -> Result<Option<f64>> {
+        match self.get(i)? {
+            Value::OptFloat(v) => Ok(*v),
+            _ => Err(self.mismatch(i, "a float or None")),
         }
     }
 }

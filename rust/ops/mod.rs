@@ -10,11 +10,15 @@
 //! Two kinds of declaration:
 //! - `unary.rs`: one-tensor elementwise ops, one macro entry each;
 //! - everything else: a type implementing [`TableOp`] in its family's file
-//!   (`scan.rs`, ...), listed once in the `table!` invocation below.
+//!   (`scan.rs`, ...), listed once in the `table!` invocation below. Families
+//!   with many alike ops declare them with a macro of their own (`binary.rs`).
 //!
 //! `docs/contributing.md` walks through adding an op.
 
 pub mod args;
+pub mod binary;
+pub mod compare;
+pub mod logical;
 pub mod reduce;
 pub mod scan;
 pub mod shape;
@@ -102,6 +106,12 @@ pub trait TableOp: Clone + std::fmt::Debug + Send + Sync + Sized + 'static {
     /// What `vjp` reads, given which inputs need a gradient.
     fn saves(&self, needs: &[bool]) -> Saves;
     fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>>;
+    /// A cheaper core op for a call whose inputs are partly plain numbers (`numbers[i]` is
+    /// `Some(v)` when input i is the Python number v), with the inputs that op takes: `x ** 2`
+    /// stays a scalar op. None: each number becomes a tensor of the other inputs' dtype.
+    fn with_numbers(&self, _numbers: &[Option<f64>]) -> Option<(crate::op::Op, Vec<usize>)> {
+        None
+    }
 }
 
 macro_rules! table {
@@ -154,6 +164,13 @@ macro_rules! table {
                 }
             }
 
+            pub fn with_numbers(&self, numbers: &[Option<f64>]) -> Option<(crate::op::Op, Vec<usize>)> {
+                match self {
+                    $(TableOps::$variant(op) => op.with_numbers(numbers),)*
+                    $(TableOps::$ivariant(op) => op.with_numbers(numbers),)*
+                }
+            }
+
             pub fn vjp<D: Differentiator>(
                 &self,
                 d: &mut D,
@@ -173,6 +190,34 @@ table! {
         Cumsum(scan::Cumsum),
         Logsumexp(reduce::Logsumexp),
         Cat(shape::Cat),
+        Atan2(binary::Atan2),
+        Hypot(binary::Hypot),
+        Fmod(binary::Fmod),
+        Remainder(binary::Remainder),
+        Pow(binary::Pow),
+        Copysign(binary::Copysign),
+        Xlogy(binary::Xlogy),
+        SquaredDifference(binary::SquaredDifference),
+        ClampMin(binary::ClampMin),
+        ClampMax(binary::ClampMax),
+        Lerp(binary::Lerp),
+        LogicalAnd(logical::LogicalAnd),
+        LogicalOr(logical::LogicalOr),
+        LogicalXor(logical::LogicalXor),
+        LogicalNot(logical::LogicalNot),
+        IsNan(logical::IsNan),
+        IsInf(logical::IsInf),
+        IsPosInf(logical::IsPosInf),
+        IsNegInf(logical::IsNegInf),
+        IsFinite(logical::IsFinite),
+        NanToNum(logical::NanToNum),
+        Eq(compare::Eq),
+        Ne(compare::Ne),
+        Lt(compare::Lt),
+        Le(compare::Le),
+        Gt(compare::Gt),
+        Ge(compare::Ge),
+        IsClose(compare::IsClose),
     ],
     internal: [
         CatGrad(shape::CatGrad),

@@ -69,8 +69,14 @@ impl PyOpSpec {
     }
 }
 
-/// The eager tensors of a call: one per input, or every tensor of a list input.
-fn eager_inputs(spec: &Spec, objs: &[Bound<'_, PyAny>]) -> PyResult<Vec<Tensor>> {
+/// One input of an eager call: a tensor, or a Python number for an op of several inputs.
+enum EagerInput {
+    Tensor(Tensor),
+    Number(f64),
+}
+
+/// The eager inputs of a call: one per input, or every tensor of a list input.
+fn eager_inputs(spec: &Spec, objs: &[Bound<'_, PyAny>]) -> PyResult<Vec<EagerInput>> {
     let tensor = |obj: &Bound<'_, PyAny>, name: &str| Ok(tensor_arg(obj, spec.name, name)?.get().inner.clone());
     match (spec.inputs, objs) {
         ([only], [list]) if only.list => {
@@ -96,10 +102,60 @@ fn eager_inputs(spec: &Spec, objs: &[Bound<'_, PyAny>]) -> PyResult<Vec<Tensor>>
                     Error::InvalidArgument(format!("{}: expected a non-empty list of Tensors", spec.name)).into()
                 );
             }
-            Ok(tensors)
+            Ok(tensors.into_iter().map(EagerInput::Tensor).collect())
         }
-        _ => spec.inputs.iter().zip(objs).map(|(input, obj)| tensor(obj, input.torch)).collect(),
+        ([_], [obj]) => Ok(vec![EagerInput::Tensor(tensor(obj, spec.inputs[0].torch)?)]),
+        _ => spec.inputs.iter().zip(objs).map(|(input, obj)| tensor_or_number(spec, input.torch, obj)).collect(),
     }
+}
+
+/// An input of an op of several inputs: a Tensor, or a Python number that takes the other inputs' dtype.
+fn tensor_or_number(spec: &Spec, name: &str, obj: &Bound<'_, PyAny>) -> PyResult<EagerInput> {
+    if let Ok(t) = obj.cast::<PyTensor>() {
+        return Ok(EagerInput::Tensor(t.get().inner.clone()));
+    }
+    // Arrays and lists are not converted, as in torch: only numbers.
+    match convert::operand(obj)? {
+        Some(convert::Operand::Scalar(v)) => Ok(EagerInput::Number(v)),
+        _ => Err(super::errors::argument_type_error(format!(
+            "{}: argument '{name}' must be a Tensor or a number, got {}",
+            spec.name,
+            convert::type_name(obj)
+        ))),
+    }
+}
+
+/// Runs `op` on eager inputs: through the op's cheaper form for numbers where it has one,
+/// else with each number as a 0-d tensor of the first tensor's dtype.
+fn run_eager(py: Python<'_>, spec: &Spec, op: Op, inputs: Vec<EagerInput>) -> PyResult<PyTensor> {
+    let numbers: Vec<Option<f64>> =
+        inputs.iter().map(|i| if let EagerInput::Number(v) = i { Some(*v) } else { None }).collect();
+    let Some(dtype) = inputs.iter().find_map(|i| if let EagerInput::Tensor(t) = i { Some(t.dtype()) } else { None })
+    else {
+        let first = spec.inputs.first().map_or("input", |i| i.torch);
+        return Err(super::errors::argument_type_error(format!(
+            "{}: argument '{first}' must be a Tensor, got a number; one of the inputs must be a Tensor",
+            spec.name
+        )));
+    };
+    let tensors: Vec<Tensor> = inputs
+        .into_iter()
+        .map(|i| match i {
+            EagerInput::Tensor(t) => t,
+            EagerInput::Number(v) => Tensor::scalar(v, dtype),
+        })
+        .collect();
+    if numbers.iter().any(Option::is_some) {
+        if let Some((cheaper, keep)) = match &op {
+            Op::Table(t) => t.with_numbers(&numbers),
+            _ => None,
+        } {
+            let kept: Vec<&Tensor> = keep.iter().filter_map(|&i| tensors.get(i)).collect();
+            return run_op(py, cheaper, &kept);
+        }
+    }
+    let refs: Vec<&Tensor> = tensors.iter().collect();
+    run_op(py, op, &refs)
 }
 
 fn convert_value(obj: &Bound<'_, PyAny>, kind: Kind, op: &str, name: &str) -> PyResult<Value> {
@@ -107,6 +163,7 @@ fn convert_value(obj: &Bound<'_, PyAny>, kind: Kind, op: &str, name: &str) -> Py
         Kind::Int => Value::Int(convert::arg(obj, op, name)?),
         Kind::Bool => Value::Bool(convert::arg(obj, op, name)?),
         Kind::Float => Value::Float(convert::arg(obj, op, name)?),
+        Kind::OptFloat => Value::OptFloat(convert::opt_arg(Some(obj), op, name)?),
         Kind::OptDims if obj.is_none() => Value::Dims(None),
         Kind::OptDims => match obj.extract::<isize>() {
             Ok(single) => Value::Dims(Some(vec![single])),
@@ -189,10 +246,9 @@ impl PyOpSpec {
             ))
             .into());
         }
-        let tensors = eager_inputs(spec, &args[..n])?;
+        let inputs = eager_inputs(spec, &args[..n])?;
         let op = self.op(&args[n..], Front::Torch)?;
-        let refs: Vec<&Tensor> = tensors.iter().collect();
-        run_op(py, op, &refs)
+        run_eager(py, spec, op, inputs)
     }
 
     fn __repr__(&self) -> String {

@@ -9,6 +9,7 @@ it in Rust with the same kernels and derivative rules as eager mode.
 from __future__ import annotations
 
 from rustgrad.static import errors, losses, math, nn, train
+from rustgrad.static._comparisons import allclose
 from rustgrad.static._generated_ops import *  # noqa: F403 - the op table's TF1 functions
 from rustgrad.static._generated_ops import __all__ as _op_table_names
 from rustgrad.static._gradients import gradients
@@ -31,22 +32,15 @@ from rustgrad.static._ops import (
     clip_by_value,
     constant,
     divide,
-    equal,
-    greater,
-    greater_equal,
     group,
     identity,
-    less,
-    less_equal,
     matmul,
     maximum,
     minimum,
     multiply,
-    not_equal,
     ones,
     ones_like,
     placeholder,
-    pow,
     random_normal,
     random_uniform,
     reduce_max,
@@ -87,12 +81,12 @@ def disable_eager_execution() -> None:
 __all__ = [
     "Graph", "InteractiveSession", "Operation", "RunMetadata", "RunOptions", "Session", "Tensor", "TensorShape",
     "Variable",
-    "add", "as_dtype", "bool", "cast", "clip_by_value", "constant", "convert_to_tensor",
-    "disable_eager_execution", "disable_v2_behavior", "divide", "double", "equal", "errors",
+    "add", "allclose", "as_dtype", "bool", "cast", "clip_by_value", "constant", "convert_to_tensor",
+    "disable_eager_execution", "disable_v2_behavior", "divide", "double", "errors",
     "float32", "float64", "get_default_graph", "get_default_session", "global_variables",
-    "global_variables_initializer", "gradients", "greater", "greater_equal", "group", "identity",
-    "initialize_all_variables", "less", "less_equal", "matmul", "maximum", "minimum",
-    "multiply", "nn", "not_equal", "ones", "ones_like", "placeholder", "pow",
+    "global_variables_initializer", "gradients", "group", "identity",
+    "initialize_all_variables", "matmul", "maximum", "minimum",
+    "multiply", "nn", "ones", "ones_like", "placeholder",
     "random_normal", "random_uniform", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "reset_default_graph",
     "reshape", "stop_gradient", "subtract",
     "trainable_variables", "transpose", "truediv", "variables_initializer", "where", "zeros",
