@@ -48,6 +48,9 @@ class TableReference:
     grad_inputs: Optional[Callable[[Any, list[tuple[int, ...]]], list[Any]]] = None
     # The result's numpy dtype when it is not the inputs' (np.bool_ for comparisons).
     result_dtype: Optional[Any] = None
+    # Whether numpy computes the reference in float64 (then rounded); False: in the inputs' dtype,
+    # for ops whose float32 result is defined by float32 arithmetic (isclose's tolerance test).
+    reference_in_float64: bool = True
 
 
 TF_TO_TORCH = {"axis": "dim", "reduction_indices": "dim", "keepdims": "keepdim", "keep_dims": "keepdim"}

@@ -422,12 +422,12 @@ concat = cat
 concatenate = cat
 
 def atan2(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
-    """The angle of the point (other, input) in radians, in [-pi, pi]: atan(input / other) in the right quadrant."""
+    """The angle of the point (other, input) in radians, in [-pi, pi]."""
     return _ops['atan2'](input, other)
 
 
 def _atan2_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
-    """The angle of the point (other, input) in radians, in [-pi, pi]: atan(input / other) in the right quadrant."""
+    """The angle of the point (other, input) in radians, in [-pi, pi]."""
     return _ops['atan2'](self, other)
 
 arctan2 = atan2
@@ -649,7 +649,7 @@ def nan_to_num(
     posinf: Optional[float] = None,
     neginf: Optional[float] = None,
 ) -> Tensor:
-    """input with NaN replaced by `nan`, +inf by `posinf` and -inf by `neginf` (None: the dtype's largest and lowest finite values); the gradient passes where input is finite."""
+    """NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (None: the dtype's extremes)."""
     return _ops['nan_to_num'](input, nan, posinf, neginf)
 
 
@@ -659,7 +659,7 @@ def _nan_to_num_method(
     posinf: Optional[float] = None,
     neginf: Optional[float] = None,
 ) -> Tensor:
-    """input with NaN replaced by `nan`, +inf by `posinf` and -inf by `neginf` (None: the dtype's largest and lowest finite values); the gradient passes where input is finite."""
+    """NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (None: the dtype's extremes)."""
     return _ops['nan_to_num'](self, nan, posinf, neginf)
 
 Tensor.nan_to_num = _nan_to_num_method  # type: ignore[method-assign]
@@ -747,7 +747,7 @@ def isclose(
     atol: float = 1e-08,
     equal_nan: bool = False,
 ) -> Tensor:
-    """Whether |input - other| <= atol + rtol·|other|, elementwise; equal infinities are close, and NaNs are close to each other only with equal_nan."""
+    """Whether |input - other| <= atol + rtol·|other|; NaNs are close only with equal_nan."""
     return _ops['isclose'](input, other, rtol, atol, equal_nan)
 
 
@@ -758,7 +758,7 @@ def _isclose_method(
     atol: float = 1e-08,
     equal_nan: bool = False,
 ) -> Tensor:
-    """Whether |input - other| <= atol + rtol·|other|, elementwise; equal infinities are close, and NaNs are close to each other only with equal_nan."""
+    """Whether |input - other| <= atol + rtol·|other|; NaNs are close only with equal_nan."""
     return _ops['isclose'](self, other, rtol, atol, equal_nan)
 
 Tensor.isclose = _isclose_method  # type: ignore[method-assign]

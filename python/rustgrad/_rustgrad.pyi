@@ -215,7 +215,11 @@ class Tensor:
     def clip(self, min: Union[_Scalar, Tensor, None] = None, max: Union[_Scalar, Tensor, None] = None) -> Tensor: ...
     # Comparisons to a Python bool (rustgrad._comparisons).
     def allclose(
-        self, other: Tensor, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08, equal_nan: builtins.bool = False
+        self,
+        other: Tensor,
+        rtol: builtins.float = 1e-05,
+        atol: builtins.float = 1e-08,
+        equal_nan: builtins.bool = False,
     ) -> builtins.bool: ...
     def equal(self, other: Tensor) -> builtins.bool: ...
     # The op table's methods (rust/ops/), set by rustgrad._generated_ops.
@@ -313,9 +317,9 @@ class Tensor:
     ) -> Tensor:
         """log(sum(exp(x))) over `dim`, without overflow: the largest element is factored out first."""
     def atan2(self, other: Union[Tensor, builtins.float]) -> Tensor:
-        """The angle of the point (other, input) in radians, in [-pi, pi]: atan(input / other) in the right quadrant."""
+        """The angle of the point (other, input) in radians, in [-pi, pi]."""
     def arctan2(self, other: Union[Tensor, builtins.float]) -> Tensor:
-        """The angle of the point (other, input) in radians, in [-pi, pi]: atan(input / other) in the right quadrant."""
+        """The angle of the point (other, input) in radians, in [-pi, pi]."""
     def hypot(self, other: Union[Tensor, builtins.float]) -> Tensor:
         """sqrt(input² + other²), without overflow for large operands."""
     def fmod(self, other: Union[Tensor, builtins.float]) -> Tensor:
@@ -360,7 +364,7 @@ class Tensor:
         posinf: Optional[builtins.float] = None,
         neginf: Optional[builtins.float] = None,
     ) -> Tensor:
-        """input with NaN replaced by `nan`, +inf by `posinf` and -inf by `neginf` (None: the dtype's largest and lowest finite values); the gradient passes where input is finite."""
+        """NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (None: the dtype's extremes)."""
     def eq(self, other: Union[Tensor, builtins.float]) -> Tensor:
         """Whether input equals other, elementwise (NaN equals nothing)."""
     def ne(self, other: Union[Tensor, builtins.float]) -> Tensor:
@@ -390,7 +394,7 @@ class Tensor:
         atol: builtins.float = 1e-08,
         equal_nan: builtins.bool = False,
     ) -> Tensor:
-        """Whether |input - other| <= atol + rtol·|other|, elementwise; equal infinities are close, and NaNs are close to each other only with equal_nan."""
+        """Whether |input - other| <= atol + rtol·|other|; NaNs are close only with equal_nan."""
     # --- end of generated methods ---
     def __neg__(self) -> Tensor: ...
     def __abs__(self) -> Tensor: ...

@@ -27,6 +27,10 @@ use crate::rules::{Differentiator, RuleArgs, Saves};
 use crate::shape::broadcast_shapes;
 use crate::tensor::Tensor;
 
+/// The two operands of most binary ops: torch's `input` and `other`, TF's `x` and `y`.
+pub const OPERANDS: &[Input] =
+    &[Input { torch: "input", tf: "x", list: false }, Input { torch: "other", tf: "y", list: false }];
+
 /// The inputs' common dtype in a static graph: TF1 never promotes, and these ops take floats only.
 pub fn same_float_dtype(spec: &Spec, inputs: &[Meta<'_>]) -> Result<DType> {
     let (_, first) = *nth(inputs, 0, spec.name)?;
@@ -178,7 +182,7 @@ binary_ops! {
     Atan2 {
         name: "atan2", torch_aliases: ["arctan2"], tf: ["atan2", "math.atan2"],
         inputs: [("input", "y"), ("other", "x")],
-        doc: "The angle of the point (other, input) in radians, in [-pi, pi]: atan(input / other) in the right quadrant.",
+        doc: "The angle of the point (other, input) in radians, in [-pi, pi].",
         kernel: |a, b| a.atan2(b),
         reads: (inputs: true, output: false),
         grad: |d, x, y, out, g| (
@@ -396,9 +400,11 @@ impl TableOp for Lerp {
         crate::storage::ensure_allocatable(&shape, dtype)?;
         let [x, end, weight] = [x, end, weight].map(|t| forward::as_dtype_ref(t, dtype));
         let (x, end, weight) = (x?, end?, weight?);
-        float_dispatch!(dtype, "lerp", |T| forward::zip3_tensors::<T, T>([&x, &end, &weight], shape, |shape, [p, q, r]| {
-            zip3_broadcast(shape, p, q, r, |a: T, e: T, w: T| a.lerp(e, w))
-        }))
+        float_dispatch!(dtype, "lerp", |T| forward::zip3_tensors::<T, T>(
+            [&x, &end, &weight],
+            shape,
+            |shape, [p, q, r]| { zip3_broadcast(shape, p, q, r, |a: T, e: T, w: T| a.lerp(e, w)) }
+        ))
     }
 
     fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {

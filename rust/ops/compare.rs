@@ -2,8 +2,8 @@
 //! and `isclose`: bool results, no gradients. The operators (`x < y`) run the same
 //! kernels through `Op::Compare`.
 
-use super::binary::broadcast_all;
-use super::{nth, Args, Input, Kind, Meta, Param, Spec, TableOp};
+use super::binary::{broadcast_all, OPERANDS};
+use super::{nth, Args, Kind, Meta, Param, Spec, TableOp};
 use crate::dtype::DType;
 use crate::error::{dtype_err, Error, Result};
 use crate::forward::{self, float_dispatch};
@@ -12,9 +12,6 @@ use crate::kernels::binary::BinaryMath;
 use crate::kernels::elementwise::{zip_broadcast, CmpOp};
 use crate::rules::{Differentiator, RuleArgs, Saves};
 use crate::tensor::Tensor;
-
-const OPERANDS: &[Input] =
-    &[Input { torch: "input", tf: "x", list: false }, Input { torch: "other", tf: "y", list: false }];
 
 /// Static inference of a comparison: TF1 compares tensors of one dtype only.
 fn compared(spec: &Spec, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
@@ -32,7 +29,12 @@ fn compared(spec: &Spec, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
 }
 
 macro_rules! comparisons {
-    ($($op:ident { name: $name:literal, torch_aliases: [$($alias:literal),*], tf: [$($tf:literal),*], cmp: $cmp:ident, doc: $doc:literal })*) => {$(
+    ($(
+        $op:ident {
+            name: $name:literal, torch_aliases: [$($alias:literal),*], tf: [$($tf:literal),*], cmp: $cmp:ident,
+            doc: $doc:literal
+        }
+    )*) => {$(
         #[derive(Clone, Debug)]
         pub struct $op;
 
@@ -115,8 +117,7 @@ impl TableOp for IsClose {
         name: "isclose",
         torch_aliases: &[],
         tf: &[],
-        doc: "Whether |input - other| <= atol + rtol·|other|, elementwise; equal infinities are close, and NaNs \
-              are close to each other only with equal_nan.",
+        doc: "Whether |input - other| <= atol + rtol·|other|; NaNs are close only with equal_nan.",
         differentiable: false,
         inputs: OPERANDS,
         params: &[

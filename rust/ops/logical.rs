@@ -5,8 +5,8 @@
 //! true) and a bool tensor has no NaN. Static inference follows TF1: the logical ops
 //! take bool tensors only, the tests float tensors only.
 
-use super::binary::{broadcast_all, same_float_dtype};
-use super::{nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps, ONE_INPUT};
+use super::binary::{broadcast_all, same_float_dtype, OPERANDS};
+use super::{nth, Args, Kind, Meta, Param, Spec, TableOp, TableOps, ONE_INPUT};
 use crate::dtype::{DType, Float};
 use crate::error::{dtype_err, Result};
 use crate::forward::{self, float_dispatch};
@@ -41,7 +41,9 @@ fn no_gradients<V>(a: &RuleArgs<'_, V>) -> Vec<Option<V>> {
 const NO_SAVES: Saves = Saves { inputs: 0, output: false };
 
 macro_rules! connectives {
-    ($($op:ident { name: $name:literal, tf: [$($tf:literal),*], connective: $connective:ident, doc: $doc:literal })*) => {$(
+    ($(
+        $op:ident { name: $name:literal, tf: [$($tf:literal),*], connective: $connective:ident, doc: $doc:literal }
+    )*) => {$(
         #[derive(Clone, Debug)]
         pub struct $op;
 
@@ -52,7 +54,7 @@ macro_rules! connectives {
                 tf: &[$($tf),*],
                 doc: $doc,
                 differentiable: false,
-                inputs: &[Input { torch: "input", tf: "x", list: false }, Input { torch: "other", tf: "y", list: false }],
+                inputs: OPERANDS,
                 params: &[],
             };
 
@@ -139,7 +141,11 @@ impl TableOp for LogicalNot {
 }
 
 macro_rules! float_tests {
-    ($($op:ident { name: $name:literal, tf: [$($tf:literal),*], test: $test:ident, others: $others:literal, doc: $doc:literal })*) => {$(
+    ($(
+        $op:ident {
+            name: $name:literal, tf: [$($tf:literal),*], test: $test:ident, others: $others:literal, doc: $doc:literal
+        }
+    )*) => {$(
         #[derive(Clone, Debug)]
         pub struct $op;
 
@@ -227,8 +233,7 @@ impl TableOp for NanToNum {
         name: "nan_to_num",
         torch_aliases: &[],
         tf: &[],
-        doc: "input with NaN replaced by `nan`, +inf by `posinf` and -inf by `neginf` (None: the dtype's largest \
-              and lowest finite values); the gradient passes where input is finite.",
+        doc: "NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (None: the dtype's extremes).",
         differentiable: true,
         inputs: ONE_INPUT,
         params: &[

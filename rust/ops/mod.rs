@@ -92,6 +92,34 @@ pub fn nth<'a, T>(inputs: &'a [T], i: usize, op: &str) -> Result<&'a T> {
     })
 }
 
+/// An input of an eager call of a table op: a tensor, or a Python number (`is_bool`: a Python bool).
+pub enum Operand {
+    Tensor(Tensor),
+    Number { value: f64, is_bool: bool },
+}
+
+/// The tensors an eager call runs on when some of its inputs are Python numbers. As in torch, a
+/// number takes the tensors' dtype (it is "weak": `atan2(x, 2)` of a float32 `x` is float32),
+/// except that a number other than a bool beside bool tensors makes the call float32 (torch
+/// promotes bool with a number), with the bool tensors cast. None: no input is a tensor.
+pub fn numbers_as_tensors(inputs: Vec<Operand>) -> Result<Option<Vec<Tensor>>> {
+    let Some(first) = inputs.iter().find_map(|i| if let Operand::Tensor(t) = i { Some(t.dtype()) } else { None })
+    else {
+        return Ok(None);
+    };
+    let promotes = |i: &Operand| matches!(i, Operand::Number { is_bool: false, .. });
+    let dtype = if first == DType::Bool && inputs.iter().any(promotes) { DType::F32 } else { first };
+    inputs
+        .into_iter()
+        .map(|i| match i {
+            Operand::Tensor(t) if t.dtype() == DType::Bool => crate::forward::as_dtype(&t, dtype),
+            Operand::Tensor(t) => Ok(t),
+            Operand::Number { value, .. } => Ok(Tensor::scalar(value, dtype)),
+        })
+        .collect::<Result<Vec<Tensor>>>()
+        .map(Some)
+}
+
 /// A graph node's shape and dtype, as static inference sees them.
 pub type Meta<'a> = (&'a PartialShape, DType);
 

@@ -8,7 +8,7 @@ use crate::error::Error;
 use crate::op::Op;
 use crate::ops::args::Value;
 use crate::ops::unary::UnaryOp;
-use crate::ops::{Args, Builder, Kind, Spec, TABLE};
+use crate::ops::{numbers_as_tensors, Args, Builder, Kind, Operand, Spec, TABLE};
 use crate::tensor::Tensor;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -69,14 +69,8 @@ impl PyOpSpec {
     }
 }
 
-/// One input of an eager call: a tensor, or a Python number for an op of several inputs.
-enum EagerInput {
-    Tensor(Tensor),
-    Number(f64),
-}
-
 /// The eager inputs of a call: one per input, or every tensor of a list input.
-fn eager_inputs(spec: &Spec, objs: &[Bound<'_, PyAny>]) -> PyResult<Vec<EagerInput>> {
+fn eager_inputs(spec: &Spec, objs: &[Bound<'_, PyAny>]) -> PyResult<Vec<Operand>> {
     let tensor = |obj: &Bound<'_, PyAny>, name: &str| Ok(tensor_arg(obj, spec.name, name)?.get().inner.clone());
     match (spec.inputs, objs) {
         ([only], [list]) if only.list => {
@@ -102,21 +96,23 @@ fn eager_inputs(spec: &Spec, objs: &[Bound<'_, PyAny>]) -> PyResult<Vec<EagerInp
                     Error::InvalidArgument(format!("{}: expected a non-empty list of Tensors", spec.name)).into()
                 );
             }
-            Ok(tensors.into_iter().map(EagerInput::Tensor).collect())
+            Ok(tensors.into_iter().map(Operand::Tensor).collect())
         }
-        ([_], [obj]) => Ok(vec![EagerInput::Tensor(tensor(obj, spec.inputs[0].torch)?)]),
+        ([_], [obj]) => Ok(vec![Operand::Tensor(tensor(obj, spec.inputs[0].torch)?)]),
         _ => spec.inputs.iter().zip(objs).map(|(input, obj)| tensor_or_number(spec, input.torch, obj)).collect(),
     }
 }
 
-/// An input of an op of several inputs: a Tensor, or a Python number that takes the other inputs' dtype.
-fn tensor_or_number(spec: &Spec, name: &str, obj: &Bound<'_, PyAny>) -> PyResult<EagerInput> {
+/// An input of an op of several inputs: a Tensor, or a Python number.
+fn tensor_or_number(spec: &Spec, name: &str, obj: &Bound<'_, PyAny>) -> PyResult<Operand> {
     if let Ok(t) = obj.cast::<PyTensor>() {
-        return Ok(EagerInput::Tensor(t.get().inner.clone()));
+        return Ok(Operand::Tensor(t.get().inner.clone()));
     }
     // Arrays and lists are not converted, as in torch: only numbers.
     match convert::operand(obj)? {
-        Some(convert::Operand::Scalar(v)) => Ok(EagerInput::Number(v)),
+        Some(convert::Operand::Scalar(value)) => {
+            Ok(Operand::Number { value, is_bool: obj.is_instance_of::<pyo3::types::PyBool>() })
+        }
         _ => Err(super::errors::argument_type_error(format!(
             "{}: argument '{name}' must be a Tensor or a number, got {}",
             spec.name,
@@ -126,33 +122,24 @@ fn tensor_or_number(spec: &Spec, name: &str, obj: &Bound<'_, PyAny>) -> PyResult
 }
 
 /// Runs `op` on eager inputs: through the op's cheaper form for numbers where it has one,
-/// else with each number as a 0-d tensor of the first tensor's dtype.
-fn run_eager(py: Python<'_>, spec: &Spec, op: Op, inputs: Vec<EagerInput>) -> PyResult<PyTensor> {
+/// else with each number as a 0-d tensor (`ops::numbers_as_tensors`).
+fn run_eager(py: Python<'_>, spec: &Spec, op: Op, inputs: Vec<Operand>) -> PyResult<PyTensor> {
     let numbers: Vec<Option<f64>> =
-        inputs.iter().map(|i| if let EagerInput::Number(v) = i { Some(*v) } else { None }).collect();
-    let Some(dtype) = inputs.iter().find_map(|i| if let EagerInput::Tensor(t) = i { Some(t.dtype()) } else { None })
-    else {
+        inputs.iter().map(|i| if let Operand::Number { value, .. } = i { Some(*value) } else { None }).collect();
+    let Some(tensors) = numbers_as_tensors(inputs)? else {
         let first = spec.inputs.first().map_or("input", |i| i.torch);
         return Err(super::errors::argument_type_error(format!(
             "{}: argument '{first}' must be a Tensor, got a number; one of the inputs must be a Tensor",
             spec.name
         )));
     };
-    let tensors: Vec<Tensor> = inputs
-        .into_iter()
-        .map(|i| match i {
-            EagerInput::Tensor(t) => t,
-            EagerInput::Number(v) => Tensor::scalar(v, dtype),
-        })
-        .collect();
-    if numbers.iter().any(Option::is_some) {
-        if let Some((cheaper, keep)) = match &op {
-            Op::Table(t) => t.with_numbers(&numbers),
-            _ => None,
-        } {
-            let kept: Vec<&Tensor> = keep.iter().filter_map(|&i| tensors.get(i)).collect();
-            return run_op(py, cheaper, &kept);
-        }
+    let cheaper = match &op {
+        Op::Table(t) if numbers.iter().any(Option::is_some) => t.with_numbers(&numbers),
+        _ => None,
+    };
+    if let Some((cheaper, keep)) = cheaper {
+        let kept: Vec<&Tensor> = keep.iter().filter_map(|&i| tensors.get(i)).collect();
+        return run_op(py, cheaper, &kept);
     }
     let refs: Vec<&Tensor> = tensors.iter().collect();
     run_op(py, op, &refs)

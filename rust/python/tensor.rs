@@ -140,7 +140,9 @@ fn pow(py: Python<'_>, x: &Tensor, other: &Bound<'_, PyAny>, reflected: bool) ->
 /// A bound of `clamp`: None, a number, or a tensor (which broadcasts against the input).
 fn clamp_bound(obj: Option<&Bound<'_, PyAny>>, op: &str, name: &str) -> PyResult<Option<Operand>> {
     match obj {
-        Some(o) if o.is_instance_of::<PyTensor>() => Ok(Some(Operand::Tensor(o.cast::<PyTensor>()?.get().inner.clone()))),
+        Some(o) if o.is_instance_of::<PyTensor>() => {
+            Ok(Some(Operand::Tensor(o.cast::<PyTensor>()?.get().inner.clone())))
+        }
         _ => Ok(convert::opt_arg::<f64>(obj, op, name)?.map(Operand::Scalar)),
     }
 }
@@ -164,10 +166,9 @@ fn clamp(
         return run_op(py, Op::Clamp { min: lo, max: hi }, &[x]);
     }
     let mut out = x.clone();
-    for (bound, tensor_op, lower) in [
-        (min, TableOps::ClampMin(binary::ClampMin), true),
-        (max, TableOps::ClampMax(binary::ClampMax), false),
-    ] {
+    for (bound, tensor_op, lower) in
+        [(min, TableOps::ClampMin(binary::ClampMin), true), (max, TableOps::ClampMax(binary::ClampMax), false)]
+    {
         out = match bound {
             None => out,
             Some(Operand::Tensor(t)) => run_op(py, Op::Table(tensor_op), &[&out, &t])?.inner,

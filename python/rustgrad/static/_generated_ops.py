@@ -196,7 +196,7 @@ def concat(values: Any, axis: int, name: Optional[str] = None) -> Tensor:
 
 
 def atan2(y: Any, x: Any, name: Optional[str] = None) -> Tensor:
-    """The angle of the point (other, input) in radians, in [-pi, pi]: atan(input / other) in the right quadrant."""
+    """The angle of the point (other, input) in radians, in [-pi, pi]."""
     return _apply(_ops['atan2'], [y, x], name, ())
 
 
@@ -302,7 +302,7 @@ def nan_to_num(
     neginf: Optional[float] = None,
     name: Optional[str] = None,
 ) -> Tensor:
-    """input with NaN replaced by `nan`, +inf by `posinf` and -inf by `neginf` (None: the dtype's largest and lowest finite values); the gradient passes where input is finite."""
+    """NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (None: the dtype's extremes)."""
     return _apply(_ops['nan_to_num'], [x], name, (nan, posinf, neginf))
 
 
@@ -344,7 +344,7 @@ def isclose(
     equal_nan: bool = False,
     name: Optional[str] = None,
 ) -> Tensor:
-    """Whether |input - other| <= atol + rtol·|other|, elementwise; equal infinities are close, and NaNs are close to each other only with equal_nan."""
+    """Whether |input - other| <= atol + rtol·|other|; NaNs are close only with equal_nan."""
     return _apply(_ops['isclose'], [x, y], name, (rtol, atol, equal_nan))
 
 

@@ -171,7 +171,7 @@ def reduce_logsumexp(
 
 
 def atan2(y: Any, x: Any, name: Optional[str] = None) -> Tensor:
-    """The angle of the point (other, input) in radians, in [-pi, pi]: atan(input / other) in the right quadrant."""
+    """The angle of the point (other, input) in radians, in [-pi, pi]."""
     return _apply(_ops['atan2'], [y, x], name, ())
 
 
