@@ -248,6 +248,26 @@ def test_lerp_is_exact_at_both_ends():
     assert rustgrad.lerp(x, end, 1.0).tolist() == end.tolist()
 
 
+# ---------------------------------------------------------------- fmax, fmin, logaddexp
+
+
+def test_fmax_and_fmin_ignore_a_nan_and_send_the_gradient_to_the_number():
+    x = rustgrad.tensor([NAN, 1.0, NAN], requires_grad=True)
+    y = rustgrad.tensor([2.0, NAN, NAN], requires_grad=True)
+    out = rustgrad.fmax(x, y)
+    np.testing.assert_array_equal(out.detach().numpy(), [2.0, 1.0, NAN])
+    out.sum().backward()
+    assert x.grad.tolist() == [0.0, 1.0, 1.0] and y.grad.tolist() == [1.0, 0.0, 0.0]
+    np.testing.assert_array_equal(x.detach().fmin(y.detach()).numpy(), [2.0, 1.0, NAN])
+    assert np.isnan(rustgrad.maximum(x, y).detach().numpy()).all()
+
+
+def test_logaddexp_does_not_overflow_and_keeps_infinities():
+    x = rustgrad.tensor([1000.0, -INF, INF, 0.0], dtype=rustgrad.float64)
+    y = rustgrad.tensor([1000.0, -INF, 5.0, -INF], dtype=rustgrad.float64)
+    np.testing.assert_array_equal(rustgrad.logaddexp(x, y).numpy(), np.logaddexp(x.numpy(), y.numpy()))
+
+
 # ---------------------------------------------------------------- logical ops and tests
 
 

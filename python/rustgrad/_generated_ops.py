@@ -511,6 +511,39 @@ def _squared_difference_method(self: Union[Tensor, float], other: Union[Tensor, 
 
 Tensor.squared_difference = _squared_difference_method  # type: ignore[method-assign]
 
+def logaddexp(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """log(e^input + e^other), without overflow."""
+    return _ops['logaddexp'](input, other)
+
+
+def _logaddexp_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """log(e^input + e^other), without overflow."""
+    return _ops['logaddexp'](self, other)
+
+Tensor.logaddexp = _logaddexp_method  # type: ignore[method-assign]
+
+def fmax(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """The larger of input and other, ignoring a NaN (maximum propagates it)."""
+    return _ops['fmax'](input, other)
+
+
+def _fmax_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """The larger of input and other, ignoring a NaN (maximum propagates it)."""
+    return _ops['fmax'](self, other)
+
+Tensor.fmax = _fmax_method  # type: ignore[method-assign]
+
+def fmin(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """The smaller of input and other, ignoring a NaN (minimum propagates it)."""
+    return _ops['fmin'](input, other)
+
+
+def _fmin_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """The smaller of input and other, ignoring a NaN (minimum propagates it)."""
+    return _ops['fmin'](self, other)
+
+Tensor.fmin = _fmin_method  # type: ignore[method-assign]
+
 def clamp_min(input: Union[Tensor, float], min: Union[Tensor, float]) -> Tensor:
     """input raised to at least min (NaN in either stays NaN); min may be a tensor or a number."""
     return _ops['clamp_min'](input, min)
@@ -767,10 +800,10 @@ __all__ = [
     "abs", "absolute", "acos", "acosh", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2",
     "arctanh", "asin", "asinh", "atan", "atan2", "atanh", "cat", "ceil", "clamp_max", "clamp_min",
     "concat", "concatenate", "copysign", "cos", "cosh", "cumsum", "eq", "erf", "exp", "exp2", "expm1",
-    "fix", "floor", "fmod", "ge", "greater", "greater_equal", "gt", "hypot", "isclose", "isfinite",
-    "isinf", "isnan", "isneginf", "isposinf", "le", "lerp", "less", "less_equal", "log", "log10", "log1p",
-    "log2", "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "lt", "nan_to_num",
-    "ne", "neg", "negative", "not_equal", "pow", "reciprocal", "relu", "remainder", "round", "rsqrt",
-    "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "squared_difference", "tan", "tanh", "trunc",
-    "xlogy"
+    "fix", "floor", "fmax", "fmin", "fmod", "ge", "greater", "greater_equal", "gt", "hypot", "isclose",
+    "isfinite", "isinf", "isnan", "isneginf", "isposinf", "le", "lerp", "less", "less_equal", "log",
+    "log10", "log1p", "log2", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor",
+    "logsumexp", "lt", "nan_to_num", "ne", "neg", "negative", "not_equal", "pow", "reciprocal", "relu",
+    "remainder", "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "square",
+    "squared_difference", "tan", "tanh", "trunc", "xlogy"
 ]

@@ -334,6 +334,12 @@ class Tensor:
         """input·log(other), and 0 where input is 0 (unless other is NaN)."""
     def squared_difference(self, other: Union[Tensor, builtins.float]) -> Tensor:
         """(input - other)², elementwise."""
+    def logaddexp(self, other: Union[Tensor, builtins.float]) -> Tensor:
+        """log(e^input + e^other), without overflow."""
+    def fmax(self, other: Union[Tensor, builtins.float]) -> Tensor:
+        """The larger of input and other, ignoring a NaN (maximum propagates it)."""
+    def fmin(self, other: Union[Tensor, builtins.float]) -> Tensor:
+        """The smaller of input and other, ignoring a NaN (minimum propagates it)."""
     def clamp_min(self, min: Union[Tensor, builtins.float]) -> Tensor:
         """input raised to at least min (NaN in either stays NaN); min may be a tensor or a number."""
     def clamp_max(self, max: Union[Tensor, builtins.float]) -> Tensor:

@@ -13,6 +13,8 @@ pub trait BinaryMath: Copy {
     fn xlogy(self, y: Self) -> Self;
     /// `self + weight·(end - self)`, exact at both ends, as torch's `lerp`.
     fn lerp(self, end: Self, weight: Self) -> Self;
+    /// `log(e^self + e^other)` without overflow, as numpy's `logaddexp`.
+    fn log_add_exp(self, other: Self) -> Self;
     /// `|a - b| <= atol + rtol·|b|`, or equal (so infinities of one sign are close), as torch's `isclose`.
     fn is_close(self, other: Self, rtol: f64, atol: f64, equal_nan: bool) -> bool;
 }
@@ -54,6 +56,22 @@ macro_rules! impl_binary_math {
                     self + weight * diff
                 } else {
                     end - diff * (1.0 - weight)
+                }
+            }
+
+            #[inline(always)]
+            fn log_add_exp(self, other: $t) -> $t {
+                if self == other {
+                    // Equal infinities stay infinite (their difference is NaN).
+                    return self + std::f64::consts::LN_2 as $t;
+                }
+                let diff = self - other;
+                if diff > 0.0 {
+                    self + (-diff).exp().ln_1p()
+                } else if diff <= 0.0 {
+                    other + diff.exp().ln_1p()
+                } else {
+                    diff // NaN
                 }
             }
 
@@ -145,6 +163,14 @@ mod tests {
     fn lerp_is_exact_at_both_ends() {
         assert_eq!(0.1f64.lerp(0.7, 0.0), 0.1);
         assert_eq!(0.1f64.lerp(0.7, 1.0), 0.7);
+    }
+
+    #[test]
+    fn log_add_exp_neither_overflows_nor_loses_infinities() {
+        assert_eq!(1000.0f64.log_add_exp(1000.0), 1000.0 + std::f64::consts::LN_2);
+        assert_eq!(f64::NEG_INFINITY.log_add_exp(f64::NEG_INFINITY), f64::NEG_INFINITY);
+        assert_eq!(f64::INFINITY.log_add_exp(1.0), f64::INFINITY);
+        assert!(f64::NAN.log_add_exp(1.0).is_nan());
     }
 
     #[test]

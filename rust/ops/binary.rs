@@ -102,6 +102,13 @@ fn pass_where<D: Differentiator>(d: &mut D, cmp: CmpOp, x: &D::Value, y: &D::Val
     keep_where(d, &mask, g)
 }
 
+/// Where `fmax` (`cmp` Ge) or `fmin` (Le) picks its input: `cmp(x, y)` holds, or `y` is NaN.
+fn picks_input<D: Differentiator>(d: &mut D, cmp: CmpOp, x: &D::Value, y: &D::Value) -> Result<D::Value> {
+    let wins = d.apply(Op::Compare(cmp), &[x, y])?;
+    let other_nan = table(d, TableOps::IsNan(super::logical::IsNan), &[y])?;
+    table(d, TableOps::LogicalOr(super::logical::LogicalOr), &[&wins, &other_nan])
+}
+
 fn table<D: Differentiator>(d: &mut D, op: TableOps, inputs: &[&D::Value]) -> Result<D::Value> {
     d.apply(Op::Table(op), inputs)
 }
@@ -340,6 +347,60 @@ binary_ops! {
                 let diff = sub(d, y, x)?;
                 let twice = d.scalar(&diff, ScalarOp::Mul, 2.0)?;
                 d.mul(g, &twice)?
+            },
+        ),
+    }
+    Logaddexp {
+        name: "logaddexp", torch_aliases: [], tf: [],
+        inputs: [("input", "x"), ("other", "y")],
+        doc: "log(e^input + e^other), without overflow.",
+        kernel: |a, b| a.log_add_exp(b),
+        reads: (inputs: true, output: true),
+        grad: |d, x, y, out, g| (
+            {
+                let shifted = sub(d, x, out)?;
+                let share = d.unary(UnaryOp::Exp, &shifted)?;
+                d.mul(g, &share)?
+            },
+            {
+                let shifted = sub(d, y, out)?;
+                let share = d.unary(UnaryOp::Exp, &shifted)?;
+                d.mul(g, &share)?
+            },
+        ),
+    }
+    Fmax {
+        name: "fmax", torch_aliases: [], tf: [],
+        inputs: [("input", "x"), ("other", "y")],
+        doc: "The larger of input and other, ignoring a NaN (maximum propagates it).",
+        kernel: |a, b| a.max(b),
+        reads: (inputs: true, output: false),
+        grad: |d, x, y, out, g| (
+            {
+                // As torch: to input where it is picked (ties included) or other is NaN.
+                let picked = picks_input(d, CmpOp::Ge, x, y)?;
+                keep_where(d, &picked, g)?
+            },
+            {
+                let picked = picks_input(d, CmpOp::Ge, x, y)?;
+                zero_where(d, &picked, g)?
+            },
+        ),
+    }
+    Fmin {
+        name: "fmin", torch_aliases: [], tf: [],
+        inputs: [("input", "x"), ("other", "y")],
+        doc: "The smaller of input and other, ignoring a NaN (minimum propagates it).",
+        kernel: |a, b| a.min(b),
+        reads: (inputs: true, output: false),
+        grad: |d, x, y, out, g| (
+            {
+                let picked = picks_input(d, CmpOp::Le, x, y)?;
+                keep_where(d, &picked, g)?
+            },
+            {
+                let picked = picks_input(d, CmpOp::Le, x, y)?;
+                zero_where(d, &picked, g)?
             },
         ),
     }

@@ -232,6 +232,18 @@ class TensorOps:
         """(input - other)², elementwise."""
         return self.graph._apply(_ops['squared_difference'], [self, other], None, ())
 
+    def logaddexp(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """log(e^input + e^other), without overflow."""
+        return self.graph._apply(_ops['logaddexp'], [self, other], None, ())
+
+    def fmax(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """The larger of input and other, ignoring a NaN (maximum propagates it)."""
+        return self.graph._apply(_ops['fmax'], [self, other], None, ())
+
+    def fmin(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """The smaller of input and other, ignoring a NaN (minimum propagates it)."""
+        return self.graph._apply(_ops['fmin'], [self, other], None, ())
+
     def clamp_min(self: Union[Tensor, float], min: Union[Tensor, float]) -> Tensor:
         """input raised to at least min (NaN in either stays NaN); min may be a tensor or a number."""
         return self.graph._apply(_ops['clamp_min'], [self, min], None, ())

@@ -235,6 +235,21 @@ def squared_difference(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
     return _apply(_ops['squared_difference'], [x, y], name, ())
 
 
+def logaddexp(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """log(e^input + e^other), without overflow."""
+    return _apply(_ops['logaddexp'], [x, y], name, ())
+
+
+def fmax(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """The larger of input and other, ignoring a NaN (maximum propagates it)."""
+    return _apply(_ops['fmax'], [x, y], name, ())
+
+
+def fmin(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """The smaller of input and other, ignoring a NaN (minimum propagates it)."""
+    return _apply(_ops['fmin'], [x, y], name, ())
+
+
 def clamp_min(x: Any, min: Any, name: Optional[str] = None) -> Tensor:
     """input raised to at least min (NaN in either stays NaN); min may be a tensor or a number."""
     return _apply(_ops['clamp_min'], [x, min], name, ())
@@ -351,9 +366,9 @@ def isclose(
 __all__ = [
     "abs", "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "clamp_max", "clamp_min",
     "concat", "copysign", "cos", "cosh", "cumsum", "equal", "erf", "exp", "exp2", "expm1", "floor",
-    "floormod", "greater", "greater_equal", "hypot", "is_finite", "is_inf", "is_nan", "isclose",
-    "isneginf", "isposinf", "lerp", "less", "less_equal", "log", "log10", "log1p", "log2", "logical_and",
-    "logical_not", "logical_or", "logical_xor", "mod", "nan_to_num", "negative", "not_equal", "pow",
-    "reciprocal", "reduce_logsumexp", "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt",
-    "square", "squared_difference", "tan", "tanh", "trunc", "truncatemod"
+    "floormod", "fmax", "fmin", "greater", "greater_equal", "hypot", "is_finite", "is_inf", "is_nan",
+    "isclose", "isneginf", "isposinf", "lerp", "less", "less_equal", "log", "log10", "log1p", "log2",
+    "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor", "mod", "nan_to_num",
+    "negative", "not_equal", "pow", "reciprocal", "reduce_logsumexp", "round", "rsqrt", "sigmoid", "sign",
+    "sin", "sinh", "sqrt", "square", "squared_difference", "tan", "tanh", "trunc", "truncatemod"
 ]
