@@ -147,8 +147,7 @@ fn clamp_bound(obj: Option<&Bound<'_, PyAny>>, op: &str, name: &str) -> PyResult
     }
 }
 
-/// `clamp(min, max)`: number bounds are one fused op; a tensor bound is the table's
-/// `clamp_min` then `clamp_max` (as torch, max wins where min > max).
+/// `clamp(min, max)` with each bound None, a number or a tensor (`record::clamp`).
 fn clamp(
     py: Python<'_>,
     x: &Tensor,
@@ -157,26 +156,7 @@ fn clamp(
     op: &str,
 ) -> PyResult<PyTensor> {
     let (min, max) = (clamp_bound(min, op, "min")?, clamp_bound(max, op, "max")?);
-    let number = |b: &Option<Operand>| match b {
-        Some(Operand::Scalar(v)) => Some(Some(*v)),
-        None => Some(None),
-        Some(Operand::Tensor(_)) => None,
-    };
-    if let (Some(lo), Some(hi)) = (number(&min), number(&max)) {
-        return run_op(py, Op::Clamp { min: lo, max: hi }, &[x]);
-    }
-    let mut out = x.clone();
-    for (bound, tensor_op, lower) in
-        [(min, TableOps::ClampMin(binary::ClampMin), true), (max, TableOps::ClampMax(binary::ClampMax), false)]
-    {
-        out = match bound {
-            None => out,
-            Some(Operand::Tensor(t)) => run_op(py, Op::Table(tensor_op), &[&out, &t])?.inner,
-            Some(Operand::Scalar(v)) if lower => run_op(py, Op::Clamp { min: Some(v), max: None }, &[&out])?.inner,
-            Some(Operand::Scalar(v)) => run_op(py, Op::Clamp { min: None, max: Some(v) }, &[&out])?.inner,
-        };
-    }
-    Ok(PyTensor::wrap(out))
+    run_core(py, &[x], false, || record::clamp(x, min, max))
 }
 
 /// A reduction's `dim=`: None, one int or a sequence of ints.
