@@ -40,6 +40,17 @@ class TableReference:
     integer_inputs: bool = True
     # A rename of torch kwargs for the numpy reference, when numpy spells them differently.
     numpy_names: Optional[dict] = None
+    # draw_inputs(data, input shapes) -> [(reference array, array given to rustgrad)] per input,
+    # when the default draw (floats of one dtype, NaN and inf included) does not fit the op.
+    draw_inputs: Optional[Callable[[Any, list[tuple[int, ...]]], list[tuple[Any, Any]]]] = None
+    # grad_inputs(data, input shapes) -> float64 arrays where the op is smooth, for the
+    # gradient check (default: uniform in [-grad_bound, grad_bound]).
+    grad_inputs: Optional[Callable[[Any, list[tuple[int, ...]]], list[Any]]] = None
+    # The result's numpy dtype when it is not the inputs' (np.bool_ for comparisons).
+    result_dtype: Optional[Any] = None
+    # Whether numpy computes the reference in float64 (then rounded); False: in the inputs' dtype,
+    # for ops whose float32 result is defined by float32 arithmetic (isclose's tolerance test).
+    reference_in_float64: bool = True
 
 
 TF_TO_TORCH = {"axis": "dim", "reduction_indices": "dim", "keepdims": "keepdim", "keep_dims": "keepdim"}

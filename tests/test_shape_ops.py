@@ -402,7 +402,7 @@ def test_tf_stack_infers_shapes_and_refuses_mixed_dtypes():
         assert tf.stack([a, b], axis=1).shape.as_list() == [4, 2, 3]
         with pytest.raises(errors.ShapeError, match="Dimension 1 in both shapes must be equal, but are 3 and 2"):
             tf.stack([a, tf.placeholder(tf.float32, [4, 2])])
-        with pytest.raises(errors.DTypeError, match="conversion requested dtype float32 for Tensor with dtype float64"):
+        with pytest.raises(errors.DTypeError, match=r"values\[1\] has dtype float64 but values\[0\] has dtype float32"):
             tf.stack([a, tf.placeholder(tf.float64, [None, 3])])
 
 

@@ -360,12 +360,13 @@ def test_tensor_truth_value_is_an_error():
             pass
 
 
-def test_pow_with_tensor_exponent_is_rejected():
+def test_pow_with_a_tensor_exponent_of_another_dtype_is_rejected():
     x = tf.placeholder(tf.float32, shape=(2,))
-    with pytest.raises(InvalidArgumentError):
-        x ** x
-    with pytest.raises(InvalidArgumentError):
-        tf.pow(x, x)
+    y = tf.placeholder(tf.float64, shape=(2,))
+    with pytest.raises(DTypeError, match="pow: Input 'y' has type float64 that does not match type float32"):
+        x ** y
+    with pytest.raises(DTypeError, match="pow: Input 'y' has type float64 that does not match type float32"):
+        tf.pow(x, y)
 
 
 # ---------------------------------------------------------------- runtime errors leave state unchanged

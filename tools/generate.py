@@ -109,10 +109,16 @@ def joined(spec: Any, parameters: list[Parameter]) -> list[str]:
     return [p.text() for p in parameters]
 
 
+def takes_numbers(spec: Any) -> bool:
+    """Ops of several tensors take a Python number for any of them (it takes the others' dtype)."""
+    return len(spec.inputs) > 1
+
+
 def torch_parameters(spec: Any, first: str) -> tuple[list[Parameter], list[str]]:
     """The torch signature after the first tensor (named ``first``), and the values the call passes."""
-    first_type = "Sequence[Tensor]" if is_list_op(spec) else "Tensor"
-    params = [Parameter(first, first_type, None)] + [Parameter(t, "Tensor", None) for t, _, _ in spec.inputs[1:]]
+    operand = "Union[Tensor, float]" if takes_numbers(spec) else "Tensor"
+    first_type = "Sequence[Tensor]" if is_list_op(spec) else operand
+    params = [Parameter(first, first_type, None)] + [Parameter(t, operand, None) for t, _, _ in spec.inputs[1:]]
     values = [first] + [t for t, _, _ in spec.inputs[1:]]
     for torch, _tf, _aliases, annotation, torch_default, tf_default in spec.params:
         if torch:

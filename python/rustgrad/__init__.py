@@ -9,6 +9,7 @@ from __future__ import annotations
 import os as _os
 
 from rustgrad import _composites, _rustgrad, autograd, cuda, errors, nn, optim, viz
+from rustgrad._comparisons import allclose, equal
 from rustgrad._composites import chunk, split, unbind
 from rustgrad._creation import (
     _dtype_from_name,
@@ -37,22 +38,15 @@ from rustgrad._functions import (
     clamp,
     clip,
     div,
-    eq,
     floor_divide,
-    ge,
-    gt,
     is_tensor,
-    le,
-    lt,
     matmul,
     maximum,
     mean,
     minimum,
     mm,
     mul,
-    ne,
     numel,
-    pow,
     remainder,
     reshape,
     sub,
@@ -103,13 +97,13 @@ if hasattr(_os, "register_at_fork"):
     _os.register_at_fork(after_in_child=_rustgrad._after_fork_in_child)
 
 __all__ = [
-    "Tensor", "add", "chunk", "from_dlpack", "amax", "amin", "arange", "as_tensor", "autograd", "bool", "clamp",
-    "clip", "cuda",
-    "device", "div", "double", "dtype", "empty", "empty_cache", "enable_grad", "eq", "errors", "eye",
-    "float", "float32", "float64", "floor_divide", "from_numpy", "full", "full_like", "ge",
-    "get_num_threads", "gt", "inference_mode", "int", "int32", "int64", "is_grad_enabled", "is_tensor", "le",
-    "linspace", "long", "lt", "manual_seed", "matmul", "maximum", "mean", "memory_cached", "minimum", "mm", "mul", "ne",
-    "no_grad", "numel", "ones", "ones_like", "pow", "rand", "rand_like", "randn", "randn_like",
+    "Tensor", "add", "allclose", "chunk", "from_dlpack", "amax", "amin", "arange", "as_tensor", "autograd", "bool",
+    "clamp", "clip", "cuda", "equal",
+    "device", "div", "double", "dtype", "empty", "empty_cache", "enable_grad", "errors", "eye",
+    "float", "float32", "float64", "floor_divide", "from_numpy", "full", "full_like",
+    "get_num_threads", "inference_mode", "int", "int32", "int64", "is_grad_enabled", "is_tensor",
+    "linspace", "long", "manual_seed", "matmul", "maximum", "mean", "memory_cached", "minimum", "mm", "mul",
+    "no_grad", "numel", "ones", "ones_like", "rand", "rand_like", "randn", "randn_like",
     "remainder", "reshape", "set_grad_enabled", "set_num_threads", "split",
     "sub", "sum", "t", "tensor", "transpose", "uint8", "unbind", "where", "zeros",
     "zeros_like", "_dtype_from_name", "load", "nn", "optim", "save", "viz",

@@ -28,15 +28,12 @@ def reshape(input: Tensor, shape: Any) -> Tensor:
     return input.reshape(shape)
 
 
-def clamp(input: Tensor, min: Optional[float] = None, max: Optional[float] = None) -> Tensor:
+def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    """``input`` clamped to [min, max]; each bound is None, a number or a tensor that broadcasts against it."""
     return input.clamp(min=min, max=max)
 
 
 clip = clamp
-
-
-def pow(input: Any, exponent: Any) -> Tensor:
-    return input ** exponent
 
 
 def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
@@ -63,7 +60,7 @@ def div(input: Any, other: Any, *, rounding_mode: Optional[str] = None) -> Tenso
             return quotient.trunc()
         floor = floor_divide(input, other)
         # Rounding toward zero is one above rounding down where the division is inexact and negative.
-        return floor + (remainder(input, other) != 0) * ((input < 0) != (other < 0))  # bool * bool is "and"
+        return floor + ((input % other) != 0) * ((input < 0) != (other < 0))  # bool * bool is "and"
     raise InvalidArgumentError(
         f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
     )
@@ -115,27 +112,3 @@ def numel(input: Tensor) -> int:
 
 def is_tensor(obj: Any) -> bool:
     return isinstance(obj, Tensor)
-
-
-def lt(input: Tensor, other: Any) -> Tensor:
-    return input < other
-
-
-def le(input: Tensor, other: Any) -> Tensor:
-    return input <= other
-
-
-def gt(input: Tensor, other: Any) -> Tensor:
-    return input > other
-
-
-def ge(input: Tensor, other: Any) -> Tensor:
-    return input >= other
-
-
-def eq(input: Tensor, other: Any) -> Tensor:
-    return input == other
-
-
-def ne(input: Tensor, other: Any) -> Tensor:
-    return input != other

@@ -487,12 +487,12 @@ broadcast_to = expand
 Tensor.expand = _expand_method  # type: ignore[method-assign]
 Tensor.broadcast_to = _expand_method  # type: ignore[method-assign]
 
-def expand_as(input: Tensor, other: Tensor) -> Tensor:
+def expand_as(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
     """The tensor expanded to `other`'s shape, as a view (`expand(other.size())`)."""
     return _ops['expand_as'](input, other)
 
 
-def _expand_as_method(self: Tensor, other: Tensor) -> Tensor:
+def _expand_as_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
     """The tensor expanded to `other`'s shape, as a view (`expand(other.size())`)."""
     return _ops['expand_as'](self, other)
 
@@ -546,23 +546,23 @@ def _unflatten_method(self: Tensor, dim: int, sizes: Union[int, Sequence[int]]) 
 
 Tensor.unflatten = _unflatten_method  # type: ignore[method-assign]
 
-def view_as(input: Tensor, other: Tensor) -> Tensor:
+def view_as(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
     """The tensor viewed with `other`'s shape; raises when that needs a copy."""
     return _ops['view_as'](input, other)
 
 
-def _view_as_method(self: Tensor, other: Tensor) -> Tensor:
+def _view_as_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
     """The tensor viewed with `other`'s shape; raises when that needs a copy."""
     return _ops['view_as'](self, other)
 
 Tensor.view_as = _view_as_method  # type: ignore[method-assign]
 
-def reshape_as(input: Tensor, other: Tensor) -> Tensor:
+def reshape_as(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
     """The tensor with `other`'s shape: a view when the strides allow."""
     return _ops['reshape_as'](input, other)
 
 
-def _reshape_as_method(self: Tensor, other: Tensor) -> Tensor:
+def _reshape_as_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
     """The tensor with `other`'s shape: a view when the strides allow."""
     return _ops['reshape_as'](self, other)
 
@@ -768,13 +768,381 @@ def _band_part_method(self: Tensor, num_lower: int, num_upper: int) -> Tensor:
 
 Tensor.band_part = _band_part_method  # type: ignore[method-assign]
 
+def atan2(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """The angle of the point (other, input) in radians, in [-pi, pi]."""
+    return _ops['atan2'](input, other)
+
+
+def _atan2_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """The angle of the point (other, input) in radians, in [-pi, pi]."""
+    return _ops['atan2'](self, other)
+
+arctan2 = atan2
+Tensor.atan2 = _atan2_method  # type: ignore[method-assign]
+Tensor.arctan2 = _atan2_method  # type: ignore[method-assign]
+
+def hypot(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """sqrt(input² + other²), without overflow for large operands."""
+    return _ops['hypot'](input, other)
+
+
+def _hypot_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """sqrt(input² + other²), without overflow for large operands."""
+    return _ops['hypot'](self, other)
+
+Tensor.hypot = _hypot_method  # type: ignore[method-assign]
+
+def fmod(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """The remainder of input / other rounded toward zero: it has the sign of input (C's fmod)."""
+    return _ops['fmod'](input, other)
+
+
+def _fmod_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """The remainder of input / other rounded toward zero: it has the sign of input (C's fmod)."""
+    return _ops['fmod'](self, other)
+
+Tensor.fmod = _fmod_method  # type: ignore[method-assign]
+
+def pow(input: Union[Tensor, float], exponent: Union[Tensor, float]) -> Tensor:
+    """input raised to the power exponent; either may be a number."""
+    return _ops['pow'](input, exponent)
+
+
+def _pow_method(self: Union[Tensor, float], exponent: Union[Tensor, float]) -> Tensor:
+    """input raised to the power exponent; either may be a number."""
+    return _ops['pow'](self, exponent)
+
+Tensor.pow = _pow_method  # type: ignore[method-assign]
+
+def copysign(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """The magnitude of input with the sign of other (the sign bit, so -0.0 counts as negative)."""
+    return _ops['copysign'](input, other)
+
+
+def _copysign_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """The magnitude of input with the sign of other (the sign bit, so -0.0 counts as negative)."""
+    return _ops['copysign'](self, other)
+
+Tensor.copysign = _copysign_method  # type: ignore[method-assign]
+
+def xlogy(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """input·log(other), and 0 where input is 0 (unless other is NaN)."""
+    return _ops['xlogy'](input, other)
+
+
+def _xlogy_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """input·log(other), and 0 where input is 0 (unless other is NaN)."""
+    return _ops['xlogy'](self, other)
+
+Tensor.xlogy = _xlogy_method  # type: ignore[method-assign]
+
+def squared_difference(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """(input - other)², elementwise."""
+    return _ops['squared_difference'](input, other)
+
+
+def _squared_difference_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """(input - other)², elementwise."""
+    return _ops['squared_difference'](self, other)
+
+Tensor.squared_difference = _squared_difference_method  # type: ignore[method-assign]
+
+def logaddexp(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """log(e^input + e^other), without overflow."""
+    return _ops['logaddexp'](input, other)
+
+
+def _logaddexp_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """log(e^input + e^other), without overflow."""
+    return _ops['logaddexp'](self, other)
+
+Tensor.logaddexp = _logaddexp_method  # type: ignore[method-assign]
+
+def fmax(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """The larger of input and other, ignoring a NaN (maximum propagates it)."""
+    return _ops['fmax'](input, other)
+
+
+def _fmax_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """The larger of input and other, ignoring a NaN (maximum propagates it)."""
+    return _ops['fmax'](self, other)
+
+Tensor.fmax = _fmax_method  # type: ignore[method-assign]
+
+def fmin(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """The smaller of input and other, ignoring a NaN (minimum propagates it)."""
+    return _ops['fmin'](input, other)
+
+
+def _fmin_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """The smaller of input and other, ignoring a NaN (minimum propagates it)."""
+    return _ops['fmin'](self, other)
+
+Tensor.fmin = _fmin_method  # type: ignore[method-assign]
+
+def clamp_min(input: Union[Tensor, float], min: Union[Tensor, float]) -> Tensor:
+    """input raised to at least min (NaN in either stays NaN); min may be a tensor or a number."""
+    return _ops['clamp_min'](input, min)
+
+
+def _clamp_min_method(self: Union[Tensor, float], min: Union[Tensor, float]) -> Tensor:
+    """input raised to at least min (NaN in either stays NaN); min may be a tensor or a number."""
+    return _ops['clamp_min'](self, min)
+
+Tensor.clamp_min = _clamp_min_method  # type: ignore[method-assign]
+
+def clamp_max(input: Union[Tensor, float], max: Union[Tensor, float]) -> Tensor:
+    """input lowered to at most max (NaN in either stays NaN); max may be a tensor or a number."""
+    return _ops['clamp_max'](input, max)
+
+
+def _clamp_max_method(self: Union[Tensor, float], max: Union[Tensor, float]) -> Tensor:
+    """input lowered to at most max (NaN in either stays NaN); max may be a tensor or a number."""
+    return _ops['clamp_max'](self, max)
+
+Tensor.clamp_max = _clamp_max_method  # type: ignore[method-assign]
+
+def lerp(input: Union[Tensor, float], end: Union[Tensor, float], weight: Union[Tensor, float]) -> Tensor:
+    """The linear interpolation input + weight·(end - input); weight may be a tensor or a number."""
+    return _ops['lerp'](input, end, weight)
+
+
+def _lerp_method(self: Union[Tensor, float], end: Union[Tensor, float], weight: Union[Tensor, float]) -> Tensor:
+    """The linear interpolation input + weight·(end - input); weight may be a tensor or a number."""
+    return _ops['lerp'](self, end, weight)
+
+Tensor.lerp = _lerp_method  # type: ignore[method-assign]
+
+def logical_and(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """Whether both input and other are true (nonzero), elementwise."""
+    return _ops['logical_and'](input, other)
+
+
+def _logical_and_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """Whether both input and other are true (nonzero), elementwise."""
+    return _ops['logical_and'](self, other)
+
+Tensor.logical_and = _logical_and_method  # type: ignore[method-assign]
+
+def logical_or(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """Whether input or other is true (nonzero), elementwise."""
+    return _ops['logical_or'](input, other)
+
+
+def _logical_or_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """Whether input or other is true (nonzero), elementwise."""
+    return _ops['logical_or'](self, other)
+
+Tensor.logical_or = _logical_or_method  # type: ignore[method-assign]
+
+def logical_xor(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """Whether exactly one of input and other is true (nonzero), elementwise."""
+    return _ops['logical_xor'](input, other)
+
+
+def _logical_xor_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """Whether exactly one of input and other is true (nonzero), elementwise."""
+    return _ops['logical_xor'](self, other)
+
+Tensor.logical_xor = _logical_xor_method  # type: ignore[method-assign]
+
+def logical_not(input: Tensor) -> Tensor:
+    """Whether input is false (zero), elementwise."""
+    return _ops['logical_not'](input)
+
+
+def _logical_not_method(self: Tensor) -> Tensor:
+    """Whether input is false (zero), elementwise."""
+    return _ops['logical_not'](self)
+
+Tensor.logical_not = _logical_not_method  # type: ignore[method-assign]
+
+def isnan(input: Tensor) -> Tensor:
+    """Whether each element is NaN."""
+    return _ops['isnan'](input)
+
+
+def _isnan_method(self: Tensor) -> Tensor:
+    """Whether each element is NaN."""
+    return _ops['isnan'](self)
+
+Tensor.isnan = _isnan_method  # type: ignore[method-assign]
+
+def isinf(input: Tensor) -> Tensor:
+    """Whether each element is +inf or -inf."""
+    return _ops['isinf'](input)
+
+
+def _isinf_method(self: Tensor) -> Tensor:
+    """Whether each element is +inf or -inf."""
+    return _ops['isinf'](self)
+
+Tensor.isinf = _isinf_method  # type: ignore[method-assign]
+
+def isposinf(input: Tensor) -> Tensor:
+    """Whether each element is +inf."""
+    return _ops['isposinf'](input)
+
+
+def _isposinf_method(self: Tensor) -> Tensor:
+    """Whether each element is +inf."""
+    return _ops['isposinf'](self)
+
+Tensor.isposinf = _isposinf_method  # type: ignore[method-assign]
+
+def isneginf(input: Tensor) -> Tensor:
+    """Whether each element is -inf."""
+    return _ops['isneginf'](input)
+
+
+def _isneginf_method(self: Tensor) -> Tensor:
+    """Whether each element is -inf."""
+    return _ops['isneginf'](self)
+
+Tensor.isneginf = _isneginf_method  # type: ignore[method-assign]
+
+def isfinite(input: Tensor) -> Tensor:
+    """Whether each element is finite: neither NaN nor infinite."""
+    return _ops['isfinite'](input)
+
+
+def _isfinite_method(self: Tensor) -> Tensor:
+    """Whether each element is finite: neither NaN nor infinite."""
+    return _ops['isfinite'](self)
+
+Tensor.isfinite = _isfinite_method  # type: ignore[method-assign]
+
+def nan_to_num(
+    input: Tensor,
+    nan: float = 0.0,
+    posinf: Optional[float] = None,
+    neginf: Optional[float] = None,
+) -> Tensor:
+    """NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (None: the dtype's extremes)."""
+    return _ops['nan_to_num'](input, nan, posinf, neginf)
+
+
+def _nan_to_num_method(
+    self: Tensor,
+    nan: float = 0.0,
+    posinf: Optional[float] = None,
+    neginf: Optional[float] = None,
+) -> Tensor:
+    """NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (None: the dtype's extremes)."""
+    return _ops['nan_to_num'](self, nan, posinf, neginf)
+
+Tensor.nan_to_num = _nan_to_num_method  # type: ignore[method-assign]
+
+def eq(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """Whether input equals other, elementwise (NaN equals nothing)."""
+    return _ops['eq'](input, other)
+
+
+def _eq_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """Whether input equals other, elementwise (NaN equals nothing)."""
+    return _ops['eq'](self, other)
+
+Tensor.eq = _eq_method  # type: ignore[method-assign]
+
+def ne(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """Whether input differs from other, elementwise (NaN differs from everything)."""
+    return _ops['ne'](input, other)
+
+
+def _ne_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """Whether input differs from other, elementwise (NaN differs from everything)."""
+    return _ops['ne'](self, other)
+
+not_equal = ne
+Tensor.ne = _ne_method  # type: ignore[method-assign]
+Tensor.not_equal = _ne_method  # type: ignore[method-assign]
+
+def lt(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """Whether input < other, elementwise."""
+    return _ops['lt'](input, other)
+
+
+def _lt_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """Whether input < other, elementwise."""
+    return _ops['lt'](self, other)
+
+less = lt
+Tensor.lt = _lt_method  # type: ignore[method-assign]
+Tensor.less = _lt_method  # type: ignore[method-assign]
+
+def le(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """Whether input <= other, elementwise."""
+    return _ops['le'](input, other)
+
+
+def _le_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """Whether input <= other, elementwise."""
+    return _ops['le'](self, other)
+
+less_equal = le
+Tensor.le = _le_method  # type: ignore[method-assign]
+Tensor.less_equal = _le_method  # type: ignore[method-assign]
+
+def gt(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """Whether input > other, elementwise."""
+    return _ops['gt'](input, other)
+
+
+def _gt_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """Whether input > other, elementwise."""
+    return _ops['gt'](self, other)
+
+greater = gt
+Tensor.gt = _gt_method  # type: ignore[method-assign]
+Tensor.greater = _gt_method  # type: ignore[method-assign]
+
+def ge(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """Whether input >= other, elementwise."""
+    return _ops['ge'](input, other)
+
+
+def _ge_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """Whether input >= other, elementwise."""
+    return _ops['ge'](self, other)
+
+greater_equal = ge
+Tensor.ge = _ge_method  # type: ignore[method-assign]
+Tensor.greater_equal = _ge_method  # type: ignore[method-assign]
+
+def isclose(
+    input: Union[Tensor, float],
+    other: Union[Tensor, float],
+    rtol: float = 1e-05,
+    atol: float = 1e-08,
+    equal_nan: bool = False,
+) -> Tensor:
+    """Whether |input - other| <= atol + rtol·|other|; NaNs are close only with equal_nan."""
+    return _ops['isclose'](input, other, rtol, atol, equal_nan)
+
+
+def _isclose_method(
+    self: Union[Tensor, float],
+    other: Union[Tensor, float],
+    rtol: float = 1e-05,
+    atol: float = 1e-08,
+    equal_nan: bool = False,
+) -> Tensor:
+    """Whether |input - other| <= atol + rtol·|other|; NaNs are close only with equal_nan."""
+    return _ops['isclose'](self, other, rtol, atol, equal_nan)
+
+Tensor.isclose = _isclose_method  # type: ignore[method-assign]
+
 __all__ = [
-    "abs", "absolute", "acos", "acosh", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh",
-    "asin", "asinh", "atan", "atanh", "band_part", "broadcast_to", "cat", "ceil", "concat", "concatenate",
-    "cos", "cosh", "cumsum", "diag", "diag_embed", "diagonal", "erf", "exp", "exp2", "expand",
-    "expand_as", "expm1", "fix", "flatten", "flip", "fliplr", "flipud", "floor", "log", "log10", "log1p",
-    "log2", "logsumexp", "moveaxis", "movedim", "narrow", "neg", "negative", "pad", "permute",
-    "reciprocal", "relu", "repeat", "reshape_as", "roll", "round", "rsqrt", "select", "sigmoid", "sign",
-    "sin", "sinh", "sqrt", "square", "squeeze", "stack", "swapaxes", "swapdims", "tan", "tanh", "tile",
-    "trace", "tril", "triu", "trunc", "unflatten", "unsqueeze", "view_as"
+    "abs", "absolute", "acos", "acosh", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2",
+    "arctanh", "asin", "asinh", "atan", "atan2", "atanh", "band_part", "broadcast_to", "cat", "ceil",
+    "clamp_max", "clamp_min", "concat", "concatenate", "copysign", "cos", "cosh", "cumsum", "diag",
+    "diag_embed", "diagonal", "eq", "erf", "exp", "exp2", "expand", "expand_as", "expm1", "fix",
+    "flatten", "flip", "fliplr", "flipud", "floor", "fmax", "fmin", "fmod", "ge", "greater",
+    "greater_equal", "gt", "hypot", "isclose", "isfinite", "isinf", "isnan", "isneginf", "isposinf", "le",
+    "lerp", "less", "less_equal", "log", "log10", "log1p", "log2", "logaddexp", "logical_and",
+    "logical_not", "logical_or", "logical_xor", "logsumexp", "lt", "moveaxis", "movedim", "nan_to_num",
+    "narrow", "ne", "neg", "negative", "not_equal", "pad", "permute", "pow", "reciprocal", "relu",
+    "repeat", "reshape_as", "roll", "round", "rsqrt", "select", "sigmoid", "sign", "sin", "sinh", "sqrt",
+    "square", "squared_difference", "squeeze", "stack", "swapaxes", "swapdims", "tan", "tanh", "tile",
+    "trace", "tril", "triu", "trunc", "unflatten", "unsqueeze", "view_as", "xlogy"
 ]

@@ -2,11 +2,13 @@
 //! input requires grad.
 
 use super::grad_mode;
+use super::in_place::Value;
 use super::node::{Edge, Meta, Node, PerInput, Saved, SavedTensor};
 use crate::dtype::DType;
 use crate::error::{shape_err, Result};
 use crate::forward::forward;
 use crate::op::{CustomBackward, Op};
+use crate::ops::{binary, TableOps};
 use crate::rules;
 use crate::shape::fmt_shape;
 use crate::tensor::{History, Tensor};
@@ -137,4 +139,29 @@ pub fn sum(x: &Tensor, dims: Option<Vec<isize>>, keepdim: bool) -> Result<Tensor
 pub fn mean(x: &Tensor, dims: Option<Vec<isize>>, keepdim: bool) -> Result<Tensor> {
     crate::forward::check_mean_dtype(x)?;
     apply(Op::Mean { dims, keepdim }, &[x])
+}
+
+/// torch.clamp with each bound None, a number or a tensor: number bounds are one fused op;
+/// a tensor bound is the table's `clamp_min` then `clamp_max` (so max wins where min > max, as
+/// in torch), each step recorded.
+pub fn clamp(x: &Tensor, min: Option<Value>, max: Option<Value>) -> Result<Tensor> {
+    let number = |bound: &Option<Value>| match bound {
+        Some(Value::Scalar(v)) => Some(Some(v.as_f64())),
+        None => Some(None),
+        Some(Value::Tensor(_)) => None,
+    };
+    if let (Some(lo), Some(hi)) = (number(&min), number(&max)) {
+        return apply(Op::Clamp { min: lo, max: hi }, &[x]);
+    }
+    let mut out = x.clone();
+    for (bound, lower) in [(min, true), (max, false)] {
+        out = match bound {
+            None => out,
+            Some(Value::Tensor(t)) if lower => apply(Op::Table(TableOps::ClampMin(binary::ClampMin)), &[&out, &t])?,
+            Some(Value::Tensor(t)) => apply(Op::Table(TableOps::ClampMax(binary::ClampMax)), &[&out, &t])?,
+            Some(Value::Scalar(v)) if lower => apply(Op::Clamp { min: Some(v.as_f64()), max: None }, &[&out])?,
+            Some(Value::Scalar(v)) => apply(Op::Clamp { min: None, max: Some(v.as_f64()) }, &[&out])?,
+        };
+    }
+    Ok(out)
 }

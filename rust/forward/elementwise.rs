@@ -11,6 +11,7 @@ use crate::ops::Ints;
 use crate::shape::{broadcast_shapes, broadcast_strides, Shape};
 use crate::storage::{ensure_allocatable, Element};
 use crate::tensor::Tensor;
+use std::borrow::Cow;
 
 /// The dtype `a op b` computes in: torch's promotion of the two (`dtype::result_type`).
 pub fn promoted(a: &Tensor, b: &Tensor) -> DType {
@@ -24,7 +25,7 @@ pub fn as_dtype(t: &Tensor, dtype: DType) -> Result<Tensor> {
 
 /// `t` itself when it already has `dtype` (no reference count is touched: tiny ops
 /// feel every atomic), else a cast copy.
-pub(super) fn as_dtype_ref(t: &Tensor, dtype: DType) -> Result<std::borrow::Cow<'_, Tensor>> {
+pub fn as_dtype_ref(t: &Tensor, dtype: DType) -> Result<std::borrow::Cow<'_, Tensor>> {
     if t.dtype() == dtype {
         Ok(std::borrow::Cow::Borrowed(t))
     } else {
@@ -200,9 +201,18 @@ fn in_order<'a>(t: &'a Tensor, shape: &[usize]) -> Result<std::borrow::Cow<'a, T
     Ok(std::borrow::Cow::Borrowed(t))
 }
 
+/// `a` and `b` at their common dtype (float32 with float64 is float64), and the
+/// shape they broadcast to, once an output of that shape and dtype fits in memory.
+pub fn promoted_pair<'a>(op: &str, a: &'a Tensor, b: &'a Tensor) -> Result<(Cow<'a, Tensor>, Cow<'a, Tensor>, Shape)> {
+    let shape = broadcast_shapes(op, a.shape(), b.shape())?;
+    let dtype = promoted(a, b);
+    ensure_allocatable(&shape, dtype)?;
+    Ok((as_dtype_ref(a, dtype)?, as_dtype_ref(b, dtype)?, shape))
+}
+
 /// Runs a broadcasting kernel over `a` and `b`, both already of element type `T`,
 /// at the broadcast `shape` (which becomes the output's shape, without a copy).
-fn zip_tensors<T: Element, U: Element>(
+pub fn zip_tensors<T: Element, U: Element>(
     a: &Tensor,
     b: &Tensor,
     shape: Shape,
@@ -223,6 +233,26 @@ fn zip_tensors<T: Element, U: Element>(
     let ob = Operand { data: db, strides: sb.as_deref().unwrap_or(b.strides()), offset: b.offset(), dense: dense_b };
     let out = kernel(&shape, &oa, &ob);
     drop((ga, gb));
+    Tensor::from_vec(out, shape)
+}
+
+/// The broadcasting walk over three tensors of one element type `T` (`lerp`), as `zip_tensors`.
+pub fn zip3_tensors<T: Element, U: Element>(
+    [a, b, c]: [&Tensor; 3],
+    shape: Shape,
+    kernel: impl FnOnce(&[usize], [&Operand<T>; 3]) -> Vec<U>,
+) -> Result<Tensor> {
+    let guards = [a.storage().read(), b.storage().read(), c.storage().read()];
+    let mismatch = || Error::DType("internal dtype mismatch in a broadcasting kernel".into());
+    let strides = [a, b, c].map(|t| broadcast_strides(t.shape(), t.strides(), &shape));
+    let mut operands = Vec::with_capacity(3);
+    for ((t, guard), strides) in [a, b, c].into_iter().zip(&guards).zip(&strides) {
+        let dense = t.shape() == &shape[..] && t.is_contiguous();
+        operands.push(Operand { data: T::slice(guard).ok_or_else(mismatch)?, strides, offset: t.offset(), dense });
+    }
+    let out = kernel(&shape, [&operands[0], &operands[1], &operands[2]]);
+    drop(operands);
+    drop(guards);
     Tensor::from_vec(out, shape)
 }
 

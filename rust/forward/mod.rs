@@ -13,8 +13,8 @@ mod matmul;
 mod reduce;
 
 pub use elementwise::{
-    as_dtype, binary, clamp, clamp_dtype, compare, mask_grad_threshold, promoted, scalar, scalar_dtype, unary,
-    where_select,
+    as_dtype, as_dtype_ref, binary, clamp, clamp_dtype, compare, mask_grad_threshold, promoted, promoted_pair, scalar,
+    scalar_dtype, unary, where_select, zip3_tensors, zip_tensors,
 };
 pub use in_place::{add_in_place, check_writable, fill, masked_fill, update_in_place, write_into};
 pub use layout::{broadcast_to, cast, copy, expand_mask, index, index_layout, masked_select, reshape, transpose};

@@ -301,10 +301,10 @@ pub struct Operand<'a, T> {
 }
 
 impl<T: Copy> Operand<'_, T> {
-    fn dense_slice(&self, n: usize) -> &[T] {
+    pub(crate) fn dense_slice(&self, n: usize) -> &[T] {
         &self.data[self.offset..self.offset + n]
     }
-    fn is_single(&self, shape: &[usize]) -> bool {
+    pub(crate) fn is_single(&self, shape: &[usize]) -> bool {
         self.strides.iter().zip(shape).all(|(&s, &d)| s == 0 || d <= 1)
     }
 }

@@ -2,8 +2,10 @@
 //! autograd, graphs or Python, so a faster kernel can replace one here without
 //! touching the tape.
 
+pub mod binary;
 pub mod elementwise;
 pub mod layout;
+pub mod logical;
 pub mod matmul;
 pub mod reduce;
 pub mod scan;

@@ -20,6 +20,8 @@ pub enum Kind {
     Pairs,
     /// A string (a mode's name).
     Str,
+    /// A float or None.
+    OptFloat,
 }
 
 impl Kind {
@@ -33,6 +35,7 @@ impl Kind {
             Kind::Ints => "Union[int, Sequence[int]]",
             Kind::Pairs => "Optional[Sequence[Sequence[int]]]",
             Kind::Str => "str",
+            Kind::OptFloat => "Optional[float]",
         }
     }
 }
@@ -61,6 +64,7 @@ pub enum Value {
     Bool(bool),
     Float(f64),
     Str(String),
+    OptFloat(Option<f64>),
 }
 
 /// An op's converted arguments, in the order its spec declares them.
@@ -119,5 +123,11 @@ impl Args {
         self.dims(i)?.ok_or_else(|| {
             Error::InvalidArgument(format!("{}: argument '{name}' is required (an int or a sequence of ints)", self.op))
         })
+    }
+    pub fn opt_float(&self, i: usize) -> Result<Option<f64>> {
+        match self.get(i)? {
+            Value::OptFloat(v) => Ok(*v),
+            _ => Err(self.mismatch(i, "a float or None")),
+        }
     }
 }

@@ -10,12 +10,16 @@
 //! Two kinds of declaration:
 //! - `unary.rs`: one-tensor elementwise ops, one macro entry each;
 //! - everything else: a type implementing [`TableOp`] in its family's file
-//!   (`scan.rs`, ...), listed once in the `table!` invocation below.
+//!   (`scan.rs`, ...), listed once in the `table!` invocation below. Families
+//!   with many alike ops declare them with a macro of their own (`binary.rs`).
 //!
 //! `docs/contributing.md` walks through adding an op.
 
 pub mod args;
+pub mod binary;
+pub mod compare;
 pub mod layout;
+pub mod logical;
 pub mod matrix;
 pub mod pad;
 pub mod reduce;
@@ -29,7 +33,7 @@ pub mod views;
 
 pub use args::{Args, Kind, Param};
 
-use crate::dtype::DType;
+use crate::dtype::{result_type, DType, Participant, Scalar};
 use crate::error::Result;
 use crate::graph::PartialShape;
 use crate::rules::{Differentiator, RuleArgs, Saves};
@@ -104,6 +108,38 @@ pub fn nth<'a, T>(inputs: &'a [T], i: usize, op: &str) -> Result<&'a T> {
     })
 }
 
+/// An input of an eager call of a table op: a tensor, or a Python number.
+pub enum Operand {
+    Tensor(Tensor),
+    Number(Scalar),
+}
+
+/// The tensors an eager call runs on when some of its inputs are Python numbers. A number
+/// takes its dtype from torch's promotion with the tensors (it is "weak": `atan2(x, 2)` of a
+/// float32 `x` is float32, but a float number beside int or bool tensors makes the call float32),
+/// and every input is cast to that dtype. None: no input is a tensor.
+pub fn numbers_as_tensors(inputs: Vec<Operand>) -> Result<Option<Vec<Tensor>>> {
+    if !inputs.iter().any(|i| matches!(i, Operand::Tensor(_))) {
+        return Ok(None);
+    }
+    let participants: Vec<Participant> = inputs
+        .iter()
+        .map(|i| match i {
+            Operand::Tensor(t) => Participant::tensor(t.dtype(), t.rank()),
+            Operand::Number(s) => Participant::Number(s.kind()),
+        })
+        .collect();
+    let dtype = result_type(&participants);
+    inputs
+        .into_iter()
+        .map(|i| match i {
+            Operand::Tensor(t) => crate::forward::as_dtype(&t, dtype),
+            Operand::Number(s) => Ok(Tensor::scalar(s, dtype)),
+        })
+        .collect::<Result<Vec<Tensor>>>()
+        .map(Some)
+}
+
 /// A graph node's shape and dtype, as static inference sees them.
 pub type Meta<'a> = (&'a PartialShape, DType);
 
@@ -122,6 +158,13 @@ pub trait TableOp: Clone + std::fmt::Debug + Send + Sync + Sized + 'static {
     /// static plans then give it no buffer of its own.
     fn is_view(&self) -> bool {
         false
+    }
+
+    /// A cheaper core op for a call whose inputs are partly plain numbers (`numbers[i]` is
+    /// `Some(v)` when input i is the Python number v), with the inputs that op takes: `x ** 2`
+    /// stays a scalar op. None: each number becomes a tensor of the other inputs' dtype.
+    fn with_numbers(&self, _numbers: &[Option<Scalar>]) -> Option<(crate::op::Op, Vec<usize>)> {
+        None
     }
 }
 
@@ -182,6 +225,13 @@ macro_rules! table {
                 }
             }
 
+            pub fn with_numbers(&self, numbers: &[Option<Scalar>]) -> Option<(crate::op::Op, Vec<usize>)> {
+                match self {
+                    $(TableOps::$variant(op) => op.with_numbers(numbers),)*
+                    $(TableOps::$ivariant(op) => op.with_numbers(numbers),)*
+                }
+            }
+
             pub fn vjp<D: Differentiator>(
                 &self,
                 d: &mut D,
@@ -229,6 +279,36 @@ table! {
         Tril(matrix::Tril),
         Triu(matrix::Triu),
         BandPart(matrix::BandPart),
+        Atan2(binary::Atan2),
+        Hypot(binary::Hypot),
+        Fmod(binary::Fmod),
+        Pow(binary::Pow),
+        Copysign(binary::Copysign),
+        Xlogy(binary::Xlogy),
+        SquaredDifference(binary::SquaredDifference),
+        Logaddexp(binary::Logaddexp),
+        Fmax(binary::Fmax),
+        Fmin(binary::Fmin),
+        ClampMin(binary::ClampMin),
+        ClampMax(binary::ClampMax),
+        Lerp(binary::Lerp),
+        LogicalAnd(logical::LogicalAnd),
+        LogicalOr(logical::LogicalOr),
+        LogicalXor(logical::LogicalXor),
+        LogicalNot(logical::LogicalNot),
+        IsNan(logical::IsNan),
+        IsInf(logical::IsInf),
+        IsPosInf(logical::IsPosInf),
+        IsNegInf(logical::IsNegInf),
+        IsFinite(logical::IsFinite),
+        NanToNum(logical::NanToNum),
+        Eq(compare::Eq),
+        Ne(compare::Ne),
+        Lt(compare::Lt),
+        Le(compare::Le),
+        Gt(compare::Gt),
+        Ge(compare::Ge),
+        IsClose(compare::IsClose),
     ],
     internal: [
         CatGrad(shape::CatGrad),

@@ -8,7 +8,7 @@ use crate::error::Error;
 use crate::op::Op;
 use crate::ops::args::Value;
 use crate::ops::unary::UnaryOp;
-use crate::ops::{Args, Builder, Kind, Spec, TABLE};
+use crate::ops::{numbers_as_tensors, Args, Builder, Kind, Operand, Spec, TABLE};
 use crate::tensor::Tensor;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -69,8 +69,8 @@ impl PyOpSpec {
     }
 }
 
-/// The eager tensors of a call: one per input, or every tensor of a list input.
-fn eager_inputs(spec: &Spec, objs: &[Bound<'_, PyAny>]) -> PyResult<Vec<Tensor>> {
+/// The eager inputs of a call: one per input, or every tensor of a list input.
+fn eager_inputs(spec: &Spec, objs: &[Bound<'_, PyAny>]) -> PyResult<Vec<Operand>> {
     let tensor = |obj: &Bound<'_, PyAny>, name: &str| Ok(tensor_arg(obj, spec.name, name)?.get().inner.clone());
     match (spec.inputs, objs) {
         ([only], [list]) if only.list => {
@@ -96,10 +96,51 @@ fn eager_inputs(spec: &Spec, objs: &[Bound<'_, PyAny>]) -> PyResult<Vec<Tensor>>
                     Error::InvalidArgument(format!("{}: expected a non-empty list of Tensors", spec.name)).into()
                 );
             }
-            Ok(tensors)
+            Ok(tensors.into_iter().map(Operand::Tensor).collect())
         }
-        _ => spec.inputs.iter().zip(objs).map(|(input, obj)| tensor(obj, input.torch)).collect(),
+        ([_], [obj]) => Ok(vec![Operand::Tensor(tensor(obj, spec.inputs[0].torch)?)]),
+        _ => spec.inputs.iter().zip(objs).map(|(input, obj)| tensor_or_number(spec, input.torch, obj)).collect(),
     }
+}
+
+/// An input of an op of several inputs: a Tensor, or a Python number.
+fn tensor_or_number(spec: &Spec, name: &str, obj: &Bound<'_, PyAny>) -> PyResult<Operand> {
+    if let Ok(t) = obj.cast::<PyTensor>() {
+        return Ok(Operand::Tensor(t.get().inner.clone()));
+    }
+    // Arrays and lists are not converted, as in torch: only numbers.
+    match convert::operand(obj)? {
+        Some(convert::Operand::Scalar(value)) => Ok(Operand::Number(value)),
+        _ => Err(super::errors::argument_type_error(format!(
+            "{}: argument '{name}' must be a Tensor or a number, got {}",
+            spec.name,
+            convert::type_name(obj)
+        ))),
+    }
+}
+
+/// Runs `op` on eager inputs: through the op's cheaper form for numbers where it has one,
+/// else with each number as a 0-d tensor (`ops::numbers_as_tensors`).
+fn run_eager(py: Python<'_>, spec: &Spec, op: Op, inputs: Vec<Operand>) -> PyResult<PyTensor> {
+    let numbers: Vec<Option<crate::dtype::Scalar>> =
+        inputs.iter().map(|i| if let Operand::Number(value) = i { Some(*value) } else { None }).collect();
+    let Some(tensors) = numbers_as_tensors(inputs)? else {
+        let first = spec.inputs.first().map_or("input", |i| i.torch);
+        return Err(super::errors::argument_type_error(format!(
+            "{}: argument '{first}' must be a Tensor, got a number; one of the inputs must be a Tensor",
+            spec.name
+        )));
+    };
+    let cheaper = match &op {
+        Op::Table(t) if numbers.iter().any(Option::is_some) => t.with_numbers(&numbers),
+        _ => None,
+    };
+    if let Some((cheaper, keep)) = cheaper {
+        let kept: Vec<&Tensor> = keep.iter().filter_map(|&i| tensors.get(i)).collect();
+        return run_op(py, cheaper, &kept);
+    }
+    let refs: Vec<&Tensor> = tensors.iter().collect();
+    run_op(py, op, &refs)
 }
 
 fn convert_value(obj: &Bound<'_, PyAny>, kind: Kind, op: &str, name: &str) -> PyResult<Value> {
@@ -107,6 +148,7 @@ fn convert_value(obj: &Bound<'_, PyAny>, kind: Kind, op: &str, name: &str) -> Py
         Kind::Int => Value::Int(convert::arg(obj, op, name)?),
         Kind::Bool => Value::Bool(convert::arg(obj, op, name)?),
         Kind::Float => Value::Float(convert::arg(obj, op, name)?),
+        Kind::OptFloat => Value::OptFloat(convert::opt_arg(Some(obj), op, name)?),
         Kind::OptDims | Kind::Ints | Kind::Pairs if obj.is_none() => Value::Dims(None),
         Kind::OptDims | Kind::Ints => match obj.extract::<isize>() {
             Ok(single) => Value::Dims(Some(vec![single])),
@@ -212,10 +254,9 @@ impl PyOpSpec {
             ))
             .into());
         }
-        let tensors = eager_inputs(spec, &args[..n])?;
+        let inputs = eager_inputs(spec, &args[..n])?;
         let op = self.op(&args[n..], Front::Torch)?;
-        let refs: Vec<&Tensor> = tensors.iter().collect();
-        run_op(py, op, &refs)
+        run_eager(py, spec, op, inputs)
     }
 
     fn __repr__(&self) -> String {

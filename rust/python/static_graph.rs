@@ -200,16 +200,37 @@ impl PyGraph {
     }
 
     /// Adds a node applying an op of the table to `inputs`, with its other arguments `args`.
-    #[pyo3(signature = (spec, inputs, name=None, args=None))]
+    /// `numbers[i]` is the Python number input i was made from (its constant node is in
+    /// `inputs`): the op may take a cheaper form for it (`tf.pow(x, 2.0)` is a scalar op).
+    #[pyo3(signature = (spec, inputs, name=None, args=None, numbers=None))]
     fn apply(
         &self,
         spec: &PyOpSpec,
         inputs: Vec<NodeId>,
         name: Option<String>,
         args: Option<&Bound<'_, PyTuple>>,
+        numbers: Option<Vec<Option<Bound<'_, PyAny>>>>,
     ) -> PyResult<NodeId> {
         let params: Vec<Bound<'_, PyAny>> = args.map(|a| a.iter().collect()).unwrap_or_default();
         let op = spec.op(&params, Front::Tf)?;
+        // Each number already became a constant of its tensor's dtype, so its Python kind fits that dtype.
+        let numbers: Option<Vec<Option<crate::dtype::Scalar>>> = numbers
+            .map(|ns| {
+                ns.iter()
+                    .map(|n| n.as_ref().map(super::convert::scalar_value).transpose().map(Option::flatten))
+                    .collect()
+            })
+            .transpose()?;
+        let cheaper = match (&op, &numbers) {
+            (Op::Table(table_op), Some(numbers)) if numbers.iter().any(Option::is_some) => {
+                table_op.with_numbers(numbers.as_slice())
+            }
+            _ => None,
+        };
+        let (op, inputs) = match cheaper {
+            Some((cheaper, keep)) => (cheaper, keep.iter().filter_map(|&i| inputs.get(i).copied()).collect()),
+            None => (op, inputs),
+        };
         self.with_mut(|g| g.op(op, inputs, name.as_deref()))
     }
 

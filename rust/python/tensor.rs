@@ -11,6 +11,7 @@ use crate::dtype::{result_type, DType, Participant, Scalar};
 use crate::error::Error;
 use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
 use crate::op::Op;
+use crate::ops::{binary, TableOps};
 use crate::shape::fmt_shape;
 use crate::tensor::Tensor;
 use pyo3::basic::CompareOp;
@@ -120,6 +121,8 @@ fn unsupported_operand(op: &str, other: &Bound<'_, PyAny>) -> PyErr {
     ))
 }
 
+/// `x ** other` (or `other ** x` when `reflected`): a number exponent or base is a scalar op,
+/// a tensor one the table's `pow`, which broadcasts and differentiates both operands.
 fn pow(py: Python<'_>, x: &Tensor, other: &Bound<'_, PyAny>, reflected: bool) -> PyResult<Option<PyTensor>> {
     match operand(other)? {
         None => Ok(None),
@@ -127,16 +130,33 @@ fn pow(py: Python<'_>, x: &Tensor, other: &Bound<'_, PyAny>, reflected: bool) ->
             let op = if reflected { ScalarOp::RPow } else { ScalarOp::Pow };
             run_op(py, Op::Scalar(op, s), &[x]).map(Some)
         }
-        Some(Operand::Tensor(t)) if t.numel() == 1 && !t.requires_grad() && !reflected => {
-            run_op(py, Op::Scalar(ScalarOp::Pow, t.item()?), &[x]).map(Some)
+        Some(Operand::Tensor(t)) => {
+            let inputs = if reflected { [&t, x] } else { [x, &t] };
+            run_op(py, Op::Table(TableOps::Pow(binary::Pow)), &inputs).map(Some)
         }
-        Some(Operand::Tensor(t)) => Err(Error::InvalidArgument(format!(
-            "pow: the exponent must be a Python number (or a one-element tensor that does not require grad); \
-             got a tensor of shape {}",
-            fmt_shape(t.shape())
-        ))
-        .into()),
     }
+}
+
+/// A bound of `clamp`: None, a number, or a tensor (which broadcasts against the input).
+fn clamp_bound(obj: Option<&Bound<'_, PyAny>>, op: &str, name: &str) -> PyResult<Option<Operand>> {
+    match obj {
+        Some(o) if o.is_instance_of::<PyTensor>() => {
+            Ok(Some(Operand::Tensor(o.cast::<PyTensor>()?.get().inner.clone())))
+        }
+        _ => Ok(convert::opt_arg::<f64>(obj, op, name)?.map(|v| Operand::Scalar(Scalar::Float(v)))),
+    }
+}
+
+/// `clamp(min, max)` with each bound None, a number or a tensor (`record::clamp`).
+fn clamp(
+    py: Python<'_>,
+    x: &Tensor,
+    min: Option<&Bound<'_, PyAny>>,
+    max: Option<&Bound<'_, PyAny>>,
+    op: &str,
+) -> PyResult<PyTensor> {
+    let (min, max) = (clamp_bound(min, op, "min")?, clamp_bound(max, op, "max")?);
+    run_core(py, &[x], false, || record::clamp(x, min, max))
 }
 
 /// A reduction's `dim=`: None, one int or a sequence of ints.
@@ -427,8 +447,7 @@ impl PyTensor {
         min: Option<&Bound<'_, PyAny>>,
         max: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyTensor> {
-        let (min, max) = (convert::opt_arg(min, "clamp", "min")?, convert::opt_arg(max, "clamp", "max")?);
-        run_op(py, Op::Clamp { min, max }, &[&self.inner])
+        clamp(py, &self.inner, min, max, "clamp")
     }
 
     #[pyo3(signature = (min=None, max=None))]
@@ -438,8 +457,7 @@ impl PyTensor {
         min: Option<&Bound<'_, PyAny>>,
         max: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyTensor> {
-        let (min, max) = (convert::opt_arg(min, "clip", "min")?, convert::opt_arg(max, "clip", "max")?);
-        run_op(py, Op::Clamp { min, max }, &[&self.inner])
+        clamp(py, &self.inner, min, max, "clip")
     }
 
     fn __neg__(&self, py: Python<'_>) -> PyResult<PyTensor> {
@@ -452,10 +470,6 @@ impl PyTensor {
 
     fn __pos__(&self) -> PyTensor {
         PyTensor::wrap(self.inner.clone())
-    }
-
-    fn pow(&self, py: Python<'_>, exponent: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        pow(py, &self.inner, exponent, false)?.ok_or_else(|| unsupported_operand("pow", exponent))
     }
 
     /// `x ** other`; three-argument `pow(x, y, modulo)` is not supported (NotImplemented).

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from rustgrad import _rustgrad
 from rustgrad.static import errors, linalg, losses, math, nn, train
+from rustgrad.static._comparisons import allclose
 from rustgrad.static._composites import split, unstack
 from rustgrad.static._generated_ops import *  # noqa: F403 - the op table's TF1 functions
 from rustgrad.static._generated_ops import __all__ as _op_table_names
@@ -37,25 +38,18 @@ from rustgrad.static._ops import (
     constant,
     div,
     divide,
-    equal,
     floordiv,
     floormod,
-    greater,
-    greater_equal,
     group,
     identity,
-    less,
-    less_equal,
     matmul,
     maximum,
     minimum,
     mod,
     multiply,
-    not_equal,
     ones,
     ones_like,
     placeholder,
-    pow,
     random_normal,
     random_uniform,
     reduce_max,
@@ -100,12 +94,12 @@ def disable_eager_execution() -> None:
 __all__ = [
     "DType", "Graph", "InteractiveSession", "Operation", "RunMetadata", "RunOptions", "Session", "Tensor",
     "TensorShape", "Variable",
-    "add", "as_dtype", "bool", "cast", "clip_by_value", "constant", "convert_to_tensor",
-    "disable_eager_execution", "disable_v2_behavior", "div", "divide", "double", "equal", "errors",
+    "add", "allclose", "as_dtype", "bool", "cast", "clip_by_value", "constant", "convert_to_tensor",
+    "disable_eager_execution", "disable_v2_behavior", "div", "divide", "double", "errors",
     "float32", "float64", "floordiv", "floormod", "get_default_graph", "get_default_session", "global_variables",
-    "global_variables_initializer", "gradients", "greater", "greater_equal", "group", "identity",
-    "initialize_all_variables", "int32", "int64", "less", "less_equal", "matmul", "maximum", "minimum", "mod",
-    "multiply", "nn", "not_equal", "ones", "ones_like", "placeholder", "pow",
+    "global_variables_initializer", "gradients", "group", "identity",
+    "initialize_all_variables", "int32", "int64", "matmul", "maximum", "minimum", "mod",
+    "multiply", "nn", "ones", "ones_like", "placeholder",
     "random_normal", "random_uniform", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "reset_default_graph",
     "reshape", "split", "stop_gradient", "subtract",
     "trainable_variables", "truediv", "uint8", "unstack", "variables_initializer", "where", "zeros",

@@ -239,7 +239,7 @@ class TensorOps:
         dim's size."""
         return self.graph._apply(_ops['expand'], [self], None, (_varargs('expand', 'size', args, size),))
 
-    def expand_as(self: Tensor, other: Tensor) -> Tensor:
+    def expand_as(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
         """The tensor expanded to `other`'s shape, as a view (`expand(other.size())`)."""
         return self.graph._apply(_ops['expand_as'], [self, other], None, ())
 
@@ -261,11 +261,11 @@ class TensorOps:
         """The dim `dim` split into dims of `sizes` (one may be -1): a view when the strides allow, else a copy."""
         return self.graph._apply(_ops['unflatten'], [self], None, (dim, sizes))
 
-    def view_as(self: Tensor, other: Tensor) -> Tensor:
+    def view_as(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
         """The tensor viewed with `other`'s shape; raises when that needs a copy."""
         return self.graph._apply(_ops['view_as'], [self, other], None, ())
 
-    def reshape_as(self: Tensor, other: Tensor) -> Tensor:
+    def reshape_as(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
         """The tensor with `other`'s shape: a view when the strides allow."""
         return self.graph._apply(_ops['reshape_as'], [self, other], None, ())
 
@@ -350,3 +350,158 @@ class TensorOps:
     def band_part(self: Tensor, num_lower: int, num_upper: int) -> Tensor:
         """Each matrix's band: `num_lower` diagonals below the main one and `num_upper` above (negative: all)."""
         return self.graph._apply(_ops['band_part'], [self], None, (num_lower, num_upper))
+
+    def atan2(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """The angle of the point (other, input) in radians, in [-pi, pi]."""
+        return self.graph._apply(_ops['atan2'], [self, other], None, ())
+
+    def arctan2(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """The angle of the point (other, input) in radians, in [-pi, pi]."""
+        return self.graph._apply(_ops['atan2'], [self, other], None, ())
+
+    def hypot(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """sqrt(input² + other²), without overflow for large operands."""
+        return self.graph._apply(_ops['hypot'], [self, other], None, ())
+
+    def fmod(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """The remainder of input / other rounded toward zero: it has the sign of input (C's fmod)."""
+        return self.graph._apply(_ops['fmod'], [self, other], None, ())
+
+    def pow(self: Union[Tensor, float], exponent: Union[Tensor, float]) -> Tensor:
+        """input raised to the power exponent; either may be a number."""
+        return self.graph._apply(_ops['pow'], [self, exponent], None, ())
+
+    def copysign(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """The magnitude of input with the sign of other (the sign bit, so -0.0 counts as negative)."""
+        return self.graph._apply(_ops['copysign'], [self, other], None, ())
+
+    def xlogy(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """input·log(other), and 0 where input is 0 (unless other is NaN)."""
+        return self.graph._apply(_ops['xlogy'], [self, other], None, ())
+
+    def squared_difference(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """(input - other)², elementwise."""
+        return self.graph._apply(_ops['squared_difference'], [self, other], None, ())
+
+    def logaddexp(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """log(e^input + e^other), without overflow."""
+        return self.graph._apply(_ops['logaddexp'], [self, other], None, ())
+
+    def fmax(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """The larger of input and other, ignoring a NaN (maximum propagates it)."""
+        return self.graph._apply(_ops['fmax'], [self, other], None, ())
+
+    def fmin(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """The smaller of input and other, ignoring a NaN (minimum propagates it)."""
+        return self.graph._apply(_ops['fmin'], [self, other], None, ())
+
+    def clamp_min(self: Union[Tensor, float], min: Union[Tensor, float]) -> Tensor:
+        """input raised to at least min (NaN in either stays NaN); min may be a tensor or a number."""
+        return self.graph._apply(_ops['clamp_min'], [self, min], None, ())
+
+    def clamp_max(self: Union[Tensor, float], max: Union[Tensor, float]) -> Tensor:
+        """input lowered to at most max (NaN in either stays NaN); max may be a tensor or a number."""
+        return self.graph._apply(_ops['clamp_max'], [self, max], None, ())
+
+    def lerp(self: Union[Tensor, float], end: Union[Tensor, float], weight: Union[Tensor, float]) -> Tensor:
+        """The linear interpolation input + weight·(end - input); weight may be a tensor or a number."""
+        return self.graph._apply(_ops['lerp'], [self, end, weight], None, ())
+
+    def logical_and(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """Whether both input and other are true (nonzero), elementwise."""
+        return self.graph._apply(_ops['logical_and'], [self, other], None, ())
+
+    def logical_or(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """Whether input or other is true (nonzero), elementwise."""
+        return self.graph._apply(_ops['logical_or'], [self, other], None, ())
+
+    def logical_xor(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """Whether exactly one of input and other is true (nonzero), elementwise."""
+        return self.graph._apply(_ops['logical_xor'], [self, other], None, ())
+
+    def logical_not(self: Tensor) -> Tensor:
+        """Whether input is false (zero), elementwise."""
+        return self.graph._apply(_ops['logical_not'], [self], None, ())
+
+    def isnan(self: Tensor) -> Tensor:
+        """Whether each element is NaN."""
+        return self.graph._apply(_ops['isnan'], [self], None, ())
+
+    def isinf(self: Tensor) -> Tensor:
+        """Whether each element is +inf or -inf."""
+        return self.graph._apply(_ops['isinf'], [self], None, ())
+
+    def isposinf(self: Tensor) -> Tensor:
+        """Whether each element is +inf."""
+        return self.graph._apply(_ops['isposinf'], [self], None, ())
+
+    def isneginf(self: Tensor) -> Tensor:
+        """Whether each element is -inf."""
+        return self.graph._apply(_ops['isneginf'], [self], None, ())
+
+    def isfinite(self: Tensor) -> Tensor:
+        """Whether each element is finite: neither NaN nor infinite."""
+        return self.graph._apply(_ops['isfinite'], [self], None, ())
+
+    def nan_to_num(
+        self: Tensor,
+        nan: float = 0.0,
+        posinf: Optional[float] = None,
+        neginf: Optional[float] = None,
+    ) -> Tensor:
+        """NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (None: the dtype's extremes)."""
+        return self.graph._apply(_ops['nan_to_num'], [self], None, (nan, posinf, neginf))
+
+    def eq(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """Whether input equals other, elementwise (NaN equals nothing)."""
+        return self.graph._apply(_ops['eq'], [self, other], None, ())
+
+    def ne(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """Whether input differs from other, elementwise (NaN differs from everything)."""
+        return self.graph._apply(_ops['ne'], [self, other], None, ())
+
+    def not_equal(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """Whether input differs from other, elementwise (NaN differs from everything)."""
+        return self.graph._apply(_ops['ne'], [self, other], None, ())
+
+    def lt(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """Whether input < other, elementwise."""
+        return self.graph._apply(_ops['lt'], [self, other], None, ())
+
+    def less(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """Whether input < other, elementwise."""
+        return self.graph._apply(_ops['lt'], [self, other], None, ())
+
+    def le(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """Whether input <= other, elementwise."""
+        return self.graph._apply(_ops['le'], [self, other], None, ())
+
+    def less_equal(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """Whether input <= other, elementwise."""
+        return self.graph._apply(_ops['le'], [self, other], None, ())
+
+    def gt(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """Whether input > other, elementwise."""
+        return self.graph._apply(_ops['gt'], [self, other], None, ())
+
+    def greater(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """Whether input > other, elementwise."""
+        return self.graph._apply(_ops['gt'], [self, other], None, ())
+
+    def ge(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """Whether input >= other, elementwise."""
+        return self.graph._apply(_ops['ge'], [self, other], None, ())
+
+    def greater_equal(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+        """Whether input >= other, elementwise."""
+        return self.graph._apply(_ops['ge'], [self, other], None, ())
+
+    def isclose(
+        self: Union[Tensor, float],
+        other: Union[Tensor, float],
+        rtol: float = 1e-05,
+        atol: float = 1e-08,
+        equal_nan: bool = False,
+    ) -> Tensor:
+        """Whether |input - other| <= atol + rtol·|other|; NaNs are close only with equal_nan."""
+        return self.graph._apply(_ops['isclose'], [self, other], None, (rtol, atol, equal_nan))

@@ -365,12 +365,174 @@ def matrix_band_part(input: Any, num_lower: int, num_upper: int, name: Optional[
     return _apply(_ops['band_part'], [input], name, (num_lower, num_upper))
 
 
+def atan2(y: Any, x: Any, name: Optional[str] = None) -> Tensor:
+    """The angle of the point (other, input) in radians, in [-pi, pi]."""
+    return _apply(_ops['atan2'], [y, x], name, ())
+
+
+def hypot(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """sqrt(input² + other²), without overflow for large operands."""
+    return _apply(_ops['hypot'], [x, y], name, ())
+
+
+def truncatemod(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """The remainder of input / other rounded toward zero: it has the sign of input (C's fmod)."""
+    return _apply(_ops['fmod'], [x, y], name, ())
+
+
+def pow(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """input raised to the power exponent; either may be a number."""
+    return _apply(_ops['pow'], [x, y], name, ())
+
+
+def copysign(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """The magnitude of input with the sign of other (the sign bit, so -0.0 counts as negative)."""
+    return _apply(_ops['copysign'], [x, y], name, ())
+
+
+def squared_difference(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """(input - other)², elementwise."""
+    return _apply(_ops['squared_difference'], [x, y], name, ())
+
+
+def logaddexp(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """log(e^input + e^other), without overflow."""
+    return _apply(_ops['logaddexp'], [x, y], name, ())
+
+
+def fmax(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """The larger of input and other, ignoring a NaN (maximum propagates it)."""
+    return _apply(_ops['fmax'], [x, y], name, ())
+
+
+def fmin(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """The smaller of input and other, ignoring a NaN (minimum propagates it)."""
+    return _apply(_ops['fmin'], [x, y], name, ())
+
+
+def clamp_min(x: Any, min: Any, name: Optional[str] = None) -> Tensor:
+    """input raised to at least min (NaN in either stays NaN); min may be a tensor or a number."""
+    return _apply(_ops['clamp_min'], [x, min], name, ())
+
+
+def clamp_max(x: Any, max: Any, name: Optional[str] = None) -> Tensor:
+    """input lowered to at most max (NaN in either stays NaN); max may be a tensor or a number."""
+    return _apply(_ops['clamp_max'], [x, max], name, ())
+
+
+def lerp(x: Any, end: Any, weight: Any, name: Optional[str] = None) -> Tensor:
+    """The linear interpolation input + weight·(end - input); weight may be a tensor or a number."""
+    return _apply(_ops['lerp'], [x, end, weight], name, ())
+
+
+def logical_and(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """Whether both input and other are true (nonzero), elementwise."""
+    return _apply(_ops['logical_and'], [x, y], name, ())
+
+
+def logical_or(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """Whether input or other is true (nonzero), elementwise."""
+    return _apply(_ops['logical_or'], [x, y], name, ())
+
+
+def logical_xor(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """Whether exactly one of input and other is true (nonzero), elementwise."""
+    return _apply(_ops['logical_xor'], [x, y], name, ())
+
+
+def logical_not(x: Any, name: Optional[str] = None) -> Tensor:
+    """Whether input is false (zero), elementwise."""
+    return _apply(_ops['logical_not'], [x], name, ())
+
+
+def is_nan(x: Any, name: Optional[str] = None) -> Tensor:
+    """Whether each element is NaN."""
+    return _apply(_ops['isnan'], [x], name, ())
+
+
+def is_inf(x: Any, name: Optional[str] = None) -> Tensor:
+    """Whether each element is +inf or -inf."""
+    return _apply(_ops['isinf'], [x], name, ())
+
+
+def isposinf(x: Any, name: Optional[str] = None) -> Tensor:
+    """Whether each element is +inf."""
+    return _apply(_ops['isposinf'], [x], name, ())
+
+
+def isneginf(x: Any, name: Optional[str] = None) -> Tensor:
+    """Whether each element is -inf."""
+    return _apply(_ops['isneginf'], [x], name, ())
+
+
+def is_finite(x: Any, name: Optional[str] = None) -> Tensor:
+    """Whether each element is finite: neither NaN nor infinite."""
+    return _apply(_ops['isfinite'], [x], name, ())
+
+
+def nan_to_num(
+    x: Any,
+    nan: float = 0.0,
+    posinf: Optional[float] = None,
+    neginf: Optional[float] = None,
+    name: Optional[str] = None,
+) -> Tensor:
+    """NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (None: the dtype's extremes)."""
+    return _apply(_ops['nan_to_num'], [x], name, (nan, posinf, neginf))
+
+
+def equal(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """Whether input equals other, elementwise (NaN equals nothing)."""
+    return _apply(_ops['eq'], [x, y], name, ())
+
+
+def not_equal(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """Whether input differs from other, elementwise (NaN differs from everything)."""
+    return _apply(_ops['ne'], [x, y], name, ())
+
+
+def less(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """Whether input < other, elementwise."""
+    return _apply(_ops['lt'], [x, y], name, ())
+
+
+def less_equal(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """Whether input <= other, elementwise."""
+    return _apply(_ops['le'], [x, y], name, ())
+
+
+def greater(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """Whether input > other, elementwise."""
+    return _apply(_ops['gt'], [x, y], name, ())
+
+
+def greater_equal(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """Whether input >= other, elementwise."""
+    return _apply(_ops['ge'], [x, y], name, ())
+
+
+def isclose(
+    x: Any,
+    y: Any,
+    rtol: float = 1e-05,
+    atol: float = 1e-08,
+    equal_nan: bool = False,
+    name: Optional[str] = None,
+) -> Tensor:
+    """Whether |input - other| <= atol + rtol·|other|; NaNs are close only with equal_nan."""
+    return _apply(_ops['isclose'], [x, y], name, (rtol, atol, equal_nan))
+
+
 __all__ = [
-    "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "broadcast_to", "ceil", "concat", "cos",
-    "cosh", "cumsum", "diag", "erf", "exp", "exp2", "expand_as", "expand_dims", "expm1", "flatten",
-    "fliplr", "flipud", "floor", "log", "log10", "log1p", "log2", "matrix_band_part", "matrix_diag",
-    "matrix_diag_part", "movedim", "narrow", "negative", "pad", "reciprocal", "reduce_logsumexp",
-    "repeat", "reshape_as", "reverse", "reverse_v2", "roll", "round", "rsqrt", "select", "sigmoid",
-    "sign", "sin", "sinh", "sqrt", "square", "squeeze", "stack", "swapaxes", "tan", "tanh", "tile",
-    "trace", "transpose", "tril", "triu", "trunc", "unflatten", "view_as"
+    "abs", "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "broadcast_to", "ceil",
+    "clamp_max", "clamp_min", "concat", "copysign", "cos", "cosh", "cumsum", "diag", "equal", "erf",
+    "exp", "exp2", "expand_as", "expand_dims", "expm1", "flatten", "fliplr", "flipud", "floor", "fmax",
+    "fmin", "greater", "greater_equal", "hypot", "is_finite", "is_inf", "is_nan", "isclose", "isneginf",
+    "isposinf", "lerp", "less", "less_equal", "log", "log10", "log1p", "log2", "logaddexp", "logical_and",
+    "logical_not", "logical_or", "logical_xor", "matrix_band_part", "matrix_diag", "matrix_diag_part",
+    "movedim", "nan_to_num", "narrow", "negative", "not_equal", "pad", "pow", "reciprocal",
+    "reduce_logsumexp", "repeat", "reshape_as", "reverse", "reverse_v2", "roll", "round", "rsqrt",
+    "select", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "squared_difference", "squeeze",
+    "stack", "swapaxes", "tan", "tanh", "tile", "trace", "transpose", "tril", "triu", "trunc",
+    "truncatemod", "unflatten", "view_as"
 ]

@@ -123,10 +123,18 @@ class Graph:
         ids = [self._own(t)._id for t in inputs]
         return Tensor(self, self._core.op(kind, args, ids, name))
 
-    def _apply(self, spec: OpSpec, inputs: Sequence[Tensor], name: Optional[str] = None,
+    def _apply(self, spec: OpSpec, inputs: Sequence[Any], name: Optional[str] = None,
                args: tuple = ()) -> Tensor:
-        """A node applying an op of the table (``rustgrad._rustgrad.ops``) to ``inputs``, with its other arguments."""
-        ids = [self._own(t)._id for t in inputs]
+        """A node applying an op of the table (``rustgrad._rustgrad.ops``) to ``inputs``, with its other
+        arguments. Inputs that are not graph tensors become constants of the first graph tensor's dtype;
+        the op may take a cheaper form for a Python number (``tf.pow(x, 2.0)`` is a scalar op)."""
+        first = next((t for t in inputs if isinstance(t, Tensor)), None)
+        dtype = first.dtype if first is not None else None
+        numbers = [t if _is_scalar(t) else None for t in inputs]
+        # Graph tensors are not converted: the op's inference names a dtype mismatch as TF does.
+        ids = [self._own(t if isinstance(t, Tensor) else convert_to_tensor(t, dtype, self))._id for t in inputs]
+        if any(n is not None for n in numbers):
+            return Tensor(self, self._core.apply(spec, ids, name, args, numbers))
         return Tensor(self, self._core.apply(spec, ids, name, args))
 
     def _own(self, t: Tensor) -> Tensor:
@@ -302,8 +310,8 @@ def _apply(spec: OpSpec, inputs: Sequence[Any], name: Optional[str] = None, args
     first = next((t for t in inputs if isinstance(t, Tensor)), None)
     if first is None:
         first = convert_to_tensor(inputs[0])
-    tensors = [convert_to_tensor(t, first.dtype, first.graph) for t in inputs]
-    return first.graph._apply(spec, tensors, name, args)
+        inputs = [first, *inputs[1:]]
+    return first.graph._apply(spec, inputs, name, args)
 
 
 def _renamed(op: str, name: str, value: Any, old_name: str, old_value: Any, default: Any) -> Any:
@@ -420,11 +428,7 @@ class Tensor(TensorOps, GraphValue):
                 (op, reflected), op)
             return self.graph._op("scalar", (scalar_op, _number_as(self.dtype, other)), [self])
         if op == "pow":
-            raise InvalidArgumentError(
-                f"pow: the exponent of a graph tensor must be a Python number, got {type(other).__name__}"
-                if not reflected else
-                f"pow: only a Python number can be raised to a graph tensor's power, got {type(other).__name__}"
-            )
+            return self.graph._apply(_rustgrad.ops["pow"], [other, self] if reflected else [self, other])
         other = convert_to_tensor(other, self.dtype, self.graph)
         a, b = (other, self) if reflected else (self, other)
         return self.graph._op("binary", (op,), [a, b])
@@ -529,11 +533,15 @@ class Tensor(TensorOps, GraphValue):
     def detach(self) -> Tensor:
         return Tensor(self.graph, self._id)
 
-    def clamp(self, min: Optional[float] = None, max: Optional[float] = None) -> Tensor:
-        return self.graph._op("clamp", (min, max), [self])
+    def clamp(self, min: Any = None, max: Any = None) -> Tensor:
+        """As torch's: numbers (or None) are one fused op; a tensor bound is ``clamp_min``
+        then ``clamp_max`` (max wins where min > max)."""
+        if not isinstance(min, (Tensor, _rustgrad.Tensor)) and not isinstance(max, (Tensor, _rustgrad.Tensor)):
+            return self.graph._op("clamp", (min, max), [self])
+        out = self if min is None else self.clamp_min(min)
+        return out if max is None else out.clamp_max(max)
 
-    def pow(self, exponent: float) -> Tensor:
-        return self ** exponent
+    clip = clamp
 
     def mm(self, other: Tensor) -> Tensor:
         return self @ other

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
-from rustgrad.errors import InvalidArgumentError
+from rustgrad import _rustgrad
 from rustgrad.static._graph import (
     _TRUEDIV_DTYPES,
     Tensor,
     _axes,
     _default_constant_dtype,
+    _is_scalar,
     _number_as,
     _truediv_integers,
     as_dtype,
@@ -143,13 +144,6 @@ def minimum(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
     return _binary("minimum", x, y, name)
 
 
-def pow(x: Any, y: float, name: Optional[str] = None) -> Tensor:  # noqa: A001 - TF's name
-    x = convert_to_tensor(x)
-    if isinstance(y, Tensor):
-        raise InvalidArgumentError("pow: the exponent must be a Python number")
-    return x.graph._op("scalar", ("pow", _number_as(x.dtype, y)), [x], name)
-
-
 def reduce_sum(input_tensor: Any, axis: Any = None, keepdims: bool = False,
                name: Optional[str] = None) -> Tensor:
     x = convert_to_tensor(input_tensor)
@@ -194,45 +188,21 @@ def cast(x: Any, dtype: Any, name: Optional[str] = None) -> Tensor:
     return x.graph._op("cast", (as_dtype(dtype),), [x], name or "Cast")
 
 
-def clip_by_value(t: Any, clip_value_min: float, clip_value_max: float,
+def clip_by_value(t: Any, clip_value_min: Any, clip_value_max: Any,
                   name: Optional[str] = None) -> Tensor:
+    """``t`` clipped to [clip_value_min, clip_value_max]. Number bounds are one fused op; tensor bounds
+    broadcast against ``t`` and are applied as TF applies them: the max first, then the min."""
     x = convert_to_tensor(t)
-    low, high = (float(_number_as(x.dtype, v)) for v in (clip_value_min, clip_value_max))
-    return x.graph._op("clamp", (low, high), [x], name)
+    if _is_scalar(clip_value_min) and _is_scalar(clip_value_max):
+        low, high = (float(_number_as(x.dtype, v)) for v in (clip_value_min, clip_value_max))
+        return x.graph._op("clamp", (low, high), [x], name)
+    lowered = x.graph._apply(_rustgrad.ops["clamp_max"], [x, clip_value_max])
+    return x.graph._apply(_rustgrad.ops["clamp_min"], [lowered, clip_value_min], name)
 
 
 def where(condition: Tensor, x: Any, y: Any, name: Optional[str] = None) -> Tensor:
     a, b = _pair(x, y)
     return a.graph._op("where", (), [condition, a, b], name)
-
-
-def _compare(kind: str, x: Any, y: Any, name: Optional[str]) -> Tensor:
-    a, b = _pair(x, y)
-    return a.graph._op("compare", (kind,), [a, b], name)
-
-
-def equal(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
-    return _compare("eq", x, y, name)
-
-
-def not_equal(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
-    return _compare("ne", x, y, name)
-
-
-def less(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
-    return _compare("lt", x, y, name)
-
-
-def less_equal(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
-    return _compare("le", x, y, name)
-
-
-def greater(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
-    return _compare("gt", x, y, name)
-
-
-def greater_equal(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
-    return _compare("ge", x, y, name)
 
 
 def zeros_like(tensor: Any, name: Optional[str] = None) -> Tensor:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from rustgrad.static._generated_ops import square
+from rustgrad.static._generated_ops import not_equal, square
 from rustgrad.static._graph import Tensor, convert_to_tensor
-from rustgrad.static._ops import cast, maximum, not_equal, ones_like, reduce_sum
+from rustgrad.static._ops import cast, maximum, ones_like, reduce_sum
 
 __all__ = ["Reduction", "absolute_difference", "compute_weighted_loss", "mean_squared_error"]
 

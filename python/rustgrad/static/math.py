@@ -170,8 +170,100 @@ def reduce_logsumexp(
     return _apply(_ops['logsumexp'], [input_tensor], name, (axis, keepdims))
 
 
+def atan2(y: Any, x: Any, name: Optional[str] = None) -> Tensor:
+    """The angle of the point (other, input) in radians, in [-pi, pi]."""
+    return _apply(_ops['atan2'], [y, x], name, ())
+
+
+def truncatemod(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """The remainder of input / other rounded toward zero: it has the sign of input (C's fmod)."""
+    return _apply(_ops['fmod'], [x, y], name, ())
+
+
+def pow(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """input raised to the power exponent; either may be a number."""
+    return _apply(_ops['pow'], [x, y], name, ())
+
+
+def xlogy(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """input·log(other), and 0 where input is 0 (unless other is NaN)."""
+    return _apply(_ops['xlogy'], [x, y], name, ())
+
+
+def squared_difference(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """(input - other)², elementwise."""
+    return _apply(_ops['squared_difference'], [x, y], name, ())
+
+
+def logical_and(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """Whether both input and other are true (nonzero), elementwise."""
+    return _apply(_ops['logical_and'], [x, y], name, ())
+
+
+def logical_or(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """Whether input or other is true (nonzero), elementwise."""
+    return _apply(_ops['logical_or'], [x, y], name, ())
+
+
+def logical_xor(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """Whether exactly one of input and other is true (nonzero), elementwise."""
+    return _apply(_ops['logical_xor'], [x, y], name, ())
+
+
+def logical_not(x: Any, name: Optional[str] = None) -> Tensor:
+    """Whether input is false (zero), elementwise."""
+    return _apply(_ops['logical_not'], [x], name, ())
+
+
+def is_nan(x: Any, name: Optional[str] = None) -> Tensor:
+    """Whether each element is NaN."""
+    return _apply(_ops['isnan'], [x], name, ())
+
+
+def is_inf(x: Any, name: Optional[str] = None) -> Tensor:
+    """Whether each element is +inf or -inf."""
+    return _apply(_ops['isinf'], [x], name, ())
+
+
+def is_finite(x: Any, name: Optional[str] = None) -> Tensor:
+    """Whether each element is finite: neither NaN nor infinite."""
+    return _apply(_ops['isfinite'], [x], name, ())
+
+
+def equal(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """Whether input equals other, elementwise (NaN equals nothing)."""
+    return _apply(_ops['eq'], [x, y], name, ())
+
+
+def not_equal(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """Whether input differs from other, elementwise (NaN differs from everything)."""
+    return _apply(_ops['ne'], [x, y], name, ())
+
+
+def less(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """Whether input < other, elementwise."""
+    return _apply(_ops['lt'], [x, y], name, ())
+
+
+def less_equal(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """Whether input <= other, elementwise."""
+    return _apply(_ops['le'], [x, y], name, ())
+
+
+def greater(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """Whether input > other, elementwise."""
+    return _apply(_ops['gt'], [x, y], name, ())
+
+
+def greater_equal(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """Whether input >= other, elementwise."""
+    return _apply(_ops['ge'], [x, y], name, ())
+
+
 __all__ = [
-    "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "ceil", "cos", "cosh", "cumsum", "erf",
-    "exp", "expm1", "floor", "log", "log1p", "negative", "reciprocal", "reduce_logsumexp", "round",
-    "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "tan", "tanh"
+    "abs", "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "cos", "cosh", "cumsum",
+    "equal", "erf", "exp", "expm1", "floor", "greater", "greater_equal", "is_finite", "is_inf", "is_nan",
+    "less", "less_equal", "log", "log1p", "logical_and", "logical_not", "logical_or", "logical_xor",
+    "negative", "not_equal", "pow", "reciprocal", "reduce_logsumexp", "round", "rsqrt", "sigmoid", "sign",
+    "sin", "sinh", "sqrt", "square", "squared_difference", "tan", "tanh", "truncatemod", "xlogy"
 ]

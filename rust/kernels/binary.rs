@@ -1,0 +1,196 @@
+//! Kernels of the elementwise ops with more than one input (`rust/ops/binary.rs`):
+//! the element functions the standard library lacks, and a broadcasting walk over
+//! three operands (`lerp`).
+
+use super::elementwise::{fill_chunks, map, zip_map, Operand};
+use super::layout::walk;
+
+/// Element functions of the binary float ops, one implementation per float type.
+pub trait BinaryMath: Copy {
+    /// The remainder with the sign of the divisor (Python's `%`, numpy's `remainder`, TF's `floormod`).
+    fn remainder(self, divisor: Self) -> Self;
+    /// `x·log(y)`, 0 where x is 0 (unless y is NaN), as torch's `xlogy`.
+    fn xlogy(self, y: Self) -> Self;
+    /// `self + weight·(end - self)`, exact at both ends, as torch's `lerp`.
+    fn lerp(self, end: Self, weight: Self) -> Self;
+    /// `log(e^self + e^other)` without overflow, as numpy's `logaddexp`.
+    fn log_add_exp(self, other: Self) -> Self;
+    /// `|a - b| <= atol + rtol·|b|`, or equal (so infinities of one sign are close), as torch's `isclose`.
+    fn is_close(self, other: Self, rtol: f64, atol: f64, equal_nan: bool) -> bool;
+}
+
+macro_rules! impl_binary_math {
+    ($t:ty) => {
+        impl BinaryMath for $t {
+            #[inline(always)]
+            fn remainder(self, divisor: $t) -> $t {
+                let r = self % divisor;
+                if r != 0.0 {
+                    if (r < 0.0) != (divisor < 0.0) {
+                        r + divisor
+                    } else {
+                        r
+                    }
+                } else {
+                    // A zero remainder takes the divisor's sign, as in Python and numpy (NaN stays NaN).
+                    r.abs().copysign(divisor)
+                }
+            }
+
+            #[inline(always)]
+            fn xlogy(self, y: $t) -> $t {
+                if y.is_nan() {
+                    y
+                } else if self == 0.0 {
+                    0.0
+                } else {
+                    self * y.ln()
+                }
+            }
+
+            #[inline(always)]
+            fn lerp(self, end: $t, weight: $t) -> $t {
+                let diff = end - self;
+                // As torch: from the nearer end, so weight 0 gives `self` and weight 1 gives `end` exactly.
+                if weight.abs() < 0.5 {
+                    self + weight * diff
+                } else {
+                    end - diff * (1.0 - weight)
+                }
+            }
+
+            #[inline(always)]
+            fn log_add_exp(self, other: $t) -> $t {
+                if self == other {
+                    // Equal infinities stay infinite (their difference is NaN).
+                    return self + std::f64::consts::LN_2 as $t;
+                }
+                let diff = self - other;
+                if diff > 0.0 {
+                    self + (-diff).exp().ln_1p()
+                } else if diff <= 0.0 {
+                    other + diff.exp().ln_1p()
+                } else {
+                    diff // NaN
+                }
+            }
+
+            #[inline(always)]
+            fn is_close(self, other: $t, rtol: f64, atol: f64, equal_nan: bool) -> bool {
+                if self == other {
+                    return true;
+                }
+                if self.is_nan() || other.is_nan() {
+                    return equal_nan && self.is_nan() && other.is_nan();
+                }
+                let error = (self - other).abs();
+                error.is_finite() && error <= (atol as $t) + ((rtol as $t) * other).abs()
+            }
+        }
+    };
+}
+
+impl_binary_math!(f32);
+impl_binary_math!(f64);
+
+/// `f(a, b, c)` over the broadcast `shape`, row-major: one linear pass when every
+/// operand is dense or a single value.
+pub fn zip3_broadcast<T, U>(
+    shape: &[usize],
+    a: &Operand<T>,
+    b: &Operand<T>,
+    c: &Operand<T>,
+    f: impl Fn(T, T, T) -> U + Sync + Send,
+) -> Vec<U>
+where
+    T: Copy + Send + Sync + 'static,
+    U: Copy + Send + Sync + 'static,
+{
+    let n: usize = shape.iter().product();
+    if n == 0 {
+        return Vec::new();
+    }
+    let linear = |o: &Operand<T>| o.dense || o.is_single(shape);
+    if linear(a) && linear(b) && linear(c) {
+        // The common cases first: a number for the third operand, or two dense operands and a number.
+        if a.dense && b.dense && c.is_single(shape) {
+            let w = c.data[c.offset];
+            return zip_map(a.dense_slice(n), b.dense_slice(n), |p, q| f(p, q, w));
+        }
+        if a.dense && !b.dense && !c.dense {
+            let (q, w) = (b.data[b.offset], c.data[c.offset]);
+            return map(a.dense_slice(n), |p| f(p, q, w));
+        }
+        let at = |o: &Operand<T>, i: usize| if o.dense { o.data[o.offset + i] } else { o.data[o.offset] };
+        // SAFETY: the loop runs over every slot of each chunk (`out.len()` of them).
+        return unsafe {
+            fill_chunks(n, |start, out| {
+                for (i, slot) in out.iter_mut().enumerate() {
+                    let k = start + i;
+                    slot.write(f(at(a, k), at(b, k), at(c, k)));
+                }
+            })
+        };
+    }
+    let mut out = crate::storage::vec_with_capacity(n);
+    walk(shape, [a.strides, b.strides, c.strides], [a.offset, b.offset, c.offset], |[i, j, k]| {
+        out.push(f(a.data[i], b.data[j], c.data[k]))
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remainder_takes_the_sign_of_the_divisor() {
+        assert_eq!(5.0f64.remainder(-3.0), -1.0);
+        assert_eq!((-5.0f64).remainder(3.0), 1.0);
+        assert_eq!((-4.0f64).remainder(2.0).to_bits(), 0.0f64.to_bits());
+        assert_eq!(4.0f64.remainder(-2.0).to_bits(), (-0.0f64).to_bits());
+        assert!(1.0f32.remainder(0.0).is_nan());
+    }
+
+    #[test]
+    fn xlogy_is_zero_at_zero_unless_y_is_nan() {
+        assert_eq!(0.0f64.xlogy(0.0), 0.0);
+        assert!(0.0f64.xlogy(f64::NAN).is_nan());
+        assert_eq!(2.0f64.xlogy(1.0), 0.0);
+    }
+
+    #[test]
+    fn lerp_is_exact_at_both_ends() {
+        assert_eq!(0.1f64.lerp(0.7, 0.0), 0.1);
+        assert_eq!(0.1f64.lerp(0.7, 1.0), 0.7);
+    }
+
+    #[test]
+    fn log_add_exp_neither_overflows_nor_loses_infinities() {
+        assert_eq!(1000.0f64.log_add_exp(1000.0), 1000.0 + std::f64::consts::LN_2);
+        assert_eq!(f64::NEG_INFINITY.log_add_exp(f64::NEG_INFINITY), f64::NEG_INFINITY);
+        assert_eq!(f64::INFINITY.log_add_exp(1.0), f64::INFINITY);
+        assert!(f64::NAN.log_add_exp(1.0).is_nan());
+    }
+
+    #[test]
+    fn close_infinities_of_one_sign_only() {
+        assert!(f64::INFINITY.is_close(f64::INFINITY, 1e-5, 1e-8, false));
+        assert!(!f64::INFINITY.is_close(f64::NEG_INFINITY, 1e-5, 1e-8, false));
+        assert!(!f64::NAN.is_close(f64::NAN, 1e-5, 1e-8, false));
+        assert!(f64::NAN.is_close(f64::NAN, 1e-5, 1e-8, true));
+        assert!(1.0f32.is_close(1.000001, 1e-5, 1e-8, false));
+    }
+
+    #[test]
+    fn three_operands_broadcast_against_each_other() {
+        let col = [1.0f64, 2.0];
+        let row = [10.0f64, 20.0, 30.0];
+        let w = [0.5f64];
+        let a = Operand { data: &col, strides: &[1, 0], offset: 0, dense: false };
+        let b = Operand { data: &row, strides: &[0, 1], offset: 0, dense: false };
+        let c = Operand { data: &w, strides: &[0, 0], offset: 0, dense: false };
+        let out = zip3_broadcast(&[2, 3], &a, &b, &c, |p, q, r| p + q * r);
+        assert_eq!(out, vec![6.0, 11.0, 16.0, 7.0, 12.0, 17.0]);
+    }
+}
