@@ -114,6 +114,20 @@ def section_matmul(m: dict) -> list[str]:
     return lines + [""]
 
 
+def section_ops(m: dict) -> list[str]:
+    import test_bench_ops
+
+    lines = ["## float32 elementwise ops and reductions (all threads)", "",
+             "| op | size | rustgrad | numpy | × numpy |", "|---|---|---|---|---|"]
+    for op in test_bench_ops.OPS:
+        for size in test_bench_ops.SIZES:
+            keys = (f"test_rustgrad_op[{op}-{size}]", f"test_numpy_op[{op}-{size}]")
+            if all(k in m for k in keys):
+                ours, ref = (m[k]["median"] for k in keys)
+                lines.append(f"| `{op}` | {size} | {fmt_time(ours)} | {fmt_time(ref)} | {ours / ref:.2f} |")
+    return lines + [""]
+
+
 def section_overhead(m: dict) -> list[str]:
     base = m["test_numpy_one_element_add"]["median"]
     rows = [("numpy one-element `a + b`", "test_numpy_one_element_add"),
@@ -193,7 +207,7 @@ def main() -> None:
              "from the same run). Do not edit by hand.", "", *machine(data), ""]
     if has_chart:
         lines += ["![seed step](benchmarks.png)", ""]
-    lines += step_lines + section_matmul(m) + section_overhead(m) + section_scaling(m)
+    lines += step_lines + section_matmul(m) + section_ops(m) + section_overhead(m) + section_scaling(m)
     (DOCS / "benchmarks.md").write_text("\n".join(lines))
     print(f"wrote {DOCS / 'benchmarks.md'}")
 
