@@ -105,6 +105,12 @@ def joined(spec: Any, parameters: list[Parameter]) -> list[str]:
     return [p.text() for p in parameters]
 
 
+def absent_value(own_default: Optional[str], other_default: Optional[str]) -> Optional[str]:
+    """What a front's call passes for an argument it does not take: its own default when the
+    spec gives one (TF's `reduce_variance` has no `correction` and means 0), else the other front's."""
+    return own_default if own_default is not None else other_default
+
+
 def torch_parameters(spec: Any, first: str) -> tuple[list[Parameter], list[str]]:
     """The torch signature after the first tensor (named ``first``), and the values the call passes."""
     first_type = "Sequence[Tensor]" if is_list_op(spec) else "Tensor"
@@ -115,7 +121,7 @@ def torch_parameters(spec: Any, first: str) -> tuple[list[Parameter], list[str]]
             params.append(Parameter(torch, annotation, torch_default))
             values.append(torch)
         else:
-            values.append(tf_default)
+            values.append(absent_value(torch_default, tf_default))
     return params, values
 
 
@@ -138,12 +144,19 @@ def is_list_op(spec: Any) -> bool:
 
 
 def doc_line(spec: Any, indent: str) -> str:
-    return f'{indent}"""{spec.doc}"""'
+    """The op's docstring at ``indent``, wrapped to 120 characters when it is longer."""
+    line = f'{indent}"""{spec.doc}"""'
+    if len(line) <= 120:
+        return line
+    import textwrap
+
+    first, *rest = textwrap.wrap(spec.doc, 116 - len(indent))
+    return "\n".join([f'{indent}"""{first}', *(f"{indent}{part}" for part in rest), f'{indent}"""'])
 
 
 def eager_module(ops: dict[str, Any]) -> str:
     lines = header("The op table's ops as eager functions and ``Tensor`` methods.",
-                   ["from typing import Sequence, Union  # noqa: F401 - in some signatures", "",
+                   ["from typing import Optional, Sequence, Union  # noqa: F401 - in some signatures", "",
                     "from rustgrad._rustgrad import Tensor", "from rustgrad._rustgrad import ops as _ops"])
     exported = []
     for spec in ops.values():
@@ -171,7 +184,7 @@ def static_function(name: str, spec: Any, first_input: str) -> list[str]:
     values, renames, deprecated = [], [], []
     for _torch, tf, aliases, annotation, torch_default, tf_default in spec.params:
         if not tf:
-            values.append(torch_default)
+            values.append(absent_value(tf_default, torch_default))
             continue
         values.append(tf)
         if aliases:
@@ -204,7 +217,7 @@ def static_module(ops: dict[str, Any], namespace: str, doc: str) -> str:
 def static_methods(ops: dict[str, Any]) -> str:
     lines = header("Torch-named methods of graph tensors, one per op of the table, so code written against\n"
                    "``Tensor`` methods (a custom Function's forward, say) builds graphs too.",
-                   ["from typing import TYPE_CHECKING, Sequence, Union  # noqa: F401 - in some signatures", "",
+                   ["from typing import TYPE_CHECKING, Optional, Sequence, Union  # noqa: F401 - in signatures", "",
                     "from rustgrad._rustgrad import ops as _ops", "",
                     "if TYPE_CHECKING:", "    from rustgrad.static._graph import Graph, Tensor"])
     lines += ["", "class TensorOps:", '    """The op table\'s methods of ``rustgrad.static.Tensor``."""', "",
@@ -231,7 +244,7 @@ def stub_section(ops: dict[str, Any]) -> str:
         params = [Parameter(p.name, stub_annotation(p.annotation), p.default) for p in params[1:]]
         signature = ["self", *(p.text() for p in params)]
         for name in [spec.name, *spec.torch_aliases]:
-            lines += [*def_line("    ", name, signature), f'        """{spec.doc}"""']
+            lines += [*def_line("    ", name, signature), doc_line(spec, "        ")]
     lines = [line + "\n" for line in lines]
     return STUB_BEGIN + "".join(lines) + STUB_END
 

@@ -70,6 +70,7 @@ from rustgrad._grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from rustgrad._reductions import std_mean, var_mean
 from rustgrad._rustgrad import (
     Tensor,
     device,
@@ -105,6 +106,6 @@ __all__ = [
     "no_grad", "numel", "ones", "ones_like", "pow", "rand", "rand_like", "randn", "randn_like",
     "reshape", "set_grad_enabled", "set_num_threads",
     "squeeze", "sub", "sum", "t", "tensor", "transpose", "unsqueeze", "where", "zeros",
-    "zeros_like", "_dtype_from_name", "load", "nn", "optim", "save", "viz",
+    "zeros_like", "_dtype_from_name", "load", "nn", "optim", "save", "viz", "std_mean", "var_mean",
 ]
 __all__ += _op_table_names

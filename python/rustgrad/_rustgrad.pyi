@@ -306,6 +306,58 @@ class Tensor:
         keepdim: builtins.bool = False,
     ) -> Tensor:
         """log(sum(exp(x))) over `dim`, without overflow: the largest element is factored out first."""
+    def prod(
+        self,
+        dim: Union[builtins.int, Sequence[builtins.int], None] = None,
+        keepdim: builtins.bool = False,
+    ) -> Tensor:
+        """The product of the elements over `dim` (all of them by default)."""
+    def cumprod(self, dim: builtins.int) -> Tensor:
+        """Running products along `dim`."""
+    def var(
+        self,
+        dim: Union[builtins.int, Sequence[builtins.int], None] = None,
+        unbiased: Optional[builtins.bool] = None,
+        keepdim: builtins.bool = False,
+        correction: Optional[builtins.float] = None,
+    ) -> Tensor:
+        """The variance over `dim`: Σ(x - mean)² / (N - correction). torch's default is the sample variance
+        (correction=1; unbiased=False is correction=0); TF1's `reduce_variance` is the population variance.
+        """
+    def std(
+        self,
+        dim: Union[builtins.int, Sequence[builtins.int], None] = None,
+        unbiased: Optional[builtins.bool] = None,
+        keepdim: builtins.bool = False,
+        correction: Optional[builtins.float] = None,
+    ) -> Tensor:
+        """The standard deviation over `dim`: the square root of `var` with the same arguments."""
+    def norm(
+        self,
+        p: Union[builtins.float, str] = 'fro',
+        dim: Union[builtins.int, Sequence[builtins.int], None] = None,
+        keepdim: builtins.bool = False,
+    ) -> Tensor:
+        """The p-norm over `dim` (all dims by default): 'fro' and 2 are Euclidean, 1 sums |x|, inf and -inf are the
+        largest and smallest |x|, 0 counts the nonzero elements, any other p is (Σ|x|^p)^(1/p). TF1: `ord` 1 or inf
+        over a two-element `axis` is a matrix norm.
+        """
+    def all(
+        self,
+        dim: Union[builtins.int, Sequence[builtins.int], None] = None,
+        keepdim: builtins.bool = False,
+    ) -> Tensor:
+        """Whether every element over `dim` is true (nonzero); a bool tensor. TF1's `reduce_all` takes bool tensors
+        only.
+        """
+    def any(
+        self,
+        dim: Union[builtins.int, Sequence[builtins.int], None] = None,
+        keepdim: builtins.bool = False,
+    ) -> Tensor:
+        """Whether some element over `dim` is true (nonzero); a bool tensor. TF1's `reduce_any` takes bool tensors
+        only.
+        """
     # --- end of generated methods ---
     def __neg__(self) -> Tensor: ...
     def __abs__(self) -> Tensor: ...

@@ -3,8 +3,10 @@
 //! touching the tape.
 
 pub mod elementwise;
+pub mod fold;
 pub mod layout;
 pub mod matmul;
+pub mod moments;
 pub mod reduce;
 pub mod scan;
 #[cfg(target_arch = "x86_64")]

@@ -13,6 +13,12 @@ pub enum Kind {
     OptDims,
     Bool,
     Float,
+    /// None or a bool (torch's `unbiased`, which must know whether it was given).
+    OptBool,
+    /// None or a number (torch's `correction`).
+    OptFloat,
+    /// A number or a name (`norm`'s `p`: 2, inf or 'fro').
+    NumberOrName,
 }
 
 impl Kind {
@@ -23,6 +29,9 @@ impl Kind {
             Kind::OptDims => "Union[int, Sequence[int], None]",
             Kind::Bool => "bool",
             Kind::Float => "float",
+            Kind::OptBool => "Optional[bool]",
+            Kind::OptFloat => "Optional[float]",
+            Kind::NumberOrName => "Union[float, str]",
         }
     }
 }
@@ -32,7 +41,8 @@ impl Kind {
 pub struct Param {
     /// torch's name.
     pub torch: &'static str,
-    /// TF1's name; empty when TF1's function does not take it.
+    /// TF1's name; empty when TF1's function does not take it. A front that does not take
+    /// an argument passes its own default when it has one, else the other front's.
     pub tf: &'static str,
     /// Deprecated TF1 spellings still accepted (`reduction_indices`, `keep_dims`).
     pub tf_aliases: &'static [&'static str],
@@ -50,6 +60,16 @@ pub enum Value {
     Dims(Option<Vec<isize>>),
     Bool(bool),
     Float(f64),
+    OptBool(Option<bool>),
+    OptFloat(Option<f64>),
+    NumberOrName(NumberOrName),
+}
+
+/// A number or a name, as `Kind::NumberOrName` takes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NumberOrName {
+    Number(f64),
+    Name(String),
 }
 
 /// An op's converted arguments, in the order its spec declares them.
@@ -93,6 +113,27 @@ impl Args {
         match self.get(i)? {
             Value::Float(v) => Ok(*v),
             _ => Err(self.mismatch(i, "a float")),
+        }
+    }
+
+    pub fn opt_flag(&self, i: usize) -> Result<Option<bool>> {
+        match self.get(i)? {
+            Value::OptBool(v) => Ok(*v),
+            _ => Err(self.mismatch(i, "an optional bool")),
+        }
+    }
+
+    pub fn opt_float(&self, i: usize) -> Result<Option<f64>> {
+        match self.get(i)? {
+            Value::OptFloat(v) => Ok(*v),
+            _ => Err(self.mismatch(i, "an optional float")),
+        }
+    }
+
+    pub fn number_or_name(&self, i: usize) -> Result<NumberOrName> {
+        match self.get(i)? {
+            Value::NumberOrName(v) => Ok(v.clone()),
+            _ => Err(self.mismatch(i, "a number or a name")),
         }
     }
 }

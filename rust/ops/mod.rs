@@ -15,6 +15,8 @@
 //! `docs/contributing.md` walks through adding an op.
 
 pub mod args;
+pub mod moments;
+pub mod norm;
 pub mod reduce;
 pub mod scan;
 pub mod shape;
@@ -173,8 +175,18 @@ table! {
         Cumsum(scan::Cumsum),
         Logsumexp(reduce::Logsumexp),
         Cat(shape::Cat),
+        Prod(reduce::Prod),
+        Cumprod(scan::Cumprod),
+        Var(moments::Var),
+        Std(moments::Std),
+        Norm(norm::Norm),
+        All(reduce::All),
+        Any(reduce::Any),
     ],
     internal: [
         CatGrad(shape::CatGrad),
+        ProdGrad(reduce::ProdGrad),
+        CumprodGrad(scan::CumprodGrad),
+        VarGrad(moments::VarGrad),
     ],
 }

@@ -1,19 +1,23 @@
-//! Reductions declared in the table: `logsumexp`.
+//! Reductions declared in the table: `logsumexp`, `prod` (and its gradient, which its
+//! rule emits), `all` and `any`.
 
-use super::{nth, Args, Input, Kind, Meta, Param, Spec, TableOp};
+use super::{internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps};
 use crate::dtype::{DType, Float};
-use crate::error::{dtype_err, Result};
+use crate::error::{dtype_err, Error, Result};
 use crate::forward;
 use crate::forward::float_dispatch;
 use crate::graph::PartialShape;
 use crate::kernels::elementwise::{BinaryOp, UnaryOp};
+use crate::kernels::fold::{fold_dims, Fold, Product, Scaled};
+use crate::kernels::layout::walk;
 use crate::op::Op;
 use crate::rules::{Differentiator, RuleArgs, Saves};
+use crate::shape::{contiguous_strides, reduced_shape};
 use crate::tensor::Tensor;
 
 /// The dims to reduce and whether to keep them, as torch and TF1 name them
 /// (`reduction_indices` and `keep_dims` are TF1's deprecated spellings).
-const fn reduce_params(torch_dims_default: Option<&'static str>) -> [Param; 2] {
+pub(super) const fn reduce_params(torch_dims_default: Option<&'static str>) -> [Param; 2] {
     [
         Param {
             torch: "dim",
@@ -34,7 +38,7 @@ const fn reduce_params(torch_dims_default: Option<&'static str>) -> [Param; 2] {
     ]
 }
 
-fn float_only(op: &str, dtype: DType) -> Result<DType> {
+pub(super) fn float_only(op: &str, dtype: DType) -> Result<DType> {
     if !dtype.is_float() {
         return dtype_err(format!("{op}: expected a float tensor, got {}", dtype.name()));
     }
@@ -49,6 +53,9 @@ pub struct Logsumexp {
 }
 
 const LOGSUMEXP_PARAMS: [Param; 2] = reduce_params(None);
+const ALL_DIMS_PARAMS: [Param; 2] = reduce_params(Some("None"));
+/// TF1's reductions name their tensor `input_tensor`.
+pub(super) const INPUT_TENSOR: &[Input] = &[Input { torch: "input", tf: "input_tensor", list: false }];
 
 impl TableOp for Logsumexp {
     const SPEC: Spec = Spec {
@@ -57,7 +64,7 @@ impl TableOp for Logsumexp {
         tf: &["reduce_logsumexp", "math.reduce_logsumexp"],
         doc: "log(sum(exp(x))) over `dim`, without overflow: the largest element is factored out first.",
         differentiable: true,
-        inputs: &[Input { torch: "input", tf: "input_tensor", list: false }],
+        inputs: INPUT_TENSOR,
         params: &LOGSUMEXP_PARAMS,
     };
 
@@ -113,3 +120,266 @@ fn finite_or_zero(t: &Tensor) -> Result<Tensor> {
         Tensor::from_vec(cleaned, t.shape())
     })
 }
+
+/// The product over `dims` (None: every dim).
+#[derive(Clone, Debug)]
+pub struct Prod {
+    dims: Option<Vec<isize>>,
+    keepdim: bool,
+}
+
+impl TableOp for Prod {
+    const SPEC: Spec = Spec {
+        name: "prod",
+        torch_aliases: &[],
+        tf: &["reduce_prod", "math.reduce_prod"],
+        doc: "The product of the elements over `dim` (all of them by default).",
+        differentiable: true,
+        inputs: INPUT_TENSOR,
+        params: &ALL_DIMS_PARAMS,
+    };
+
+    fn build(args: &Args) -> Result<Self> {
+        Ok(Prod { dims: args.dims(0)?, keepdim: args.flag(1)? })
+    }
+
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let x = *nth(inputs, 0, "prod")?;
+        let dims = forward::reduce_dims("prod", x, self.dims.as_deref())?;
+        let out_shape = reduced_shape(x.shape(), &dims, self.keepdim);
+        float_dispatch!(x.dtype(), "prod", |T| {
+            let acc = x.with_contiguous(|s: &[T]| fold_dims(&Product, s, x.shape(), &dims))?;
+            let out = crate::storage::collect_vec(acc.len(), acc.iter().map(|a| T::from_f64(a.value())));
+            Tensor::from_vec(out, out_shape)
+        })
+    }
+
+    fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
+        let (shape, dtype) = *nth(inputs, 0, "prod")?;
+        let out = crate::graph::infer::reduce("prod", shape, self.dims.as_deref(), self.keepdim)?;
+        Ok((out, float_only("prod", dtype)?))
+    }
+
+    fn saves(&self, _needs: &[bool]) -> Saves {
+        Saves { inputs: 1, output: false }
+    }
+
+    /// Each element's gradient is the product of the others in its slice, exact with zeros.
+    fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        let x = nth(a.inputs, 0, "prod")?;
+        let grad = ProdGrad { dims: self.dims.clone() };
+        Ok(vec![Some(d.apply(Op::Table(TableOps::ProdGrad(grad)), &[a.grad, x])?)])
+    }
+}
+
+/// Per slice: how many zeros, and the product of the other elements.
+struct ZerosAndProduct;
+
+impl<T: Float> Fold<T> for ZerosAndProduct {
+    type Acc = (u64, Scaled);
+    fn identity(&self) -> (u64, Scaled) {
+        (0, Scaled::ONE)
+    }
+    #[inline]
+    fn step(&self, (zeros, product): (u64, Scaled), v: T) -> (u64, Scaled) {
+        let v = v.to_f64();
+        if v == 0.0 {
+            (zeros + 1, product)
+        } else {
+            (zeros, product.times(Scaled::new(v)))
+        }
+    }
+    fn merge(&self, a: (u64, Scaled), b: (u64, Scaled)) -> (u64, Scaled) {
+        (a.0 + b.0, a.1.times(b.1))
+    }
+}
+
+/// `(g, x)`: the gradient of `prod(x)` over `dims` given its output's gradient `g`
+/// (whose elements are the slices', in order, with or without the kept dims).
+///
+/// In a slice without zeros an element's gradient is `prod / x`; with one zero, only
+/// the zero has a gradient (the product of the others); with two or more, none has.
+#[derive(Clone, Debug)]
+pub struct ProdGrad {
+    dims: Option<Vec<isize>>,
+}
+
+impl TableOp for ProdGrad {
+    const SPEC: Spec = internal("prod_backward", &[]);
+
+    fn build(_args: &Args) -> Result<Self> {
+        Err(Error::Internal("prod_backward is built by prod's rule only".into()))
+    }
+
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let (g, x) = (*nth(inputs, 0, "prod_backward")?, *nth(inputs, 1, "prod_backward")?);
+        let dims = forward::reduce_dims("prod", x, self.dims.as_deref())?;
+        let kept_shape = reduced_shape(x.shape(), &dims, true);
+        if g.numel() != kept_shape.iter().product::<usize>() {
+            return Err(Error::Shape(format!(
+                "prod_backward: the gradient has {} elements but the product has {}",
+                g.numel(),
+                kept_shape.iter().product::<usize>()
+            )));
+        }
+        let g = forward::as_dtype(g, x.dtype())?;
+        float_dispatch!(x.dtype(), "prod_backward", |T| {
+            let gv: Vec<T> = g.to_vec()?;
+            let out = x.with_contiguous(|s: &[T]| {
+                let slices = fold_dims(&ZerosAndProduct, s, x.shape(), &dims);
+                let mut out_strides = contiguous_strides(&kept_shape);
+                for &d in &dims {
+                    out_strides[d] = 0;
+                }
+                let mut out = crate::storage::zeroed_vec::<T>(s.len());
+                let in_strides = contiguous_strides(x.shape());
+                walk(x.shape(), [&in_strides, &out_strides], [0, 0], |[i, o]| {
+                    let ((zeros, product), v) = (slices[o], s[i].to_f64());
+                    let others = match (zeros, v == 0.0) {
+                        (0, _) => product.divided_by(Scaled::new(v)).value(),
+                        (1, true) => product.value(),
+                        _ => 0.0,
+                    };
+                    out[i] = gv[o] * T::from_f64(others);
+                });
+                out
+            })?;
+            Tensor::from_vec(out, x.shape())
+        })
+    }
+
+    fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
+        let (shape, dtype) = *nth(inputs, 1, "prod_backward")?;
+        Ok((shape.clone(), dtype))
+    }
+
+    fn saves(&self, _needs: &[bool]) -> Saves {
+        Saves { inputs: 0, output: false }
+    }
+
+    fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        Err(no_double_backward("ProdBackward0"))
+    }
+}
+
+/// Whether every (`all`) or some (`any`) element in a slice is true, reading nonzero as true.
+struct Truth<P> {
+    any: bool,
+    truthy: P,
+}
+
+impl<T, P: Fn(T) -> bool + Sync> Fold<T> for Truth<P> {
+    type Acc = bool;
+    fn identity(&self) -> bool {
+        !self.any
+    }
+    #[inline]
+    fn step(&self, acc: bool, v: T) -> bool {
+        if self.any {
+            acc | (self.truthy)(v)
+        } else {
+            acc & (self.truthy)(v)
+        }
+    }
+    fn merge(&self, a: bool, b: bool) -> bool {
+        if self.any {
+            a | b
+        } else {
+            a & b
+        }
+    }
+}
+
+/// `all` or `any` over `dims` of `x` of any dtype: torch reads nonzero (and NaN) as true.
+fn truth(x: &Tensor, dims: Option<&[isize]>, keepdim: bool, any: bool) -> Result<Tensor> {
+    let op = if any { "any" } else { "all" };
+    let dims = forward::reduce_dims(op, x, dims)?;
+    let out_shape = reduced_shape(x.shape(), &dims, keepdim);
+    let out = match x.dtype() {
+        DType::Bool => {
+            x.with_contiguous(|s: &[bool]| fold_dims(&Truth { any, truthy: |v: bool| v }, s, x.shape(), &dims))?
+        }
+        DType::F32 => {
+            x.with_contiguous(|s: &[f32]| fold_dims(&Truth { any, truthy: |v: f32| v != 0.0 }, s, x.shape(), &dims))?
+        }
+        DType::F64 => {
+            x.with_contiguous(|s: &[f64]| fold_dims(&Truth { any, truthy: |v: f64| v != 0.0 }, s, x.shape(), &dims))?
+        }
+    };
+    Tensor::from_vec(out, out_shape)
+}
+
+/// TF1's `reduce_all`/`reduce_any` take bool tensors only.
+fn infer_truth(
+    op: &str,
+    tf_name: &str,
+    inputs: &[Meta<'_>],
+    dims: Option<&[isize]>,
+    keepdim: bool,
+) -> Result<(PartialShape, DType)> {
+    let (shape, dtype) = *nth(inputs, 0, op)?;
+    if dtype != DType::Bool {
+        return dtype_err(format!(
+            "{tf_name}: expected a bool tensor, got {}; compare it first (tf.not_equal(x, 0))",
+            dtype.name()
+        ));
+    }
+    Ok((crate::graph::infer::reduce(tf_name, shape, dims, keepdim)?, DType::Bool))
+}
+
+macro_rules! truth_op {
+    ($ty:ident, $name:literal, $any:literal, $tf:literal, $doc:literal) => {
+        #[derive(Clone, Debug)]
+        pub struct $ty {
+            dims: Option<Vec<isize>>,
+            keepdim: bool,
+        }
+
+        impl TableOp for $ty {
+            const SPEC: Spec = Spec {
+                name: $name,
+                torch_aliases: &[],
+                tf: &[$tf, concat!("math.", $tf)],
+                doc: $doc,
+                differentiable: false,
+                inputs: INPUT_TENSOR,
+                params: &ALL_DIMS_PARAMS,
+            };
+
+            fn build(args: &Args) -> Result<Self> {
+                Ok($ty { dims: args.dims(0)?, keepdim: args.flag(1)? })
+            }
+
+            fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+                truth(*nth(inputs, 0, $name)?, self.dims.as_deref(), self.keepdim, $any)
+            }
+
+            fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
+                infer_truth($name, $tf, inputs, self.dims.as_deref(), self.keepdim)
+            }
+
+            fn saves(&self, _needs: &[bool]) -> Saves {
+                Saves { inputs: 0, output: false }
+            }
+
+            fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+                Ok(vec![None])
+            }
+        }
+    };
+}
+
+truth_op!(
+    All,
+    "all",
+    false,
+    "reduce_all",
+    "Whether every element over `dim` is true (nonzero); a bool tensor. TF1's `reduce_all` takes bool tensors only."
+);
+truth_op!(
+    Any,
+    "any",
+    true,
+    "reduce_any",
+    "Whether some element over `dim` is true (nonzero); a bool tensor. TF1's `reduce_any` takes bool tensors only."
+);

@@ -6,12 +6,12 @@ use super::convert::{self, tensor_arg};
 use super::tensor::{run_op, PyTensor};
 use crate::error::Error;
 use crate::op::Op;
-use crate::ops::args::Value;
+use crate::ops::args::{NumberOrName, Value};
 use crate::ops::unary::UnaryOp;
 use crate::ops::{Args, Builder, Kind, Spec, TABLE};
 use crate::tensor::Tensor;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyString, PyTuple};
 
 #[derive(Clone, Copy)]
 enum Entry {
@@ -108,9 +108,21 @@ fn convert_value(obj: &Bound<'_, PyAny>, kind: Kind, op: &str, name: &str) -> Py
         Kind::Bool => Value::Bool(convert::arg(obj, op, name)?),
         Kind::Float => Value::Float(convert::arg(obj, op, name)?),
         Kind::OptDims if obj.is_none() => Value::Dims(None),
+        // `var(x, True)` is torch's old `unbiased` spelling: a bool is never a dim.
+        Kind::OptDims if obj.is_instance_of::<PyBool>() => {
+            return Err(super::errors::argument_type_error(format!(
+                "{op}: argument '{name}' must be None, an int or a sequence of ints, got bool; pass flags by keyword"
+            )))
+        }
         Kind::OptDims => match obj.extract::<isize>() {
             Ok(single) => Value::Dims(Some(vec![single])),
             Err(_) => Value::Dims(Some(convert::arg::<Vec<isize>>(obj, op, name)?)),
+        },
+        Kind::OptBool => Value::OptBool(convert::opt_arg(Some(obj), op, name)?),
+        Kind::OptFloat => Value::OptFloat(convert::opt_arg(Some(obj), op, name)?),
+        Kind::NumberOrName => match obj.cast::<PyString>() {
+            Ok(text) => Value::NumberOrName(NumberOrName::Name(text.to_cow()?.into_owned())),
+            Err(_) => Value::NumberOrName(NumberOrName::Number(convert::arg(obj, op, name)?)),
         },
     })
 }

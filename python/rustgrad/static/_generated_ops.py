@@ -195,9 +195,78 @@ def concat(values: Any, axis: int, name: Optional[str] = None) -> Tensor:
     return _apply(_ops['cat'], list(values), name, (axis,))
 
 
+def reduce_prod(
+    input_tensor: Any,
+    axis: Any = None,
+    keepdims: Any = None,
+    name: Optional[str] = None,
+    reduction_indices: Any = None,
+    keep_dims: Any = None,
+) -> Tensor:
+    """The product of the elements over `dim` (all of them by default)."""
+    axis = _renamed('reduce_prod', 'axis', axis, 'reduction_indices', reduction_indices, None)
+    keepdims = _renamed('reduce_prod', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
+    return _apply(_ops['prod'], [input_tensor], name, (axis, keepdims))
+
+
+def cumprod(
+    x: Any,
+    axis: int = 0,
+    exclusive: bool = False,
+    reverse: bool = False,
+    name: Optional[str] = None,
+) -> Tensor:
+    """Running products along `dim`."""
+    return _apply(_ops['cumprod'], [x], name, (axis, exclusive, reverse))
+
+
+def norm(
+    tensor: Any,
+    ord: Union[float, str] = 'euclidean',
+    axis: Union[int, Sequence[int], None] = None,
+    keepdims: Any = None,
+    name: Optional[str] = None,
+    keep_dims: Any = None,
+) -> Tensor:
+    """The p-norm over `dim` (all dims by default): 'fro' and 2 are Euclidean, 1 sums |x|, inf and -inf are the largest
+    and smallest |x|, 0 counts the nonzero elements, any other p is (Σ|x|^p)^(1/p). TF1: `ord` 1 or inf over a two-
+    element `axis` is a matrix norm.
+    """
+    keepdims = _renamed('norm', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
+    return _apply(_ops['norm'], [tensor], name, (ord, axis, keepdims, True))
+
+
+def reduce_all(
+    input_tensor: Any,
+    axis: Any = None,
+    keepdims: Any = None,
+    name: Optional[str] = None,
+    reduction_indices: Any = None,
+    keep_dims: Any = None,
+) -> Tensor:
+    """Whether every element over `dim` is true (nonzero); a bool tensor. TF1's `reduce_all` takes bool tensors only."""
+    axis = _renamed('reduce_all', 'axis', axis, 'reduction_indices', reduction_indices, None)
+    keepdims = _renamed('reduce_all', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
+    return _apply(_ops['all'], [input_tensor], name, (axis, keepdims))
+
+
+def reduce_any(
+    input_tensor: Any,
+    axis: Any = None,
+    keepdims: Any = None,
+    name: Optional[str] = None,
+    reduction_indices: Any = None,
+    keep_dims: Any = None,
+) -> Tensor:
+    """Whether some element over `dim` is true (nonzero); a bool tensor. TF1's `reduce_any` takes bool tensors only."""
+    axis = _renamed('reduce_any', 'axis', axis, 'reduction_indices', reduction_indices, None)
+    keepdims = _renamed('reduce_any', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
+    return _apply(_ops['any'], [input_tensor], name, (axis, keepdims))
+
+
 __all__ = [
-    "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "ceil", "concat", "cos", "cosh", "cumsum",
-    "erf", "exp", "exp2", "expm1", "floor", "log", "log10", "log1p", "log2", "negative", "reciprocal",
-    "reduce_logsumexp", "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "tan",
-    "tanh", "trunc"
+    "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "ceil", "concat", "cos", "cosh", "cumprod",
+    "cumsum", "erf", "exp", "exp2", "expm1", "floor", "log", "log10", "log1p", "log2", "negative", "norm",
+    "reciprocal", "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_prod", "round", "rsqrt",
+    "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "tan", "tanh", "trunc"
 ]

@@ -8,6 +8,7 @@ from rustgrad.errors import InvalidArgumentError
 from rustgrad.static._graph import (
     Tensor,
     _axes,
+    _renamed,
     as_dtype,
     convert_to_tensor,
     float32,
@@ -127,28 +128,33 @@ def pow(x: Any, y: float, name: Optional[str] = None) -> Tensor:  # noqa: A001 -
 
 
 
-def reduce_sum(input_tensor: Any, axis: Any = None, keepdims: bool = False,
-               name: Optional[str] = None) -> Tensor:
+def _reduce(kind: str, op: str, input_tensor: Any, axis: Any, keepdims: Any, name: Optional[str],
+            reduction_indices: Any, keep_dims: Any) -> Tensor:
+    """A TF1 reduction; ``reduction_indices`` and ``keep_dims`` are TF1's deprecated spellings."""
+    axis = _renamed(op, "axis", axis, "reduction_indices", reduction_indices, None)
+    keepdims = _renamed(op, "keepdims", keepdims, "keep_dims", keep_dims, False)
     x = convert_to_tensor(input_tensor)
-    return x.graph._op("sum", (_axes(axis), bool(keepdims)), [x], name)
+    return x.graph._op(kind, (_axes(axis), bool(keepdims)), [x], name)
 
 
-def reduce_mean(input_tensor: Any, axis: Any = None, keepdims: bool = False,
-                name: Optional[str] = None) -> Tensor:
-    x = convert_to_tensor(input_tensor)
-    return x.graph._op("mean", (_axes(axis), bool(keepdims)), [x], name)
+def reduce_sum(input_tensor: Any, axis: Any = None, keepdims: Any = None, name: Optional[str] = None,
+               reduction_indices: Any = None, keep_dims: Any = None) -> Tensor:
+    return _reduce("sum", "reduce_sum", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
-def reduce_max(input_tensor: Any, axis: Any = None, keepdims: bool = False,
-               name: Optional[str] = None) -> Tensor:
-    x = convert_to_tensor(input_tensor)
-    return x.graph._op("max", (_axes(axis), bool(keepdims)), [x], name)
+def reduce_mean(input_tensor: Any, axis: Any = None, keepdims: Any = None, name: Optional[str] = None,
+                reduction_indices: Any = None, keep_dims: Any = None) -> Tensor:
+    return _reduce("mean", "reduce_mean", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
-def reduce_min(input_tensor: Any, axis: Any = None, keepdims: bool = False,
-               name: Optional[str] = None) -> Tensor:
-    x = convert_to_tensor(input_tensor)
-    return x.graph._op("min", (_axes(axis), bool(keepdims)), [x], name)
+def reduce_max(input_tensor: Any, axis: Any = None, keepdims: Any = None, name: Optional[str] = None,
+               reduction_indices: Any = None, keep_dims: Any = None) -> Tensor:
+    return _reduce("max", "reduce_max", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def reduce_min(input_tensor: Any, axis: Any = None, keepdims: Any = None, name: Optional[str] = None,
+               reduction_indices: Any = None, keep_dims: Any = None) -> Tensor:
+    return _reduce("min", "reduce_min", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
 def transpose(a: Any, perm: Optional[Sequence[int]] = None, name: Optional[str] = None) -> Tensor:

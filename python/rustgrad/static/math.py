@@ -170,8 +170,84 @@ def reduce_logsumexp(
     return _apply(_ops['logsumexp'], [input_tensor], name, (axis, keepdims))
 
 
+def reduce_prod(
+    input_tensor: Any,
+    axis: Any = None,
+    keepdims: Any = None,
+    name: Optional[str] = None,
+    reduction_indices: Any = None,
+    keep_dims: Any = None,
+) -> Tensor:
+    """The product of the elements over `dim` (all of them by default)."""
+    axis = _renamed('reduce_prod', 'axis', axis, 'reduction_indices', reduction_indices, None)
+    keepdims = _renamed('reduce_prod', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
+    return _apply(_ops['prod'], [input_tensor], name, (axis, keepdims))
+
+
+def cumprod(
+    x: Any,
+    axis: int = 0,
+    exclusive: bool = False,
+    reverse: bool = False,
+    name: Optional[str] = None,
+) -> Tensor:
+    """Running products along `dim`."""
+    return _apply(_ops['cumprod'], [x], name, (axis, exclusive, reverse))
+
+
+def reduce_variance(
+    input_tensor: Any,
+    axis: Union[int, Sequence[int], None] = None,
+    keepdims: bool = False,
+    name: Optional[str] = None,
+) -> Tensor:
+    """The variance over `dim`: Σ(x - mean)² / (N - correction). torch's default is the sample variance (correction=1;
+    unbiased=False is correction=0); TF1's `reduce_variance` is the population variance.
+    """
+    return _apply(_ops['var'], [input_tensor], name, (axis, None, keepdims, 0))
+
+
+def reduce_std(
+    input_tensor: Any,
+    axis: Union[int, Sequence[int], None] = None,
+    keepdims: bool = False,
+    name: Optional[str] = None,
+) -> Tensor:
+    """The standard deviation over `dim`: the square root of `var` with the same arguments."""
+    return _apply(_ops['std'], [input_tensor], name, (axis, None, keepdims, 0))
+
+
+def reduce_all(
+    input_tensor: Any,
+    axis: Any = None,
+    keepdims: Any = None,
+    name: Optional[str] = None,
+    reduction_indices: Any = None,
+    keep_dims: Any = None,
+) -> Tensor:
+    """Whether every element over `dim` is true (nonzero); a bool tensor. TF1's `reduce_all` takes bool tensors only."""
+    axis = _renamed('reduce_all', 'axis', axis, 'reduction_indices', reduction_indices, None)
+    keepdims = _renamed('reduce_all', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
+    return _apply(_ops['all'], [input_tensor], name, (axis, keepdims))
+
+
+def reduce_any(
+    input_tensor: Any,
+    axis: Any = None,
+    keepdims: Any = None,
+    name: Optional[str] = None,
+    reduction_indices: Any = None,
+    keep_dims: Any = None,
+) -> Tensor:
+    """Whether some element over `dim` is true (nonzero); a bool tensor. TF1's `reduce_any` takes bool tensors only."""
+    axis = _renamed('reduce_any', 'axis', axis, 'reduction_indices', reduction_indices, None)
+    keepdims = _renamed('reduce_any', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
+    return _apply(_ops['any'], [input_tensor], name, (axis, keepdims))
+
+
 __all__ = [
-    "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "ceil", "cos", "cosh", "cumsum", "erf",
-    "exp", "expm1", "floor", "log", "log1p", "negative", "reciprocal", "reduce_logsumexp", "round",
-    "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "tan", "tanh"
+    "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "ceil", "cos", "cosh", "cumprod", "cumsum",
+    "erf", "exp", "expm1", "floor", "log", "log1p", "negative", "reciprocal", "reduce_all", "reduce_any",
+    "reduce_logsumexp", "reduce_prod", "reduce_std", "reduce_variance", "round", "rsqrt", "sigmoid",
+    "sign", "sin", "sinh", "sqrt", "square", "tan", "tanh"
 ]
