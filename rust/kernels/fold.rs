@@ -8,27 +8,42 @@
 
 use super::layout::walk;
 use super::PARALLEL_MIN_ELEMENTS;
-use crate::dtype::Float;
 use rayon::prelude::*;
 
 /// Elements folded sequentially per chunk of a reduction to one value; fixed so that
 /// the order of operations never depends on the number of threads.
-const CHUNK: usize = 4096;
-const LANES: usize = 8;
+pub const CHUNK: usize = 4096;
+pub const LANES: usize = 8;
 
 /// How to fold: the accumulator of no elements, how one element enters it, and how
 /// two accumulators combine. `merge` must agree with `step` (folding a run in two
 /// parts and merging them is folding it whole, up to rounding).
-pub trait Fold<T>: Sync {
+pub trait Fold<T: Copy>: Sync {
     type Acc: Copy + Send + Sync + 'static;
     fn identity(&self) -> Self::Acc;
     fn step(&self, acc: Self::Acc, v: T) -> Self::Acc;
     fn merge(&self, a: Self::Acc, b: Self::Acc) -> Self::Acc;
+
+    /// The fold of a contiguous run of at most `CHUNK` elements. A fold may replace
+    /// this (and `columns`) with a faster equivalent.
+    fn run(&self, x: &[T]) -> Self::Acc {
+        fold_lanes(self, x)
+    }
+
+    /// Steps `acc[j]` through column `start + j` of every row of `x` (rows of length `width`).
+    fn columns(&self, acc: &mut [Self::Acc], x: &[T], width: usize, start: usize) {
+        let len = acc.len();
+        for row in x.chunks(width) {
+            for (a, &v) in acc.iter_mut().zip(&row[start..start + len]) {
+                *a = self.step(*a, v);
+            }
+        }
+    }
 }
 
 /// Folds a contiguous run in `LANES` interleaved lanes, then merges the lanes in order.
 #[inline]
-pub(super) fn fold_run<T: Copy, F: Fold<T>>(f: &F, x: &[T]) -> F::Acc {
+pub fn fold_lanes<T: Copy, F: Fold<T> + ?Sized>(f: &F, x: &[T]) -> F::Acc {
     let mut lanes = [f.identity(); LANES];
     let mut blocks = x.chunks_exact(LANES);
     for block in &mut blocks {
@@ -41,6 +56,11 @@ pub(super) fn fold_run<T: Copy, F: Fold<T>>(f: &F, x: &[T]) -> F::Acc {
         acc = f.step(acc, v);
     }
     acc
+}
+
+#[inline]
+pub(super) fn fold_run<T: Copy, F: Fold<T>>(f: &F, x: &[T]) -> F::Acc {
+    f.run(x)
 }
 
 /// The fold of a whole contiguous slice: fixed chunks, in parallel when large, merged in order.
@@ -100,14 +120,7 @@ fn fold_rows<T: Copy + Sync, F: Fold<T>>(f: &F, x: &[T], row: usize, rows: usize
 /// whole row in order, so the inner loop runs over contiguous memory. Large inputs
 /// split the columns among threads.
 fn fold_columns<T: Copy + Sync, F: Fold<T>>(f: &F, x: &[T], width: usize) -> Vec<F::Acc> {
-    let fold_block = |start: usize, acc: &mut [F::Acc]| {
-        let len = acc.len();
-        for row in x.chunks(width) {
-            for (a, &v) in acc.iter_mut().zip(&row[start..start + len]) {
-                *a = f.step(*a, v);
-            }
-        }
-    };
+    let fold_block = |start: usize, acc: &mut [F::Acc]| f.columns(acc, x, width, start);
     let mut acc = crate::storage::collect_vec(width, std::iter::repeat(f.identity()));
     let block = width.div_ceil(super::threads::num_threads().max(1)).max(64);
     if x.len() >= PARALLEL_MIN_ELEMENTS && block < width {
@@ -130,84 +143,6 @@ fn fold_general<T: Copy, F: Fold<T>>(f: &F, x: &[T], shape: &[usize], dims: &[us
     let mut acc = crate::storage::collect_vec(kept, std::iter::repeat(f.identity()));
     walk(shape, [&in_strides, &out_strides], [0, 0], |[i, o]| acc[o] = f.step(acc[o], x[i]));
     acc
-}
-
-/// A product kept as `mantissa · 2^exponent`, so that multiplying many elements never
-/// overflows or underflows on the way: the result is the exact product rounded
-/// (to within a few ulps), whatever the order of the multiplications.
-#[derive(Copy, Clone, Debug, PartialEq)]
-pub struct Scaled {
-    mantissa: f64,
-    exponent: i64,
-}
-
-/// `2^k` for `k` in the normal range of f64 (-1022..=1023).
-fn pow2(k: i64) -> f64 {
-    f64::from_bits(((k + 1023) as u64) << 52)
-}
-
-impl Scaled {
-    pub const ONE: Scaled = Scaled { mantissa: 1.0, exponent: 0 };
-
-    /// `v` as a mantissa within 2^±500 and an exponent. Zero, inf and NaN stay as they are.
-    #[inline]
-    pub fn new(v: f64) -> Scaled {
-        let biased = ((v.to_bits() >> 52) & 0x7ff) as i64;
-        if (1023 - 500..=1023 + 500).contains(&biased) || v == 0.0 || !v.is_finite() {
-            return Scaled { mantissa: v, exponent: 0 };
-        }
-        // Subnormals have no exponent bits: scale them into the normal range first.
-        let (v, shift) = if biased == 0 { (v * pow2(64), -64) } else { (v, 0) };
-        let biased = ((v.to_bits() >> 52) & 0x7ff) as i64;
-        let unit = f64::from_bits((v.to_bits() & !(0x7ff << 52)) | (1023 << 52));
-        Scaled { mantissa: unit, exponent: biased - 1023 + shift }
-    }
-
-    #[inline]
-    fn renormalised(self) -> Scaled {
-        let inner = Scaled::new(self.mantissa);
-        Scaled { mantissa: inner.mantissa, exponent: inner.exponent + self.exponent }
-    }
-
-    #[inline]
-    pub fn times(self, other: Scaled) -> Scaled {
-        // Both mantissas are within 2^±500, so their product is a normal f64.
-        Scaled { mantissa: self.mantissa * other.mantissa, exponent: self.exponent + other.exponent }.renormalised()
-    }
-
-    #[inline]
-    pub fn divided_by(self, other: Scaled) -> Scaled {
-        Scaled { mantissa: self.mantissa / other.mantissa, exponent: self.exponent - other.exponent }.renormalised()
-    }
-
-    /// The value, rounded to f64 (±inf or 0 when out of range).
-    pub fn value(self) -> f64 {
-        if self.mantissa == 0.0 || !self.mantissa.is_finite() {
-            return self.mantissa;
-        }
-        // In four equal steps, each a representable power of two; the partial
-        // results move monotonically to the result, so none overflows before it does.
-        let e = self.exponent.clamp(-3000, 3000);
-        let quarter = e / 4;
-        self.mantissa * pow2(quarter) * pow2(quarter) * pow2(quarter) * pow2(e - 3 * quarter)
-    }
-}
-
-/// The product of the elements, as a `Scaled`.
-pub struct Product;
-
-impl<T: Float> Fold<T> for Product {
-    type Acc = Scaled;
-    fn identity(&self) -> Scaled {
-        Scaled::ONE
-    }
-    #[inline]
-    fn step(&self, acc: Scaled, v: T) -> Scaled {
-        acc.times(Scaled::new(v.to_f64()))
-    }
-    fn merge(&self, a: Scaled, b: Scaled) -> Scaled {
-        a.times(b)
-    }
 }
 
 #[cfg(test)]
@@ -249,19 +184,6 @@ mod tests {
         assert_eq!(fold_dims(&Plain, &[], &[0, 3], &[0]), vec![1.0, 1.0, 1.0]);
         assert_eq!(fold_dims(&Plain, &[], &[3, 0], &[1]), vec![1.0, 1.0, 1.0]);
         assert_eq!(fold_dims(&Plain, &[], &[3, 0], &[0]), Vec::<f64>::new());
-    }
-
-    #[test]
-    fn scaled_products_neither_overflow_nor_underflow_on_the_way() {
-        let x = [1e300f64, 1e300, 1e-300, 1e-300, 5e-324, 3.0];
-        let product = fold_dims(&Product, &x, &[6], &[0])[0].value();
-        assert!((product - 1.5e-323).abs() <= 5e-324, "{product}");
-        let big = fold_dims(&Product, &[1e200f64, 1e200, 1e-100], &[3], &[0])[0].value();
-        assert!((big / 1e300 - 1.0).abs() < 1e-14, "{big}");
-        assert_eq!(fold_dims(&Product, &[1e300f64, 1e300], &[2], &[0])[0].value(), f64::INFINITY);
-        assert_eq!(fold_dims(&Product, &[-1e-300f64, 1e-300], &[2], &[0])[0].value(), 0.0);
-        assert!(fold_dims(&Product, &[f64::INFINITY, 0.0], &[2], &[0])[0].value().is_nan());
-        assert_eq!(fold_dims(&Product, &[f64::INFINITY, -2.0], &[2], &[0])[0].value(), f64::NEG_INFINITY);
     }
 
     #[test]

@@ -2,14 +2,11 @@
 //! then the deviations), accumulated in f64. Two passes lose nothing to cancellation
 //! when the mean is large against the spread, as numpy's `var` does not either.
 
-use super::fold::{fold_all, fold_dims, fold_run, Fold};
+use super::fold::{fold_all, fold_dims, fold_run, Fold, CHUNK};
 use super::layout::walk;
 use super::PARALLEL_MIN_ELEMENTS;
 use crate::dtype::Float;
 use rayon::prelude::*;
-
-/// Elements per sequential chunk of a row, as in `fold`.
-const CHUNK: usize = 4096;
 
 struct Sum;
 

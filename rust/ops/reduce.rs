@@ -8,8 +8,9 @@ use crate::forward;
 use crate::forward::float_dispatch;
 use crate::graph::PartialShape;
 use crate::kernels::elementwise::{BinaryOp, UnaryOp};
-use crate::kernels::fold::{fold_dims, Fold, Product, Scaled};
+use crate::kernels::fold::{fold_dims, Fold};
 use crate::kernels::layout::walk;
+use crate::kernels::product::{Product, Scaled};
 use crate::op::Op;
 use crate::rules::{Differentiator, RuleArgs, Saves};
 use crate::shape::{contiguous_strides, reduced_shape};
@@ -268,7 +269,7 @@ struct Truth<P> {
     truthy: P,
 }
 
-impl<T, P: Fn(T) -> bool + Sync> Fold<T> for Truth<P> {
+impl<T: Copy, P: Fn(T) -> bool + Sync> Fold<T> for Truth<P> {
     type Acc = bool;
     fn identity(&self) -> bool {
         !self.any
