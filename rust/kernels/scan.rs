@@ -40,11 +40,12 @@ pub struct ScanShape {
 /// Runs `block(x_block, out_block, ...)` over every `(n, inner)` block, in parallel when large.
 fn per_block<T: Float>(inputs: &[&[T]], shape: ScanShape, block: impl Fn(&[&[T]], &mut [T]) + Sync + Send) -> Vec<T> {
     let total = shape.outer * shape.n * shape.inner;
-    let mut out = crate::storage::zeroed_vec::<T>(total);
     let size = shape.n * shape.inner;
     if size == 0 {
-        return out;
+        return crate::storage::zeroed_vec::<T>(total);
     }
+    // Every block writes all its elements, so a recycled buffer needs no zeroing.
+    let mut out = crate::storage::overwritable_vec::<T>(total);
     let parts = |o: usize| -> Vec<&[T]> { inputs.iter().map(|x| &x[o * size..(o + 1) * size]).collect() };
     if total >= PARALLEL_MIN_ELEMENTS && shape.outer > 1 {
         super::threads::install(|| {

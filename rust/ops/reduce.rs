@@ -232,7 +232,8 @@ impl TableOp for ProdGrad {
                 for &d in &dims {
                     out_strides[d] = 0;
                 }
-                let mut out = crate::storage::zeroed_vec::<T>(s.len());
+                // The walk below writes every element.
+                let mut out = crate::storage::overwritable_vec::<T>(s.len());
                 let in_strides = contiguous_strides(x.shape());
                 walk(x.shape(), [&in_strides, &out_strides], [0, 0], |[i, o]| {
                     let ((zeros, product), v) = (slices[o], s[i].to_f64());
