@@ -150,7 +150,7 @@ def doc_line(spec: Any, indent: str) -> str:
         return line
     import textwrap
 
-    first, *rest = textwrap.wrap(spec.doc, 116 - len(indent))
+    first, *rest = textwrap.wrap(spec.doc, 116 - len(indent), break_on_hyphens=False)
     return "\n".join([f'{indent}"""{first}', *(f"{indent}{part}" for part in rest), f'{indent}"""'])
 
 

@@ -500,8 +500,8 @@ def norm(
     keepdim: bool = False,
 ) -> Tensor:
     """The p-norm over `dim` (all dims by default): 'fro' and 2 are Euclidean, 1 sums |x|, inf and -inf are the largest
-    and smallest |x|, 0 counts the nonzero elements, any other p is (Σ|x|^p)^(1/p). TF1: `ord` 1 or inf over a two-
-    element `axis` is a matrix norm.
+    and smallest |x|, 0 counts the nonzero elements, any other p is (Σ|x|^p)^(1/p). TF1: `ord` 1 or inf over a
+    two-element `axis` is a matrix norm.
     """
     return _ops['norm'](input, p, dim, keepdim, False)
 
@@ -513,8 +513,8 @@ def _norm_method(
     keepdim: bool = False,
 ) -> Tensor:
     """The p-norm over `dim` (all dims by default): 'fro' and 2 are Euclidean, 1 sums |x|, inf and -inf are the largest
-    and smallest |x|, 0 counts the nonzero elements, any other p is (Σ|x|^p)^(1/p). TF1: `ord` 1 or inf over a two-
-    element `axis` is a matrix norm.
+    and smallest |x|, 0 counts the nonzero elements, any other p is (Σ|x|^p)^(1/p). TF1: `ord` 1 or inf over a
+    two-element `axis` is a matrix norm.
     """
     return _ops['norm'](self, p, dim, keepdim, False)
 

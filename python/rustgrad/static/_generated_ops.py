@@ -229,8 +229,8 @@ def norm(
     keep_dims: Any = None,
 ) -> Tensor:
     """The p-norm over `dim` (all dims by default): 'fro' and 2 are Euclidean, 1 sums |x|, inf and -inf are the largest
-    and smallest |x|, 0 counts the nonzero elements, any other p is (Σ|x|^p)^(1/p). TF1: `ord` 1 or inf over a two-
-    element `axis` is a matrix norm.
+    and smallest |x|, 0 counts the nonzero elements, any other p is (Σ|x|^p)^(1/p). TF1: `ord` 1 or inf over a
+    two-element `axis` is a matrix norm.
     """
     keepdims = _renamed('norm', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
     return _apply(_ops['norm'], [tensor], name, (ord, axis, keepdims, True))
