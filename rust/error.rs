@@ -18,6 +18,8 @@ pub enum Error {
     Gradient(String),
     /// A bad argument that is not about shapes or dtypes.
     InvalidArgument(String),
+    /// An integer division or remainder by zero (torch raises "ZeroDivisionError").
+    DivisionByZero(String),
     /// Static mode: something used before it was ready (uninitialised variable, closed session).
     FailedPrecondition(String),
     /// The user interrupted a long run (Ctrl-C).
@@ -40,6 +42,7 @@ impl fmt::Display for Error {
             | Error::OutOfMemory(m)
             | Error::Gradient(m)
             | Error::InvalidArgument(m)
+            | Error::DivisionByZero(m)
             | Error::FailedPrecondition(m)
             | Error::Internal(m) => f.write_str(m),
             Error::Interrupted => f.write_str("interrupted"),

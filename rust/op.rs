@@ -1,7 +1,7 @@
 //! The op enum: the one vocabulary shared by the eager tape, the derivative
 //! rules and the static graph executor.
 
-use crate::dtype::DType;
+use crate::dtype::{DType, Scalar};
 use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
 use std::fmt;
 use std::sync::Arc;
@@ -35,7 +35,8 @@ pub trait CustomBackward: Send + Sync {
 #[derive(Clone)]
 pub enum Op {
     Unary(UnaryOp),
-    Scalar(ScalarOp, f64),
+    /// `x op s` for a number `s`, whose category takes part in promotion (`int + 0.5` is float).
+    Scalar(ScalarOp, Scalar),
     Clamp {
         min: Option<f64>,
         max: Option<f64>,

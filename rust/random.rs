@@ -1,7 +1,7 @@
 //! The seedable random source behind `randn`, `rand` and `manual_seed`.
 
-use crate::dtype::DType;
-use crate::error::Result;
+use crate::dtype::{float_dispatch, DType};
+use crate::error::{dtype_err, Result};
 use crate::shape::checked_numel;
 use crate::storage::{ensure_allocatable, try_alloc, Buffer, Element};
 use crate::tensor::Tensor;
@@ -57,14 +57,20 @@ fn sampled<T: Element>(
 /// values (up to rounding) in every dtype.
 pub fn sample(shape: &[usize], dtype: DType, dist: Distribution, seed: Option<u64>) -> Result<Tensor> {
     let n = checked_numel(shape)?;
+    if dtype.is_integer() {
+        return dtype_err(format!(
+            "normal and uniform samples are floats, not {}; draw them as float32 and convert \
+             (e.g. (rand(n) * 10).long())",
+            dtype.name()
+        ));
+    }
     // Fails cleanly, before the generator is touched, when the tensor cannot fit.
     ensure_allocatable(shape, dtype)?;
     let draw_all = |rng: &mut StdRng| -> Result<Buffer> {
-        Ok(match dtype {
-            DType::F32 => Buffer::F32(sampled(n, shape, rng, |r| draw(r, dist) as f32)?),
-            DType::F64 => Buffer::F64(sampled(n, shape, rng, |r| draw(r, dist))?),
-            DType::Bool => Buffer::Bool(sampled(n, shape, rng, |r| draw(r, dist) >= 0.5)?),
-        })
+        if dtype == DType::Bool {
+            return Ok(Buffer::Bool(sampled(n, shape, rng, |r| draw(r, dist) >= 0.5)?));
+        }
+        Ok(float_dispatch!(dtype, "random", |T| T::wrap(sampled(n, shape, rng, |r| T::from_f64(draw(r, dist)))?)))
     };
     let buffer = match seed {
         Some(s) => draw_all(&mut StdRng::seed_from_u64(s))?,

@@ -6,6 +6,7 @@
 //! new graph nodes. So `gradients()` in a static graph and `backward()` on an
 //! eager tensor are the same code.
 
+use crate::dtype::Scalar;
 use crate::error::{Error, Result};
 use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
 use crate::op::Op;
@@ -22,7 +23,7 @@ pub trait Differentiator {
     }
     /// `x op s` for a number `s` (`ScalarOp::RSub` is `s - x`).
     fn scalar(&mut self, x: &Self::Value, op: ScalarOp, s: f64) -> Result<Self::Value> {
-        self.apply(Op::Scalar(op, s), &[x])
+        self.apply(Op::Scalar(op, Scalar::Float(s)), &[x])
     }
     fn mul(&mut self, a: &Self::Value, b: &Self::Value) -> Result<Self::Value> {
         self.apply(Op::Binary(BinaryOp::Mul), &[a, b])
@@ -72,13 +73,22 @@ pub fn saves(op: &Op, needs: &[bool]) -> Saves {
             Keeps::Input => (all(), false),
             Keeps::Output => (none(), true),
         },
-        Op::Scalar(ScalarOp::Add | ScalarOp::Sub | ScalarOp::RSub | ScalarOp::Mul | ScalarOp::Div, _) => {
-            (none(), false)
-        }
+        Op::Scalar(
+            ScalarOp::Add
+            | ScalarOp::Sub
+            | ScalarOp::RSub
+            | ScalarOp::Mul
+            | ScalarOp::Div
+            | ScalarOp::FloorDiv
+            | ScalarOp::RFloorDiv
+            | ScalarOp::Remainder,
+            _,
+        ) => (none(), false),
+        Op::Scalar(ScalarOp::RRemainder, _) => (all(), false),
         Op::Scalar(ScalarOp::RDiv, _) => (all(), true),
         Op::Scalar(ScalarOp::RPow, _) => (none(), true),
         Op::Scalar(ScalarOp::Pow | ScalarOp::Max | ScalarOp::Min, _) | Op::Clamp { .. } => (all(), false),
-        Op::Binary(BinaryOp::Add | BinaryOp::Sub) => (none(), false),
+        Op::Binary(BinaryOp::Add | BinaryOp::Sub | BinaryOp::FloorDiv) => (none(), false),
         Op::Binary(BinaryOp::Div) => (only(1), true),
         Op::Binary(_) => (all(), false),
         // Each operand is read only for the other operand's gradient.
@@ -120,7 +130,7 @@ pub fn vjp<D: Differentiator>(d: &mut D, op: &Op, a: RuleArgs<'_, D::Value>) -> 
     let one = |v: Option<D::Value>| Ok(vec![v]);
     match op {
         Op::Unary(u) => one(Some(crate::ops::unary::rule(d, *u, x(0)?, a.output, g)?)),
-        Op::Scalar(s, v) => one(Some(scalar_rule(d, *s, *v, x(0)?, a.output, g)?)),
+        Op::Scalar(s, v) => one(Some(scalar_rule(d, *s, v.as_f64(), x(0)?, a.output, g)?)),
         Op::Clamp { min, max } => one(Some(d.apply(Op::ClampBackward { min: *min, max: *max }, &[g, x(0)?])?)),
         Op::Binary(b) => binary_rule(d, *b, x(0)?, x(1)?, a.output, g, [need(0), need(1)]),
         Op::Compare(_) => Ok(vec![None, None]),
@@ -212,8 +222,8 @@ fn scalar_rule<D: Differentiator>(
     match s {
         ScalarOp::Add | ScalarOp::Sub => Ok(g.clone()),
         ScalarOp::RSub => d.apply(Op::Unary(UnaryOp::Neg), &[g]),
-        ScalarOp::Mul => d.apply(Op::Scalar(ScalarOp::Mul, v), &[g]),
-        ScalarOp::Div => d.apply(Op::Scalar(ScalarOp::Div, v), &[g]),
+        ScalarOp::Mul => d.scalar(g, ScalarOp::Mul, v),
+        ScalarOp::Div => d.scalar(g, ScalarOp::Div, v),
         ScalarOp::RDiv => {
             // d(v/x)/dx = -v/x² = -out/x
             let ratio = d.apply(Op::Binary(BinaryOp::Div), &[out, x])?;
@@ -225,16 +235,26 @@ fn scalar_rule<D: Differentiator>(
                 return d.apply(Op::FullLike(0.0), &[g]);
             }
             // x² (the squared error) is common enough to skip computing x¹.
-            let lowered = if v == 2.0 { x.clone() } else { d.apply(Op::Scalar(ScalarOp::Pow, v - 1.0), &[x])? };
-            let slope = d.apply(Op::Scalar(ScalarOp::Mul, v), &[&lowered])?;
+            let lowered = if v == 2.0 { x.clone() } else { d.scalar(x, ScalarOp::Pow, v - 1.0)? };
+            let slope = d.scalar(&lowered, ScalarOp::Mul, v)?;
             mul(d, g, &slope)
         }
         ScalarOp::RPow => {
-            let slope = d.apply(Op::Scalar(ScalarOp::Mul, v.ln()), &[out])?;
+            let slope = d.scalar(out, ScalarOp::Mul, v.ln())?;
             mul(d, g, &slope)
         }
         ScalarOp::Max => d.apply(Op::ClampBackward { min: Some(v), max: None }, &[g, x]),
         ScalarOp::Min => d.apply(Op::ClampBackward { min: None, max: Some(v) }, &[g, x]),
+        // Piecewise constant: the gradient is 0 (as floor's).
+        ScalarOp::FloorDiv | ScalarOp::RFloorDiv => d.zeros_like(g),
+        // x - v·floor(x/v): the slope in x is 1.
+        ScalarOp::Remainder => Ok(g.clone()),
+        // v - x·floor(v/x): the slope in x is -floor(v/x).
+        ScalarOp::RRemainder => {
+            let quotient = d.scalar(x, ScalarOp::RFloorDiv, v)?;
+            let slope = d.unary(UnaryOp::Neg, &quotient)?;
+            mul(d, g, &slope)
+        }
     }
 }
 
@@ -276,6 +296,22 @@ fn binary_rule<D: Differentiator>(
                 if need[0] { Some(d.apply(Op::Where, &[&pick_x, g, &zeros])?) } else { None },
                 if need[1] { Some(d.apply(Op::Where, &[&pick_x, &zeros, g])?) } else { None },
             )
+        }
+        // Piecewise constant: the gradient is 0 (as floor's).
+        BinaryOp::FloorDiv => {
+            let zeros = d.zeros_like(g)?;
+            (need[0].then(|| zeros.clone()), need[1].then_some(zeros))
+        }
+        // x - y·floor(x/y): 1 for x, -floor(x/y) for y (torch's rule).
+        BinaryOp::Remainder => {
+            let gy = if need[1] {
+                let quotient = d.apply(Op::Binary(BinaryOp::FloorDiv), &[x, y])?;
+                let t = d.mul(g, &quotient)?;
+                Some(d.unary(UnaryOp::Neg, &t)?)
+            } else {
+                None
+            };
+            (need[0].then(|| g.clone()), gy)
         }
     };
     let gx = gx.map(|v| sum_to(d, v, x)).transpose()?;

@@ -16,12 +16,15 @@ use std::sync::OnceLock;
 pub enum Buffer {
     F32(Vec<f32>),
     F64(Vec<f64>),
+    I64(Vec<i64>),
+    I32(Vec<i32>),
+    U8(Vec<u8>),
     Bool(Vec<bool>),
     /// Memory owned by someone else (a numpy array), shared without copying.
     External(ExternalBuffer),
 }
 
-/// A float buffer that another owner keeps alive (e.g. a numpy array shared by
+/// A numeric buffer that another owner keeps alive (e.g. a numpy array shared by
 /// `from_numpy`). Reads and writes go straight to that memory.
 pub struct ExternalBuffer {
     ptr: std::ptr::NonNull<u8>,
@@ -38,9 +41,11 @@ unsafe impl Sync for ExternalBuffer {}
 
 impl ExternalBuffer {
     /// # Safety
-    /// `ptr` must point to `len` properly aligned, initialised elements of `dtype`
-    /// (f32 or f64), valid for reads and writes for as long as `owner` lives, and
-    /// not freed or moved by anyone while this buffer exists.
+    /// `ptr` must point to `len` properly aligned, initialised elements of `dtype`,
+    /// valid for reads and writes for as long as `owner` lives, and not freed or
+    /// moved by anyone while this buffer exists. Bool memory is never shared (another
+    /// owner may store bytes other than 0 and 1 there, which a Rust `bool` must not
+    /// hold), so a bool `dtype` gives None.
     pub unsafe fn new(
         ptr: *mut u8,
         len: usize,
@@ -48,7 +53,7 @@ impl ExternalBuffer {
         owner: Box<dyn std::any::Any + Send + Sync>,
     ) -> Option<Self> {
         let ptr = std::ptr::NonNull::new(ptr)?;
-        matches!(dtype, DType::F32 | DType::F64).then_some(ExternalBuffer { ptr, len, dtype, _owner: owner })
+        (dtype != DType::Bool).then_some(ExternalBuffer { ptr, len, dtype, _owner: owner })
     }
 }
 
@@ -63,6 +68,9 @@ impl Buffer {
         match self {
             Buffer::F32(_) => DType::F32,
             Buffer::F64(_) => DType::F64,
+            Buffer::I64(_) => DType::I64,
+            Buffer::I32(_) => DType::I32,
+            Buffer::U8(_) => DType::U8,
             Buffer::Bool(_) => DType::Bool,
             Buffer::External(e) => e.dtype,
         }
@@ -72,6 +80,9 @@ impl Buffer {
         match self {
             Buffer::F32(v) => v.len(),
             Buffer::F64(v) => v.len(),
+            Buffer::I64(v) => v.len(),
+            Buffer::I32(v) => v.len(),
+            Buffer::U8(v) => v.len(),
             Buffer::Bool(v) => v.len(),
             Buffer::External(e) => e.len,
         }
@@ -90,24 +101,65 @@ impl Buffer {
         match self {
             Buffer::F32(v) => v.as_ptr().cast(),
             Buffer::F64(v) => v.as_ptr().cast(),
+            Buffer::I64(v) => v.as_ptr().cast(),
+            Buffer::I32(v) => v.as_ptr().cast(),
+            Buffer::U8(v) => v.as_ptr().cast(),
             Buffer::Bool(v) => v.as_ptr().cast(),
             Buffer::External(e) => e.ptr.as_ptr(),
         }
     }
 }
 
-/// The element types a buffer can hold, with typed access to it.
-pub trait Element: Copy + Send + Sync + Default + 'static {
+/// The element types a buffer can hold, with typed access to it and the
+/// conversions casts are made of.
+pub trait Element: Copy + Send + Sync + Default + PartialEq + std::fmt::Debug + 'static {
     const DTYPE: DType;
     fn slice(buf: &Buffer) -> Option<&[Self]>;
     fn slice_mut(buf: &mut Buffer) -> Option<&mut [Self]>;
     fn wrap(v: Vec<Self>) -> Buffer;
+    /// `v` as this type, as a C cast: floats round, integers truncate toward zero
+    /// (saturating, NaN gives 0), bool is `v != 0` (NaN is true).
+    fn from_f64(v: f64) -> Self;
+    /// `v` as this type: integers wrap around (two's complement), floats round, bool is `v != 0`.
+    fn from_i64(v: i64) -> Self;
+    fn to_f64(self) -> f64;
+    /// The value as an i64: exact for integers and bool, truncated for floats.
+    fn to_i64(self) -> i64;
+    /// This value as another element type (torch's and numpy's casts). An integer or
+    /// bool goes through i64, so int64 to int32 wraps exactly instead of rounding.
+    #[inline(always)]
+    fn cast<U: Element>(self) -> U {
+        if Self::DTYPE.is_float() {
+            U::from_f64(self.to_f64())
+        } else {
+            U::from_i64(self.to_i64())
+        }
+    }
 }
 
 macro_rules! impl_element {
-    ($t:ty, $variant:ident, $dtype:expr) => {
+    ($t:ty, $variant:ident, $dtype:expr, from_f64: |$f:ident| $from_f64:expr, from_i64: |$i:ident| $from_i64:expr,
+     to_f64: |$g:ident| $to_f64:expr, to_i64: |$j:ident| $to_i64:expr) => {
         impl Element for $t {
             const DTYPE: DType = $dtype;
+            #[inline(always)]
+            fn from_f64($f: f64) -> Self {
+                $from_f64
+            }
+            #[inline(always)]
+            fn from_i64($i: i64) -> Self {
+                $from_i64
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                let $g = self;
+                $to_f64
+            }
+            #[inline(always)]
+            fn to_i64(self) -> i64 {
+                let $j = self;
+                $to_i64
+            }
             #[inline]
             fn slice(buf: &Buffer) -> Option<&[Self]> {
                 match buf {
@@ -142,9 +194,20 @@ macro_rules! impl_element {
     };
 }
 
-impl_element!(f32, F32, DType::F32);
-impl_element!(f64, F64, DType::F64);
-impl_element!(bool, Bool, DType::Bool);
+macro_rules! impl_number_element {
+    ($t:ty, $variant:ident, $dtype:expr) => {
+        impl_element!($t, $variant, $dtype, from_f64: |v| v as $t, from_i64: |v| v as $t,
+                      to_f64: |v| v as f64, to_i64: |v| v as i64);
+    };
+}
+
+impl_number_element!(f32, F32, DType::F32);
+impl_number_element!(f64, F64, DType::F64);
+impl_number_element!(i64, I64, DType::I64);
+impl_number_element!(i32, I32, DType::I32);
+impl_number_element!(u8, U8, DType::U8);
+impl_element!(bool, Bool, DType::Bool, from_f64: |v| v != 0.0, from_i64: |v| v != 0,
+              to_f64: |v| v as u8 as f64, to_i64: |v| v as i64);
 
 #[derive(Debug)]
 pub struct Storage {
@@ -211,7 +274,10 @@ impl Drop for Storage {
         match std::mem::replace(self.data.get_mut(), Buffer::Bool(Vec::new())) {
             Buffer::F32(v) => buffer_pool::give(v),
             Buffer::F64(v) => buffer_pool::give(v),
-            _ => {}
+            Buffer::I64(v) => buffer_pool::give(v),
+            Buffer::I32(v) => buffer_pool::give(v),
+            Buffer::U8(v) => buffer_pool::give(v),
+            Buffer::Bool(_) | Buffer::External(_) => {}
         }
     }
 }
@@ -328,6 +394,9 @@ pub fn allocation_failed<T>(elements: usize) -> ! {
         element_type: match std::any::type_name::<T>() {
             "f32" => "float32",
             "f64" => "float64",
+            "i64" => "int64",
+            "i32" => "int32",
+            "u8" => "uint8",
             other => other,
         },
     };
@@ -393,11 +462,11 @@ pub fn collect_vec<T: Copy + 'static>(len: usize, items: impl Iterator<Item = T>
 
 /// `len` elements for an output that the caller overwrites entirely: a recycled
 /// buffer still holding old values, or zeros from new memory.
-pub fn overwritable_vec<T: crate::dtype::Float>(len: usize) -> Vec<T> {
+pub fn overwritable_vec<T: crate::dtype::Number>(len: usize) -> Vec<T> {
     match buffer_pool::take::<T>(len) {
         Some(mut v) => {
             // SAFETY: the pool only keeps buffers whose every element was initialised
-            // (`give` requires len == capacity), and T is a plain float.
+            // (`give` requires len == capacity), and T is a plain number.
             unsafe { v.set_len(len) };
             v
         }
@@ -407,7 +476,7 @@ pub fn overwritable_vec<T: crate::dtype::Float>(len: usize) -> Vec<T> {
 
 /// `len` zeros (huge pages when large), or an `AllocationFailed` unwind. Zeroed memory
 /// comes straight from the kernel (calloc), so the advice lands before any page is touched.
-pub fn zeroed_vec<T: crate::dtype::Float>(len: usize) -> Vec<T> {
+pub fn zeroed_vec<T: crate::dtype::Number>(len: usize) -> Vec<T> {
     if len == 0 || std::mem::size_of::<T>() == 0 {
         return Vec::new();
     }
@@ -419,7 +488,7 @@ pub fn zeroed_vec<T: crate::dtype::Float>(len: usize) -> Vec<T> {
     })
     .unwrap_or_else(|| allocation_failed::<T>(len));
     // SAFETY: `ptr` was allocated by the global allocator with the layout of `len` T's, and
-    // all-zero bytes are a valid float (0.0) for each of them.
+    // all-zero bytes are a valid value (0) of each of them (T is a primitive number, see `Number`).
     let v = unsafe { Vec::from_raw_parts(ptr.cast::<T>(), len, len) };
     advise_huge_pages(&v);
     v

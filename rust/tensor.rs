@@ -6,7 +6,7 @@
 
 use crate::autograd::node::Node;
 use crate::buffer_pool::Kept;
-use crate::dtype::DType;
+use crate::dtype::{DType, Kind, Scalar};
 use crate::error::{shape_err, Error, Result};
 use crate::kernels::layout::gather_strided;
 use crate::shape::{checked_numel, fill_contiguous_strides, fmt_shape, numel, Shape};
@@ -213,22 +213,16 @@ impl Tensor {
         Self::from_parts(Arc::new(Storage::new(buffer)), dtype, shape, strides, 0, false)
     }
 
-    pub fn scalar(value: f64, dtype: DType) -> Tensor {
-        match dtype {
-            DType::F32 => Self::from_buffer(Buffer::F32(vec![value as f32]), vec![]),
-            DType::F64 => Self::from_buffer(Buffer::F64(vec![value]), vec![]),
-            DType::Bool => Self::from_buffer(Buffer::Bool(vec![value != 0.0]), vec![]),
-        }
+    /// A 0-d tensor holding `value` as `dtype`.
+    pub fn scalar(value: impl Into<Scalar>, dtype: DType) -> Tensor {
+        let value = value.into();
+        crate::dtype::dispatch!(dtype, |T| Self::from_buffer(T::wrap(vec![value.to_element::<T>()]), vec![]))
     }
 
     /// A tensor filled with `value`; fails cleanly when the allocation is too large.
-    pub fn full(shape: &[usize], value: f64, dtype: DType) -> Result<Tensor> {
-        let n = checked_numel(shape)?;
-        let buffer = match dtype {
-            DType::F32 => Buffer::F32(try_alloc(n, value as f32, shape)?),
-            DType::F64 => Buffer::F64(try_alloc(n, value, shape)?),
-            DType::Bool => Buffer::Bool(try_alloc(n, value != 0.0, shape)?),
-        };
+    pub fn full(shape: &[usize], value: impl Into<Scalar>, dtype: DType) -> Result<Tensor> {
+        let (n, value) = (checked_numel(shape)?, value.into());
+        let buffer = crate::dtype::dispatch!(dtype, |T| T::wrap(try_alloc(n, value.to_element::<T>(), shape)?));
         Ok(Self::from_buffer(buffer, shape))
     }
 
@@ -357,7 +351,10 @@ impl Tensor {
         let kept = match storage.refill(Buffer::Bool(Vec::new())) {
             Buffer::F32(v) => Kept::new(v),
             Buffer::F64(v) => Kept::new(v),
-            _ => None,
+            Buffer::I64(v) => Kept::new(v),
+            Buffer::I32(v) => Kept::new(v),
+            Buffer::U8(v) => Kept::new(v),
+            Buffer::Bool(_) | Buffer::External(_) => None,
         }?;
         Some((kept, self))
     }
@@ -430,15 +427,31 @@ impl Tensor {
         self.with_contiguous(|s: &[T]| crate::kernels::layout::copy_slice(s))
     }
 
-    /// Every element as f64, row-major (bools as 0/1).
+    /// Every element as f64, row-major (bools as 0/1; integers past 2^53 round).
     pub fn to_f64_vec(&self) -> Vec<f64> {
-        let out = match self.dtype() {
-            DType::F32 => self.with_contiguous(|s: &[f32]| crate::kernels::elementwise::map(s, |v| v as f64)),
-            DType::F64 => self.to_vec::<f64>(),
-            DType::Bool => self.with_contiguous(|s: &[bool]| crate::kernels::elementwise::map(s, |v| v as u8 as f64)),
-        };
+        let out = crate::dtype::dispatch!(self.dtype(), |T| {
+            self.with_contiguous(|s: &[T]| crate::kernels::elementwise::map(s, |v| v.to_f64()))
+        });
         // invariant: the requested element type always matches self.dtype() above.
         out.unwrap_or_default()
+    }
+
+    /// The value of a one-element tensor as a number of its dtype's category (exact for int64).
+    pub fn item(&self) -> Result<Scalar> {
+        if self.numel() != 1 {
+            return shape_err(format!(
+                "a Tensor with {} elements cannot be converted to Scalar; use .tolist() or index one element first",
+                self.numel()
+            ));
+        }
+        crate::dtype::dispatch!(self.dtype(), |T| {
+            let v: T = self.with_contiguous(|s: &[T]| s[0])?;
+            Ok(match T::DTYPE.kind() {
+                Kind::Float => Scalar::Float(v.to_f64()),
+                Kind::Integer => Scalar::Int(v.to_i64()),
+                Kind::Bool => Scalar::Bool(v.to_i64() != 0),
+            })
+        })
     }
 
     /// A contiguous tensor with the same values; `self` when it already is one.
@@ -446,11 +459,7 @@ impl Tensor {
         if self.is_contiguous() && self.0.offset == 0 && self.storage_len() == self.numel() {
             return Ok(self.clone());
         }
-        let buffer = match self.dtype() {
-            DType::F32 => Buffer::F32(self.to_vec::<f32>()?),
-            DType::F64 => Buffer::F64(self.to_vec::<f64>()?),
-            DType::Bool => Buffer::Bool(self.to_vec::<bool>()?),
-        };
+        let buffer = crate::dtype::dispatch!(self.dtype(), |T| T::wrap(self.to_vec::<T>()?));
         Ok(Self::from_buffer(buffer, self.0.shape.clone()))
     }
 

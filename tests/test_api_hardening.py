@@ -205,7 +205,7 @@ BAD_FACTORY_CALLS = [
     (lambda: rustgrad.rand(2**40, 2**40), OutOfMemoryError, r"rand: cannot allocate \d+ bytes for a float32"),
     (lambda: rustgrad.full((2**64,), 1.0), OutOfMemoryError, r"full: cannot allocate \d+ bytes"),
     (lambda: rustgrad.arange(0, 2**70), OutOfMemoryError,
-     r"arange: cannot allocate \d+ bytes for a float32 tensor of shape \[1180591620717411303424\]"),
+     r"arange: cannot allocate \d+ bytes for a int64 tensor of shape \[1180591620717411303424\]"),
     (lambda: rustgrad.linspace(0, 1, 2**62), OutOfMemoryError,
      r"linspace: cannot allocate 18446744073709551616 bytes for a float32 tensor of shape \[4611686018427387904\]"),
     (lambda: rustgrad.eye(2**40, dtype=rustgrad.bool), OutOfMemoryError,
@@ -269,7 +269,8 @@ def test_too_large_sequence_factories_raise_out_of_memory_naming_op_shape_dtype_
 def test_arange_values_match_numpy(args):
     t = rustgrad.arange(*args, dtype=rustgrad.float64)
     np.testing.assert_allclose(t.numpy(), np.arange(*args, dtype=np.float64), rtol=1e-15, atol=0)
-    assert rustgrad.arange(*args).dtype == rustgrad.float32
+    integers = all(isinstance(a, int) for a in args)
+    assert rustgrad.arange(*args).dtype == (rustgrad.int64 if integers else rustgrad.float32)
 
 
 @pytest.mark.parametrize("args", [(0, 1, 5), (-3.5, 7.25, 11), (2, 2, 4), (1, 0, 1), (0, 1, 0),

@@ -363,9 +363,9 @@ def test_manual_seed_out_of_range_raises_a_value_error_naming_the_range(seed):
 
 def test_to_an_unknown_dtype_name_raises_dtype_error_listing_the_dtypes():
     x = rustgrad.ones(2)
-    with pytest.raises(errors.DTypeError, match="float17.*float32, float64 and bool"):
+    with pytest.raises(errors.DTypeError, match="float17.*float32, float64, int64, int32, uint8 and bool"):
         x.to("float17")
-    with pytest.raises(errors.DTypeError, match="float32, float64 and bool"):
+    with pytest.raises(errors.DTypeError, match="float32, float64, int64, int32, uint8 and bool"):
         x.to(dtype="int8")
     with pytest.raises(errors.DeviceError, match="'cuda:0' is not available"):
         x.to("cuda:0")
@@ -387,7 +387,7 @@ def test_the_core_tells_a_big_endian_array_apart_from_a_wrong_dtype():
     with pytest.raises(errors.DTypeError, match=r"big-endian.*newbyteorder") as info:
         _rustgrad._from_numpy(np.arange(3, dtype=">f4"), False)
     assert "convert it to float32" not in str(info.value)
-    with pytest.raises(errors.DTypeError, match="convert it to float32, float64 or bool"):
+    with pytest.raises(errors.DTypeError, match="convert it to one of float32, float64, int64, int32, uint8 and bool"):
         _rustgrad._from_numpy(np.arange(3, dtype=np.int16), False)
 
 

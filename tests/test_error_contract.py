@@ -46,7 +46,7 @@ def assert_still_usable() -> None:
 
 
 def _bool_in_float_op():
-    return rustgrad.tensor([True, False]) + rustgrad.tensor([True, True])
+    return rustgrad.tensor([True, False]) - rustgrad.tensor([True, True])
 
 
 def _backward_twice():

@@ -264,6 +264,7 @@ TRIGGERS: list[Callable[[], object]] = [
     lambda: rustgrad.ones(2, 3).item(),
     lambda: rustgrad.zeros(2, dtype="float17"),
     lambda: rustgrad.ones(2).to("float17"),
+    lambda: rustgrad.tensor([1, 2]) // 0,
     lambda: rustgrad.from_numpy([1.0, 2.0]),
     _in_a_graph(lambda: bool(tf.placeholder(tf.float32, shape=(3,)))),
     lambda: rustgrad.ones(3)[5],

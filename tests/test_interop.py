@@ -88,7 +88,7 @@ def test_an_unconsumed_capsule_is_freed():
 
 def test_dlpack_errors():
     with pytest.raises(DTypeError, match="unsupported element type"):
-        rustgrad.from_dlpack(np.arange(3))
+        rustgrad.from_dlpack(np.arange(3, dtype=np.int16))
     with pytest.raises(GradientError, match="requires grad"):
         rustgrad.ones(2, requires_grad=True).__dlpack__()
 

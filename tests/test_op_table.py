@@ -200,9 +200,12 @@ def test_a_non_tensor_argument_names_the_op():
         rustgrad.sin(0.5)
 
 
-def test_an_integer_valued_bool_tensor_is_refused_with_the_op_name():
-    with pytest.raises(rustgrad.errors.DTypeError, match="cos: expected a float tensor but got bool"):
-        rustgrad.tensor([True]).cos()
+def test_a_bool_tensor_is_refused_with_the_op_name_by_an_op_that_keeps_integers():
+    # Float ops compute a bool tensor in float32, as torch; abs, neg, sign, square and relu
+    # keep an integer dtype and have no bool kernel.
+    assert rustgrad.tensor([True]).cos().dtype is rustgrad.float32
+    with pytest.raises(rustgrad.errors.DTypeError, match="abs: expected an integer tensor but got bool"):
+        rustgrad.tensor([True]).abs()
 
 
 # ---------------------------------------------------------------- values and gradients

@@ -141,7 +141,9 @@ def evaluate(mode: str, data, fn: Callable[..., Any], inputs: list[np.ndarray],
     Placeholder shapes are drawn from ``data`` unless ``ph_shapes`` gives them.
     """
     if mode == "eager":
-        out = fn(*[rustgrad.tensor(a) for a in inputs])
+        # Integer arrays are the float32 data of these float ops: rustgrad.tensor keeps an
+        # integer dtype (as torch), so they are converted as a float32 placeholder's feed is.
+        out = fn(*[rustgrad.tensor(a, dtype=rustgrad.float32 if a.dtype.kind in "iu" else None) for a in inputs])
         assert isinstance(out, rustgrad.Tensor)
         return out.numpy()
     if ph_shapes is None:

@@ -38,6 +38,7 @@ from rustgrad._functions import (
     div,
     eq,
     flatten,
+    floor_divide,
     ge,
     gt,
     is_tensor,
@@ -52,6 +53,7 @@ from rustgrad._functions import (
     ne,
     numel,
     pow,
+    remainder,
     reshape,
     squeeze,
     sub,
@@ -88,9 +90,14 @@ __version__: str = _rustgrad.__version__
 
 float32 = _rustgrad.float32
 float64 = _rustgrad.float64
+int64 = _rustgrad.int64
+int32 = _rustgrad.int32
+uint8 = _rustgrad.uint8
 bool = _rustgrad.bool
 float = float32
 double = float64
+long = int64
+int = int32
 
 # The parent's rayon workers do not exist in a forked child; let the child build its own pool.
 if hasattr(_os, "register_at_fork"):
@@ -100,12 +107,12 @@ __all__ = [
     "Tensor", "add", "from_dlpack", "amax", "amin", "arange", "as_tensor", "autograd", "bool", "clamp",
     "clip", "cuda",
     "device", "div", "double", "dtype", "empty", "empty_cache", "enable_grad", "eq", "errors", "eye",
-    "flatten", "float", "float32", "float64", "from_numpy", "full", "full_like", "ge",
-    "get_num_threads", "gt", "inference_mode", "is_grad_enabled", "is_tensor", "le", "linspace",
-    "lt", "manual_seed", "matmul", "maximum", "mean", "memory_cached", "minimum", "mm", "mul", "ne",
+    "flatten", "float", "float32", "float64", "floor_divide", "from_numpy", "full", "full_like", "ge",
+    "get_num_threads", "gt", "inference_mode", "int", "int32", "int64", "is_grad_enabled", "is_tensor", "le",
+    "linspace", "long", "lt", "manual_seed", "matmul", "maximum", "mean", "memory_cached", "minimum", "mm", "mul", "ne",
     "no_grad", "numel", "ones", "ones_like", "pow", "rand", "rand_like", "randn", "randn_like",
-    "reshape", "set_grad_enabled", "set_num_threads",
-    "squeeze", "sub", "sum", "t", "tensor", "transpose", "unsqueeze", "where", "zeros",
+    "remainder", "reshape", "set_grad_enabled", "set_num_threads",
+    "squeeze", "sub", "sum", "t", "tensor", "transpose", "uint8", "unsqueeze", "where", "zeros",
     "zeros_like", "_dtype_from_name", "load", "nn", "optim", "save", "viz", "std_mean", "var_mean",
 ]
 __all__ += _op_table_names

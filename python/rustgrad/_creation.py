@@ -16,13 +16,23 @@ from rustgrad.errors import ArgumentTypeError, DTypeError, OutOfMemoryError, Sha
 
 float32 = _rustgrad.float32
 float64 = _rustgrad.float64
+int64 = _rustgrad.int64
+int32 = _rustgrad.int32
+uint8 = _rustgrad.uint8
 bool_ = _rustgrad.bool
 
-_NUMPY_DTYPES = {"float32": np.float32, "float64": np.float64, "bool": np.bool_}
+# Every rustgrad dtype, by name, with its numpy type.
+_DTYPES = {d.name: d for d in (float32, float64, int64, int32, uint8, bool_)}
+_NUMPY_DTYPES = {name: (np.bool_ if name == "bool" else getattr(np, name)) for name in _DTYPES}
+_SUPPORTED = "float32, float64, int64, int32, uint8 and bool"
 
 
 def _dtype_from_name(name: str) -> Any:
-    return {"float32": float32, "float64": float64, "bool": bool_}[name]
+    return _DTYPES[name]
+
+
+# torch's attribute names of the dtypes, accepted as strings too.
+_ALIASES = {"float": "float32", "double": "float64", "long": "int64", "int": "int32", **{n: n for n in _DTYPES}}
 
 
 def _resolve_dtype(dtype: Any, default: Any = None) -> Any:
@@ -35,13 +45,9 @@ def _resolve_dtype(dtype: Any, default: Any = None) -> Any:
         name = dtype if isinstance(dtype, str) else np.dtype(dtype).name
     except TypeError:
         name = None
-    aliases = {"float": "float32", "double": "float64", "float32": "float32",
-               "float64": "float64", "bool": "bool"}
-    if name not in aliases:
-        raise DTypeError(
-            f"unknown dtype {dtype!r}; use rustgrad.float32, rustgrad.float64 or rustgrad.bool"
-        )
-    return _dtype_from_name(aliases[name])
+    if name not in _ALIASES:
+        raise DTypeError(f"unknown dtype {dtype!r}; use a rustgrad dtype ({_SUPPORTED})")
+    return _DTYPES[_ALIASES[name]]
 
 
 def _check_device(dev: Any) -> None:
@@ -80,11 +86,8 @@ def _shape(op: str, size: Sequence[Any], dtype: Any) -> list[int]:
     return shape
 
 
-_ITEM_SIZES = {"float32": 4, "float64": 8, "bool": 1}
-
-
 def _out_of_memory(op: str, shape: Sequence[int], dtype: Any) -> OutOfMemoryError:
-    nbytes = math.prod(shape) * _ITEM_SIZES[dtype.name]
+    nbytes = math.prod(shape) * dtype.itemsize
     return OutOfMemoryError(
         f"{op}: cannot allocate {nbytes} bytes for a {dtype.name} tensor of shape {list(shape)}; "
         "use a smaller shape"
@@ -93,22 +96,29 @@ def _out_of_memory(op: str, shape: Sequence[int], dtype: Any) -> OutOfMemoryErro
 
 def _check_addressable(op: str, shape: Sequence[int], dtype: Any) -> None:
     """Refuses, before anything is allocated, a tensor larger than any address space."""
-    if math.prod(shape) * _ITEM_SIZES[dtype.name] > sys.maxsize:
+    if math.prod(shape) * dtype.itemsize > sys.maxsize:
         raise _out_of_memory(op, shape, dtype)
 
 
 def _default_dtype_for(array: np.ndarray, from_numpy_input: bool) -> Any:
+    """The dtype torch gives this data: bool stays bool, Python floats are float32 (numpy's
+    float64 stays float64), integers keep int64, int32 or uint8 and other widths become
+    int64, which holds every value of theirs (a uint64 value past int64's range is refused)."""
     kind = array.dtype.kind
     if kind == "b":
         return bool_
-    if kind == "f" and from_numpy_input:
-        return float64 if array.dtype.itemsize >= 8 else float32
-    if kind in "fiu":
-        return float32
-    raise DTypeError(
-        f"cannot make a tensor from data of numpy dtype {array.dtype}; "
-        "rustgrad supports float32, float64 and bool"
-    )
+    if kind == "f":
+        return float64 if from_numpy_input and array.dtype.itemsize >= 8 else float32
+    if kind in "iu":
+        if array.dtype.name in _DTYPES:
+            return _DTYPES[array.dtype.name]
+        if array.dtype == np.uint64 and array.size and int(array.max()) > np.iinfo(np.int64).max:
+            raise DTypeError(
+                f"cannot make a tensor from uint64 data: the value {int(array.max())} does not fit in int64, "
+                "rustgrad's widest integer dtype; pass dtype=rustgrad.float64 to store it as a float"
+            )
+        return int64
+    raise DTypeError(f"cannot make a tensor from data of numpy dtype {array.dtype}; rustgrad supports {_SUPPORTED}")
 
 
 def _as_array(data: Any) -> np.ndarray:
@@ -150,21 +160,24 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
-    """A tensor that shares memory with a float32 or float64 numpy array, as in PyTorch.
+    """A tensor that shares memory with a numpy array of a rustgrad dtype (float32, float64,
+    int64, int32 or uint8), as in PyTorch.
 
     Writes to either show in the other. Arrays whose memory cannot be shared
     (non-contiguous views, read-only or misaligned arrays, arrays of non-native
     byte order, and bool arrays) are copied. Bool arrays are always copied: numpy
     can store any byte in a bool array, and the Rust core may only see 0 and 1.
+    Other dtypes (int16, float16, ...) are refused: ``rustgrad.tensor(array)`` copies
+    them into a dtype rustgrad has.
     """
     if not isinstance(array, np.ndarray):
         raise ArgumentTypeError(
             f"expected np.ndarray (got {type(array).__name__}); use rustgrad.tensor(data) for other data"
         )
-    if array.dtype.kind not in "fb" or array.dtype == np.float16:
+    if array.dtype.kind not in "fiub" or array.dtype.newbyteorder("=").name not in _DTYPES:
         raise DTypeError(
-            f"can't convert np.ndarray of type {array.dtype}; the supported types are "
-            "float32, float64 and bool"
+            f"can't convert np.ndarray of type {array.dtype}; the supported types are {_SUPPORTED} "
+            "(rustgrad.tensor(array) copies other numbers into one of them)"
         )
     if not array.dtype.isnative:
         array = array.astype(array.dtype.newbyteorder("="))
@@ -172,24 +185,33 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 
 
+def _number_dtype(value: Union[bool, int, float]) -> Any:
+    """The dtype torch gives a Python number: bool, int64 or float32."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool_
+    return int64 if isinstance(value, int) else float32
+
+
 def full(size: Sequence[int], fill_value: float, *, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
+    """A tensor filled with ``fill_value``; its dtype is the value's (bool, int64 or float32) unless given."""
     _check_device(device)
-    dt = _resolve_dtype(dtype)
-    value = float(_real("full", "fill_value", fill_value))
+    value = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
+    value = value if isinstance(value, (bool, np.bool_)) else _real("full", "fill_value", value)
+    dt = _resolve_dtype(dtype, _number_dtype(value))
     return _rustgrad._full(_shape("full", [size], dt), value, dt, requires_grad)
 
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     _check_device(device)
     dt = _resolve_dtype(dtype)
-    return _rustgrad._full(_shape("zeros", size, dt), 0.0, dt, requires_grad)
+    return _rustgrad._full(_shape("zeros", size, dt), 0, dt, requires_grad)
 
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     _check_device(device)
     dt = _resolve_dtype(dtype)
-    return _rustgrad._full(_shape("ones", size, dt), 1.0, dt, requires_grad)
+    return _rustgrad._full(_shape("ones", size, dt), 1, dt, requires_grad)
 
 
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
@@ -255,13 +277,14 @@ _CHUNK = 1 << 16
 
 
 def _sequence(op: str, length: int, dtype: Any, values_at: Callable[[np.ndarray], np.ndarray],
-              requires_grad: bool) -> Tensor:
-    """A 1-D tensor whose element i is ``values_at(i)``, computed in float64 and rounded once."""
+              requires_grad: bool, exact: bool = False) -> Tensor:
+    """A 1-D tensor whose element i is ``values_at(i)``, computed in float64 and rounded once
+    (``exact``: in int64, for integer sequences)."""
     _check_addressable(op, [length], dtype)
     try:
         out = np.empty(length, dtype=_NUMPY_DTYPES[dtype.name])
         for begin in range(0, length, _CHUNK):
-            index = np.arange(begin, min(begin + _CHUNK, length), dtype=np.float64)
+            index = np.arange(begin, min(begin + _CHUNK, length), dtype=np.int64 if exact else np.float64)
             out[begin:begin + len(index)] = values_at(index)
     except MemoryError:
         raise _out_of_memory(op, [length], dtype) from None
@@ -277,7 +300,8 @@ def _finite(value: Union[int, float]) -> bool:
 
 def arange(start: float, end: Optional[float] = None, step: float = 1, *, dtype: Any = None,
            device: Any = None, requires_grad: bool = False) -> Tensor:
-    """Values from ``start`` to ``end`` (exclusive); float32 unless ``dtype`` says otherwise."""
+    """Values from ``start`` to ``end`` (exclusive): int64 when all three are integers, else
+    float32, unless ``dtype`` says otherwise (as torch)."""
     _check_device(device)
     if end is None:
         start, end = 0, start
@@ -291,9 +315,17 @@ def arange(start: float, end: Optional[float] = None, step: float = 1, *, dtype:
             f"arange: upper bound and lower bound inconsistent with step sign (start={start}, end={end}, "
             f"step={step}); use a negative step to count down"
         )
+    integers = all(isinstance(v, int) for v in (start, end, step))
+    target = _resolve_dtype(dtype, int64 if integers else float32)
+    if integers and not target.is_floating_point:
+        length = -((start - end) // step)
+        _check_addressable("arange", [length], target)
+        if max(abs(start), abs(end)) > np.iinfo(np.int64).max:
+            raise ShapeError(f"arange: {start} -> {end} does not fit in int64")
+        return _sequence("arange", length, target, lambda i: start + i * step, requires_grad, exact=True)
     length = math.ceil((end - start) / step)
     first, delta = float(start), float(step)
-    return _sequence("arange", length, _resolve_dtype(dtype), lambda i: first + i * delta, requires_grad)
+    return _sequence("arange", length, target, lambda i: first + i * delta, requires_grad)
 
 
 def linspace(start: float, end: float, steps: int, *, dtype: Any = None, device: Any = None,

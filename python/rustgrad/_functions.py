@@ -6,6 +6,7 @@ from typing import Any, Optional
 
 from rustgrad import _rustgrad
 from rustgrad._rustgrad import Tensor
+from rustgrad.errors import InvalidArgumentError
 
 matmul = _rustgrad._matmul
 where = _rustgrad._where
@@ -72,8 +73,38 @@ def mul(input: Any, other: Any) -> Tensor:
     return input * other
 
 
-def div(input: Any, other: Any) -> Tensor:
-    return input / other
+def div(input: Any, other: Any, *, rounding_mode: Optional[str] = None) -> Tensor:
+    """``input / other``; ``rounding_mode='floor'`` is ``floor_divide`` and ``'trunc'`` rounds toward zero."""
+    if rounding_mode is None:
+        return input / other
+    if rounding_mode == "floor":
+        return floor_divide(input, other)
+    if rounding_mode == "trunc":
+        quotient = input / other
+        if quotient.is_floating_point() and not (_is_integer(input) and _is_integer(other)):
+            return quotient.trunc()
+        floor = floor_divide(input, other)
+        # Rounding toward zero is one above rounding down where the division is inexact and negative.
+        return floor + (remainder(input, other) != 0) * ((input < 0) != (other < 0))  # bool * bool is "and"
+    raise InvalidArgumentError(
+        f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
+    )
+
+
+def _is_integer(value: Any) -> bool:
+    if isinstance(value, Tensor):
+        return not value.is_floating_point()
+    return isinstance(value, int)
+
+
+def floor_divide(input: Any, other: Any) -> Tensor:
+    """``input // other``, rounding toward negative infinity as Python does; an integer division by zero raises."""
+    return input // other
+
+
+def remainder(input: Any, other: Any) -> Tensor:
+    """``input % other``, with the sign of ``other`` as Python's ``%``; an integer remainder by zero raises."""
+    return input % other
 
 
 def maximum(input: Tensor, other: Tensor) -> Tensor:

@@ -36,7 +36,10 @@ _MAX_NDIM = 64  # numpy's
 # Deflate cannot expand data more than about 1032-fold; a member declaring more is forged.
 _MAX_DEFLATE_RATIO = 1032
 _CHUNK = 1 << 22
-_ARRAY_DTYPES = {descr: np.dtype(descr) for descr in ("<f4", ">f4", "<f8", ">f8", "|b1")}
+_ARRAY_DTYPES = {
+    descr: np.dtype(descr)
+    for descr in ("<f4", ">f4", "<f8", ">f8", "<i8", ">i8", "<i4", ">i4", "|u1", "|b1")
+}
 _TEXT_DESCR = re.compile(r"<U([0-9]{1,9})")
 
 # What the zipfile and zlib modules raise on a damaged archive (they use builtins throughout;
@@ -158,7 +161,7 @@ class NpzReader:
         self.close()
 
     def read_array(self, member: str, label: str) -> np.ndarray:
-        """The member's array: float32, float64 or bool, native byte order, C-contiguous.
+        """The member's array of a rustgrad dtype, native byte order, C-contiguous.
 
         Other dtypes raise ``DTypeError``; the bytes of a bool array must all be 0 or 1.
         """
@@ -168,7 +171,7 @@ class NpzReader:
             if dtype is None:
                 raise DTypeError(
                     f"{self._what}: {label} in {self._label} has numpy dtype {_dtype_name(descr)}; rustgrad "
-                    "tensors are float32, float64 or bool"
+                    "tensors are float32, float64, int64, int32, uint8 or bool"
                 )
             self._check_data_size(info, member, header_len, shape, dtype)
             storage = np.dtype(np.uint8) if dtype.kind == "b" else dtype

@@ -15,7 +15,7 @@ _NUMPY_MAX_DIMS = 32
 
 
 def _element_options(dtype: Any) -> dict[str, Any]:
-    if dtype == np.bool_:
+    if np.dtype(dtype).kind in "biu":
         return {}
     return {"precision": 4, "suppress_small": False, "floatmode": "maxprec"}
 
@@ -32,8 +32,9 @@ def tensor_repr(t: Any) -> str:
     extras = []
     if size == 0:
         extras.append(f"size={tuple(t.shape)}")
-    if t.dtype.name == "float64":
-        extras.append("dtype=rustgrad.float64")
+    # As torch: a dtype other than the default of its kind (float32, int64, bool) is shown.
+    if t.dtype.name not in ("float32", "int64", "bool"):
+        extras.append(f"dtype=rustgrad.{t.dtype.name}")
     if t.grad_fn is not None:
         extras.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t.requires_grad:

@@ -11,11 +11,9 @@ from typing import Any
 import numpy as np
 
 from rustgrad import _rustgrad
-from rustgrad._creation import _check_device, tensor, zeros
+from rustgrad._creation import _NUMPY_DTYPES, _SUPPORTED, _check_device, tensor, zeros
 from rustgrad._rustgrad import Tensor
 from rustgrad.errors import ArgumentTypeError, DTypeError, GradientError, ShapeError
-
-_NUMPY_DTYPES = {"float32": np.float32, "float64": np.float64, "bool": np.bool_}
 
 
 def _is_size(value: Any) -> bool:
@@ -72,7 +70,7 @@ def reduce_tensor(t: Tensor) -> tuple[Any, tuple[bytes, str, tuple[int, ...], bo
 def rebuild_tensor(data: bytes, dtype_name: str, shape: tuple[int, ...], requires_grad: bool) -> Tensor:
     """Makes a tensor from what ``reduce_tensor`` stored, after checking that it fits together."""
     if dtype_name not in _NUMPY_DTYPES:
-        raise DTypeError(f"cannot unpickle a tensor of dtype {dtype_name!r}; rustgrad has float32, float64 and bool")
+        raise DTypeError(f"cannot unpickle a tensor of dtype {dtype_name!r}; rustgrad has {_SUPPORTED}")
     well_formed = (
         isinstance(data, (bytes, bytearray))
         and isinstance(shape, tuple)

@@ -20,6 +20,7 @@ __all__ = [
     "OutOfMemoryError",
     "GradientError",
     "InternalError",
+    "DivisionByZeroError",
     "OpError",
     "InvalidArgumentError",
     "FailedPreconditionError",
@@ -66,6 +67,14 @@ class OutOfMemoryError(RustgradError, MemoryError):
 
 class GradientError(RustgradError, RuntimeError):
     """Misuse of backward: freed graphs, nothing requiring grad, stale saved tensors."""
+
+
+class DivisionByZeroError(RustgradError, RuntimeError, ZeroDivisionError):
+    """An integer division or remainder by zero (``//``, ``%``, ``floor_divide``, ``remainder``).
+
+    PyTorch raises ``RuntimeError: ZeroDivisionError`` and Python raises ``ZeroDivisionError``;
+    this is both.
+    """
 
 
 class InternalError(RustgradError, RuntimeError):

@@ -39,7 +39,7 @@ _META_MEMBER = "__rustgrad__.npy"
 _TENSOR_KEY = "tensor"
 _FORMAT_VERSION = 2
 _KINDS = ("tensor", "dict")
-_DTYPES = {"float32", "float64", "bool"}
+_DTYPES = {"float32", "float64", "int64", "int32", "uint8", "bool"}
 
 
 def _array_of(t: Tensor, where: str) -> np.ndarray:

@@ -372,6 +372,7 @@ pub fn accumulate_into_leaf(leaf: &Tensor, grad: Tensor) -> Result<()> {
 mod tests {
     use super::*;
     use crate::autograd::record::apply;
+    use crate::dtype::Scalar;
     use crate::kernels::elementwise::{ScalarOp, UnaryOp};
 
     fn leaf(values: &[f64], shape: &[usize]) -> Tensor {
@@ -399,7 +400,7 @@ mod tests {
         // loss = sum(x * x + 3x) -> dloss/dx = 2x + 3
         let x = leaf(&[1.0, -2.0, 0.5], &[3]);
         let square = apply(Op::Binary(BinaryOp::Mul), &[&x, &x]).unwrap();
-        let linear = apply(Op::Scalar(ScalarOp::Mul, 3.0), &[&x]).unwrap();
+        let linear = apply(Op::Scalar(ScalarOp::Mul, Scalar::Float(3.0)), &[&x]).unwrap();
         let loss = sum_all(&apply(Op::Binary(BinaryOp::Add), &[&square, &linear]).unwrap());
         backward(&loss, false).unwrap();
         assert_eq!(x.grad().unwrap().to_f64_vec(), vec![5.0, -1.0, 4.0]);
@@ -431,7 +432,7 @@ mod tests {
         x.set_grad(Some(Tensor::from_vec(vec![10.0, 20.0], vec![2]).unwrap()));
         let out = apply(Op::Unary(UnaryOp::Exp), &[&x]).unwrap();
         // Modify the saved output in place: the rule must refuse to read it.
-        crate::forward::fill(&out, 0.0).unwrap();
+        crate::forward::fill(&out, Scalar::Float(0.0)).unwrap();
         let err = backward(&sum_all(&out), false).unwrap_err().to_string();
         assert!(err.contains("modified by an inplace operation"), "{err}");
         assert_eq!(x.grad().unwrap().to_f64_vec(), vec![10.0, 20.0]);

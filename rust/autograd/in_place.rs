@@ -6,8 +6,8 @@
 
 use super::grad_mode;
 use super::record::{apply, should_record};
-use crate::dtype::DType;
-use crate::error::{grad_err, Result};
+use crate::dtype::{result_type, DType, Participant, Scalar};
+use crate::error::{dtype_err, grad_err, Result};
 use crate::forward;
 use crate::kernels::elementwise::{BinaryOp, ScalarOp};
 use crate::op::{IndexItem, Op};
@@ -17,7 +17,7 @@ use crate::tensor::Tensor;
 /// operand of arithmetic as the bindings convert it.
 pub enum Value {
     Tensor(Tensor),
-    Scalar(f64),
+    Scalar(Scalar),
 }
 
 impl Value {
@@ -28,12 +28,43 @@ impl Value {
             Value::Scalar(s) => Tensor::scalar(*s, dtype),
         }
     }
+
+    /// The dtype `dst op self` computes in.
+    fn result_dtype(&self, dst: &Tensor, op: BinaryOp) -> DType {
+        let other = match self {
+            Value::Tensor(t) => Participant::tensor(t.dtype(), t.rank()),
+            Value::Scalar(s) => Participant::Number(s.kind()),
+        };
+        let dtype = result_type(&[Participant::tensor(dst.dtype(), dst.rank()), other]);
+        if op == BinaryOp::Div {
+            dtype.true_division()
+        } else {
+            dtype
+        }
+    }
+}
+
+/// Refuses an in-place result `dst` cannot hold, as torch: `int_tensor += 0.5` or
+/// `int_tensor /= 2` would have to drop the fraction.
+fn check_result_fits(dst: &Tensor, result: DType, op_name: &str) -> Result<()> {
+    if dst.dtype().can_hold(result) {
+        return Ok(());
+    }
+    dtype_err(format!(
+        "{op_name}: result type {} can't be cast to the desired output type {}; use the out-of-place {} \
+         for a {} result, or convert the tensor first",
+        result.name(),
+        dst.dtype().name(),
+        op_name.trim_end_matches('_'),
+        result.name()
+    ))
 }
 
 /// `dst op= value`: `add_`/`sub_`/`mul_`/`div_` and `+=`/`-=`/`*=`/`/=`.
 pub fn binary(dst: &Tensor, op: BinaryOp, value: &Value) -> Result<()> {
     let recording = should_record(&[dst]) || matches!(value, Value::Tensor(o) if should_record(&[o]));
     let name = || format!("{}_", op.name());
+    check_result_fits(dst, value.result_dtype(dst, op), &name())?;
     match value {
         // The optimiser's hot path: w -= lr * grad under no_grad.
         Value::Tensor(o) if !recording && op == BinaryOp::Add => forward::add_in_place(dst, o, 1.0),
@@ -45,7 +76,7 @@ pub fn binary(dst: &Tensor, op: BinaryOp, value: &Value) -> Result<()> {
 }
 
 /// `dst.add_(value, alpha=alpha)`: `dst += alpha·value`, the product recorded like `value * alpha`.
-pub fn add(dst: &Tensor, value: &Value, alpha: Option<f64>) -> Result<()> {
+pub fn add(dst: &Tensor, value: &Value, alpha: Option<Scalar>) -> Result<()> {
     match alpha {
         None => binary(dst, BinaryOp::Add, value),
         Some(alpha) => {
@@ -57,13 +88,14 @@ pub fn add(dst: &Tensor, value: &Value, alpha: Option<f64>) -> Result<()> {
 
 /// `dst.clamp_(min, max)`.
 pub fn clamp(dst: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<()> {
+    check_result_fits(dst, forward::clamp_dtype(dst.dtype(), min, max), "clamp_")?;
     apply_in_place(dst, Op::Clamp { min, max }, &[], "clamp_")
 }
 
 /// `dst.fill_(value)` and `dst.zero_()` (`op_name` says which), for a number. On the
 /// tape the new values are constants: no gradient flows to what `dst` held before.
 /// (`fill_` with a tensor that requires grad is `fill_with_tensor`.)
-pub fn fill(dst: &Tensor, value: f64, op_name: &str) -> Result<()> {
+pub fn fill(dst: &Tensor, value: Scalar, op_name: &str) -> Result<()> {
     check_in_place(dst, op_name)?;
     if should_record(&[dst]) {
         return overwrite_recorded(dst, &Tensor::scalar(value, dst.dtype()));
@@ -190,7 +222,7 @@ fn apply_in_place(dst: &Tensor, op: Op, others: &[&Tensor], op_name: &str) -> Re
 /// and what `dst` held before gets zero.
 fn overwrite_recorded(dst: &Tensor, value: &Tensor) -> Result<()> {
     let old = snapshot_with_history(dst)?;
-    let everywhere = Tensor::scalar(1.0, DType::Bool);
+    let everywhere = Tensor::scalar(true, DType::Bool);
     let out = apply(Op::Where, &[&everywhere, value, &old])?;
     forward::write_into(dst, &out)?;
     dst.set_history(out.grad_fn(), 0);

@@ -3,6 +3,7 @@
 
 use super::grad_mode;
 use super::node::{Edge, Meta, Node, PerInput, Saved, SavedTensor};
+use crate::dtype::DType;
 use crate::error::{shape_err, Result};
 use crate::forward::forward;
 use crate::op::{CustomBackward, Op};
@@ -121,4 +122,19 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             fmt_shape(b.shape())
         )),
     }
+}
+
+/// torch's `sum`: an integer or bool tensor sums in int64 (its dtype would overflow sooner).
+pub fn sum(x: &Tensor, dims: Option<Vec<isize>>, keepdim: bool) -> Result<Tensor> {
+    let sum = Op::Sum { dims, keepdim };
+    if x.dtype().is_float() || x.dtype() == DType::I64 {
+        return apply(sum, &[x]);
+    }
+    apply(sum, &[&apply(Op::Cast(DType::I64), &[x])?])
+}
+
+/// torch's `mean`, which refuses integer and bool tensors (it has no float dtype to pick).
+pub fn mean(x: &Tensor, dims: Option<Vec<isize>>, keepdim: bool) -> Result<Tensor> {
+    crate::forward::check_mean_dtype(x)?;
+    apply(Op::Mean { dims, keepdim }, &[x])
 }

@@ -2,24 +2,19 @@
 //! float dtype promotion they share, and the fused backward masks.
 
 use super::layout::cast;
-use crate::dtype::{DType, Float};
+use crate::dtype::{
+    dispatch, float_dispatch, integer_dispatch, numeric_dispatch, result_type, DType, Number, Participant, Scalar,
+};
 use crate::error::{dtype_err, Error, Result};
 use crate::kernels::elementwise::{self as ew, BinaryOp, CmpOp, Operand, ScalarOp, UnaryOp};
+use crate::ops::Ints;
 use crate::shape::{broadcast_shapes, broadcast_strides, Shape};
 use crate::storage::{ensure_allocatable, Element};
 use crate::tensor::Tensor;
 
-pub fn same_dtype(op: &str, a: &Tensor, b: &Tensor) -> Result<DType> {
-    match (a.dtype(), b.dtype()) {
-        (x, y) if x == y => Ok(x),
-        // PyTorch's type promotion for the two float types.
-        (DType::F32, DType::F64) | (DType::F64, DType::F32) => Ok(DType::F64),
-        (x, y) => dtype_err(format!(
-            "{op}: cannot combine {} and {} tensors; convert one with .float() or .double()",
-            x.name(),
-            y.name()
-        )),
-    }
+/// The dtype `a op b` computes in: torch's promotion of the two (`dtype::result_type`).
+pub fn promoted(a: &Tensor, b: &Tensor) -> DType {
+    result_type(&[Participant::tensor(a.dtype(), a.rank()), Participant::tensor(b.dtype(), b.rank())])
 }
 
 /// `t` as `dtype`, without copying when it already is.
@@ -37,25 +32,144 @@ pub(super) fn as_dtype_ref(t: &Tensor, dtype: DType) -> Result<std::borrow::Cow<
     }
 }
 
+/// A float op on an integer or bool tensor computes in float32; `abs`, `neg`, `sign`,
+/// `square` and `relu` keep an integer dtype (`Ints::Keep`), as in torch.
 pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
-    float_dispatch!(x.dtype(), op.name(), |T| {
-        let out = x.with_contiguous(|s: &[T]| ew::unary(op, s))?;
+    if x.dtype().is_float() {
+        return float_dispatch!(x.dtype(), op.name(), |T| {
+            let out = x.with_contiguous(|s: &[T]| ew::unary(op, s))?;
+            Tensor::from_vec(out, x.shape())
+        });
+    }
+    match op.ints() {
+        Ints::Promote => unary(op, &cast(x, x.dtype().true_division())?),
+        Ints::Keep => integer_dispatch!(x.dtype(), op.name(), |T| {
+            let out = x.with_contiguous(|s: &[T]| <T as crate::ops::unary::IntegerKernel>::unary(op, s))?;
+            let out = out.ok_or_else(|| Error::Internal(format!("{}: no integer kernel", op.name())))?;
+            Tensor::from_vec(out, x.shape())
+        }),
+    }
+}
+
+/// The dtype `x op s` computes in for a tensor of dtype `x` and a number `s`: torch's
+/// promotion with a number, and true division in a float dtype.
+pub fn scalar_dtype(op: ScalarOp, x: DType, s: Scalar) -> DType {
+    let dtype = x.promote_with_scalar(s.kind());
+    if matches!(op, ScalarOp::Div | ScalarOp::RDiv) {
+        dtype.true_division()
+    } else {
+        dtype
+    }
+}
+
+pub fn scalar(op: ScalarOp, x: &Tensor, s: Scalar) -> Result<Tensor> {
+    let dtype = scalar_dtype(op, x.dtype(), s);
+    let x = as_dtype_ref(x, dtype)?;
+    if dtype == DType::Bool {
+        return bool_arithmetic(op.name(), op_as_binary(op), &x, &Tensor::scalar(s, DType::Bool), x.shape().into());
+    }
+    numeric_dispatch!(dtype, op.name(), |T| {
+        let s = checked_scalar::<T>(op, s, &x)?;
+        let out = x.with_contiguous(|v: &[T]| ew::scalar(op, v, s))?;
         Tensor::from_vec(out, x.shape())
     })
 }
 
-pub fn scalar(op: ScalarOp, x: &Tensor, s: f64) -> Result<Tensor> {
-    float_dispatch!(x.dtype(), op.name(), |T| {
-        let out = x.with_contiguous(|v: &[T]| ew::scalar(op, v, s))?;
-        Tensor::from_vec(out, x.shape())
+/// `s` as an element of `T`, after the checks an integer `T` needs: the number must
+/// fit, a power must not be negative, and nothing may be divided by zero.
+pub(super) fn checked_scalar<T: Number>(op: ScalarOp, s: Scalar, x: &Tensor) -> Result<T> {
+    let value = s.to_element::<T>();
+    if T::DTYPE.is_float() {
+        return Ok(value);
+    }
+    if let Scalar::Int(i) = s {
+        if value.to_i64() != i {
+            return Err(Error::InvalidArgument(format!(
+                "{}: value cannot be converted to type {} without overflow: {i}",
+                op.name(),
+                T::DTYPE.name()
+            )));
+        }
+        if op == ScalarOp::Pow && i < 0 {
+            return Err(Error::InvalidArgument(format!(
+                "pow: Integers to negative integer powers are not allowed ({} tensor to the power {i}); \
+                 convert the tensor with .float() first",
+                T::DTYPE.name()
+            )));
+        }
+    }
+    let zero_divisor = match op {
+        ScalarOp::FloorDiv | ScalarOp::Remainder => s.is_zero(),
+        ScalarOp::RFloorDiv | ScalarOp::RRemainder => x.with_contiguous(|v: &[T]| v.contains(&T::ZERO))?,
+        _ => false,
+    };
+    if zero_divisor {
+        return Err(division_by_zero(op.name(), T::DTYPE));
+    }
+    Ok(value)
+}
+
+/// The binary op that `x op s` is (with the number on either side); None for powers.
+fn op_as_binary(op: ScalarOp) -> Option<BinaryOp> {
+    Some(match op {
+        ScalarOp::Add => BinaryOp::Add,
+        ScalarOp::Sub | ScalarOp::RSub => BinaryOp::Sub,
+        ScalarOp::Mul => BinaryOp::Mul,
+        ScalarOp::Div | ScalarOp::RDiv => BinaryOp::Div,
+        ScalarOp::Max => BinaryOp::Maximum,
+        ScalarOp::Min => BinaryOp::Minimum,
+        ScalarOp::FloorDiv | ScalarOp::RFloorDiv => BinaryOp::FloorDiv,
+        ScalarOp::Remainder | ScalarOp::RRemainder => BinaryOp::Remainder,
+        ScalarOp::Pow | ScalarOp::RPow => return None,
     })
+}
+
+pub(super) fn division_by_zero(op: &str, dtype: DType) -> Error {
+    Error::DivisionByZero(format!(
+        "{op}: ZeroDivisionError: integer division or remainder by zero ({} divisor); check \
+         the divisor, or divide in floating point (x.float())",
+        dtype.name()
+    ))
+}
+
+/// Arithmetic on two bool tensors, as torch: `+` and `maximum` are "or", `*` and
+/// `minimum` are "and"; subtraction and the rest (None: a power) are refused.
+fn bool_arithmetic(name: &str, op: Option<BinaryOp>, a: &Tensor, b: &Tensor, shape: Shape) -> Result<Tensor> {
+    let f = match op {
+        Some(BinaryOp::Add | BinaryOp::Maximum) => |p: bool, q: bool| p | q,
+        Some(BinaryOp::Mul | BinaryOp::Minimum) => |p: bool, q: bool| p & q,
+        Some(BinaryOp::Sub) => {
+            return dtype_err(format!(
+                "{name}: Subtraction, the `-` operator, with two bool tensors is not supported. If you are \
+                 trying to invert a mask, use the `~` or `logical_not()` operator instead."
+            ))
+        }
+        _ => return dtype_err(format!("{name}: not supported for bool tensors; convert them with .int() first")),
+    };
+    zip_tensors::<bool, bool>(a, b, shape, |shape, p, q| ew::zip_broadcast(shape, p, q, f))
+}
+
+/// The dtype `clamp` computes in: an integer tensor keeps its dtype with whole bounds,
+/// and a fractional bound makes it float32 (torch's promotion with a float number).
+pub fn clamp_dtype(dtype: DType, min: Option<f64>, max: Option<f64>) -> DType {
+    let whole = [min, max].iter().flatten().all(|b| b.fract() == 0.0);
+    if dtype.is_integer() && !whole {
+        dtype.true_division()
+    } else {
+        dtype
+    }
 }
 
 pub fn clamp(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
     if min.is_none() && max.is_none() {
         return Err(Error::InvalidArgument("clamp: at least one of 'min' or 'max' must not be None".into()));
     }
-    float_dispatch!(x.dtype(), "clamp", |T| {
+    let dtype = clamp_dtype(x.dtype(), min, max);
+    if dtype != x.dtype() {
+        return clamp(&cast(x, dtype)?, min, max);
+    }
+    numeric_dispatch!(x.dtype(), "clamp", |T| {
+        // A missing bound is an infinite one, which an integer type saturates to its MIN or MAX.
         let (lo, hi) = (T::from_f64(min.unwrap_or(f64::NEG_INFINITY)), T::from_f64(max.unwrap_or(f64::INFINITY)));
         let out = x.with_contiguous(|v: &[T]| {
             // Branch-free: clamping data of either sign must not mispredict per element. NaN stays NaN.
@@ -94,16 +208,27 @@ fn zip_tensors<T: Element, U: Element>(
 
 pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let shape = broadcast_shapes(op.name(), a.shape(), b.shape())?;
-    let dtype = same_dtype(op.name(), a, b)?;
+    let promoted = promoted(a, b);
+    let dtype = if op == BinaryOp::Div { promoted.true_division() } else { promoted };
     ensure_allocatable(&shape, dtype)?;
     let (a, b) = (as_dtype_ref(a, dtype)?, as_dtype_ref(b, dtype)?);
-    float_dispatch!(dtype, op.name(), |T| zip_tensors::<T, T>(&a, &b, shape, |shape, p, q| ew::binary(op, shape, p, q)))
+    if dtype == DType::Bool {
+        return bool_arithmetic(op.name(), Some(op), &a, &b, shape);
+    }
+    numeric_dispatch!(dtype, op.name(), |T| {
+        if op.divides_integers() && !dtype.is_float() && b.with_contiguous(|v: &[T]| v.contains(&T::ZERO))? {
+            return Err(division_by_zero(op.name(), dtype));
+        }
+        zip_tensors::<T, T>(&a, &b, shape, |shape, p, q| ew::binary(op, shape, p, q))
+    })
 }
 
 pub fn compare(op: CmpOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let shape = broadcast_shapes(op.name(), a.shape(), b.shape())?;
     ensure_allocatable(&shape, DType::Bool)?;
-    if a.dtype() == DType::Bool && b.dtype() == DType::Bool {
+    let dtype = promoted(a, b);
+    let (a, b) = (as_dtype_ref(a, dtype)?, as_dtype_ref(b, dtype)?);
+    if dtype == DType::Bool {
         let f = move |x: bool, y: bool| match op {
             CmpOp::Eq => x == y,
             CmpOp::Ne => x != y,
@@ -112,11 +237,9 @@ pub fn compare(op: CmpOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
             CmpOp::Gt => x & !y,
             CmpOp::Ge => x >= y,
         };
-        return zip_tensors::<bool, bool>(a, b, shape, |shape, p, q| ew::zip_broadcast(shape, p, q, f));
+        return zip_tensors::<bool, bool>(&a, &b, shape, |shape, p, q| ew::zip_broadcast(shape, p, q, f));
     }
-    let dtype = same_dtype(op.name(), a, b)?;
-    let (a, b) = (as_dtype_ref(a, dtype)?, as_dtype_ref(b, dtype)?);
-    float_dispatch!(dtype, op.name(), |T| zip_tensors::<T, bool>(&a, &b, shape, |shape, p, q| ew::compare(
+    numeric_dispatch!(dtype, op.name(), |T| zip_tensors::<T, bool>(&a, &b, shape, |shape, p, q| ew::compare(
         op, shape, p, q
     )))
 }
@@ -126,7 +249,7 @@ pub fn where_select(cond: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
         return dtype_err(format!("where: the condition must be a bool tensor, got {}", cond.dtype().name()));
     }
     let shape = broadcast_shapes("where", &broadcast_shapes("where", cond.shape(), x.shape())?, y.shape())?;
-    let dtype = same_dtype("where", x, y)?;
+    let dtype = promoted(x, y);
     ensure_allocatable(&shape, dtype)?;
     let (x, y) = (as_dtype_ref(x, dtype)?, as_dtype_ref(y, dtype)?);
     fn run<T: Element>(shape: &[usize], c: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
@@ -146,18 +269,14 @@ pub fn where_select(cond: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
         drop((gc, gx, gy));
         Tensor::from_vec(out, shape)
     }
-    match dtype {
-        DType::F32 => run::<f32>(&shape, cond, &x, &y),
-        DType::F64 => run::<f64>(&shape, cond, &x, &y),
-        DType::Bool => run::<bool>(&shape, cond, &x, &y),
-    }
+    dispatch!(dtype, |T| run::<T>(&shape, cond, &x, &y))
 }
 
 /// (g, x) -> g where keep(x), else 0. One pass (broadcasting `g` and `x`); used by
 /// relu and clamp backward and the fused masks of static plans.
 pub(super) fn mask_grad(g: &Tensor, x: &Tensor, op: &str, keep: impl Fn(f64) -> bool + Sync + Send) -> Result<Tensor> {
     let shape = broadcast_shapes(op, g.shape(), x.shape())?;
-    let dtype = same_dtype(op, g, x)?;
+    let dtype = promoted(g, x);
     let (g, x) = (as_dtype_ref(g, dtype)?, as_dtype_ref(x, dtype)?);
     float_dispatch!(dtype, op, |T| zip_tensors::<T, T>(&g, &x, shape, |shape, p, q| {
         ew::zip_broadcast(shape, p, q, |gv: T, xv: T| std::hint::select_unpredictable(keep(xv.to_f64()), gv, T::ZERO))

@@ -1,9 +1,9 @@
 //! In-place writes into existing storage. No autograd here: the callers decide
 //! when a write is allowed and record it.
 
-use super::elementwise::{as_dtype, binary, scalar, where_select};
+use super::elementwise::{as_dtype, binary, checked_scalar, scalar, where_select};
 use super::layout::{broadcast_to, copy, expand_mask, masked_scatter};
-use crate::dtype::{DType, Float};
+use crate::dtype::{dispatch, float_dispatch, numeric_dispatch, Number, Scalar};
 use crate::error::{shape_err, Error, Result};
 use crate::kernels::elementwise::{self as ew, BinaryOp, ScalarOp};
 use crate::kernels::layout::{scatter_strided, walk};
@@ -44,11 +44,7 @@ pub fn write_into(dst: &Tensor, value: &Tensor) -> Result<()> {
         }
         Ok(())
     }
-    match dst.dtype() {
-        DType::F32 => put::<f32>(dst, &dense),
-        DType::F64 => put::<f64>(dst, &dense),
-        DType::Bool => put::<bool>(dst, &dense),
-    }
+    dispatch!(dst.dtype(), |T| put::<T>(dst, &dense))
 }
 
 /// `dst += alpha·src` (src broadcast to dst), in one pass when the layouts allow.
@@ -66,13 +62,14 @@ pub fn add_in_place(dst: &Tensor, src: &Tensor, alpha: f64) -> Result<()> {
     } else {
         src
     };
-    let direct = dst.is_contiguous()
+    let direct = dst.dtype().is_float()
+        && dst.is_contiguous()
         && src.is_contiguous()
         && dst.shape() == src.shape()
         && dst.dtype() == src.dtype()
         && !dst.shares_storage(src);
     if !direct {
-        let scaled = if alpha == 1.0 { src.clone() } else { scalar(ScalarOp::Mul, src, alpha)? };
+        let scaled = if alpha == 1.0 { src.clone() } else { scalar(ScalarOp::Mul, src, Scalar::Float(alpha))? };
         return write_into(dst, &binary(BinaryOp::Add, dst, &scaled)?);
     }
     float_dispatch!(dst.dtype(), "add_", |T| {
@@ -120,42 +117,39 @@ pub fn masked_fill(dst: &Tensor, mask: &Tensor, value: &Tensor) -> Result<()> {
     write_into(dst, &merged)
 }
 
-/// Applies `f` to every element of `dst` in place (used by fill_, zero_ and scalar in-place ops).
-pub fn update_in_place(dst: &Tensor, op: ScalarOp, s: f64) -> Result<()> {
+/// `dst = dst op s` in place, for a `dst` whose dtype is the result's (the caller checks:
+/// `scalar_dtype(op, dst.dtype(), s) == dst.dtype()`).
+pub fn update_in_place(dst: &Tensor, op: ScalarOp, s: Scalar) -> Result<()> {
     if dst.numel() == 0 {
         return Ok(());
     }
-    float_dispatch!(dst.dtype(), op.name(), |T| {
-        if dst.is_contiguous() {
-            let mut guard = dst.storage().write();
-            let slice = T::slice_mut(&mut guard).ok_or_else(|| Error::DType("internal dtype mismatch".into()))?;
-            let n = dst.numel();
-            ew::scalar_in_place(op, &mut slice[dst.offset()..dst.offset() + n], s);
-            Ok(())
-        } else {
-            write_into(dst, &scalar(op, dst, s)?)
-        }
+    if !dst.is_contiguous() {
+        return write_into(dst, &scalar(op, dst, s)?);
+    }
+    numeric_dispatch!(dst.dtype(), op.name(), |T| {
+        let s: T = checked_scalar(op, s, dst)?;
+        let mut guard = dst.storage().write();
+        let slice = T::slice_mut(&mut guard).ok_or_else(|| Error::DType("internal dtype mismatch".into()))?;
+        let n = dst.numel();
+        ew::scalar_in_place(op, &mut slice[dst.offset()..dst.offset() + n], s);
+        Ok(())
     })
 }
 
-pub fn fill(dst: &Tensor, value: f64) -> Result<()> {
+/// Writes `value` (cast to `dst`'s dtype) into every element of `dst`.
+pub fn fill(dst: &Tensor, value: Scalar) -> Result<()> {
     if dst.numel() == 0 {
         return Ok(());
     }
-    match dst.dtype() {
-        DType::Bool => write_into(dst, &Tensor::scalar(value, DType::Bool)),
-        _ => {
-            float_dispatch!(dst.dtype(), "fill_", |T| {
-                let v = T::from_f64(value);
-                let mut guard = dst.storage().write();
-                let slice = T::slice_mut(&mut guard).ok_or_else(|| Error::DType("internal dtype mismatch".into()))?;
-                if dst.is_contiguous() {
-                    slice[dst.offset()..dst.offset() + dst.numel()].fill(v);
-                } else {
-                    walk(dst.shape(), [dst.strides()], [dst.offset()], |[i]| slice[i] = v);
-                }
-                Ok(())
-            })
+    dispatch!(dst.dtype(), |T| {
+        let v = value.to_element::<T>();
+        let mut guard = dst.storage().write();
+        let slice = T::slice_mut(&mut guard).ok_or_else(|| Error::DType("internal dtype mismatch".into()))?;
+        if dst.is_contiguous() {
+            slice[dst.offset()..dst.offset() + dst.numel()].fill(v);
+        } else {
+            walk(dst.shape(), [dst.strides()], [dst.offset()], |[i]| slice[i] = v);
         }
-    }
+        Ok(())
+    })
 }

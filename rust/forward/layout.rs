@@ -4,29 +4,26 @@
 use super::elementwise::as_dtype;
 use super::in_place::write_into;
 use super::reduce::sum_to;
-use crate::dtype::DType;
+use crate::dtype::{dispatch, float_dispatch, DType};
 use crate::error::{dtype_err, shape_err, Error, Result};
 use crate::kernels::elementwise as ew;
 use crate::op::IndexItem;
 use crate::shape::{
     broadcast_shapes, broadcast_strides, contiguous_strides, fmt_shape, infer_reshape, normalize_dim, numel, Shape,
 };
-use crate::storage::{ensure_allocatable, Buffer, Element};
+use crate::storage::{ensure_allocatable, Element};
 use crate::tensor::Tensor;
 
+/// `x` as `dtype`, as torch and numpy cast (see `Element::cast`): a copy, even to its own dtype.
 pub fn cast(x: &Tensor, dtype: DType) -> Result<Tensor> {
     let shape: Shape = x.shape().into();
-    let buffer = match (x.dtype(), dtype) {
-        (DType::F32, DType::F32) => Buffer::F32(x.to_vec()?),
-        (DType::F64, DType::F64) => Buffer::F64(x.to_vec()?),
-        (DType::Bool, DType::Bool) => Buffer::Bool(x.to_vec()?),
-        (DType::F32, DType::F64) => Buffer::F64(x.with_contiguous(|s: &[f32]| ew::map(s, |v| v as f64))?),
-        (DType::F64, DType::F32) => Buffer::F32(x.with_contiguous(|s: &[f64]| ew::map(s, |v| v as f32))?),
-        (DType::Bool, DType::F32) => Buffer::F32(x.with_contiguous(|s: &[bool]| ew::map(s, |v| v as u8 as f32))?),
-        (DType::Bool, DType::F64) => Buffer::F64(x.with_contiguous(|s: &[bool]| ew::map(s, |v| v as u8 as f64))?),
-        (DType::F32, DType::Bool) => Buffer::Bool(x.with_contiguous(|s: &[f32]| ew::map(s, |v| v != 0.0))?),
-        (DType::F64, DType::Bool) => Buffer::Bool(x.with_contiguous(|s: &[f64]| ew::map(s, |v| v != 0.0))?),
-    };
+    let buffer = dispatch!(x.dtype(), |S| {
+        if S::DTYPE == dtype {
+            S::wrap(x.to_vec::<S>()?)
+        } else {
+            dispatch!(dtype, |D| D::wrap(x.with_contiguous(|s: &[S]| ew::map(s, |v| v.cast::<D>()))?))
+        }
+    });
     Ok(Tensor::from_buffer(buffer, shape))
 }
 
@@ -118,11 +115,7 @@ pub fn masked_select(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
         })?;
         Tensor::from_vec(values, shape)
     }
-    match x.dtype() {
-        DType::F32 => pick::<f32>(x, &keep, block, shape.into()),
-        DType::F64 => pick::<f64>(x, &keep, block, shape.into()),
-        DType::Bool => pick::<bool>(x, &keep, block, shape.into()),
-    }
+    dispatch!(x.dtype(), |T| pick::<T>(x, &keep, block, shape.into()))
 }
 
 pub(super) fn masked_scatter(g: &Tensor, mask: &Tensor, like: &Tensor) -> Result<Tensor> {

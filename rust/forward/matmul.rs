@@ -1,9 +1,9 @@
 //! 2-D matrix products, and the fused product+activation and update kernels
 //! (with the checks that decide when an update may write in place).
 
-use super::elementwise::{as_dtype_ref, same_dtype, scalar, unary};
+use super::elementwise::{as_dtype_ref, promoted, scalar, unary};
 use super::layout::copy;
-use crate::dtype::{DType, Float};
+use crate::dtype::{float_dispatch, numeric_dispatch, DType, Float, Number, Scalar};
 use crate::error::{shape_err, Error, Result};
 use crate::kernels::elementwise::{ScalarOp, UnaryOp};
 use crate::kernels::matmul::{self, MatRef};
@@ -41,7 +41,7 @@ pub fn matmul2d(a: &Tensor, b: &Tensor, transpose_a: bool, transpose_b: bool) ->
             "mm: mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {k2}x{n}); the inner dimensions must agree"
         ));
     }
-    let dtype = same_dtype("mm", a, b)?;
+    let dtype = promoted(a, b);
     ensure_allocatable(&[m, n], dtype)?;
     let (a, b) = (as_dtype_ref(a, dtype)?, as_dtype_ref(b, dtype)?);
     float_dispatch!(dtype, "mm", |T| {
@@ -68,10 +68,7 @@ pub fn matmul_activation(
         k == k2 && ensure_allocatable(&[m, 2 * n], a.dtype()).is_ok()
     };
     if fused {
-        let both = match a.dtype() {
-            DType::F32 => both_outputs::<f32>(a, b, transpose_a, transpose_b, activation)?,
-            _ => both_outputs::<f64>(a, b, transpose_a, transpose_b, activation)?,
-        };
+        let both = float_dispatch!(a.dtype(), "mm", |T| both_outputs::<T>(a, b, transpose_a, transpose_b, activation)?);
         if let Some(both) = both {
             return Ok(both);
         }
@@ -79,7 +76,7 @@ pub fn matmul_activation(
     let h = matmul2d(a, b, transpose_a, transpose_b)?;
     let activated = match activation {
         matmul::SecondOutput::Copy => copy(&h)?,
-        matmul::SecondOutput::AtLeast(c) => scalar(ScalarOp::Max, &h, c)?,
+        matmul::SecondOutput::AtLeast(c) => scalar(ScalarOp::Max, &h, Scalar::Float(c))?,
         matmul::SecondOutput::Relu => unary(UnaryOp::Relu, &h)?,
     };
     Ok((h, activated))
@@ -252,9 +249,11 @@ pub fn matmul_update_in_place(
 /// (recycled memory, or zeros): the output of a kernel that writes every element.
 pub fn overwritable_like(like: &Tensor) -> Result<Tensor> {
     let n = like.numel();
-    match like.dtype() {
-        DType::F32 => Tensor::from_vec(crate::storage::overwritable_vec::<f32>(n), like.shape()),
-        DType::F64 => Tensor::from_vec(crate::storage::overwritable_vec::<f64>(n), like.shape()),
-        DType::Bool => Tensor::zeros(like.shape(), DType::Bool),
+    if like.dtype() == DType::Bool {
+        return Tensor::zeros(like.shape(), DType::Bool);
     }
+    numeric_dispatch!(like.dtype(), "overwritable_like", |T| Tensor::from_vec(
+        crate::storage::overwritable_vec::<T>(n),
+        like.shape()
+    ))
 }

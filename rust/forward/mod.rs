@@ -6,44 +6,23 @@
 //! `reduce` (sums, means, extremes and their gradients), `layout` (views, casts,
 //! copies, broadcasting, masks) and `in_place` (writers into existing storage).
 
-/// Runs `$body` with `$T` bound to the tensor's float type; bool is an error naming `$op`.
-macro_rules! float_dispatch {
-    ($dtype:expr, $op:expr, |$T:ident| $body:expr) => {
-        match $dtype {
-            $crate::dtype::DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            $crate::dtype::DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            $crate::dtype::DType::Bool => {
-                return $crate::error::dtype_err(format!(
-                    "{}: expected a float tensor but got bool; convert it with .float() first",
-                    $op
-                ))
-            }
-        }
-    };
-}
-
-pub(crate) use float_dispatch;
-
 mod elementwise;
 mod in_place;
 mod layout;
 mod matmul;
 mod reduce;
 
-pub use elementwise::{as_dtype, binary, clamp, compare, mask_grad_threshold, same_dtype, scalar, unary, where_select};
+pub use elementwise::{
+    as_dtype, binary, clamp, clamp_dtype, compare, mask_grad_threshold, promoted, scalar, scalar_dtype, unary,
+    where_select,
+};
 pub use in_place::{add_in_place, check_writable, fill, masked_fill, update_in_place, write_into};
 pub use layout::{broadcast_to, cast, copy, expand_mask, index, index_layout, masked_select, reshape, transpose};
 pub use matmul::{
     check_matmul_update, matmul2d, matmul_activation, matmul_update, matmul_update_in_place, overwritable_like,
     updatable_in_place,
 };
-pub use reduce::{extreme, reduce_dims, scale_by_item, sum, sum_of_squares, sum_to};
+pub use reduce::{check_mean_dtype, extreme, reduce_dims, scale_by_item, sum, sum_of_squares, sum_to};
 
 use elementwise::mask_grad;
 use layout::{index_backward, masked_scatter};

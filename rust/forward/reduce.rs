@@ -3,11 +3,12 @@
 
 use super::elementwise::{as_dtype, scalar};
 use super::layout::{broadcast_to, reshape};
-use crate::dtype::{DType, Float};
-use crate::error::{shape_err, Error, Result};
+use crate::dtype::{float_dispatch, numeric_dispatch, DType, Number, Scalar};
+use crate::error::{dtype_err, shape_err, Error, Result};
 use crate::kernels::elementwise::ScalarOp;
 use crate::kernels::reduce;
 use crate::shape::{fmt_shape, normalize_dims, reduced_shape};
+use crate::storage::Element;
 use crate::tensor::Tensor;
 
 /// The sorted dims a reduction over `dims` (None: all) of `x` reduces.
@@ -22,19 +23,35 @@ pub fn reduce_dims(op: &str, x: &Tensor, dims: Option<&[isize]>) -> Result<Vec<u
     }
 }
 
+/// The sum (or mean) over `dims`, in the input's dtype: an integer sum wraps around,
+/// and an integer mean is the sum divided by the count, truncated (TF1's `reduce_mean`).
+/// Eager mode (`autograd::record::sum`) first casts integers and bools to int64, as torch
+/// does, and refuses their mean.
 pub fn sum(x: &Tensor, dims: Option<&[isize]>, keepdim: bool, mean: bool) -> Result<Tensor> {
     let op = if mean { "mean" } else { "sum" };
     let dims = reduce_dims(op, x, dims)?;
     let out_shape = reduced_shape(x.shape(), &dims, keepdim);
     let count: usize = dims.iter().map(|&d| x.shape()[d]).product();
-    float_dispatch!(x.dtype(), op, |T| {
+    numeric_dispatch!(x.dtype(), op, |T| {
         let mut out = x.with_contiguous(|s: &[T]| reduce::sum_dims(s, x.shape(), &dims))?;
         if mean {
             let c = T::from_f64(count as f64);
-            out.iter_mut().for_each(|v| *v /= c);
+            out.iter_mut().for_each(|v| *v = v.quotient(c));
         }
         Tensor::from_vec(out, out_shape)
     })
+}
+
+/// Refuses the mean of an integer or bool tensor, as torch does (it has no float dtype to give).
+pub fn check_mean_dtype(x: &Tensor) -> Result<()> {
+    if x.dtype().is_float() {
+        return Ok(());
+    }
+    dtype_err(format!(
+        "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. \
+         Got: {}; convert it with .float() first",
+        x.dtype().name()
+    ))
 }
 
 /// `sum(x ** 2)` over all elements without storing the squares (the same value,
@@ -57,7 +74,7 @@ pub fn scale_by_item(g: &Tensor, x: &Tensor, factor: f64) -> Result<Tensor> {
             fmt_shape(g.shape())
         ));
     }
-    scalar(ScalarOp::Mul, x, factor * g.to_f64_vec()[0])
+    scalar(ScalarOp::Mul, x, Scalar::Float(factor * g.to_f64_vec()[0]))
 }
 
 pub fn extreme(x: &Tensor, dims: Option<&[isize]>, keepdim: bool, largest: bool) -> Result<Tensor> {
@@ -70,7 +87,7 @@ pub fn extreme(x: &Tensor, dims: Option<&[isize]>, keepdim: bool, largest: bool)
         )));
     }
     let out_shape = reduced_shape(x.shape(), &dims, keepdim);
-    float_dispatch!(x.dtype(), op, |T| {
+    numeric_dispatch!(x.dtype(), op, |T| {
         let out = x.with_contiguous(|s: &[T]| reduce::extreme_dims(s, x.shape(), &dims, largest))?;
         Tensor::from_vec(out, out_shape)
     })
@@ -89,7 +106,7 @@ pub(super) fn expand_reduced(
     let g = if keepdim { g.clone() } else { reshape(g, &kept.iter().map(|&d| d as isize).collect::<Vec<_>>())? };
     let g = if mean {
         let count: usize = dims.iter().map(|&d| like.shape()[d]).product();
-        scalar(ScalarOp::Div, &g, count as f64)?
+        scalar(ScalarOp::Div, &g, Scalar::Float(count as f64))?
     } else {
         g
     };

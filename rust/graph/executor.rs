@@ -417,7 +417,7 @@ fn run_step(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dtype::DType;
+    use crate::dtype::{DType, Scalar};
     use crate::graph::plan::compile;
     use crate::graph::Graph;
     use crate::kernels::elementwise::ScalarOp;
@@ -465,7 +465,7 @@ mod tests {
         let (var, read) = graph.variable(DType::F64, vec![2, 2], Some("v"));
         let a = graph.placeholder(DType::F64, Some(vec![Some(2), Some(2)]), Some("a"));
         let product = graph.op(Op::MatMul { transpose_a: false, transpose_b: false }, vec![a, a], None).unwrap();
-        let scaled = graph.op(Op::Scalar(ScalarOp::Mul, 0.5), vec![product], None).unwrap();
+        let scaled = graph.op(Op::Scalar(ScalarOp::Mul, Scalar::Float(0.5)), vec![product], None).unwrap();
         let new_value = graph.op(Op::Binary(BinaryOp::Sub), vec![read, scaled], None).unwrap();
         let assign = graph.assign(var, AssignMode::Set, false, new_value, None).unwrap();
         let plan = compile(&graph, &[assign], &[a]).unwrap();
@@ -600,7 +600,7 @@ mod tests {
         let mut last = x;
         for _ in 0..links {
             let t = graph.op(Op::Unary(crate::kernels::elementwise::UnaryOp::Tanh), vec![last], None).unwrap();
-            last = graph.op(Op::Scalar(ScalarOp::Mul, 1.5), vec![t], None).unwrap();
+            last = graph.op(Op::Scalar(ScalarOp::Mul, Scalar::Float(1.5)), vec![t], None).unwrap();
         }
         let plan = compile(&graph, &[last], &[x]).unwrap();
         let feed = Tensor::from_vec(vec![0.25f64; 300], vec![300]).unwrap();

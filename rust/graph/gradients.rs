@@ -34,10 +34,20 @@ fn relevant_nodes(graph: &Graph, ys: &[NodeId], xs: &[NodeId], stops: &[NodeId])
             stack.extend(graph.node(id)?.inputs.iter().copied());
         }
     }
+    // Gradients flow only through float values (as TF1's): an integer or bool x, or a
+    // path through one (a cast to int and back), gets no gradient.
+    let carries_gradient = |id: NodeId| {
+        let node = &graph.nodes[id];
+        node.dtype.is_float() || matches!(node.kind, NodeKind::FunctionCall { .. })
+    };
     let lowest = xs.iter().copied().min().unwrap_or(0);
-    let mut descendants: HashSet<NodeId> = xs.iter().copied().collect();
+    let mut descendants: HashSet<NodeId> =
+        xs.iter().copied().filter(|&x| graph.node(x).is_ok() && carries_gradient(x)).collect();
     for id in lowest..graph.nodes.len() {
-        if !stops.contains(&id) && graph.nodes[id].inputs.iter().any(|i| descendants.contains(i)) {
+        if !stops.contains(&id)
+            && carries_gradient(id)
+            && graph.nodes[id].inputs.iter().any(|i| descendants.contains(i))
+        {
             descendants.insert(id);
         }
     }

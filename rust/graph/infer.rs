@@ -4,6 +4,7 @@
 use super::{fmt_partial, PartialShape};
 use crate::dtype::DType;
 use crate::error::{dtype_err, shape_err, Error, Result};
+use crate::kernels::elementwise::BinaryOp;
 use crate::op::{IndexItem, Op};
 
 use crate::ops::Meta;
@@ -16,18 +17,38 @@ fn input<'a>(op: &Op, inputs: &'a [Meta<'a>], i: usize) -> Result<Meta<'a>> {
 
 fn float_input(op: &Op, m: Meta<'_>) -> Result<DType> {
     if !m.1.is_float() {
-        return dtype_err(format!("{}: expected a float tensor, got {}", op.name(), m.1.name()));
+        return not_allowed(op, "x", m.1, "float32, float64");
     }
     Ok(m.1)
 }
 
-fn same_dtype(op: &Op, a: DType, b: DType) -> Result<DType> {
+/// A numeric (not bool) input: sums, means and extremes of ints stay ints, as in TF.
+fn numeric_input(op: &Op, m: Meta<'_>) -> Result<DType> {
+    if m.1 == DType::Bool {
+        return not_allowed(op, "input", m.1, "float32, float64, int32, int64, uint8");
+    }
+    Ok(m.1)
+}
+
+/// TF's error for a dtype an op does not take.
+fn not_allowed<T>(op: &Op, parameter: &str, dtype: DType, allowed: &str) -> Result<T> {
+    dtype_err(format!(
+        "{}: Value passed to parameter '{parameter}' has DataType {} not in list of allowed values: {allowed}; \
+         convert it with rustgrad.static.cast first",
+        super::tf_op_name(op),
+        dtype.name()
+    ))
+}
+
+/// TF1 converts no dtype implicitly: both operands must have one dtype, with TF's message.
+fn same_dtype(op: &Op, (first, a): (&str, DType), (second, b): (&str, DType)) -> Result<DType> {
     if a != b {
         return dtype_err(format!(
-            "{}: the inputs have different dtypes ({} and {}); cast one with rustgrad.static.cast",
-            op.name(),
-            a.name(),
-            b.name()
+            "Input '{second}' of '{}' Op has type {} that does not match type {} of argument '{first}'; \
+             convert one with rustgrad.static.cast",
+            super::tf_op_name(op),
+            b.name(),
+            a.name()
         ));
     }
     Ok(a)
@@ -157,28 +178,38 @@ fn index(shape: &PartialShape, items: &[IndexItem]) -> Result<PartialShape> {
 pub fn infer(op: &Op, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
     let x = |i| input(op, inputs, i);
     Ok(match op {
-        Op::Unary(_) | Op::Scalar(..) | Op::Clamp { .. } => (x(0)?.0.clone(), float_input(op, x(0)?)?),
+        Op::Unary(u) => {
+            let dtype = x(0)?.1;
+            let kept = dtype.is_float() || (dtype.is_integer() && u.ints() == crate::ops::Ints::Keep);
+            if !kept {
+                return not_allowed(op, "x", dtype, "float32, float64");
+            }
+            (x(0)?.0.clone(), dtype)
+        }
+        Op::Scalar(s, v) => (x(0)?.0.clone(), crate::forward::scalar_dtype(*s, numeric_input(op, x(0)?)?, *v)),
+        Op::Clamp { min, max } => (x(0)?.0.clone(), crate::forward::clamp_dtype(numeric_input(op, x(0)?)?, *min, *max)),
         Op::Binary(b) => {
-            let dtype = same_dtype(op, float_input(op, x(0)?)?, float_input(op, x(1)?)?)?;
+            let dtype = same_dtype(op, ("x", numeric_input(op, x(0)?)?), ("y", x(1)?.1))?;
+            let dtype = if *b == BinaryOp::Div { dtype.true_division() } else { dtype };
             (broadcast(b.name(), x(0)?.0, x(1)?.0)?, dtype)
         }
         Op::Compare(c) => {
-            same_dtype(op, x(0)?.1, x(1)?.1)?;
+            same_dtype(op, ("x", x(0)?.1), ("y", x(1)?.1))?;
             (broadcast(c.name(), x(0)?.0, x(1)?.0)?, DType::Bool)
         }
         Op::Where => {
             if x(0)?.1 != DType::Bool {
                 return dtype_err(format!("where: the condition must be bool, got {}", x(0)?.1.name()));
             }
-            let dtype = same_dtype(op, x(1)?.1, x(2)?.1)?;
+            let dtype = same_dtype(op, ("t", x(1)?.1), ("e", x(2)?.1))?;
             (broadcast("where", &broadcast("where", x(0)?.0, x(1)?.0)?, x(2)?.0)?, dtype)
         }
         Op::MatMul { transpose_a, transpose_b } => {
-            let dtype = same_dtype(op, float_input(op, x(0)?)?, float_input(op, x(1)?)?)?;
+            let dtype = same_dtype(op, ("a", float_input(op, x(0)?)?), ("b", x(1)?.1))?;
             (matmul(op, x(0)?.0, x(1)?.0, *transpose_a, *transpose_b)?, dtype)
         }
         Op::Sum { dims, keepdim } | Op::Mean { dims, keepdim } | Op::Extreme { dims, keepdim, .. } => {
-            (reduce(&op.name(), x(0)?.0, dims.as_deref(), *keepdim)?, float_input(op, x(0)?)?)
+            (reduce(&op.name(), x(0)?.0, dims.as_deref(), *keepdim)?, numeric_input(op, x(0)?)?)
         }
         Op::Reshape(target) => (reshape(x(0)?.0, target)?, x(0)?.1),
         Op::Transpose(d0, d1) => {
@@ -218,7 +249,6 @@ pub fn infer(op: &Op, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::elementwise::BinaryOp;
 
     #[test]
     fn unknown_batch_dims_pass_through_matmul() {

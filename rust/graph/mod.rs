@@ -116,8 +116,8 @@ impl NodeKind {
 }
 
 /// CamelCase op names in TF's style (`MatMul`, `Sum`, `Maximum`).
-fn tf_op_name(op: &Op) -> String {
-    use crate::kernels::elementwise::{BinaryOp, UnaryOp};
+pub(crate) fn tf_op_name(op: &Op) -> String {
+    use crate::kernels::elementwise::{BinaryOp, CmpOp, UnaryOp};
     let name = match op {
         Op::MatMul { .. } => "MatMul",
         Op::Binary(BinaryOp::Add) => "AddV2",
@@ -126,6 +126,15 @@ fn tf_op_name(op: &Op) -> String {
         Op::Binary(BinaryOp::Div) => "RealDiv",
         Op::Binary(BinaryOp::Maximum) => "Maximum",
         Op::Binary(BinaryOp::Minimum) => "Minimum",
+        Op::Binary(BinaryOp::FloorDiv) => "FloorDiv",
+        Op::Binary(BinaryOp::Remainder) => "FloorMod",
+        Op::Compare(CmpOp::Lt) => "Less",
+        Op::Compare(CmpOp::Le) => "LessEqual",
+        Op::Compare(CmpOp::Gt) => "Greater",
+        Op::Compare(CmpOp::Ge) => "GreaterEqual",
+        Op::Compare(CmpOp::Eq) => "Equal",
+        Op::Compare(CmpOp::Ne) => "NotEqual",
+        Op::Where => "Select",
         Op::Unary(UnaryOp::Relu) => "Relu",
         Op::Unary(UnaryOp::Square) => "Square",
         Op::Sum { .. } => "Sum",

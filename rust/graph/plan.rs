@@ -320,7 +320,11 @@ fn squared_error_fusions(view: &FusionView<'_>, loss: NodeId) -> Vec<(NodeId, Fu
         return vec![];
     };
     let dtype = graph.nodes[d].dtype;
-    if power != 2.0 || !dtype.is_float() || graph.nodes[loss].dtype != dtype || graph.nodes[squares].dtype != dtype {
+    if power.as_f64() != 2.0
+        || !dtype.is_float()
+        || graph.nodes[loss].dtype != dtype
+        || graph.nodes[squares].dtype != dtype
+    {
         return vec![];
     }
     let mut expands = view.readers(squares).to_vec();
@@ -351,8 +355,8 @@ fn squared_error_gradient(
     let &[product] = view.readers(expand) else { return None };
     let (Some(Op::Binary(BinaryOp::Mul)), &[p, q]) = (view.op_of(product), view.inputs(product)) else { return None };
     let twice = if p == expand { q } else { p };
-    let doubles_d =
-        matches!(view.op_of(twice), Some(&Op::Scalar(ScalarOp::Mul, c)) if c == 2.0) && view.inputs(twice) == [d];
+    let doubles_d = matches!(view.op_of(twice), Some(&Op::Scalar(ScalarOp::Mul, c)) if c.as_f64() == 2.0)
+        && view.inputs(twice) == [d];
     if !doubles_d || (p != expand && q != expand) || graph.nodes[product].dtype != graph.nodes[d].dtype {
         return None;
     }
@@ -448,8 +452,13 @@ fn update_fusion(view: &FusionView<'_>, id: NodeId) -> Option<Fusion> {
     fused.then(|| {
         let mut inputs = vec![*w];
         inputs.extend_from_slice(&graph.nodes[product].inputs);
-        let kind =
-            StepKind::MatMulUpdate { alpha: -c, transpose_a, transpose_b, copy_for_fetch: false, in_place_of: None };
+        let kind = StepKind::MatMulUpdate {
+            alpha: -c.as_f64(),
+            transpose_a,
+            transpose_b,
+            copy_for_fetch: false,
+            in_place_of: None,
+        };
         Fusion { kind, inputs, absorbed: vec![*scaled, product] }
     })
 }

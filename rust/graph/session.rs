@@ -305,7 +305,7 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dtype::DType;
+    use crate::dtype::{DType, Scalar};
     use crate::graph::AssignMode;
     use crate::kernels::elementwise::{ScalarOp, UnaryOp};
     use crate::op::Op;
@@ -324,7 +324,9 @@ mod tests {
     fn scaled_copies(n: usize) -> (Arc<RwLock<Graph>>, NodeId, Vec<NodeId>) {
         let mut graph = Graph::new();
         let x = graph.placeholder(DType::F64, Some(vec![Some(2)]), Some("x"));
-        let nodes = (0..n).map(|i| graph.op(Op::Scalar(ScalarOp::Mul, i as f64), vec![x], None).unwrap()).collect();
+        let nodes = (0..n)
+            .map(|i| graph.op(Op::Scalar(ScalarOp::Mul, Scalar::Float(i as f64)), vec![x], None).unwrap())
+            .collect();
         (Arc::new(RwLock::new(graph)), x, nodes)
     }
 
@@ -351,11 +353,11 @@ mod tests {
         let session = Session::new(graph.clone());
         let feed = || vec![Tensor::from_vec(vec![1.0f64, 2.0], vec![2]).unwrap()];
         assert!(graph.write().begin_edit());
-        let doomed = graph.write().op(Op::Scalar(ScalarOp::Mul, 5.0), vec![x], None).unwrap();
+        let doomed = graph.write().op(Op::Scalar(ScalarOp::Mul, Scalar::Float(5.0)), vec![x], None).unwrap();
         assert_eq!(run(&session, &[doomed], &[x], feed()).unwrap()[0].as_ref().unwrap().to_f64_vec(), [5.0, 10.0]);
         graph.write().end_edit(true).unwrap();
         // A new node takes the undone node's id: it must not run the old plan.
-        let reused = graph.write().op(Op::Scalar(ScalarOp::Mul, -1.0), vec![x], None).unwrap();
+        let reused = graph.write().op(Op::Scalar(ScalarOp::Mul, Scalar::Float(-1.0)), vec![x], None).unwrap();
         assert_eq!(reused, doomed);
         assert_eq!(run(&session, &[reused], &[x], feed()).unwrap()[0].as_ref().unwrap().to_f64_vec(), [-1.0, -2.0]);
         assert_eq!(run(&session, &nodes, &[x], feed()).unwrap()[0].as_ref().unwrap().to_f64_vec(), [0.0, 0.0]);
@@ -384,8 +386,8 @@ mod tests {
         let big = graph.constant(Tensor::from_vec(vec![0.5f64; 200_000], vec![200_000]).unwrap(), None);
         let slow = graph.op(Op::Unary(UnaryOp::Tanh), vec![big], None).unwrap();
         let sum = graph.op(Op::Sum { dims: None, keepdim: false }, vec![slow], None).unwrap();
-        let nothing = graph.op(Op::Scalar(ScalarOp::Mul, 0.0), vec![sum], None).unwrap();
-        let one = graph.op(Op::Scalar(ScalarOp::Add, 1.0), vec![nothing], None).unwrap();
+        let nothing = graph.op(Op::Scalar(ScalarOp::Mul, Scalar::Float(0.0)), vec![sum], None).unwrap();
+        let one = graph.op(Op::Scalar(ScalarOp::Add, Scalar::Float(1.0)), vec![nothing], None).unwrap();
         let add = graph.assign(var, AssignMode::Add, true, one, None).unwrap();
         let session = Session::new(Arc::new(RwLock::new(graph)));
         run(&session, &[init], &[], vec![]).unwrap();

@@ -3,7 +3,7 @@
 
 use super::layout::{for_each_chunk, walk};
 use super::PARALLEL_MIN_ELEMENTS;
-use crate::dtype::Float;
+use crate::dtype::{nan_max, nan_min, Float, Number};
 pub use crate::ops::unary::UnaryOp;
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
@@ -23,6 +23,10 @@ pub enum ScalarOp {
     RPow,
     Max,
     Min,
+    FloorDiv,
+    RFloorDiv,
+    Remainder,
+    RRemainder,
 }
 
 impl ScalarOp {
@@ -38,7 +42,16 @@ impl ScalarOp {
             ScalarOp::RPow => "rpow",
             ScalarOp::Max => "maximum",
             ScalarOp::Min => "minimum",
+            ScalarOp::FloorDiv => "floor_divide",
+            ScalarOp::RFloorDiv => "rfloor_divide",
+            ScalarOp::Remainder => "remainder",
+            ScalarOp::RRemainder => "rremainder",
         }
+    }
+
+    /// Whether the op divides by `x` (the tensor) rather than by the number.
+    pub fn divides_by_tensor(self) -> bool {
+        matches!(self, ScalarOp::RDiv | ScalarOp::RFloorDiv | ScalarOp::RRemainder)
     }
 }
 
@@ -50,6 +63,10 @@ pub enum BinaryOp {
     Div,
     Maximum,
     Minimum,
+    /// `a // b`, rounding toward negative infinity (Python's and torch's `floor_divide`).
+    FloorDiv,
+    /// `a % b` with the sign of `b` (Python's `%`, torch's `remainder`, TF's `floormod`).
+    Remainder,
 }
 
 impl BinaryOp {
@@ -61,7 +78,14 @@ impl BinaryOp {
             BinaryOp::Div => "div",
             BinaryOp::Maximum => "maximum",
             BinaryOp::Minimum => "minimum",
+            BinaryOp::FloorDiv => "floor_divide",
+            BinaryOp::Remainder => "remainder",
         }
+    }
+
+    /// Integer division and remainder, which refuse a zero divisor.
+    pub fn divides_integers(self) -> bool {
+        matches!(self, BinaryOp::FloorDiv | BinaryOp::Remainder)
     }
 
     /// The scalar op computing `x op s` (or `s op x` when `reflected`) for a number `s`.
@@ -75,6 +99,10 @@ impl BinaryOp {
             (BinaryOp::Div, true) => ScalarOp::RDiv,
             (BinaryOp::Maximum, _) => ScalarOp::Max,
             (BinaryOp::Minimum, _) => ScalarOp::Min,
+            (BinaryOp::FloorDiv, false) => ScalarOp::FloorDiv,
+            (BinaryOp::FloorDiv, true) => ScalarOp::RFloorDiv,
+            (BinaryOp::Remainder, false) => ScalarOp::Remainder,
+            (BinaryOp::Remainder, true) => ScalarOp::RRemainder,
         }
     }
 }
@@ -102,29 +130,6 @@ impl CmpOp {
     }
 }
 
-/// NaN-propagating max and min, as numpy's `maximum`/`minimum`.
-#[inline(always)]
-fn nan_max<T: Float>(a: T, b: T) -> T {
-    if a.is_nan() || b.is_nan() {
-        a + b
-    } else if a >= b {
-        a
-    } else {
-        b
-    }
-}
-
-#[inline(always)]
-fn nan_min<T: Float>(a: T, b: T) -> T {
-    if a.is_nan() || b.is_nan() {
-        a + b
-    } else if a <= b {
-        a
-    } else {
-        b
-    }
-}
-
 /// Elements per parallel task: large enough that a task outlasts its scheduling.
 const CHUNK: usize = PARALLEL_MIN_ELEMENTS / 4;
 
@@ -135,7 +140,7 @@ const CHUNK: usize = PARALLEL_MIN_ELEMENTS / 4;
 ///
 /// # Safety
 /// `fill` must write every slot of the chunk it is given.
-unsafe fn fill_chunks<U: Copy + Send + Sync + 'static>(
+pub(crate) unsafe fn fill_chunks<U: Copy + Send + Sync + 'static>(
     n: usize,
     fill: impl Fn(usize, &mut [MaybeUninit<U>]) + Sync + Send,
 ) -> Vec<U> {
@@ -197,75 +202,84 @@ pub fn unary<T: Float>(op: UnaryOp, x: &[T]) -> Vec<T> {
 }
 
 #[inline(always)]
-pub fn scalar_fn<T: Float>(op: ScalarOp, s: T) -> impl Fn(T) -> T + Sync + Send + Copy {
+pub fn scalar_fn<T: Number>(op: ScalarOp, s: T) -> impl Fn(T) -> T + Sync + Send + Copy {
     move |v: T| match op {
-        ScalarOp::Add => v + s,
-        ScalarOp::Sub => v - s,
-        ScalarOp::RSub => s - v,
-        ScalarOp::Mul => v * s,
-        ScalarOp::Div => v / s,
-        ScalarOp::RDiv => s / v,
+        ScalarOp::Add => v.plus(s),
+        ScalarOp::Sub => v.minus(s),
+        ScalarOp::RSub => s.minus(v),
+        ScalarOp::Mul => v.times(s),
+        ScalarOp::Div => v.quotient(s),
+        ScalarOp::RDiv => s.quotient(v),
         ScalarOp::Pow => pow_scalar(v, s),
-        ScalarOp::RPow => s.powf(v),
+        ScalarOp::RPow => s.power(v),
         ScalarOp::Max => nan_max(v, s),
         ScalarOp::Min => nan_min(v, s),
+        ScalarOp::FloorDiv => v.floor_div(s),
+        ScalarOp::RFloorDiv => s.floor_div(v),
+        ScalarOp::Remainder => v.remainder(s),
+        ScalarOp::RRemainder => s.remainder(v),
     }
 }
 
 /// `v^p` with exact small integer powers (squares are common in losses).
 #[inline(always)]
-fn pow_scalar<T: Float>(v: T, p: T) -> T {
+fn pow_scalar<T: Number>(v: T, p: T) -> T {
     if p == T::from_f64(2.0) {
-        v * v
+        v.times(v)
     } else if p == T::ONE {
         v
-    } else if p == T::from_f64(0.5) {
+    } else if T::DTYPE.is_float() && p.to_f64() == 0.5 {
         // As numpy and PyTorch: x ** 0.5 is sqrt(x), so (-inf) ** 0.5 is NaN, not +inf.
-        v.sqrt()
+        // (A square root rounded from f64 is the correctly rounded f32 one.)
+        T::from_f64(v.to_f64().sqrt())
     } else {
-        v.powf(p)
+        v.power(p)
     }
 }
 
-pub fn scalar<T: Float>(op: ScalarOp, x: &[T], s: f64) -> Vec<T> {
-    let s = T::from_f64(s);
+pub fn scalar<T: Number>(op: ScalarOp, x: &[T], s: T) -> Vec<T> {
     match op {
         // One monomorphised loop per op keeps the inner loop free of the match.
-        ScalarOp::Add => map(x, |v| v + s),
-        ScalarOp::Sub => map(x, |v| v - s),
-        ScalarOp::Mul => map(x, |v| v * s),
-        ScalarOp::Div => map(x, |v| v / s),
+        ScalarOp::Add => map(x, |v| v.plus(s)),
+        ScalarOp::Sub => map(x, |v| v.minus(s)),
+        ScalarOp::Mul => map(x, |v| v.times(s)),
+        ScalarOp::Div => map(x, |v| v.quotient(s)),
+        ScalarOp::FloorDiv => map(x, |v| v.floor_div(s)),
+        ScalarOp::Remainder => map(x, |v| v.remainder(s)),
         _ => map(x, scalar_fn(op, s)),
     }
 }
 
 /// `x = x op s` in place, with the same one loop per common op as `scalar`: with the
 /// match inside the loop it ran about 3 cycles per element, unvectorised.
-pub fn scalar_in_place<T: Float>(op: ScalarOp, x: &mut [T], s: f64) {
-    let s = T::from_f64(s);
+pub fn scalar_in_place<T: Number>(op: ScalarOp, x: &mut [T], s: T) {
     match op {
-        ScalarOp::Add => map_in_place(x, |v| v + s),
-        ScalarOp::Sub => map_in_place(x, |v| v - s),
-        ScalarOp::Mul => map_in_place(x, |v| v * s),
-        ScalarOp::Div => map_in_place(x, |v| v / s),
+        ScalarOp::Add => map_in_place(x, |v| v.plus(s)),
+        ScalarOp::Sub => map_in_place(x, |v| v.minus(s)),
+        ScalarOp::Mul => map_in_place(x, |v| v.times(s)),
+        ScalarOp::Div => map_in_place(x, |v| v.quotient(s)),
+        ScalarOp::FloorDiv => map_in_place(x, |v| v.floor_div(s)),
+        ScalarOp::Remainder => map_in_place(x, |v| v.remainder(s)),
         _ => map_in_place(x, scalar_fn(op, s)),
     }
 }
 
 /// `zip_broadcast` with the op's function inlined (a function pointer would stop vectorisation).
-pub fn binary<T: Float>(op: BinaryOp, shape: &[usize], a: &Operand<T>, b: &Operand<T>) -> Vec<T> {
+pub fn binary<T: Number>(op: BinaryOp, shape: &[usize], a: &Operand<T>, b: &Operand<T>) -> Vec<T> {
     match op {
-        BinaryOp::Add => zip_broadcast(shape, a, b, |p, q| p + q),
-        BinaryOp::Sub => zip_broadcast(shape, a, b, |p, q| p - q),
-        BinaryOp::Mul => zip_broadcast(shape, a, b, |p, q| p * q),
-        BinaryOp::Div => zip_broadcast(shape, a, b, |p, q| p / q),
+        BinaryOp::Add => zip_broadcast(shape, a, b, |p: T, q| p.plus(q)),
+        BinaryOp::Sub => zip_broadcast(shape, a, b, |p: T, q| p.minus(q)),
+        BinaryOp::Mul => zip_broadcast(shape, a, b, |p: T, q| p.times(q)),
+        BinaryOp::Div => zip_broadcast(shape, a, b, |p: T, q| p.quotient(q)),
         BinaryOp::Maximum => zip_broadcast(shape, a, b, nan_max),
         BinaryOp::Minimum => zip_broadcast(shape, a, b, nan_min),
+        BinaryOp::FloorDiv => zip_broadcast(shape, a, b, |p: T, q| p.floor_div(q)),
+        BinaryOp::Remainder => zip_broadcast(shape, a, b, |p: T, q| p.remainder(q)),
     }
 }
 
 /// Comparisons, each with its predicate inlined.
-pub fn compare<T: Float>(op: CmpOp, shape: &[usize], a: &Operand<T>, b: &Operand<T>) -> Vec<bool> {
+pub fn compare<T: Number>(op: CmpOp, shape: &[usize], a: &Operand<T>, b: &Operand<T>) -> Vec<bool> {
     match op {
         CmpOp::Lt => zip_broadcast(shape, a, b, |p, q| p < q),
         CmpOp::Le => zip_broadcast(shape, a, b, |p, q| p <= q),
@@ -407,6 +421,14 @@ mod tests {
         assert!(nan_max(1.0, f64::NAN).is_nan());
         assert_eq!(nan_max(1.0, 2.0), 2.0);
         assert!(nan_min(f64::NAN, 1.0).is_nan());
+    }
+
+    #[test]
+    fn integer_kernels_wrap_around() {
+        let x = [i32::MAX, -3];
+        assert_eq!(scalar(ScalarOp::Add, &x, 1), vec![i32::MIN, -2]);
+        assert_eq!(scalar(ScalarOp::FloorDiv, &x, 2), vec![i32::MAX / 2, -2]);
+        assert_eq!(scalar(ScalarOp::Pow, &[3u8, 16], 2), vec![9, 0]);
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod sgemm_avx512;
 pub mod spin_pool;
 pub mod thread_choice;
 pub mod threads;
+pub mod vecmath;
 
 /// Elementwise work below this many elements runs on the calling thread: these
 /// kernels are memory-bound, and waking the pool costs more than it saves.

@@ -51,6 +51,15 @@ pub struct Input {
 /// The one input of a unary op: torch's `input`, TF's `x`.
 pub const ONE_INPUT: &[Input] = &[Input { torch: "input", tf: "x", list: false }];
 
+/// What an elementwise op does with an integer tensor, as torch: `Promote` computes
+/// in float32 (`sin`, `exp`, `sqrt`, ...), `Keep` has integer kernels and keeps the
+/// dtype (`abs`, `neg`, `sign`, `square`, `relu`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Ints {
+    Promote,
+    Keep,
+}
+
 /// How one op is named on each front, what it takes, and what its docs say.
 #[derive(Debug)]
 pub struct Spec {

@@ -3,16 +3,17 @@
 
 use super::reduce::{float_only, INPUT_TENSOR};
 use super::{internal, no_double_backward, nth, Args, Kind, Meta, Param, Spec, TableOp, TableOps};
-use crate::dtype::{DType, Float};
+use crate::dtype::float_dispatch;
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::forward;
-use crate::forward::float_dispatch;
 use crate::graph::PartialShape;
 use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp};
 use crate::kernels::moments::squared_deviations;
 use crate::op::Op;
 use crate::rules::{Differentiator, RuleArgs, Saves};
 use crate::shape::reduced_shape;
+use crate::storage::Element;
 use crate::tensor::Tensor;
 
 /// torch's `var(input, dim=None, unbiased=None, keepdim=False, correction=None)` (torch
@@ -212,7 +213,11 @@ impl TableOp for VarGrad {
         let spread = Op::ExpandReduced { dims: m.dims.clone(), keepdim: m.keepdim, mean: false };
         let g = forward::forward(&spread, &[&forward::as_dtype(g, x.dtype())?, x])?;
         let scale = 2.0 / (count as f64 - m.correction);
-        forward::binary(BinaryOp::Mul, &forward::scalar(ScalarOp::Mul, &g, scale)?, &centred)
+        forward::binary(
+            BinaryOp::Mul,
+            &forward::scalar(ScalarOp::Mul, &g, crate::dtype::Scalar::Float(scale))?,
+            &centred,
+        )
     }
 
     fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {

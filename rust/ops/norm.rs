@@ -4,10 +4,10 @@
 
 use super::reduce::float_only;
 use super::{nth, Args, Input, Kind, Meta, Param, Spec, TableOp};
+use crate::dtype::float_dispatch;
 use crate::dtype::{DType, Float};
 use crate::error::{Error, Result};
 use crate::forward;
-use crate::forward::float_dispatch;
 use crate::graph::PartialShape;
 use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
 use crate::kernels::fold::{fold_dims, Fold};
@@ -15,6 +15,7 @@ use crate::op::Op;
 use crate::ops::args::NumberOrName;
 use crate::rules::{Differentiator, RuleArgs, Saves};
 use crate::shape::{fmt_shape, normalize_dims, reduced_shape};
+use crate::storage::Element;
 use crate::tensor::Tensor;
 
 const NORM_PARAMS: &[Param] = &[

@@ -2,10 +2,10 @@
 //! rule emits), `all` and `any`.
 
 use super::{internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps};
-use crate::dtype::{DType, Float};
+use crate::dtype::{dispatch, float_dispatch};
+use crate::dtype::{DType, Float, Number};
 use crate::error::{dtype_err, Error, Result};
 use crate::forward;
-use crate::forward::float_dispatch;
 use crate::graph::PartialShape;
 use crate::kernels::elementwise::{BinaryOp, UnaryOp};
 use crate::kernels::fold::{fold_dims, Fold};
@@ -14,6 +14,7 @@ use crate::kernels::product::{Product, Scaled};
 use crate::op::Op;
 use crate::rules::{Differentiator, RuleArgs, Saves};
 use crate::shape::{contiguous_strides, reduced_shape};
+use crate::storage::Element;
 use crate::tensor::Tensor;
 
 /// The dims to reduce and whether to keep them, as torch and TF1 name them
@@ -116,8 +117,7 @@ impl TableOp for Logsumexp {
 fn finite_or_zero(t: &Tensor) -> Result<Tensor> {
     float_dispatch!(t.dtype(), "logsumexp", |T| {
         let values: Vec<T> = t.to_vec()?;
-        let cleaned: Vec<T> =
-            values.into_iter().map(|v| if Float::to_f64(v).is_finite() { v } else { T::ZERO }).collect();
+        let cleaned: Vec<T> = values.into_iter().map(|v| if v.is_finite() { v } else { T::ZERO }).collect();
         Tensor::from_vec(cleaned, t.shape())
     })
 }
@@ -292,22 +292,15 @@ impl<T: Copy, P: Fn(T) -> bool + Sync> Fold<T> for Truth<P> {
     }
 }
 
-/// `all` or `any` over `dims` of `x` of any dtype: torch reads nonzero (and NaN) as true.
+/// `all` or `any` over `dims` of `x` of any dtype: nonzero (and NaN) is true, as in torch.
 fn truth(x: &Tensor, dims: Option<&[isize]>, keepdim: bool, any: bool) -> Result<Tensor> {
     let op = if any { "any" } else { "all" };
     let dims = forward::reduce_dims(op, x, dims)?;
     let out_shape = reduced_shape(x.shape(), &dims, keepdim);
-    let out = match x.dtype() {
-        DType::Bool => {
-            x.with_contiguous(|s: &[bool]| fold_dims(&Truth { any, truthy: |v: bool| v }, s, x.shape(), &dims))?
-        }
-        DType::F32 => {
-            x.with_contiguous(|s: &[f32]| fold_dims(&Truth { any, truthy: |v: f32| v != 0.0 }, s, x.shape(), &dims))?
-        }
-        DType::F64 => {
-            x.with_contiguous(|s: &[f64]| fold_dims(&Truth { any, truthy: |v: f64| v != 0.0 }, s, x.shape(), &dims))?
-        }
-    };
+    let out = dispatch!(x.dtype(), |T| {
+        let truthy = Truth { any, truthy: |v: T| v != T::default() };
+        x.with_contiguous(|s: &[T]| fold_dims(&truthy, s, x.shape(), &dims))?
+    });
     Tensor::from_vec(out, out_shape)
 }
 

@@ -1,9 +1,9 @@
 //! Scans along one dim: `cumsum` and `cumprod` (and `cumprod`'s gradient, which its rule emits).
 
 use super::{internal, no_double_backward, nth, Args, Kind, Meta, Param, Spec, TableOp, TableOps, ONE_INPUT};
+use crate::dtype::float_dispatch;
 use crate::dtype::DType;
 use crate::error::{dtype_err, Error, Result};
-use crate::forward::float_dispatch;
 use crate::graph::PartialShape;
 use crate::kernels::scan::{self, ScanOrder, ScanShape};
 use crate::op::Op;

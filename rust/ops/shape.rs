@@ -92,7 +92,10 @@ impl TableOp for Cat {
             .map_err(|_| Error::InvalidArgument("cat: expected a non-empty list of tensors".into()))?;
         let mut dtype = first.dtype();
         for t in &inputs[1..] {
-            dtype = crate::forward::same_dtype("cat", &Tensor::zeros(&[], dtype)?, t)?;
+            dtype = crate::dtype::result_type(&[
+                crate::dtype::Participant::tensor(dtype, 1),
+                crate::dtype::Participant::tensor(t.dtype(), 1),
+            ]);
         }
         let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
         let (out_shape, dim) = self.joined_shape(&shapes)?;
@@ -104,11 +107,7 @@ impl TableOp for Cat {
         let parts: Vec<&Tensor> = parts.iter().collect();
         let outer = out_shape[..dim].iter().product();
         let inner = out_shape[dim + 1..].iter().product();
-        match dtype {
-            DType::F32 => join::<f32>(&parts, outer, inner, dim, &out_shape),
-            DType::F64 => join::<f64>(&parts, outer, inner, dim, &out_shape),
-            DType::Bool => join::<bool>(&parts, outer, inner, dim, &out_shape),
-        }
+        crate::dtype::dispatch!(dtype, |T| join::<T>(&parts, outer, inner, dim, &out_shape))
     }
 
     fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {

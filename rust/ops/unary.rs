@@ -5,17 +5,23 @@
 //! - `name`, `torch_aliases`, `tf`, `doc`: see [`Spec`];
 //! - `kernel: |v| ...`: the value for one element `v`. It is compiled once per
 //!   float type, so `v.sin()` is `f32::sin` or `f64::sin`;
+//! - `large_f32: |v| ...` (optional): the exact value for the rare float32 elements
+//!   past `vecmath::TRIG_REDUCTION_LIMIT`, where a vectorised `sin`/`cos` hands over;
+//! - `ints`: what an integer tensor gets, as in torch: `Promote` (the op computes
+//!   in float32) or `Keep(|v| ...)` with the kernel for one integer element `v`,
+//!   compiled once per integer type (wrapping on overflow, see `IntegerElement`);
 //! - `keeps`: what `grad` reads besides the incoming gradient (`Input` for `x`,
 //!   `Output` for `y`, `Nothing`), so the eager tape saves only that;
 //! - `grad: |d, x, y, g| ...`: the input's gradient, given the output gradient `g`,
 //!   built from ops emitted through the `Differentiator` `d` (see `rules.rs`).
 //!
 //! Static shape and dtype inference needs nothing per op: a unary op keeps its
-//! input's shape and float dtype.
+//! input's shape and float dtype, and an integer one with `Keep` (TF1 refuses the others).
 
-use super::{Keeps, Spec};
+use super::{Ints, Keeps, Spec};
 use crate::error::Result;
 use crate::kernels::elementwise::{map, ScalarOp};
+use crate::kernels::vecmath;
 use crate::rules::Differentiator;
 // Masks in gradients are data-dependent coin flips: a branch per element would mispredict half the time.
 use std::hint::select_unpredictable;
@@ -25,14 +31,99 @@ pub trait UnaryKernel: Sized {
     fn unary(op: UnaryOp, x: &[Self]) -> Vec<Self>;
 }
 
-/// Special functions the standard library lacks, from `libm`.
+/// Integer kernels of the unary ops that keep an integer dtype (`Ints::Keep`); None for the others.
+pub trait IntegerKernel: Sized {
+    fn unary(op: UnaryOp, x: &[Self]) -> Option<Vec<Self>>;
+}
+
+/// What integer kernels are written with: the wrapping operations of every integer
+/// type, unsigned ones included (`-x` of a uint8 wraps, its `abs` is itself).
+pub trait IntegerElement: Copy + Ord {
+    fn wrapping_neg(self) -> Self;
+    fn wrapping_abs(self) -> Self;
+    fn wrapping_mul(self, other: Self) -> Self;
+    /// -1, 0 or 1.
+    fn sign(self) -> Self;
+    fn zero() -> Self;
+}
+
+macro_rules! impl_integer_element {
+    ($t:ty, |$v:ident| $abs:expr, $sign:expr) => {
+        impl IntegerElement for $t {
+            #[inline(always)]
+            fn wrapping_neg(self) -> Self {
+                <$t>::wrapping_neg(self)
+            }
+            #[inline(always)]
+            fn wrapping_abs(self) -> Self {
+                let $v = self;
+                $abs
+            }
+            #[inline(always)]
+            fn wrapping_mul(self, other: Self) -> Self {
+                <$t>::wrapping_mul(self, other)
+            }
+            #[inline(always)]
+            fn sign(self) -> Self {
+                let $v = self;
+                $sign
+            }
+            #[inline(always)]
+            fn zero() -> Self {
+                0
+            }
+        }
+    };
+}
+
+impl_integer_element!(i64, |v| v.wrapping_abs(), v.signum());
+impl_integer_element!(i32, |v| v.wrapping_abs(), v.signum());
+impl_integer_element!(u8, |v| v, v.min(1));
+
+/// The integer arm of one op: the kernel when it keeps integers, else None.
+macro_rules! integer_arm {
+    ($x:ident, $t:ty) => {
+        None
+    };
+    ($x:ident, $t:ty, $iv:ident, $ikernel:expr) => {
+        Some(map($x, |$iv: $t| $ikernel))
+    };
+}
+
+/// Special functions the standard library lacks (from `libm`), and float32 versions
+/// of common ones that vectorise (`kernels::vecmath`; float64 keeps the C library's).
 trait Special {
     fn erf(self) -> Self;
+    fn fast_exp(self) -> Self;
+    fn fast_ln(self) -> Self;
+    fn fast_sin(self) -> Self;
+    fn fast_cos(self) -> Self;
+    fn fast_tanh(self) -> Self;
 }
 
 impl Special for f32 {
     fn erf(self) -> f32 {
         libm::erff(self)
+    }
+    #[inline(always)]
+    fn fast_exp(self) -> f32 {
+        vecmath::exp(self)
+    }
+    #[inline(always)]
+    fn fast_ln(self) -> f32 {
+        vecmath::ln(self)
+    }
+    #[inline(always)]
+    fn fast_sin(self) -> f32 {
+        vecmath::sin(self)
+    }
+    #[inline(always)]
+    fn fast_cos(self) -> f32 {
+        vecmath::cos(self)
+    }
+    #[inline(always)]
+    fn fast_tanh(self) -> f32 {
+        vecmath::tanh(self)
     }
 }
 
@@ -40,9 +131,30 @@ impl Special for f64 {
     fn erf(self) -> f64 {
         libm::erf(self)
     }
+    fn fast_exp(self) -> f64 {
+        self.exp()
+    }
+    fn fast_ln(self) -> f64 {
+        self.ln()
+    }
+    fn fast_sin(self) -> f64 {
+        self.sin()
+    }
+    fn fast_cos(self) -> f64 {
+        self.cos()
+    }
+    fn fast_tanh(self) -> f64 {
+        self.tanh()
+    }
 }
 
 macro_rules! unary_ops {
+    (@f32 $x:ident, |$v:ident| $kernel:expr) => {
+        vecmath::map_f32($x, |$v: f32| $kernel)
+    };
+    (@f32 $x:ident, |$v:ident| $kernel:expr, |$lv:ident| $large:expr) => {
+        vecmath::map_trig($x, |$v: f32| $kernel, |$lv: f32| $large)
+    };
     ($(
         $variant:ident {
             name: $name:literal,
@@ -50,6 +162,8 @@ macro_rules! unary_ops {
             tf: [$($tf:literal),* $(,)?],
             doc: $doc:literal,
             kernel: |$v:ident| $kernel:expr,
+            $(large_f32: |$lv:ident| $large:expr,)?
+            ints: $ints:ident $(( |$iv:ident| $ikernel:expr ))?,
             keeps: $keeps:ident,
             grad: |$d:ident, $x:ident, $y:ident, $g:ident| $grad:expr $(,)?
         }
@@ -81,12 +195,43 @@ macro_rules! unary_ops {
                     $(UnaryOp::$variant => Keeps::$keeps),*
                 }
             }
+
+            /// Whether the op keeps an integer tensor's dtype or computes in float32.
+            pub fn ints(self) -> Ints {
+                match self {
+                    $(UnaryOp::$variant => Ints::$ints),*
+                }
+            }
+        }
+
+        impl IntegerKernel for i64 {
+            fn unary(op: UnaryOp, x: &[i64]) -> Option<Vec<i64>> {
+                match op {
+                    $(UnaryOp::$variant => integer_arm!(x, i64 $(, $iv, $ikernel)?)),*
+                }
+            }
+        }
+
+        impl IntegerKernel for i32 {
+            fn unary(op: UnaryOp, x: &[i32]) -> Option<Vec<i32>> {
+                match op {
+                    $(UnaryOp::$variant => integer_arm!(x, i32 $(, $iv, $ikernel)?)),*
+                }
+            }
+        }
+
+        impl IntegerKernel for u8 {
+            fn unary(op: UnaryOp, x: &[u8]) -> Option<Vec<u8>> {
+                match op {
+                    $(UnaryOp::$variant => integer_arm!(x, u8 $(, $iv, $ikernel)?)),*
+                }
+            }
         }
 
         impl UnaryKernel for f32 {
             fn unary(op: UnaryOp, x: &[f32]) -> Vec<f32> {
                 match op {
-                    $(UnaryOp::$variant => map(x, |$v: f32| $kernel)),*
+                    $(UnaryOp::$variant => unary_ops!(@f32 x, |$v| $kernel $(, |$lv| $large)?)),*
                 }
             }
         }
@@ -144,6 +289,7 @@ unary_ops! {
         name: "neg", torch_aliases: ["negative"], tf: ["negative", "math.negative"],
         doc: "The negation -x.",
         kernel: |v| -v,
+        ints: Keep(|v| v.wrapping_neg()),
         keeps: Nothing,
         grad: |d, x, y, g| d.unary(UnaryOp::Neg, g),
     }
@@ -151,6 +297,7 @@ unary_ops! {
         name: "abs", torch_aliases: ["absolute"], tf: ["abs", "math.abs"],
         doc: "The absolute value |x|; its gradient at 0 is 0.",
         kernel: |v| v.abs(),
+        ints: Keep(|v| v.wrapping_abs()),
         keeps: Input,
         grad: |d, x, y, g| {
             let sign = d.unary(UnaryOp::Sign, x)?;
@@ -160,7 +307,8 @@ unary_ops! {
     Exp {
         name: "exp", torch_aliases: [], tf: ["exp", "math.exp"],
         doc: "The exponential e^x.",
-        kernel: |v| v.exp(),
+        kernel: |v| Special::fast_exp(v),
+        ints: Promote,
         keeps: Output,
         grad: |d, x, y, g| d.mul(g, y),
     }
@@ -168,6 +316,7 @@ unary_ops! {
         name: "exp2", torch_aliases: [], tf: [],
         doc: "The power of two 2^x.",
         kernel: |v| v.exp2(),
+        ints: Promote,
         keeps: Output,
         grad: |d, x, y, g| {
             let slope = d.scalar(y, ScalarOp::Mul, std::f64::consts::LN_2)?;
@@ -178,6 +327,7 @@ unary_ops! {
         name: "expm1", torch_aliases: [], tf: ["math.expm1", "expm1"],
         doc: "e^x - 1, exact for small x.",
         kernel: |v| v.exp_m1(),
+        ints: Promote,
         keeps: Output,
         grad: |d, x, y, g| {
             let ex = d.scalar(y, ScalarOp::Add, 1.0)?;
@@ -187,7 +337,8 @@ unary_ops! {
     Log {
         name: "log", torch_aliases: [], tf: ["log", "math.log"],
         doc: "The natural logarithm.",
-        kernel: |v| v.ln(),
+        kernel: |v| Special::fast_ln(v),
+        ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| d.div(g, x),
     }
@@ -195,6 +346,7 @@ unary_ops! {
         name: "log1p", torch_aliases: [], tf: ["math.log1p", "log1p"],
         doc: "log(1 + x), exact for small x.",
         kernel: |v| v.ln_1p(),
+        ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| {
             let shifted = d.scalar(x, ScalarOp::Add, 1.0)?;
@@ -205,6 +357,7 @@ unary_ops! {
         name: "log2", torch_aliases: [], tf: [],
         doc: "The base-2 logarithm.",
         kernel: |v| v.log2(),
+        ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| {
             let scaled = d.scalar(x, ScalarOp::Mul, std::f64::consts::LN_2)?;
@@ -215,6 +368,7 @@ unary_ops! {
         name: "log10", torch_aliases: [], tf: [],
         doc: "The base-10 logarithm.",
         kernel: |v| v.log10(),
+        ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| {
             let scaled = d.scalar(x, ScalarOp::Mul, std::f64::consts::LN_10)?;
@@ -225,6 +379,7 @@ unary_ops! {
         name: "sqrt", torch_aliases: [], tf: ["sqrt", "math.sqrt"],
         doc: "The square root.",
         kernel: |v| v.sqrt(),
+        ints: Promote,
         keeps: Output,
         grad: |d, x, y, g| {
             let half = d.scalar(g, ScalarOp::Mul, 0.5)?;
@@ -235,6 +390,7 @@ unary_ops! {
         name: "rsqrt", torch_aliases: [], tf: ["math.rsqrt", "rsqrt"],
         doc: "The reciprocal square root 1/sqrt(x).",
         kernel: |v| 1.0 / v.sqrt(),
+        ints: Promote,
         keeps: Output,
         grad: |d, x, y, g| {
             // d(x^-1/2)/dx = -x^-3/2 / 2 = -y³/2
@@ -247,6 +403,7 @@ unary_ops! {
         name: "reciprocal", torch_aliases: [], tf: ["math.reciprocal", "reciprocal"],
         doc: "The reciprocal 1/x.",
         kernel: |v| 1.0 / v,
+        ints: Promote,
         keeps: Output,
         grad: |d, x, y, g| {
             let square = d.unary(UnaryOp::Square, y)?;
@@ -258,6 +415,7 @@ unary_ops! {
         name: "square", torch_aliases: [], tf: ["square", "math.square"],
         doc: "The square x².",
         kernel: |v| v * v,
+        ints: Keep(|v| v.wrapping_mul(v)),
         keeps: Input,
         grad: |d, x, y, g| {
             let twice = d.scalar(x, ScalarOp::Mul, 2.0)?;
@@ -267,7 +425,9 @@ unary_ops! {
     Sin {
         name: "sin", torch_aliases: [], tf: ["sin", "math.sin"],
         doc: "The sine, in radians.",
-        kernel: |v| v.sin(),
+        kernel: |v| Special::fast_sin(v),
+        large_f32: |v| v.sin(),
+        ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| {
             let cos = d.unary(UnaryOp::Cos, x)?;
@@ -277,7 +437,9 @@ unary_ops! {
     Cos {
         name: "cos", torch_aliases: [], tf: ["cos", "math.cos"],
         doc: "The cosine, in radians.",
-        kernel: |v| v.cos(),
+        kernel: |v| Special::fast_cos(v),
+        large_f32: |v| v.cos(),
+        ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| {
             let sin = d.unary(UnaryOp::Sin, x)?;
@@ -289,6 +451,7 @@ unary_ops! {
         name: "tan", torch_aliases: [], tf: ["tan", "math.tan"],
         doc: "The tangent, in radians.",
         kernel: |v| v.tan(),
+        ints: Promote,
         keeps: Output,
         grad: |d, x, y, g| {
             let square = d.unary(UnaryOp::Square, y)?;
@@ -300,6 +463,7 @@ unary_ops! {
         name: "asin", torch_aliases: ["arcsin"], tf: ["asin", "math.asin"],
         doc: "The inverse sine, in radians; NaN outside [-1, 1].",
         kernel: |v| v.asin(),
+        ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| over_root_of_quadratic(d, g, x, 1.0, -1.0),
     }
@@ -307,6 +471,7 @@ unary_ops! {
         name: "acos", torch_aliases: ["arccos"], tf: ["acos", "math.acos"],
         doc: "The inverse cosine, in radians; NaN outside [-1, 1].",
         kernel: |v| v.acos(),
+        ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| {
             let slope = over_root_of_quadratic(d, g, x, 1.0, -1.0)?;
@@ -317,6 +482,7 @@ unary_ops! {
         name: "atan", torch_aliases: ["arctan"], tf: ["atan", "math.atan"],
         doc: "The inverse tangent, in radians.",
         kernel: |v| v.atan(),
+        ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| {
             let square = d.unary(UnaryOp::Square, x)?;
@@ -328,6 +494,7 @@ unary_ops! {
         name: "sinh", torch_aliases: [], tf: ["sinh", "math.sinh"],
         doc: "The hyperbolic sine.",
         kernel: |v| v.sinh(),
+        ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| {
             let cosh = d.unary(UnaryOp::Cosh, x)?;
@@ -338,6 +505,7 @@ unary_ops! {
         name: "cosh", torch_aliases: [], tf: ["cosh", "math.cosh"],
         doc: "The hyperbolic cosine.",
         kernel: |v| v.cosh(),
+        ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| {
             let sinh = d.unary(UnaryOp::Sinh, x)?;
@@ -347,7 +515,8 @@ unary_ops! {
     Tanh {
         name: "tanh", torch_aliases: [], tf: ["tanh", "math.tanh", "nn.tanh"],
         doc: "The hyperbolic tangent.",
-        kernel: |v| v.tanh(),
+        kernel: |v| Special::fast_tanh(v),
+        ints: Promote,
         keeps: Output,
         grad: |d, x, y, g| {
             let square = d.unary(UnaryOp::Square, y)?;
@@ -359,6 +528,7 @@ unary_ops! {
         name: "asinh", torch_aliases: ["arcsinh"], tf: ["asinh", "math.asinh"],
         doc: "The inverse hyperbolic sine.",
         kernel: |v| v.asinh(),
+        ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| over_root_of_quadratic(d, g, x, 1.0, 1.0),
     }
@@ -366,6 +536,7 @@ unary_ops! {
         name: "acosh", torch_aliases: ["arccosh"], tf: ["acosh", "math.acosh"],
         doc: "The inverse hyperbolic cosine; NaN below 1.",
         kernel: |v| v.acosh(),
+        ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| over_root_of_quadratic(d, g, x, -1.0, 1.0),
     }
@@ -373,6 +544,7 @@ unary_ops! {
         name: "atanh", torch_aliases: ["arctanh"], tf: ["atanh", "math.atanh"],
         doc: "The inverse hyperbolic tangent; NaN outside [-1, 1].",
         kernel: |v| v.atanh(),
+        ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| {
             let square = d.unary(UnaryOp::Square, x)?;
@@ -383,7 +555,8 @@ unary_ops! {
     Sigmoid {
         name: "sigmoid", torch_aliases: [], tf: ["sigmoid", "math.sigmoid", "nn.sigmoid"],
         doc: "The logistic function 1/(1 + e^-x).",
-        kernel: |v| 1.0 / (1.0 + (-v).exp()),
+        kernel: |v| 1.0 / (1.0 + Special::fast_exp(-v)),
+        ints: Promote,
         keeps: Output,
         grad: |d, x, y, g| {
             let one_minus = d.scalar(y, ScalarOp::RSub, 1.0)?;
@@ -395,6 +568,7 @@ unary_ops! {
         name: "relu", torch_aliases: [], tf: ["nn.relu(features)"],
         doc: "max(x, 0); NaN stays NaN, and the gradient at 0 is 0.",
         kernel: |v| select_unpredictable(v > 0.0 || v.is_nan(), v, 0.0),
+        ints: Keep(|v| v.max(IntegerElement::zero())),
         keeps: Input,
         grad: |d, x, y, g| d.apply(crate::op::Op::ReluBackward, &[g, x]),
     }
@@ -402,6 +576,7 @@ unary_ops! {
         name: "erf", torch_aliases: [], tf: ["math.erf", "erf"],
         doc: "The error function.",
         kernel: |v| Special::erf(v),
+        ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| {
             // d erf(x)/dx = 2/sqrt(pi) · e^(-x²)
@@ -416,6 +591,7 @@ unary_ops! {
         name: "sign", torch_aliases: [], tf: ["sign", "math.sign"],
         doc: "-1, 0 or 1 by the sign of x (NaN stays NaN); its gradient is 0.",
         kernel: |v| crate::dtype::Float::signum_or_zero(v),
+        ints: Keep(|v| v.sign()),
         keeps: Nothing,
         grad: |d, x, y, g| d.zeros_like(g),
     }
@@ -423,6 +599,7 @@ unary_ops! {
         name: "floor", torch_aliases: [], tf: ["floor", "math.floor"],
         doc: "The largest integer not above x; its gradient is 0.",
         kernel: |v| v.floor(),
+        ints: Promote,
         keeps: Nothing,
         grad: |d, x, y, g| d.zeros_like(g),
     }
@@ -430,6 +607,7 @@ unary_ops! {
         name: "ceil", torch_aliases: [], tf: ["ceil", "math.ceil"],
         doc: "The smallest integer not below x; its gradient is 0.",
         kernel: |v| v.ceil(),
+        ints: Promote,
         keeps: Nothing,
         grad: |d, x, y, g| d.zeros_like(g),
     }
@@ -437,6 +615,7 @@ unary_ops! {
         name: "round", torch_aliases: [], tf: ["round", "math.round"],
         doc: "The nearest integer, halves to even (as numpy, torch and TF); its gradient is 0.",
         kernel: |v| v.round_ties_even(),
+        ints: Promote,
         keeps: Nothing,
         grad: |d, x, y, g| d.zeros_like(g),
     }
@@ -444,6 +623,7 @@ unary_ops! {
         name: "trunc", torch_aliases: ["fix"], tf: [],
         doc: "x rounded toward zero; its gradient is 0.",
         kernel: |v| v.trunc(),
+        ints: Promote,
         keeps: Nothing,
         grad: |d, x, y, g| d.zeros_like(g),
     }

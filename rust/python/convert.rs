@@ -2,7 +2,7 @@
 //! numpy arrays, scalars, shapes and index keys.
 
 use super::tensor::PyTensor;
-use crate::dtype::DType;
+use crate::dtype::{dispatch, supported_names, DType, Scalar};
 use crate::error::Error;
 use crate::storage::{Buffer, ExternalBuffer};
 use crate::tensor::Tensor;
@@ -15,7 +15,10 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyString, PyTuple};
 
-/// `rustgrad.float32` and friends: three singletons, compared by identity.
+/// `rustgrad.float32` and friends: one singleton per dtype, compared by identity.
+/// Both fronts use them: torch's attributes (`is_floating_point`, `is_signed`,
+/// `itemsize`) and TF's (`is_floating`, `is_integer`, `is_bool`, `base_dtype`,
+/// `as_numpy_dtype`, `size`).
 #[pyclass(frozen, name = "dtype", module = "rustgrad", eq, hash)]
 #[derive(PartialEq, Eq, Hash, Clone, Copy)]
 pub struct PyDType {
@@ -34,8 +37,46 @@ impl PyDType {
     }
 
     #[getter]
+    fn is_floating(&self) -> bool {
+        self.inner.is_float()
+    }
+
+    #[getter]
+    fn is_integer(&self) -> bool {
+        self.inner.is_integer()
+    }
+
+    #[getter]
+    fn is_bool(&self) -> bool {
+        self.inner == DType::Bool
+    }
+
+    #[getter]
+    fn is_signed(&self) -> bool {
+        self.inner.is_signed()
+    }
+
+    #[getter]
     fn itemsize(&self) -> usize {
         self.inner.size_in_bytes()
+    }
+
+    #[getter]
+    fn size(&self) -> usize {
+        self.inner.size_in_bytes()
+    }
+
+    /// TF's non-reference dtype: rustgrad has no reference dtypes, so the dtype itself.
+    #[getter]
+    fn base_dtype(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// The numpy scalar type of this dtype (`np.int32` for int32), as TF's `as_numpy_dtype`.
+    #[getter]
+    fn as_numpy_dtype<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let name = if self.inner == DType::Bool { "bool_" } else { self.inner.name() };
+        py.import("numpy")?.getattr(name)
     }
 
     #[getter]
@@ -50,19 +91,11 @@ impl PyDType {
 }
 
 pub fn dtype_object(py: Python<'_>, dtype: DType) -> PyResult<Py<PyDType>> {
-    static OBJECTS: PyOnceLock<[Py<PyDType>; 3]> = PyOnceLock::new();
-    let objects = OBJECTS.get_or_try_init(py, || -> PyResult<[Py<PyDType>; 3]> {
-        Ok([
-            Py::new(py, PyDType { inner: DType::F32 })?,
-            Py::new(py, PyDType { inner: DType::F64 })?,
-            Py::new(py, PyDType { inner: DType::Bool })?,
-        ])
+    static OBJECTS: PyOnceLock<Vec<Py<PyDType>>> = PyOnceLock::new();
+    let objects = OBJECTS.get_or_try_init(py, || -> PyResult<Vec<Py<PyDType>>> {
+        DType::ALL.iter().map(|&inner| Py::new(py, PyDType { inner })).collect()
     })?;
-    let index = match dtype {
-        DType::F32 => 0,
-        DType::F64 => 1,
-        DType::Bool => 2,
-    };
+    let index = DType::ALL.iter().position(|&d| d == dtype).unwrap_or_default();
     Ok(objects[index].clone_ref(py))
 }
 
@@ -81,15 +114,14 @@ pub fn parse_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
         .and_then(|d| d.getattr("name")?.extract::<String>())
         .map_err(|_| {
             Error::DType(format!(
-                "unknown dtype {}; use rustgrad.float32, rustgrad.float64 or rustgrad.bool",
+                "unknown dtype {}; use a rustgrad dtype such as rustgrad.float32 or rustgrad.int64",
                 repr(obj)
             ))
         })?;
-    match name.as_str() {
-        "float32" | "float64" | "bool" => Ok(DType::from_name(&name)?),
-        other => {
-            Err(Error::DType(format!("dtype {other} is not supported; rustgrad supports float32, float64 and bool"))
-                .into())
+    match DType::ALL.into_iter().find(|d| d.name() == name) {
+        Some(dtype) => Ok(dtype),
+        None => {
+            Err(Error::DType(format!("dtype {name} is not supported; rustgrad supports {}", supported_names())).into())
         }
     }
 }
@@ -251,7 +283,7 @@ pub fn check_device(obj: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
     }
 }
 
-/// Copies a C-contiguous float32/float64/bool numpy array into a new tensor.
+/// Copies a numpy array of a rustgrad dtype into a new tensor.
 pub fn tensor_from_numpy(array: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     super::errors::guard(|| copy_from_numpy(array))
 }
@@ -267,16 +299,20 @@ fn copy_from_numpy(array: &Bound<'_, PyAny>) -> PyResult<Tensor> {
         };
         Ok(Some(Tensor::from_vec(data, shape)?))
     }
-    if let Some(t) = take::<f32>(array)? {
-        return Ok(t);
+    let taken = match array_dtype(array) {
+        Some(DType::Bool) => take_bool(array)?,
+        Some(dtype) => dispatch!(dtype, |T| take::<T>(array)?),
+        None => None,
+    };
+    taken.ok_or_else(|| unsupported_array_dtype(array))
+}
+
+/// The rustgrad dtype of a numpy array of native byte order, if it has one.
+fn array_dtype(array: &Bound<'_, PyAny>) -> Option<DType> {
+    fn is<T: numpy::Element>(array: &Bound<'_, PyAny>) -> bool {
+        array.cast::<PyArrayDyn<T>>().is_ok()
     }
-    if let Some(t) = take::<f64>(array)? {
-        return Ok(t);
-    }
-    if let Some(t) = take_bool(array)? {
-        return Ok(t);
-    }
-    Err(unsupported_array_dtype(array))
+    DType::ALL.into_iter().find(|&d| dispatch!(d, |T| is::<T>(array)))
 }
 
 /// numpy lets a bool array hold any byte (`np.frombuffer(b"\x02", bool)`), but a Rust
@@ -299,7 +335,8 @@ fn unsupported_array_dtype(array: &Bound<'_, PyAny>) -> PyErr {
     let dtype = array.getattr("dtype").ok();
     let text = |name: &str| -> Option<String> { dtype.as_ref()?.getattr(name).ok()?.str().ok().map(|s| s.to_string()) };
     let (kind, byte_order, name) = (text("kind"), text("byteorder"), text("name"));
-    if kind.as_deref() == Some("f") && byte_order.as_deref().is_some_and(|b| b == ">" || b == "<") {
+    let supported_kind = kind.as_deref().is_some_and(|k| k == "f" || k == "i" || k == "u");
+    if supported_kind && byte_order.as_deref().is_some_and(|b| b == ">" || b == "<") {
         let order = if byte_order.as_deref() == Some(">") { "big-endian" } else { "little-endian" };
         let name = name.unwrap_or_default();
         return Error::DType(format!(
@@ -310,8 +347,9 @@ fn unsupported_array_dtype(array: &Bound<'_, PyAny>) -> PyErr {
         .into();
     }
     Error::DType(format!(
-        "cannot make a tensor from a numpy array of dtype {}; convert it to float32, float64 or bool",
-        dtype.map(|d| repr(&d)).unwrap_or_default()
+        "cannot make a tensor from a numpy array of dtype {}; convert it to one of {}",
+        dtype.map(|d| repr(&d)).unwrap_or_default(),
+        supported_names()
     ))
     .into()
 }
@@ -319,8 +357,9 @@ fn unsupported_array_dtype(array: &Bound<'_, PyAny>) -> PyErr {
 /// Keeps a numpy array alive while a tensor shares its memory.
 struct NumpyOwner(#[allow(dead_code)] Py<PyAny>);
 
-/// A tensor sharing the memory of a C-contiguous, aligned, writeable float32 or
-/// float64 numpy array; None when the array is not like that (the caller copies).
+/// A tensor sharing the memory of a C-contiguous, aligned, writeable numpy array of a
+/// numeric rustgrad dtype; None when the array is not like that (the caller copies).
+/// Bool arrays are never shared (see `take_bool`).
 pub fn share_from_numpy(array: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
     fn share<T: numpy::Element>(array: &Bound<'_, PyAny>, dtype: DType) -> PyResult<Option<Tensor>> {
         let Ok(typed) = array.cast::<PyArrayDyn<T>>() else { return Ok(None) };
@@ -340,20 +379,19 @@ pub fn share_from_numpy(array: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
             None => Ok(None),
         }
     }
-    if let Some(t) = share::<f32>(array, DType::F32)? {
-        return Ok(Some(t));
+    match array_dtype(array) {
+        Some(DType::Bool) | None => Ok(None),
+        Some(dtype) => dispatch!(dtype, |T| share::<T>(array, dtype)),
     }
-    share::<f64>(array, DType::F64)
 }
 
 /// A numpy array that views the tensor's memory (no copy). `base` must keep the
 /// tensor's storage alive (the Python tensor object does). Bool tensors are copied.
 pub fn share_to_numpy<'py>(py: Python<'py>, t: &Tensor, base: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    let descr = match t.dtype() {
-        DType::F32 => f32::get_dtype(py),
-        DType::F64 => f64::get_dtype(py),
-        DType::Bool => return tensor_to_numpy(py, t),
-    };
+    if t.dtype() == DType::Bool {
+        return tensor_to_numpy(py, t);
+    }
+    let descr = dispatch!(t.dtype(), |T| T::get_dtype(py));
     let item = t.dtype().size_in_bytes() as isize;
     let mut dims: Vec<npyffi::npy_intp> = t.shape().iter().map(|&d| d as npyffi::npy_intp).collect();
     let mut strides: Vec<npyffi::npy_intp> = t.strides().iter().map(|&s| (s * item) as npyffi::npy_intp).collect();
@@ -394,11 +432,7 @@ pub fn tensor_to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, 
 
 fn copy_to_numpy<'py>(py: Python<'py>, t: &Tensor) -> PyResult<Bound<'py, PyAny>> {
     let shape = t.shape().to_vec();
-    let flat = match t.dtype() {
-        DType::F32 => PyArray1::from_vec(py, t.to_vec::<f32>()?).into_any(),
-        DType::F64 => PyArray1::from_vec(py, t.to_vec::<f64>()?).into_any(),
-        DType::Bool => PyArray1::from_vec(py, t.to_vec::<bool>()?).into_any(),
-    };
+    let flat = dispatch!(t.dtype(), |T| PyArray1::from_vec(py, t.to_vec::<T>()?).into_any());
     flat.call_method1("reshape", (PyTuple::new(py, shape)?,))
 }
 
@@ -422,14 +456,45 @@ pub fn operand(obj: &Bound<'_, PyAny>) -> PyResult<Option<Operand>> {
             repr(obj)
         )));
     }
-    if let Ok(v) = obj.extract::<f64>() {
-        return Ok(Some(Operand::Scalar(v)));
+    if let Some(s) = scalar_value(obj)? {
+        return Ok(Some(Operand::Scalar(s)));
     }
     if is_array_like(obj)? {
         let t = obj.py().import("rustgrad")?.getattr("as_tensor")?.call1((obj,))?;
         return Ok(Some(Operand::Tensor(t.cast::<PyTensor>()?.get().inner.clone())));
     }
     Ok(None)
+}
+
+/// A Python number, or a numpy scalar, as a core `Scalar` of its category: a bool,
+/// an int (which must fit in 64 bits) or a float. None for anything else.
+pub fn scalar_value(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
+    if obj.is_instance_of::<pyo3::types::PyFloat>() {
+        return Ok(Some(Scalar::Float(obj.extract()?)));
+    }
+    if obj.is_instance_of::<pyo3::types::PyBool>() {
+        return Ok(Some(Scalar::Bool(obj.is_truthy()?)));
+    }
+    let numpy_kind = if obj.is_instance_of::<pyo3::types::PyInt>() {
+        Some('i')
+    } else if obj.py().import("numpy")?.getattr("generic").is_ok_and(|g| obj.is_instance(&g).unwrap_or(false)) {
+        obj.getattr("dtype").and_then(|d| d.getattr("kind")).and_then(|k| k.extract::<char>()).ok()
+    } else {
+        None
+    };
+    match numpy_kind {
+        Some('b') => Ok(Some(Scalar::Bool(obj.is_truthy()?))),
+        Some('i' | 'u') => match obj.extract::<i64>() {
+            Ok(i) => Ok(Some(Scalar::Int(i))),
+            Err(_) => Err(super::errors::overflow_error(format!(
+                "value cannot be converted to type int64 without overflow: {}; use a float ({}.0) or a smaller \
+                 number",
+                repr(obj),
+                repr(obj)
+            ))),
+        },
+        _ => Ok(obj.extract::<f64>().ok().map(Scalar::Float)),
+    }
 }
 
 fn is_array_like(obj: &Bound<'_, PyAny>) -> PyResult<bool> {

@@ -54,7 +54,12 @@ fn requires_grad_flag(value: &Bound<'_, PyAny>) -> PyResult<bool> {
 fn finish(t: Tensor, requires_grad: bool) -> PyResult<PyTensor> {
     if requires_grad {
         if !t.dtype().is_float() {
-            return Err(Error::Gradient("only Tensors of floating point dtype can require gradients".into()).into());
+            return Err(Error::Gradient(format!(
+                "Only Tensors of floating point and complex dtype can require gradients (the tensor is {}); \
+                 make it with a float dtype, or leave requires_grad=False",
+                t.dtype().name()
+            ))
+            .into());
         }
         t.set_requires_grad(true);
     }
@@ -65,11 +70,14 @@ fn finish(t: Tensor, requires_grad: bool) -> PyResult<PyTensor> {
 pub fn _full(
     py: Python<'_>,
     shape: &Bound<'_, PyAny>,
-    value: f64,
+    value: &Bound<'_, PyAny>,
     dtype: &Bound<'_, PyAny>,
     requires_grad: &Bound<'_, PyAny>,
 ) -> PyResult<PyTensor> {
     let requires_grad = requires_grad_flag(requires_grad)?;
+    let value = super::convert::scalar_value(value)?.ok_or_else(|| {
+        argument_type_error(format!("full: the fill value must be a number, got {}", type_name(value)))
+    })?;
     let shape = user_shape(shape)?;
     let dtype = parse_dtype(dtype)?;
     let t = guard(|| Ok(py.detach(|| Tensor::full(&shape, value, dtype))?))?;

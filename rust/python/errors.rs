@@ -38,6 +38,7 @@ error_class!(overflow_error_class, "rustgrad.errors", "NumericOverflowError");
 error_class!(memory_error, "rustgrad.errors", "OutOfMemoryError");
 error_class!(gradient_error, "rustgrad.errors", "GradientError");
 error_class!(argument_error, "rustgrad.errors", "InvalidArgumentError");
+error_class!(division_by_zero_error, "rustgrad.errors", "DivisionByZeroError");
 error_class!(precondition_error, "rustgrad.errors", "FailedPreconditionError");
 error_class!(internal_error, "rustgrad.errors", "InternalError");
 error_class!(device_error_class, "rustgrad.errors", "DeviceError");
@@ -90,6 +91,7 @@ impl From<Error> for PyErr {
             Error::OutOfMemory(m) => raise(py, memory_error(py), m),
             Error::Gradient(m) => raise(py, gradient_error(py), m),
             Error::InvalidArgument(m) => raise(py, argument_error(py), m),
+            Error::DivisionByZero(m) => raise(py, division_by_zero_error(py), m),
             Error::FailedPrecondition(m) => raise(py, precondition_error(py), m),
             // Python's own handler runs now (KeyboardInterrupt, or the user's handler).
             Error::Interrupted => match py.check_signals() {

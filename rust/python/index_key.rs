@@ -157,12 +157,15 @@ fn not_a_mask() -> PyErr {
 }
 
 /// A bool tensor, graph tensor or numpy bool array with at least one dim (0-d ones
-/// are bool scalars); a tensor of another dtype is an error.
+/// are bool scalars, and a 0-d integer tensor is an integer); a tensor of another dtype
+/// is an error.
 fn mask<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<ParsedKey<'py>>> {
     if let Ok(t) = obj.cast::<PyTensor>() {
         let inner = t.get().inner.clone();
         return match (inner.dtype(), inner.rank()) {
+            // A 0-d bool is a bool scalar, a 0-d integer tensor an integer (read through `__index__`).
             (DType::Bool, 0) => Ok(None),
+            (dtype, 0) if dtype.is_integer() => Ok(None),
             (DType::Bool, _) => Ok(Some(ParsedKey::Mask(inner))),
             _ => Err(not_a_mask()),
         };

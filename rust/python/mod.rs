@@ -26,9 +26,9 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<index_key::PyIndexItems>()?;
     m.add_class::<ops::PyOpSpec>()?;
     m.add("ops", ops::op_table(py)?)?;
-    m.add("float32", convert::dtype_object(py, crate::dtype::DType::F32)?)?;
-    m.add("float64", convert::dtype_object(py, crate::dtype::DType::F64)?)?;
-    m.add("bool", convert::dtype_object(py, crate::dtype::DType::Bool)?)?;
+    for dtype in crate::dtype::DType::ALL {
+        m.add(dtype.name(), convert::dtype_object(py, dtype)?)?;
+    }
     m.add_function(wrap_pyfunction!(creation::_full, m)?)?;
     m.add_function(wrap_pyfunction!(creation::_random, m)?)?;
     m.add_function(wrap_pyfunction!(creation::_from_numpy, m)?)?;

@@ -2,7 +2,8 @@
 //! (compiled, cached plans run with the GIL released).
 
 use super::convert::{
-    dtype_object, parse_dtype, repr, share_from_numpy, share_to_numpy, tensor_from_numpy, tensor_to_numpy, PyDType,
+    dtype_object, parse_dtype, repr, scalar_value, share_from_numpy, share_to_numpy, tensor_from_numpy,
+    tensor_to_numpy, PyDType,
 };
 use super::errors::{external, guard};
 use super::index_key::PyIndexItems;
@@ -27,6 +28,8 @@ fn binary_op(name: &str) -> Option<BinaryOp> {
         "div" => BinaryOp::Div,
         "maximum" => BinaryOp::Maximum,
         "minimum" => BinaryOp::Minimum,
+        "floor_divide" => BinaryOp::FloorDiv,
+        "remainder" => BinaryOp::Remainder,
         _ => return None,
     })
 }
@@ -43,6 +46,10 @@ fn scalar_op(name: &str) -> Option<ScalarOp> {
         "rpow" => ScalarOp::RPow,
         "maximum" => ScalarOp::Max,
         "minimum" => ScalarOp::Min,
+        "floor_divide" => ScalarOp::FloorDiv,
+        "rfloor_divide" => ScalarOp::RFloorDiv,
+        "remainder" => ScalarOp::Remainder,
+        "rremainder" => ScalarOp::RRemainder,
         _ => return None,
     })
 }
@@ -67,7 +74,10 @@ fn parse_op(kind: &str, args: &Bound<'_, PyTuple>) -> PyResult<Op> {
     };
     Ok(match kind {
         "binary" => Op::Binary(binary_op(&arg(0)?.extract::<String>()?).ok_or_else(unknown)?),
-        "scalar" => Op::Scalar(scalar_op(&arg(0)?.extract::<String>()?).ok_or_else(unknown)?, arg(1)?.extract()?),
+        "scalar" => Op::Scalar(
+            scalar_op(&arg(0)?.extract::<String>()?).ok_or_else(unknown)?,
+            scalar_value(&arg(1)?)?.ok_or_else(unknown)?,
+        ),
         "compare" => Op::Compare(cmp_op(&arg(0)?.extract::<String>()?).ok_or_else(unknown)?),
         "clamp" => Op::Clamp { min: arg(0)?.extract()?, max: arg(1)?.extract()? },
         "where" => Op::Where,

@@ -7,7 +7,7 @@ use super::convert::{self, cpu_device, dtype_object, operand, shape_args, Operan
 use super::errors::guard;
 use super::index_key::{index_key, IndexKey};
 use crate::autograd::{in_place, record};
-use crate::dtype::DType;
+use crate::dtype::{result_type, DType, Participant, Scalar};
 use crate::error::Error;
 use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
 use crate::op::Op;
@@ -128,8 +128,7 @@ fn pow(py: Python<'_>, x: &Tensor, other: &Bound<'_, PyAny>, reflected: bool) ->
             run_op(py, Op::Scalar(op, s), &[x]).map(Some)
         }
         Some(Operand::Tensor(t)) if t.numel() == 1 && !t.requires_grad() && !reflected => {
-            let s = t.to_f64_vec()[0];
-            run_op(py, Op::Scalar(ScalarOp::Pow, s), &[x]).map(Some)
+            run_op(py, Op::Scalar(ScalarOp::Pow, t.item()?), &[x]).map(Some)
         }
         Some(Operand::Tensor(t)) => Err(Error::InvalidArgument(format!(
             "pow: the exponent must be a Python number (or a one-element tensor that does not require grad); \
@@ -515,6 +514,32 @@ impl PyTensor {
         or_not_implemented(py, arith(py, &self.inner, other, BinaryOp::Div, true)?)
     }
 
+    fn __floordiv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        or_not_implemented(py, arith(py, &self.inner, other, BinaryOp::FloorDiv, false)?)
+    }
+
+    fn __rfloordiv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        or_not_implemented(py, arith(py, &self.inner, other, BinaryOp::FloorDiv, true)?)
+    }
+
+    fn __mod__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        or_not_implemented(py, arith(py, &self.inner, other, BinaryOp::Remainder, false)?)
+    }
+
+    fn __rmod__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        or_not_implemented(py, arith(py, &self.inner, other, BinaryOp::Remainder, true)?)
+    }
+
+    /// `x // other`, rounding toward negative infinity (as Python); integer division by zero raises.
+    fn floor_divide(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary_method(py, &self.inner, other, BinaryOp::FloorDiv, "floor_divide")
+    }
+
+    /// `x % other`, with the sign of `other` (as Python); integer remainder by zero raises.
+    fn remainder(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary_method(py, &self.inner, other, BinaryOp::Remainder, "remainder")
+    }
+
     fn add(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         binary_method(py, &self.inner, other, BinaryOp::Add, "add")
     }
@@ -548,8 +573,9 @@ impl PyTensor {
         dim: Option<&Bound<'_, PyAny>>,
         keepdim: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyTensor> {
-        let keepdim = convert::flag(keepdim, false, "sum", "keepdim")?;
-        run_op(py, Op::Sum { dims: dims_arg(dim, "sum")?, keepdim }, &[&self.inner])
+        let (keepdim, dims) = (convert::flag(keepdim, false, "sum", "keepdim")?, dims_arg(dim, "sum")?);
+        let x = &self.inner;
+        run_core(py, &[x], false, || record::sum(x, dims, keepdim))
     }
 
     #[pyo3(signature = (dim=None, keepdim=None))]
@@ -559,8 +585,9 @@ impl PyTensor {
         dim: Option<&Bound<'_, PyAny>>,
         keepdim: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyTensor> {
-        let keepdim = convert::flag(keepdim, false, "mean", "keepdim")?;
-        run_op(py, Op::Mean { dims: dims_arg(dim, "mean")?, keepdim }, &[&self.inner])
+        let (keepdim, dims) = (convert::flag(keepdim, false, "mean", "keepdim")?, dims_arg(dim, "mean")?);
+        let x = &self.inner;
+        run_core(py, &[x], false, || record::mean(x, dims, keepdim))
     }
 
     #[pyo3(signature = (dim=None, keepdim=None))]
@@ -610,7 +637,8 @@ impl PyTensor {
         let other = match operand(other)? {
             None => return Ok(py.NotImplemented()),
             Some(Operand::Tensor(t)) => t,
-            Some(Operand::Scalar(s)) => Tensor::scalar(s, self.inner.dtype()),
+            // A number compares in the dtype it promotes the tensor to (`int_tensor < 2.5` in float32).
+            Some(Operand::Scalar(s)) => Tensor::scalar(s, self.inner.dtype().promote_with_scalar(s.kind())),
         };
         or_not_implemented(py, Some(run_op(py, Op::Compare(cmp), &[&self.inner, &other])?))
     }
@@ -621,19 +649,9 @@ impl PyTensor {
 
     // ----- conversion -----
 
+    /// The value of a one-element tensor as a Python float, int or bool, by its dtype.
     fn item(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        if self.inner.numel() != 1 {
-            return Err(Error::Shape(format!(
-                "a Tensor with {} elements cannot be converted to Scalar; use .tolist() or index one element first",
-                self.inner.numel()
-            ))
-            .into());
-        }
-        let value = self.inner.to_f64_vec()[0];
-        Ok(match self.inner.dtype() {
-            DType::Bool => (value != 0.0).into_pyobject(py)?.to_owned().into_any().unbind(),
-            _ => value.into_pyobject(py)?.into_any().unbind(),
-        })
+        python_number(py, self.inner.item()?)
     }
 
     fn tolist(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
@@ -781,6 +799,44 @@ impl PyTensor {
         self.cast_to(py, DType::Bool)
     }
 
+    fn long(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        self.cast_to(py, DType::I64)
+    }
+
+    fn int(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        self.cast_to(py, DType::I32)
+    }
+
+    fn byte(&self, py: Python<'_>) -> PyResult<PyTensor> {
+        self.cast_to(py, DType::U8)
+    }
+
+    /// `t.type(dtype)` casts as `t.to(dtype)` (a dtype, its name, or a tensor type name such as
+    /// `'torch.LongTensor'`); `t.type()` names the tensor type, e.g. `'rustgrad.LongTensor'`.
+    #[pyo3(signature = (dtype=None))]
+    fn r#type(&self, py: Python<'_>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let Some(dtype) = dtype.filter(|d| !d.is_none()) else {
+            let name = format!("rustgrad.{}", tensor_type_name(self.inner.dtype()));
+            return Ok(PyString::new(py, &name).into_any().unbind());
+        };
+        let target = match dtype.cast::<PyString>() {
+            Ok(text) => {
+                let text = text.to_cow()?;
+                let short = text.rsplit('.').next().unwrap_or_default();
+                match DType::ALL.into_iter().find(|&d| tensor_type_name(d) == short) {
+                    Some(d) => d,
+                    None => convert::parse_dtype(dtype)?,
+                }
+            }
+            Err(_) => convert::parse_dtype(dtype)?,
+        };
+        Ok(Py::new(py, self.cast_to(py, target)?)?.into_any())
+    }
+
+    fn is_signed(&self) -> bool {
+        self.inner.dtype().is_signed()
+    }
+
     fn cpu(slf: Bound<'_, Self>) -> Bound<'_, Self> {
         slf
     }
@@ -789,7 +845,7 @@ impl PyTensor {
 
     fn zero_(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
         let t = &slf.get().inner;
-        in_place_kernel(slf.py(), t, || in_place::fill(t, 0.0, "zero_"))?;
+        in_place_kernel(slf.py(), t, || in_place::fill(t, Scalar::Int(0), "zero_"))?;
         Ok(slf)
     }
 
@@ -802,7 +858,7 @@ impl PyTensor {
                 in_place_kernel(slf.py(), t, || in_place::fill_with_tensor(t, &v))?;
                 return Ok(slf);
             }
-            Some(Operand::Tensor(t)) if t.numel() == 1 => t.to_f64_vec()[0],
+            Some(Operand::Tensor(t)) if t.numel() == 1 => t.item()?,
             _ => {
                 return Err(
                     Error::InvalidArgument("fill_: the value must be a number or a one-element tensor".into()).into()
@@ -820,7 +876,15 @@ impl PyTensor {
         alpha: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, Self>> {
         let t = &slf.get().inner;
-        let alpha = convert::opt_arg::<f64>(alpha, "add_", "alpha")?;
+        let alpha = match alpha.filter(|a| !a.is_none()) {
+            None => None,
+            Some(a) => Some(convert::scalar_value(a)?.ok_or_else(|| {
+                super::errors::argument_type_error(format!(
+                    "add_: argument 'alpha' must be a number, got {}",
+                    convert::type_name(a)
+                ))
+            })?),
+        };
         let value = match alpha {
             None => in_place_value(other, BinaryOp::Add)?,
             Some(_) => in_place::Value::Tensor(value_tensor(other, t.dtype())?),
@@ -877,6 +941,24 @@ impl PyTensor {
 
     fn __itruediv__(&self, py: Python<'_>, other: convert::InPlaceOperand<'_>) -> PyResult<()> {
         self.binary_in_place(py, &other.0, BinaryOp::Div)
+    }
+
+    fn __ifloordiv__(&self, py: Python<'_>, other: convert::InPlaceOperand<'_>) -> PyResult<()> {
+        self.binary_in_place(py, &other.0, BinaryOp::FloorDiv)
+    }
+
+    fn __imod__(&self, py: Python<'_>, other: convert::InPlaceOperand<'_>) -> PyResult<()> {
+        self.binary_in_place(py, &other.0, BinaryOp::Remainder)
+    }
+
+    fn floor_divide_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        slf.get().binary_in_place(slf.py(), other, BinaryOp::FloorDiv)?;
+        Ok(slf)
+    }
+
+    fn remainder_<'py>(slf: Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        slf.get().binary_in_place(slf.py(), other, BinaryOp::Remainder)?;
+        Ok(slf)
     }
 
     // ----- indexing -----
@@ -938,6 +1020,9 @@ impl PyTensor {
 
     /// `int(t)` truncates as Python's `int(float)` does, and refuses NaN and infinity as it does.
     fn __int__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if !self.inner.dtype().is_float() {
+            return python_number(py, Scalar::Int(self.single_integer("int")?));
+        }
         let value = self.__float__()?;
         if value.is_nan() {
             return Err(Error::InvalidArgument("cannot convert float NaN to integer".into()).into());
@@ -946,6 +1031,19 @@ impl PyTensor {
             return Err(super::errors::overflow_error("cannot convert float infinity to integer".into()));
         }
         Ok(PyFloat::new(py, value).call_method0("__int__")?.unbind())
+    }
+
+    /// An integer (or bool) tensor of one element used as an index (`range(t)`, `seq[t]`), as in torch.
+    fn __index__(&self) -> PyResult<i64> {
+        if self.inner.dtype().is_float() || self.inner.numel() != 1 {
+            return Err(super::errors::argument_type_error(format!(
+                "only integer tensors of a single element can be converted to an index (this one is {} of \
+                 shape {})",
+                self.inner.dtype().name(),
+                fmt_shape(self.inner.shape())
+            )));
+        }
+        self.single_integer("__index__")
     }
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
@@ -992,6 +1090,27 @@ impl PyTensor {
     }
 }
 
+/// A core number as the Python number of its category.
+fn python_number(py: Python<'_>, value: Scalar) -> PyResult<Py<PyAny>> {
+    Ok(match value {
+        Scalar::Bool(b) => b.into_pyobject(py)?.to_owned().into_any().unbind(),
+        Scalar::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
+        Scalar::Float(f) => f.into_pyobject(py)?.into_any().unbind(),
+    })
+}
+
+/// torch's tensor type name of a dtype (`LongTensor` for int64).
+fn tensor_type_name(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F32 => "FloatTensor",
+        DType::F64 => "DoubleTensor",
+        DType::I64 => "LongTensor",
+        DType::I32 => "IntTensor",
+        DType::U8 => "ByteTensor",
+        DType::Bool => "BoolTensor",
+    }
+}
+
 /// torch.matmul for 1-D and 2-D operands (`record::matmul` promotes the vectors).
 pub fn matmul_any(py: Python<'_>, a: &Tensor, b: &Tensor) -> PyResult<PyTensor> {
     run_core(py, &[a, b], true, || record::matmul(a, b))
@@ -1001,7 +1120,8 @@ impl PyTensor {
     fn check_can_require_grad(&self, value: bool) -> PyResult<()> {
         if value && !self.inner.dtype().is_float() {
             return Err(Error::Gradient(format!(
-                "only Tensors of floating point dtype can require gradients (this one is {})",
+                "only Tensors of floating point and complex dtype can require gradients (this one is {}); \
+                 convert it with .float() first",
                 self.inner.dtype().name()
             ))
             .into());
@@ -1013,6 +1133,15 @@ impl PyTensor {
             .into());
         }
         Ok(())
+    }
+
+    /// The value of a one-element integer or bool tensor, exactly.
+    fn single_integer(&self, op: &str) -> PyResult<i64> {
+        match self.inner.item()? {
+            Scalar::Int(i) => Ok(i),
+            Scalar::Bool(b) => Ok(b as i64),
+            Scalar::Float(_) => Err(Error::Internal(format!("{op}: a float tensor is no integer")).into()),
+        }
     }
 
     fn cast_to(&self, py: Python<'_>, dtype: DType) -> PyResult<PyTensor> {
@@ -1077,9 +1206,26 @@ pub fn _where(
         Some(Operand::Tensor(t)) => t,
         _ => return Err(Error::InvalidArgument("where: the condition must be a bool tensor".into()).into()),
     };
-    let as_tensor = |v: &Bound<'_, PyAny>, like: DType| value_tensor(v, like);
-    let dtype =
-        [x, y].iter().find_map(|v| v.cast::<PyTensor>().ok().map(|t| t.get().inner.dtype())).unwrap_or(DType::F32);
-    let (x, y) = (as_tensor(x, dtype)?, as_tensor(y, dtype)?);
-    run_op(py, Op::Where, &[&cond, &x, &y])
+    let (x, y) = (where_operand(x)?, where_operand(y)?);
+    // Numbers take the dtype torch's promotion gives the pair (`where(c, 1, 0)` is int64).
+    let participant = |v: &Operand| match v {
+        Operand::Tensor(t) => Participant::tensor(t.dtype(), t.rank()),
+        Operand::Scalar(s) => Participant::Number(s.kind()),
+    };
+    let dtype = result_type(&[participant(&x), participant(&y)]);
+    let as_tensor = |v: Operand| match v {
+        Operand::Tensor(t) => t,
+        Operand::Scalar(s) => Tensor::scalar(s, dtype),
+    };
+    run_op(py, Op::Where, &[&cond, &as_tensor(x), &as_tensor(y)])
+}
+
+fn where_operand(v: &Bound<'_, PyAny>) -> PyResult<Operand> {
+    operand(v)?.ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "where: x and y must be tensors or numbers, got {}",
+            convert::repr(&v.get_type().into_any())
+        ))
+        .into()
+    })
 }

@@ -8,6 +8,7 @@ it in Rust with the same kernels and derivative rules as eager mode.
 
 from __future__ import annotations
 
+from rustgrad import _rustgrad
 from rustgrad.static import errors, losses, math, nn, train
 from rustgrad.static._generated_ops import *  # noqa: F403 - the op table's TF1 functions
 from rustgrad.static._generated_ops import __all__ as _op_table_names
@@ -23,15 +24,21 @@ from rustgrad.static._graph import (
     float32,
     float64,
     get_default_graph,
+    int32,
+    int64,
     reset_default_graph,
+    uint8,
 )
 from rustgrad.static._ops import (
     add,
     cast,
     clip_by_value,
     constant,
+    div,
     divide,
     equal,
+    floordiv,
+    floormod,
     greater,
     greater_equal,
     group,
@@ -41,6 +48,7 @@ from rustgrad.static._ops import (
     matmul,
     maximum,
     minimum,
+    mod,
     multiply,
     not_equal,
     ones,
@@ -74,6 +82,11 @@ from rustgrad.static._variables import (
 
 bool = bool_  # noqa: A001 - TF's name
 double = float64
+DType = _rustgrad.dtype
+
+# TF1's ``tf.math`` names of ops outside the op table (math.py is generated from the table).
+for _name in ("divide", "truediv", "floordiv", "floormod", "mod"):
+    setattr(math, _name, globals()[_name])
 
 
 def disable_v2_behavior() -> None:
@@ -85,17 +98,17 @@ def disable_eager_execution() -> None:
 
 
 __all__ = [
-    "Graph", "InteractiveSession", "Operation", "RunMetadata", "RunOptions", "Session", "Tensor", "TensorShape",
-    "Variable",
+    "DType", "Graph", "InteractiveSession", "Operation", "RunMetadata", "RunOptions", "Session", "Tensor",
+    "TensorShape", "Variable",
     "add", "as_dtype", "bool", "cast", "clip_by_value", "constant", "convert_to_tensor",
-    "disable_eager_execution", "disable_v2_behavior", "divide", "double", "equal", "errors",
-    "float32", "float64", "get_default_graph", "get_default_session", "global_variables",
+    "disable_eager_execution", "disable_v2_behavior", "div", "divide", "double", "equal", "errors",
+    "float32", "float64", "floordiv", "floormod", "get_default_graph", "get_default_session", "global_variables",
     "global_variables_initializer", "gradients", "greater", "greater_equal", "group", "identity",
-    "initialize_all_variables", "less", "less_equal", "matmul", "maximum", "minimum",
+    "initialize_all_variables", "int32", "int64", "less", "less_equal", "matmul", "maximum", "minimum", "mod",
     "multiply", "nn", "not_equal", "ones", "ones_like", "placeholder", "pow",
     "random_normal", "random_uniform", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "reset_default_graph",
     "reshape", "stop_gradient", "subtract",
-    "trainable_variables", "transpose", "truediv", "variables_initializer", "where", "zeros",
+    "trainable_variables", "transpose", "truediv", "uint8", "variables_initializer", "where", "zeros",
     "zeros_like", "losses", "train", "math",
 ]
 __all__ += _op_table_names

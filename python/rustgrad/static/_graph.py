@@ -13,7 +13,7 @@ from typing import Any, Iterator, Optional, Sequence, Union
 import numpy as np
 
 from rustgrad import _rustgrad
-from rustgrad._creation import _NUMPY_DTYPES, _resolve_dtype
+from rustgrad._creation import _DTYPES, _NUMPY_DTYPES, _SUPPORTED, _resolve_dtype
 from rustgrad._graph_value import GraphValue
 from rustgrad._rustgrad import GraphCore, OpSpec
 from rustgrad.errors import ArgumentTypeError, DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
@@ -21,14 +21,16 @@ from rustgrad.static._generated_methods import TensorOps
 
 float32 = _rustgrad.float32
 float64 = _rustgrad.float64
+int64 = _rustgrad.int64
+int32 = _rustgrad.int32
+uint8 = _rustgrad.uint8
 bool_ = _rustgrad.bool
-
 
 
 def as_dtype(dtype: Any) -> Any:
     """A rustgrad dtype from a rustgrad dtype, a name, or a numpy dtype."""
     if dtype is None:
-        raise DTypeError("a dtype is required here; use float32, float64 or bool")
+        raise DTypeError(f"a dtype is required here; use one of {_SUPPORTED}")
     return _resolve_dtype(dtype)
 
 
@@ -135,19 +137,79 @@ class Graph:
         return t
 
     def _constant(self, value: Any, dtype: Any = None, name: Optional[str] = None) -> Tensor:
-        target = numpy_dtype(dtype) if dtype is not None else None
-        array = np.asarray(value, dtype=target)
-        if target is None:
-            kind = array.dtype.kind
-            keeps_float64 = isinstance(value, (np.ndarray, np.generic)) and array.dtype == np.float64
-            if kind == "b":
-                array = array.astype(np.bool_)
-            elif kind in "fiu" and not keeps_float64:
-                # Python numbers and lists become float32, as in TF1; numpy float64 stays float64.
-                array = array.astype(np.float32)
-            elif not keeps_float64:
-                raise DTypeError(f"cannot make a constant from a value of numpy dtype {array.dtype}")
+        """A constant node, typed as TF1 types one: a numpy array keeps its dtype, Python
+        floats are float32, Python ints int32 (int64 when a value needs it), bools bool.
+        With ``dtype``, Python values must fit it (``constant(2.5, dtype=int32)`` raises)."""
+        from_numpy = isinstance(value, (np.ndarray, np.generic))
+        if dtype is not None:
+            target = as_dtype(dtype)
+            if not from_numpy:
+                _check_python_values(value, target)
+            array = np.asarray(value, dtype=_NUMPY_DTYPES[target.name])
+        else:
+            array = np.asarray(value)
+            array = array.astype(_NUMPY_DTYPES[_default_constant_dtype(array, from_numpy).name], copy=False)
         return Tensor(self, self._core.constant(np.asarray(array, order="C"), name))
+
+
+_INT32 = np.iinfo(np.int32)
+
+
+def _default_constant_dtype(array: np.ndarray, from_numpy: bool) -> Any:
+    """TF1's dtype for data given without one (see ``Graph._constant``)."""
+    kind = array.dtype.kind
+    if kind == "b":
+        return bool_
+    if kind == "f":
+        return float64 if from_numpy and array.dtype == np.float64 else float32
+    if kind in "iu":
+        if from_numpy:
+            if array.dtype.name in _DTYPES:
+                return _DTYPES[array.dtype.name]
+            return int64  # int8, int16, uint16, uint32: int64 holds every value
+        fits_int32 = array.size == 0 or (_INT32.min <= array.min() and array.max() <= _INT32.max)
+        return int32 if fits_int32 else int64
+    raise DTypeError(f"cannot make a constant from a value of numpy dtype {array.dtype}; rustgrad has {_SUPPORTED}")
+
+
+def _python_values(value: Any) -> Iterator[Any]:
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _python_values(item)
+    else:
+        yield value
+
+
+def _fits(value: Any, dtype: Any) -> bool:
+    """Whether a Python value may become an element of ``dtype`` (TF's ``_AssertCompatible``)."""
+    if isinstance(value, (bool, np.bool_)):
+        return dtype == bool_
+    if isinstance(value, (int, np.integer)):
+        if dtype.is_integer:
+            info = np.iinfo(_NUMPY_DTYPES[dtype.name])
+            return info.min <= value <= info.max
+        return dtype.is_floating
+    if isinstance(value, (float, np.floating)):
+        return dtype.is_floating
+    return True  # anything else is numpy's to convert (or refuse)
+
+
+def _check_python_values(value: Any, dtype: Any) -> None:
+    for item in _python_values(value):
+        if not _fits(item, dtype):
+            raise DTypeError(f"Expected {dtype.name}, got {item!r} of type '{type(item).__name__}' instead.")
+
+
+def _number_as(dtype: Any, value: Any) -> Any:
+    """A Python number used with a tensor of ``dtype``: it takes that dtype, as in TF1."""
+    _check_python_values(value, dtype)
+    if dtype == bool_:
+        return bool(value)
+    return int(value) if dtype.is_integer else float(value)
+
+
+# TF1's truediv computes integers in a float dtype: float64 for int32 and int64, float32 for narrower ones.
+_TRUEDIV_DTYPES = {"int64": float64, "int32": float64, "uint8": float32}
 
 
 class _GraphStack(threading.local):
@@ -350,10 +412,13 @@ class Tensor(TensorOps, GraphValue):
     # ----- arithmetic -----
 
     def _binary(self, other: Any, op: str, reflected: bool = False) -> Tensor:
+        if op == "div" and self.dtype.name in _TRUEDIV_DTYPES:
+            return _truediv_integers(self, other, reflected)
         if _is_scalar(other):
-            scalar_op = {("sub", True): "rsub", ("div", True): "rdiv", ("pow", True): "rpow"}.get(
+            scalar_op = {("sub", True): "rsub", ("div", True): "rdiv", ("pow", True): "rpow",
+                         ("floor_divide", True): "rfloor_divide", ("remainder", True): "rremainder"}.get(
                 (op, reflected), op)
-            return self.graph._op("scalar", (scalar_op, float(other)), [self])
+            return self.graph._op("scalar", (scalar_op, _number_as(self.dtype, other)), [self])
         if op == "pow":
             raise InvalidArgumentError(
                 f"pow: the exponent of a graph tensor must be a Python number, got {type(other).__name__}"
@@ -387,6 +452,18 @@ class Tensor(TensorOps, GraphValue):
 
     def __rtruediv__(self, other: Any) -> Tensor:
         return self._binary(other, "div", True)
+
+    def __floordiv__(self, other: Any) -> Tensor:
+        return self._binary(other, "floor_divide")
+
+    def __rfloordiv__(self, other: Any) -> Tensor:
+        return self._binary(other, "floor_divide", True)
+
+    def __mod__(self, other: Any) -> Tensor:
+        return self._binary(other, "remainder")
+
+    def __rmod__(self, other: Any) -> Tensor:
+        return self._binary(other, "remainder", True)
 
     def __pow__(self, other: Any) -> Tensor:
         return self._binary(other, "pow")
@@ -476,6 +553,15 @@ class Tensor(TensorOps, GraphValue):
     def reshape(self, *shape: Any) -> Tensor:
         dims = list(shape[0]) if len(shape) == 1 and isinstance(shape[0], (list, tuple)) else list(shape)
         return self.graph._op("reshape", ([int(d) for d in dims],), [self])
+
+
+def _truediv_integers(x: Tensor, other: Any, reflected: bool, name: Optional[str] = None) -> Tensor:
+    """``x / other`` for an integer ``x``: both converted to TF1's float dtype for it, then divided."""
+    target = _TRUEDIV_DTYPES[x.dtype.name]
+    y = convert_to_tensor(other, x.dtype, x.graph)
+    fx, fy = (x.graph._op("cast", (target,), [t]) for t in (x, y))
+    a, b = (fy, fx) if reflected else (fx, fy)
+    return x.graph._op("binary", ("div",), [a, b], name or "truediv")
 
 
 def _axes(axis: Any) -> Optional[list[int]]:

@@ -6,9 +6,13 @@ from typing import Any, Optional, Sequence
 
 from rustgrad.errors import InvalidArgumentError
 from rustgrad.static._graph import (
+    _TRUEDIV_DTYPES,
     Tensor,
     _axes,
+    _default_constant_dtype,
+    _number_as,
     _renamed,
+    _truediv_integers,
     as_dtype,
     convert_to_tensor,
     float32,
@@ -17,7 +21,10 @@ from rustgrad.static._graph import (
 
 
 def _pair(a: Any, b: Any) -> tuple[Tensor, Tensor]:
-    """Two operands on one graph, numbers and arrays converted to the tensor side's dtype."""
+    """Two operands on one graph, numbers and arrays converted to the tensor side's dtype. Two
+    tensors are left as they are: an op on two dtypes raises TF's error when its node is built."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        return a, b
     if isinstance(a, Tensor):
         return a, convert_to_tensor(b, a.dtype, a.graph)
     if isinstance(b, Tensor):
@@ -38,6 +45,8 @@ def constant(value: Any, dtype: Any = None, shape: Optional[Sequence[int]] = Non
     import numpy as np
 
     if shape is not None:
+        if dtype is None and not isinstance(value, (np.ndarray, np.generic)):
+            dtype = _default_constant_dtype(np.asarray(value), False)  # as TF1 types the Python value
         value = np.broadcast_to(np.asarray(value), tuple(shape))
     return get_default_graph()._constant(value, dtype, name)
 
@@ -98,10 +107,33 @@ def multiply(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
 
 
 def divide(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
-    return _binary("div", x, y, name)
+    """``x / y``; integers are divided in a float dtype (float64 for int32 and int64), as TF1's truediv."""
+    a, b = _pair(x, y)
+    if a.dtype.name in _TRUEDIV_DTYPES and a.dtype == b.dtype:
+        return _truediv_integers(a, b, False, name)
+    return a.graph._op("binary", ("div",), [a, b], name)
 
 
 truediv = divide
+
+
+def div(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """TF1's ``div``, with Python 2 semantics: integers are floor-divided, floats truly divided."""
+    a, b = _pair(x, y)
+    return a.graph._op("binary", ("div" if a.dtype.is_floating else "floor_divide",), [a, b], name)
+
+
+def floordiv(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """``x // y``, rounding toward negative infinity (floats too, as TF)."""
+    return _binary("floor_divide", x, y, name)
+
+
+def floormod(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+    """``x % y`` with the sign of ``y``, as Python's ``%``."""
+    return _binary("remainder", x, y, name)
+
+
+mod = floormod
 
 
 def maximum(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
@@ -116,7 +148,7 @@ def pow(x: Any, y: float, name: Optional[str] = None) -> Tensor:  # noqa: A001 -
     x = convert_to_tensor(x)
     if isinstance(y, Tensor):
         raise InvalidArgumentError("pow: the exponent must be a Python number")
-    return x.graph._op("scalar", ("pow", float(y)), [x], name)
+    return x.graph._op("scalar", ("pow", _number_as(x.dtype, y)), [x], name)
 
 
 
@@ -197,7 +229,8 @@ def cast(x: Any, dtype: Any, name: Optional[str] = None) -> Tensor:
 def clip_by_value(t: Any, clip_value_min: float, clip_value_max: float,
                   name: Optional[str] = None) -> Tensor:
     x = convert_to_tensor(t)
-    return x.graph._op("clamp", (float(clip_value_min), float(clip_value_max)), [x], name)
+    low, high = (float(_number_as(x.dtype, v)) for v in (clip_value_min, clip_value_max))
+    return x.graph._op("clamp", (low, high), [x], name)
 
 
 def where(condition: Tensor, x: Any, y: Any, name: Optional[str] = None) -> Tensor:

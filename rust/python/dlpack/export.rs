@@ -2,9 +2,8 @@
 
 use super::{
     device_name, release, DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor,
-    BOOL, CPU, DLTENSOR, DLTENSOR_VERSIONED, FLAG_IS_COPIED, FLOAT, MAJOR_VERSION,
+    CPU, DLTENSOR, DLTENSOR_VERSIONED, FLAG_IS_COPIED, MAJOR_VERSION,
 };
-use crate::dtype::DType;
 use crate::error::Error;
 use crate::python::errors::{argument_type_error, dlpack_device_error, guard};
 use crate::python::tensor::PyTensor;
@@ -176,11 +175,7 @@ unsafe fn unconsumed<M>(capsule: *mut ffi::PyObject, name: &CStr) -> Option<*mut
 /// A capsule viewing `t`'s memory: "dltensor_versioned" (DLPack 1.0, with `flags`) when
 /// the consumer accepts it, else the legacy "dltensor".
 fn export<'py>(py: Python<'py>, t: &Tensor, versioned: bool, flags: u64) -> PyResult<Bound<'py, PyAny>> {
-    let (code, bits) = match t.dtype() {
-        DType::F32 => (FLOAT, 32),
-        DType::F64 => (FLOAT, 64),
-        DType::Bool => (BOOL, 8),
-    };
+    let (code, bits) = super::type_code(t.dtype());
     let data = {
         let guard = t.storage().read();
         guard.as_ptr().wrapping_add(t.offset() * t.dtype().size_in_bytes()) as *mut c_void

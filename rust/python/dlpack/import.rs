@@ -5,7 +5,7 @@ use super::{
     release, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor, DLTENSOR, DLTENSOR_VERSIONED,
     FLAG_READ_ONLY, KNOWN_FLAGS, KNOWN_MINOR_VERSION, MAJOR_VERSION, USED_DLTENSOR, USED_DLTENSOR_VERSIONED,
 };
-use crate::dtype::DType;
+use crate::dtype::{dispatch, DType};
 use crate::error::Error;
 use crate::python::errors::{argument_type_error, dlpack_error, guard};
 use crate::python::tensor::PyTensor;
@@ -140,7 +140,7 @@ fn take(capsule: &Bound<'_, PyAny>, name: &CStr, used: &CStr) -> PyResult<NonNul
     Ok(pointer)
 }
 
-/// Reads a consumed tensor: shares aligned, writable, C-contiguous float memory and
+/// Reads a consumed tensor: shares aligned, writable, C-contiguous numeric memory and
 /// copies anything else (the owner then goes back to the producer on return).
 fn import(owner: Owner) -> PyResult<Tensor> {
     let read_only = owner.check_version()?;
@@ -149,7 +149,7 @@ fn import(owner: Owner) -> PyResult<Tensor> {
     if layout.numel == 0 {
         return Ok(Tensor::zeros(&layout.shape, layout.dtype)?);
     }
-    if layout.dtype.is_float() && !read_only && layout.is_contiguous() && layout.is_aligned() {
+    if layout.dtype != DType::Bool && !read_only && layout.is_contiguous() && layout.is_aligned() {
         // SAFETY: `check` found `numel` elements of `dtype` from the non-null, aligned origin
         // (contiguous, so the extent is exactly those elements), which the producer keeps
         // valid until `owner` runs its deleter, when the buffer drops.
@@ -159,11 +159,7 @@ fn import(owner: Owner) -> PyResult<Tensor> {
         }
         return Err(Error::InvalidArgument("from_dlpack: could not share the tensor's memory".into()).into());
     }
-    Ok(match layout.dtype {
-        DType::F32 => gather::<f32>(&layout)?,
-        DType::F64 => gather::<f64>(&layout)?,
-        DType::Bool => gather::<bool>(&layout)?,
-    })
+    Ok(dispatch!(layout.dtype, |T| gather::<T>(&layout)?))
 }
 
 /// An element type that can be read from foreign memory of any alignment.
@@ -174,19 +170,19 @@ trait Readable: Element {
     unsafe fn read_at(p: *const u8) -> Self;
 }
 
-impl Readable for f32 {
-    unsafe fn read_at(p: *const u8) -> Self {
-        // SAFETY: the caller's contract; read_unaligned needs no alignment.
-        unsafe { p.cast::<f32>().read_unaligned() }
-    }
+macro_rules! readable_number {
+    ($($t:ty),*) => {$(
+        impl Readable for $t {
+            unsafe fn read_at(p: *const u8) -> Self {
+                // SAFETY: the caller's contract; read_unaligned needs no alignment, and every bit
+                // pattern is a valid value of a primitive number.
+                unsafe { p.cast::<$t>().read_unaligned() }
+            }
+        }
+    )*};
 }
 
-impl Readable for f64 {
-    unsafe fn read_at(p: *const u8) -> Self {
-        // SAFETY: the caller's contract; read_unaligned needs no alignment.
-        unsafe { p.cast::<f64>().read_unaligned() }
-    }
-}
+readable_number!(f32, f64, i64, i32, u8);
 
 impl Readable for bool {
     unsafe fn read_at(p: *const u8) -> Self {

@@ -7,7 +7,7 @@
 //! an error instead of a wild pointer), the data pointer, `byte_offset`, the dtype and
 //! the device.
 
-use super::{device_name, DLDataType, DLTensor, BOOL, CPU, FLOAT};
+use super::{device_name, type_code, DLDataType, DLTensor, CPU};
 use crate::dtype::DType;
 use crate::error::Error;
 use crate::shape::{contiguous_strides, fmt_shape};
@@ -99,16 +99,16 @@ pub unsafe fn check(t: &DLTensor) -> PyResult<Layout> {
 }
 
 fn dtype_of(dt: &DLDataType) -> PyResult<DType> {
-    match (dt.code, dt.bits, dt.lanes) {
-        (FLOAT, 32, 1) => Ok(DType::F32),
-        (FLOAT, 64, 1) => Ok(DType::F64),
-        (BOOL, 8, 1) => Ok(DType::Bool),
-        (code, bits, lanes) => Err(Error::DType(format!(
+    let found = DType::ALL.into_iter().find(|&d| dt.lanes == 1 && type_code(d) == (dt.code, dt.bits));
+    found.ok_or_else(|| {
+        let (code, bits, lanes) = (dt.code, dt.bits, dt.lanes);
+        Error::DType(format!(
             "from_dlpack: unsupported element type (code {code}, {bits} bits, {lanes} lanes); rustgrad supports \
-             float32, float64 and bool, so convert the tensor to one of them first"
+             {}, so convert the tensor to one of them first",
+            crate::dtype::supported_names()
         ))
-        .into()),
-    }
+        .into()
+    })
 }
 
 /// The `len` values at `pointer` (none when `len` is 0; a null pointer is an error otherwise).

@@ -29,9 +29,23 @@ const USED_DLTENSOR_VERSIONED: &CStr = c"used_dltensor_versioned";
 
 /// `kDLCPU`, the one device rustgrad tensors live on.
 const CPU: i32 = 1;
-/// Type codes of `DLDataType`.
+/// Type codes of `DLDataType` (`kDLInt`, `kDLUInt`, `kDLFloat`, `kDLBool`).
+const INT: u8 = 0;
+const UINT: u8 = 1;
 const FLOAT: u8 = 2;
 const BOOL: u8 = 6;
+
+/// A dtype's DLPack type code and bit width, from its category.
+fn type_code(dtype: crate::dtype::DType) -> (u8, u8) {
+    use crate::dtype::Kind;
+    let code = match dtype.kind() {
+        Kind::Float => FLOAT,
+        Kind::Integer if dtype.is_signed() => INT,
+        Kind::Integer => UINT,
+        Kind::Bool => BOOL,
+    };
+    (code, (dtype.size_in_bytes() * 8) as u8)
+}
 
 /// The DLPack major version we read and write, and the newest minor version whose flags we know.
 const MAJOR_VERSION: u32 = 1;

@@ -1,0 +1,344 @@
+//! Float32 `exp`, `log`, `sin`, `cos` and `tanh` that vectorise: branch-free
+//! polynomials with Cephes' coefficients (within 2 ulps, tested below), written so that a loop
+//! over a slice compiles to SIMD code. The C library's versions are one call per
+//! element, which made `exp` four times and `sin` fifteen times slower than numpy.
+//!
+//! `map_f32` runs such a loop compiled for AVX-512 or AVX2 when the CPU has them.
+
+use std::mem::MaybeUninit;
+
+#[inline(always)]
+fn select(condition: bool, a: f32, b: f32) -> f32 {
+    if condition {
+        a
+    } else {
+        b
+    }
+}
+
+/// The integer value of a whole float `n` with |n| < 2^22, without a float-to-int
+/// conversion: Rust's saturating `as` kept these loops from vectorising.
+#[inline(always)]
+fn whole_to_int(n: f32) -> i32 {
+    const MAGIC: f32 = 12_582_912.0; // 1.5 · 2^23: adding it puts n in the low mantissa bits
+    ((n + MAGIC).to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32)
+}
+
+/// 2^n for an integer n in [-252, 254], as the product of two normal powers of two,
+/// so that results in the subnormal range are rounded once.
+#[inline(always)]
+fn pow2(n: i32) -> (f32, f32) {
+    let half = n >> 1;
+    let rest = n.wrapping_sub(half);
+    let bits = |e: i32| (e.wrapping_add(127) as u32).wrapping_shl(23);
+    (f32::from_bits(bits(half)), f32::from_bits(bits(rest)))
+}
+
+/// e^x.
+#[inline(always)]
+pub fn exp(x: f32) -> f32 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    // ln 2 in two parts: the first has few bits, so n·LN2_HI is exact.
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    let clamped = x.clamp(-104.0, 89.0);
+    let n = (clamped * LOG2E + 0.5).floor();
+    let r = clamped - n * LN2_HI - n * LN2_LO;
+    let p = 1.987_569_1e-4_f32;
+    let p = p * r + 1.398_2e-3;
+    let p = p * r + 8.333_452e-3;
+    let p = p * r + 4.166_579_6e-2;
+    let p = p * r + 1.666_666_5e-1;
+    let p = p * r + 0.5;
+    let p = p * r * r + r + 1.0;
+    let (a, b) = pow2(whole_to_int(n));
+    let value = p * a * b;
+    let value = select(x > 88.722_84, f32::INFINITY, value);
+    let value = select(x < -103.972_08, 0.0, value);
+    select(x.is_nan(), x, value)
+}
+
+/// The natural logarithm.
+#[inline(always)]
+pub fn ln(x: f32) -> f32 {
+    const SQRT_HALF: f32 = std::f32::consts::FRAC_1_SQRT_2;
+    // Subnormal inputs are scaled into the normal range first.
+    let subnormal = x < f32::MIN_POSITIVE;
+    let scaled = select(subnormal, x * 8_388_608.0, x);
+    let bits = scaled.to_bits();
+    let exponent = ((bits >> 23) & 0xff) as i32 - 126 - select(subnormal, 23.0, 0.0) as i32;
+    // The mantissa in [0.5, 1), then moved to [sqrt(1/2), sqrt(2)).
+    let m = f32::from_bits((bits & 0x807f_ffff) | 0x3f00_0000);
+    let small = m < SQRT_HALF;
+    let e = (exponent - small as i32) as f32;
+    let m = select(small, m + m, m) - 1.0;
+    let z = m * m;
+    let p = 7.037_683_6e-2_f32;
+    let p = p * m - 1.151_461e-1;
+    let p = p * m + 1.167_699_9e-1;
+    let p = p * m - 1.242_014_1e-1;
+    let p = p * m + 1.424_932_3e-1;
+    let p = p * m - 1.666_805_8e-1;
+    let p = p * m + 2.000_071_4e-1;
+    let p = p * m - 2.499_999_4e-1;
+    let p = p * m + 3.333_333e-1;
+    let y = m * z * p - e * 2.121_944_4e-4 - 0.5 * z;
+    let value = m + y + e * 0.693_359_4;
+    let value = select(x == f32::INFINITY, x, value);
+    let value = select(x == 0.0, f32::NEG_INFINITY, value);
+    select(x < 0.0 || x.is_nan(), f32::NAN, value)
+}
+
+/// |x| beyond which `sin` and `cos` hand over to the C library: up to here the float64
+/// reduction by π/4 keeps them within 1 ulp; past it the error near their zeros grows.
+pub const TRIG_REDUCTION_LIMIT: f32 = 1024.0;
+
+/// The quadrant reduction shared by `sin` and `cos`: `(j, z)` with x = j·π/4 + z, j even.
+/// The subtraction runs in float64: in float32, even with π/4 split in three parts as
+/// Cephes does, it lost up to 34 ulps near the zeros of sin past |x| = 256. π/4 in
+/// float64 is off by 3e-17, which at |x| <= `TRIG_REDUCTION_LIMIT` moves z by less
+/// than 1e-13.
+#[inline(always)]
+fn reduce_quarter_pi(abs: f32) -> (i32, f32) {
+    const TWO_OVER_PI: f64 = std::f64::consts::FRAC_2_PI;
+    const QUARTER_PI: f64 = std::f64::consts::FRAC_PI_4;
+    const MAGIC: f64 = 6_755_399_441_055_744.0; // 1.5 · 2^52: see `whole_to_int`
+    let bounded = abs.min(TRIG_REDUCTION_LIMIT) as f64;
+    // The multiple of π/4 at or above x·4/π, rounded up to even.
+    let y = (bounded * TWO_OVER_PI + 0.5).floor() * 2.0;
+    let j = (y + MAGIC).to_bits() as i32;
+    (j, (bounded - y * QUARTER_PI) as f32)
+}
+
+#[inline(always)]
+fn sin_poly(z: f32) -> f32 {
+    let zz = z * z;
+    let p = -1.951_529_6e-4_f32;
+    let p = p * zz + 8.332_161e-3;
+    let p = p * zz - 1.666_665_5e-1;
+    p * zz * z + z
+}
+
+#[inline(always)]
+fn cos_poly(z: f32) -> f32 {
+    let zz = z * z;
+    let p = 2.443_315_7e-5_f32;
+    let p = p * zz - 1.388_731_6e-3;
+    let p = p * zz + 4.166_664_6e-2;
+    p * zz * zz - 0.5 * zz + 1.0
+}
+
+/// The sine for |x| <= `TRIG_REDUCTION_LIMIT` (and NaN); `map_trig` fixes the rest.
+#[inline(always)]
+pub fn sin(x: f32) -> f32 {
+    let (j, z) = reduce_quarter_pi(x.abs());
+    let octant = j & 7;
+    let value = select(octant & 2 != 0, cos_poly(z), sin_poly(z));
+    let negative = (octant & 4 != 0) != x.is_sign_negative();
+    let value = select(negative, -value, value);
+    // The reduction's `min` turned NaN into the limit.
+    select(x.is_nan(), x, value)
+}
+
+/// The cosine for |x| <= `TRIG_REDUCTION_LIMIT` (and NaN); `map_trig` fixes the rest.
+#[inline(always)]
+pub fn cos(x: f32) -> f32 {
+    let (j, z) = reduce_quarter_pi(x.abs());
+    let octant = j & 7;
+    let value = select(octant & 2 != 0, sin_poly(z), cos_poly(z));
+    let negative = ((octant + 2) & 4) != 0;
+    let value = select(negative, -value, value);
+    select(x.is_nan(), x, value)
+}
+
+/// The hyperbolic tangent: a polynomial near 0 (where 1 - 2/(e^2x + 1) would cancel).
+#[inline(always)]
+pub fn tanh(x: f32) -> f32 {
+    let abs = x.abs();
+    let z = x * x;
+    let p = -5.704_988_7e-3_f32;
+    let p = p * z + 2.063_909e-2;
+    let p = p * z - 5.373_971_6e-2;
+    let p = p * z + 1.333_144_2e-1;
+    let p = p * z - 3.333_328e-1;
+    let near_zero = p * z * x + x;
+    let far = 1.0 - 2.0 / (exp(abs + abs) + 1.0);
+    let far = select(x < 0.0, -far, far);
+    let value = select(abs < 0.625 || x.is_nan(), near_zero, far);
+    // ±0 keep their sign, as the C library's tanh does.
+    select(x == 0.0, x, value)
+}
+
+/// Writes `f(x[i])` into `out[i]`; compiled for the instruction set of its caller.
+#[inline(always)]
+fn fill(out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl Fn(f32) -> f32) {
+    for (slot, &v) in out.iter_mut().zip(x) {
+        slot.write(f(v));
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn fill_avx512(out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl Fn(f32) -> f32) {
+    fill(out, x, f)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn fill_avx2(out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl Fn(f32) -> f32) {
+    fill(out, x, f)
+}
+
+/// The widest instruction set the CPU runs, checked once.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Simd {
+    Avx512,
+    Avx2,
+    Baseline,
+}
+
+fn simd() -> Simd {
+    static LEVEL: std::sync::OnceLock<Simd> = std::sync::OnceLock::new();
+    *LEVEL.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if super::sgemm_avx512::available() {
+                return Simd::Avx512;
+            }
+            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                return Simd::Avx2;
+            }
+        }
+        Simd::Baseline
+    })
+}
+
+/// Fills `out[i] = f(x[i])` for one chunk, with the widest vectors the CPU has.
+fn fill_chunk(out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl Fn(f32) -> f32) {
+    match simd() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `simd()` returns Avx512 only when `sgemm_avx512::available()` saw avx512f.
+        Simd::Avx512 => unsafe { fill_avx512(out, x, f) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `simd()` returns Avx2 only when the CPU reported both avx2 and fma.
+        Simd::Avx2 => unsafe { fill_avx2(out, x, f) },
+        _ => fill(out, x, f),
+    }
+}
+
+/// `f` over a float32 slice, vectorised for this CPU, in parallel for large inputs.
+pub fn map_f32(x: &[f32], f: impl Fn(f32) -> f32 + Sync + Send) -> Vec<f32> {
+    // SAFETY: `fill_chunk` writes every slot of the chunk it is given (the zip covers the
+    // chunk: the input from `start` is at least as long).
+    unsafe { super::elementwise::fill_chunks(x.len(), |start, out| fill_chunk(out, &x[start..], &f)) }
+}
+
+/// `map_f32` of a vectorised `sin` or `cos`, whose rare elements past
+/// `TRIG_REDUCTION_LIMIT` (and infinities) are redone by `exact`, the C library's,
+/// whose reduction is exact; each chunk is fixed while it is still in cache.
+pub fn map_trig(
+    x: &[f32],
+    fast: impl Fn(f32) -> f32 + Sync + Send,
+    exact: impl Fn(f32) -> f32 + Sync + Send,
+) -> Vec<f32> {
+    let fill = |start: usize, out: &mut [MaybeUninit<f32>]| {
+        let x = &x[start..start + out.len()];
+        fill_chunk(out, x, &fast);
+        for (slot, &v) in out.iter_mut().zip(x) {
+            if v.abs() > TRIG_REDUCTION_LIMIT {
+                slot.write(exact(v));
+            }
+        }
+    };
+    // SAFETY: `fill_chunk` writes every slot of the chunk it is given (the input slice
+    // has the chunk's length); the fix-up only overwrites some of them.
+    unsafe { super::elementwise::fill_chunks(x.len(), fill) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The largest distance in units in the last place between `fast` and the float64 reference, over `xs`.
+    fn worst_ulps(xs: impl Iterator<Item = f32>, fast: fn(f32) -> f32, exact: fn(f64) -> f64) -> (f64, f32) {
+        let mut worst = (0.0, 0.0);
+        for x in xs {
+            let want = exact(x as f64);
+            let got = fast(x) as f64;
+            if want.is_nan() {
+                assert!(got.is_nan(), "{x}: got {got}, want NaN");
+                continue;
+            }
+            if want.is_infinite() || got.is_infinite() {
+                assert_eq!(got, (want as f32) as f64, "{x}");
+                continue;
+            }
+            // One ulp of the float32 result; subnormals all have the smallest one.
+            let ulp = ((want as f32).abs() as f64 * f32::EPSILON as f64).max(2f64.powi(-149));
+            let err = (got - want).abs() / ulp;
+            if err > worst.0 {
+                worst = (err, x);
+            }
+        }
+        worst
+    }
+
+    fn sweep(lo: f32, hi: f32, n: usize) -> impl Iterator<Item = f32> {
+        (0..=n).map(move |i| lo + (hi - lo) * (i as f32 / n as f32))
+    }
+
+    #[test]
+    fn exp_is_within_two_ulps_and_handles_the_edges() {
+        let (err, at) = worst_ulps(sweep(-103.0, 88.7, 400_000), exp, f64::exp);
+        assert!(err < 2.0, "exp: {err} ulps at {at}");
+        assert_eq!(exp(89.0), f32::INFINITY);
+        assert_eq!(exp(f32::INFINITY), f32::INFINITY);
+        assert_eq!(exp(f32::NEG_INFINITY), 0.0);
+        assert_eq!(exp(-200.0), 0.0);
+        assert!(exp(f32::NAN).is_nan());
+    }
+
+    #[test]
+    fn ln_is_within_two_ulps_and_handles_the_edges() {
+        let normal = sweep(1e-30, 1e30, 200_000).chain(sweep(0.01, 10.0, 200_000));
+        let (err, at) = worst_ulps(normal, ln, f64::ln);
+        assert!(err < 2.0, "ln: {err} ulps at {at}");
+        let (err, at) = worst_ulps(sweep(1e-45, 1e-38, 10_000), ln, f64::ln);
+        assert!(err < 2.0, "ln of subnormals: {err} ulps at {at}");
+        assert_eq!(ln(0.0), f32::NEG_INFINITY);
+        assert_eq!(ln(f32::INFINITY), f32::INFINITY);
+        assert!(ln(-1.0).is_nan() && ln(f32::NAN).is_nan());
+    }
+
+    #[test]
+    fn sin_and_cos_are_within_two_ulps_up_to_the_reduction_limit() {
+        for (name, fast, exact) in [("sin", sin as fn(f32) -> f32, f64::sin as fn(f64) -> f64), ("cos", cos, f64::cos)]
+        {
+            let (err, at) = worst_ulps(sweep(-10.0, 10.0, 400_000), fast, exact);
+            assert!(err < 2.0, "{name}: {err} ulps at {at}");
+            let (err, at) = worst_ulps(sweep(-TRIG_REDUCTION_LIMIT, TRIG_REDUCTION_LIMIT, 2_000_000), fast, exact);
+            assert!(err < 2.0, "{name}: {err} ulps at {at}");
+        }
+    }
+
+    #[test]
+    fn trig_past_the_limit_and_infinities_fall_back_to_the_c_library() {
+        let x = [1e5f32, -3e38, f32::INFINITY, 0.5];
+        let s = map_trig(&x, sin, f32::sin);
+        assert_eq!(s[..2], [1e5f32.sin(), (-3e38f32).sin()]);
+        assert!(s[2].is_nan());
+        assert_eq!(s[3], sin(0.5));
+        assert!(sin(f32::NAN).is_nan() && cos(f32::NAN).is_nan());
+        assert_eq!(sin(-0.0).to_bits(), (-0.0f32).to_bits());
+    }
+
+    #[test]
+    fn tanh_is_within_three_ulps() {
+        let (err, at) = worst_ulps(sweep(-12.0, 12.0, 400_000), tanh, f64::tanh);
+        assert!(err < 3.0, "tanh: {err} ulps at {at}");
+        assert_eq!(tanh(f32::INFINITY), 1.0);
+        assert_eq!(tanh(f32::NEG_INFINITY), -1.0);
+        assert!(tanh(f32::NAN).is_nan());
+        assert_eq!(tanh(-0.0).to_bits(), (-0.0f32).to_bits());
+    }
+}
