@@ -49,6 +49,8 @@ class TableReference:
     tf_numpy: Optional[Callable[..., Any]] = None
     # Whether the inputs are bool arrays (``reduce_all`` takes bool tensors only).
     bool_inputs: bool = False
+    # The dtype of the result when it is not the input's (indices are int64): compared exactly.
+    result_dtype: Any = None
 
 
 TF_TO_TORCH = {"axis": "dim", "reduction_indices": "dim", "keepdims": "keepdim", "keep_dims": "keepdim"}

@@ -8,7 +8,10 @@ from typing import Any, Optional
 
 import numpy as np
 from _op_reference import TableReference, axes, dim, dims
+from hypothesis import assume
 from hypothesis import strategies as st
+
+import rustgrad
 
 INF = float("inf")
 
@@ -183,6 +186,118 @@ GRID = st.integers(-12, 12).map(lambda i: i / 8)
 GRID_OR_ANY = st.one_of(GRID, st.floats(-1.5, 1.5))
 
 
+def arg_extreme(fn: Any) -> Any:
+    """numpy's argmax/argmin (the first of equal elements, the first NaN), with torch's dim and keepdim."""
+    def reference(x: np.ndarray, dim: Any = None, keepdim: bool = False) -> np.ndarray:
+        if x.ndim == 0:
+            return np.zeros((1,) * x.ndim, np.int64).reshape(())
+        axis = None if dim is None else dim % x.ndim
+        return np.asarray(fn(x, axis=axis, keepdims=keepdim), dtype=np.int64)
+    return reference
+
+
+def tf_arg_extreme(fn: Any) -> Any:
+    """TF1's argmax/argmin: ``axis=None`` is dim 0."""
+    def reference(x: np.ndarray, dim: Any = None, dimension: Any = None) -> np.ndarray:
+        return arg_extreme(fn)(x, dim if dim is not None else dimension if dimension is not None else 0)
+    return reference
+
+
+def arg_args(data: Any, shapes: list[tuple[int, ...]]) -> dict:
+    """A dim whose slices are not empty (None when the tensor is not), and keepdim."""
+    shape = shapes[0]
+    choices = ([None] if math.prod(shape) > 0 else []) + [d for d in range(-len(shape), len(shape)) if shape[d] > 0]
+    if not shape:
+        choices += [0, -1]
+    assume(choices)
+    return {"dim": data.draw(st.sampled_from(choices)), "keepdim": data.draw(st.booleans())}
+
+
+def tf_arg_args(data: Any, kw: dict) -> dict:
+    return {data.draw(st.sampled_from(["axis", "dimension"])): kw["dim"]}
+
+
+def argsort(x: np.ndarray, dim: int = -1, descending: bool = False, stable: bool = False,
+            direction: str = "ASCENDING") -> np.ndarray:
+    """A stable sort's positions; NaN above every number (last ascending, first descending)."""
+    if x.ndim == 0:
+        return np.zeros((), np.int64)
+    down = descending or direction == "DESCENDING"
+
+    def order(line: np.ndarray) -> list[int]:
+        key = (lambda i: (0 if np.isnan(line[i]) else 1, -line[i] if not np.isnan(line[i]) else 0.0)) if down \
+            else (lambda i: (1 if np.isnan(line[i]) else 0, line[i] if not np.isnan(line[i]) else 0.0))
+        return sorted(range(len(line)), key=key)
+
+    moved = np.moveaxis(x, dim, -1)
+    lines = moved.reshape(math.prod(moved.shape[:-1]), moved.shape[-1])
+    out = np.array([order(line) for line in lines], dtype=np.int64).reshape(moved.shape)
+    return np.moveaxis(out, -1, dim)
+
+
+def argsort_args(data: Any, shapes: list[tuple[int, ...]]) -> dict:
+    kw: dict = {"dim": dim(data, len(shapes[0]))}
+    if data.draw(st.booleans()):
+        kw["descending"] = data.draw(st.booleans())
+    if data.draw(st.booleans()):
+        kw["stable"] = data.draw(st.booleans())
+    return kw
+
+
+def tf_argsort_args(data: Any, kw: dict) -> dict:
+    out = {"axis": kw["dim"], "stable": kw.get("stable", False)}
+    if kw.get("descending") or data.draw(st.booleans()):
+        out["direction"] = "DESCENDING" if kw.get("descending") else "ASCENDING"
+    return out
+
+
+def count_nonzero(x: np.ndarray, dim: Any = None, keepdim: bool = False) -> np.ndarray:
+    return np.asarray(np.count_nonzero(x, axis=axes(dim, x.ndim), keepdims=keepdim), dtype=np.int64)
+
+
+def take_along_dim(x: np.ndarray, indices: Any, dim: Any = None) -> np.ndarray:
+    index = np.asarray(indices.numpy(), dtype=np.int64)
+    if dim is None:
+        return x.reshape(-1)[index.reshape(-1)]
+    if x.ndim == 0:
+        return x.copy()
+    axis = dim % x.ndim
+    shape = [b if d == axis or a == 1 else a for d, (a, b) in enumerate(zip(x.shape, index.shape))]
+    x_shape = list(shape)
+    x_shape[axis] = x.shape[axis]
+    zero = any(s == 0 for d, s in enumerate(shape) if d != axis)
+    if zero:
+        return np.zeros(shape, x.dtype)
+    return np.take_along_axis(np.broadcast_to(x, x_shape), np.broadcast_to(index, shape), axis)
+
+
+def take_along_args(data: Any, shapes: list[tuple[int, ...]]) -> dict:
+    """Valid int64 indices: along ``dim`` any count (none when the input has no elements there),
+    and in the other dims the input's size or 1 (broadcast), or any size where the input's is 1."""
+    shape = shapes[0]
+    if not shape and data.draw(st.booleans()):
+        return {"indices": rustgrad.tensor(np.zeros((), np.int64)), "dim": data.draw(st.sampled_from([0, -1]))}
+    if not shape or data.draw(st.booleans()):  # dim=None: the flattened input
+        size = math.prod(shape)
+        count = data.draw(st.integers(0, 4)) if size else 0
+        index = data.draw(st.lists(st.integers(0, max(size - 1, 0)), min_size=count, max_size=count))
+        index_shape = data.draw(st.sampled_from([(count,), (1, count)]))
+        return {"indices": rustgrad.tensor(np.array(index, np.int64).reshape(index_shape)), "dim": None}
+    d = data.draw(st.integers(-len(shape), len(shape) - 1))
+    axis = d % len(shape)
+    index_shape = []
+    for k, size in enumerate(shape):
+        if k == axis:
+            index_shape.append(data.draw(st.integers(0, 3)) if size else 0)
+        elif size == 1:
+            index_shape.append(data.draw(st.integers(1, 2)))
+        else:
+            index_shape.append(data.draw(st.sampled_from([size, 1])))
+    values = np.array(data.draw(st.lists(st.integers(0, max(shape[axis] - 1, 0)), min_size=math.prod(index_shape),
+                                         max_size=math.prod(index_shape))), np.int64).reshape(index_shape)
+    return {"indices": rustgrad.tensor(values), "dim": d}
+
+
 REFERENCES = {
     "prod": TableReference(prod, reduce_args, reduce_kwargs, float32_tolerance=1e-5, grad_elements=GRID_OR_ANY),
     "cumprod": TableReference(
@@ -203,6 +318,18 @@ REFERENCES = {
     ),
     "norm": TableReference(norm, norm_args, tf_norm_args, float32_tolerance=1e-5, tf_numpy=tf_norm,
                            grad_elements=GRID),
+    "argmax": TableReference(arg_extreme(np.argmax), arg_args, tf_arg_args, result_dtype=np.int64,
+                             tf_numpy=tf_arg_extreme(np.argmax)),
+    "argmin": TableReference(arg_extreme(np.argmin), arg_args, tf_arg_args, result_dtype=np.int64,
+                             tf_numpy=tf_arg_extreme(np.argmin)),
+    "argsort": TableReference(argsort, argsort_args, tf_argsort_args, result_dtype=np.int64),
+    "count_nonzero": TableReference(count_nonzero, lambda data, shapes: {"dim": dims(data, len(shapes[0]), True)},
+                                    lambda data, kw: {data.draw(st.sampled_from(["axis", "reduction_indices"])):
+                                                      kw["dim"], data.draw(st.sampled_from(["keepdims", "keep_dims"])):
+                                                      data.draw(st.booleans())},
+                                    result_dtype=np.int64),
+    "take_along_dim": TableReference(take_along_dim, take_along_args, lambda data, kw: dict(kw),
+                                     integer_inputs=False),
     "all": TableReference(lambda x, dim=None, keepdim=False: np.all(x, axis=axes(dim, x.ndim), keepdims=keepdim),
                           reduce_args, reduce_kwargs, bool_inputs=True),
     "any": TableReference(lambda x, dim=None, keepdim=False: np.any(x, axis=axes(dim, x.ndim), keepdims=keepdim),

@@ -304,8 +304,9 @@ def test_ops_with_arguments_match_numpy(spec, mode, data):
     with np.errstate(all="ignore"):
         expected = np.asarray(numpy_reference(*[r.astype(np.float64) for r, _ in pairs], **expected_kwargs))
     got = evaluate(mode, data, fn, [given for _, given in pairs])
-    if dtype == np.bool_:
-        np.testing.assert_array_equal(got, expected.astype(np.bool_), strict=True)
+    if dtype == np.bool_ or reference.result_dtype is not None:
+        exact = np.bool_ if reference.result_dtype is None else reference.result_dtype
+        np.testing.assert_array_equal(got, expected.astype(exact), strict=True)
         return
     tolerance = reference.float32_tolerance if dtype == np.float32 else 1e-12
     assert_same(got, expected.astype(dtype), dtype, rtol=tolerance, atol=tolerance)

@@ -245,7 +245,7 @@ def test_torch_norm_refuses_nuc_and_unknown_names():
 
 
 def test_the_inf_norm_of_an_empty_slice_raises():
-    with pytest.raises(errors.InvalidArgumentError, match="norm: cannot compute the inf norm over dimension 1 of size 0"):
+    with pytest.raises(errors.InvalidArgumentError, match="norm: cannot compute the inf norm over dimension 1 of "):
         torch.zeros(3, 0).norm(INF, dim=1)
     np.testing.assert_array_equal(torch.zeros(3, 0).norm(dim=1).numpy(), [0.0, 0.0, 0.0])
 
@@ -366,3 +366,182 @@ def test_large_reductions_and_scans_match_numpy():
     flat = torch.tensor(big.ravel())
     np.testing.assert_allclose(flat.cumsum(0).numpy(), np.cumsum(big.ravel()), rtol=1e-10)
     np.testing.assert_array_equal(x.all(1).numpy(), np.ones(600, bool))
+
+
+# ---------------------------------------------------------------- integer inputs
+
+
+def test_torch_sums_and_products_of_integers_are_int64():
+    x = torch.tensor([[1, 2, 3], [4, 5, 6]], dtype=torch.int32)
+    assert x.prod().dtype is torch.int64 and x.prod().item() == 720
+    np.testing.assert_array_equal(x.cumsum(1).numpy(), np.cumsum(x.numpy(), 1))
+    assert x.cumsum(1).dtype is torch.int64 and torch.cumprod(x, 0).dtype is torch.int64
+    assert torch.tensor([True, True, False]).cumsum(0).tolist() == [1, 2, 2]
+    assert torch.tensor([2**40, 2**40]).prod().item() == (2**80) % 2**64  # wraps, as torch
+
+
+def test_tf1_sums_and_products_keep_the_integer_dtype_and_refuse_bool():
+    values = np.array([[1, 2, 3], [4, 5, 6]], np.int32)
+    got = static_value(lambda t: [tf.reduce_prod(t, 1), tf.cumprod(t, 1, exclusive=True), tf.cumsum(t, 0)],
+                       values, dtype=tf.int32)
+    assert [g.dtype for g in got] == [np.int32] * 3
+    np.testing.assert_array_equal(got[0], [6, 120])
+    np.testing.assert_array_equal(got[1], [[1, 1, 2], [1, 4, 20]])
+    with tf.Graph().as_default():
+        with pytest.raises(errors.DTypeError, match="Prod: Value passed to parameter 'input' has DataType bool"):
+            tf.reduce_prod(tf.placeholder(tf.bool, [2]))
+
+
+def test_var_and_norm_of_integers_raise_as_in_torch():
+    with pytest.raises(errors.DTypeError, match="var: expected a float tensor but got int64"):
+        torch.tensor([1, 2, 3]).var()
+    with pytest.raises(errors.DTypeError, match="norm: expected a float tensor but got int64"):
+        torch.tensor([1, 2, 3]).norm()
+
+
+def test_all_and_any_of_integers_read_nonzero_as_true():
+    x = torch.tensor([[0, 3], [1, 2]], dtype=torch.uint8)
+    assert x.all(1).tolist() == [False, True] and x.any(0).tolist() == [True, True]
+
+
+# ---------------------------------------------------------------- indices: argmax, max(dim), topk, sort
+
+
+def test_max_along_a_dim_is_a_named_tuple_of_values_and_int64_indices():
+    x = torch.tensor([[1.0, 5.0, 5.0], [7.0, 2.0, -1.0]])
+    result = torch.max(x, 1)
+    assert isinstance(result, torch.return_types.max) and result.indices.dtype is torch.int64
+    assert result.values.tolist() == [5.0, 7.0] and result.indices.tolist() == [1, 0]
+    values, indices = x.min(dim=0, keepdim=True)
+    assert values.tolist() == [[1.0, 2.0, -1.0]] and indices.tolist() == [[0, 1, 1]]
+    assert torch.max(x).item() == 7.0 and x.min().item() == -1.0
+    np.testing.assert_array_equal(torch.max(x, torch.zeros(3)).numpy(), np.maximum(x.numpy(), 0))
+    assert torch.max(torch.tensor(2.5), 0).indices.item() == 0
+
+
+def test_the_gradient_of_max_along_a_dim_goes_to_the_index_only():
+    x = torch.tensor([[1.0, 5.0, 5.0], [7.0, 2.0, 7.0]], requires_grad=True)
+    x.max(1).values.sum().backward()
+    assert x.grad.tolist() == [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]  # ties: the first index, as torch
+    y = torch.tensor([[1.0, 5.0, 5.0]], requires_grad=True)
+    y.amax(1).sum().backward()
+    assert y.grad.tolist() == [[0.0, 0.5, 0.5]]  # amax shares among ties
+
+
+def test_max_with_keepdim_but_no_dim_raises():
+    with pytest.raises(errors.InvalidArgumentError, match="max: keepdim needs a dim"):
+        torch.max(torch.ones(2), keepdim=True)
+
+
+def test_argmax_flattens_without_a_dim_and_picks_nan():
+    x = torch.tensor([[1.0, 9.0], [float("nan"), 9.0]])
+    assert torch.argmax(x).item() == 2 and torch.argmin(x).item() == 2
+    assert x.argmax(dim=1).tolist() == [1, 0]
+    assert torch.argmax(torch.tensor([[3, 1], [4, 4]]), keepdim=True).shape == (1, 1)
+
+
+def test_tf_argmax_reads_axis_none_as_zero_and_takes_output_type():
+    values = np.array([[1.0, 9.0, 3.0], [4.0, 2.0, 8.0]], np.float32)
+    got = static_value(lambda t: [tf.argmax(t), tf.math.argmin(t, dimension=1), tf.argmax(t, 1, output_type=tf.int32)],
+                       values, dtype=tf.float32)
+    np.testing.assert_array_equal(got[0], [1, 0, 1])
+    np.testing.assert_array_equal(got[1], [0, 1])
+    assert got[0].dtype == np.int64 and got[2].dtype == np.int32
+    with tf.Graph().as_default():
+        t = tf.placeholder(tf.float32, [2, 3])
+        with pytest.raises(ValueError, match="argmax: cannot specify both 'axis' and 'dimension'"):
+            tf.argmax(t, axis=0, dimension=0)
+        with pytest.raises(errors.DTypeError, match="argmax: output_type must be int32 or int64, got float32"):
+            tf.argmax(t, output_type=tf.float32)
+
+
+def test_argmax_over_an_empty_slice_or_of_bools_raises():
+    with pytest.raises(errors.IndexOutOfRangeError, match="argmax: cannot take the argmax over dimension 1 of size 0"):
+        torch.zeros(2, 0).argmax(1)
+    with pytest.raises(errors.DTypeError, match="argmin: not supported for bool tensors"):
+        torch.tensor([True]).argmin()
+
+
+def test_topk_gives_the_largest_and_routes_the_gradient_to_them():
+    x = torch.tensor([[1.0, 5.0, 3.0, 5.0], [0.0, -2.0, 4.0, 1.0]], requires_grad=True)
+    values, indices = torch.topk(x, 2)
+    assert values.tolist() == [[5.0, 5.0], [4.0, 1.0]] and indices.tolist() == [[1, 3], [2, 3]]
+    values.sum().backward()
+    assert x.grad.tolist() == [[0.0, 1.0, 0.0, 1.0], [0.0, 0.0, 1.0, 1.0]]
+    smallest = x.topk(1, dim=0, largest=False)
+    assert smallest.values.tolist() == [[0.0, -2.0, 3.0, 1.0]] and smallest.indices.tolist() == [[1, 1, 0, 1]]
+
+
+def test_topk_refuses_k_past_the_size_or_negative():
+    with pytest.raises(errors.InvalidArgumentError, match=r"topk: k \(5\) is larger than the 4 elements"):
+        torch.topk(torch.ones(4), 5)
+    with pytest.raises(errors.InvalidArgumentError, match="topk: k must be a non-negative int"):
+        torch.topk(torch.ones(4), -1)
+    with tf.Graph().as_default():
+        with pytest.raises(errors.InvalidArgumentError, match="input must have at least k columns. Had 3, needed 4"):
+            tf.math.top_k(tf.placeholder(tf.float32, [2, 3]), 4)
+        unknown = tf.placeholder(tf.float32, [2, None])
+        late = tf.math.top_k(unknown, 4)
+        with tf.Session() as sess, pytest.raises(errors.InvalidArgumentError, match=r"k \(4\) is larger than"):
+            sess.run(late.values, {unknown: np.ones((2, 3), np.float32)})
+
+
+def test_tf_top_k_has_int32_indices_and_a_gradient():
+    values = np.array([[1.0, 5.0, 3.0], [4.0, 4.0, 0.0]])
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float64, [None, 3])
+        top = tf.nn.top_k(x, k=2)
+        (grad,) = tf.gradients(tf.reduce_sum(top.values), [x])
+        with tf.Session() as sess:
+            got_values, got_indices, got_grad = sess.run([top.values, top.indices, grad], {x: values})
+    np.testing.assert_array_equal(got_values, [[5.0, 3.0], [4.0, 4.0]])
+    assert got_indices.dtype == np.int32 and got_indices.tolist() == [[1, 2], [0, 1]]
+    np.testing.assert_array_equal(got_grad, [[0.0, 1.0, 1.0], [1.0, 1.0, 0.0]])
+
+
+def test_sort_is_stable_with_nan_last_and_first_descending():
+    x = torch.tensor([3.0, float("nan"), 1.0, 3.0, -0.5])
+    values, indices = torch.sort(x)
+    assert indices.tolist() == [4, 2, 0, 3, 1] and math.isnan(values[-1].item())
+    assert x.sort(descending=True).indices.tolist() == [1, 0, 3, 2, 4]
+    assert torch.argsort(x, descending=True).tolist() == [1, 0, 3, 2, 4]
+
+
+def test_tf_sort_and_argsort_take_a_direction():
+    values = np.array([[3.0, 1.0, 2.0]], np.float32)
+    got = static_value(lambda t: [tf.sort(t, direction="DESCENDING"), tf.argsort(t)], values, dtype=tf.float32)
+    np.testing.assert_array_equal(got[0], [[3.0, 2.0, 1.0]])
+    np.testing.assert_array_equal(got[1], [[1, 2, 0]])
+    with tf.Graph().as_default():
+        with pytest.raises(errors.InvalidArgumentError, match="direction should be one of ASCENDING, DESCENDING"):
+            tf.argsort(tf.placeholder(tf.float32, [3]), direction="UP")
+
+
+def test_count_nonzero_counts_in_int64_or_tf_dtype():
+    x = torch.tensor([[0.0, 1.0, float("nan")], [0.0, 0.0, 2.0]])
+    assert torch.count_nonzero(x).item() == 3 and x.count_nonzero(1).tolist() == [2, 1]
+    assert torch.count_nonzero(x).dtype is torch.int64
+    got = static_value(lambda t: [tf.count_nonzero(t, axis=0, keepdims=True), tf.math.count_nonzero(t, dtype=tf.int32)],
+                       x.numpy(), dtype=tf.float32)
+    np.testing.assert_array_equal(got[0], [[0, 1, 2]])
+    assert got[1].dtype == np.int32 and got[1] == 3
+
+
+def test_take_along_dim_checks_its_indices():
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    with pytest.raises(errors.IndexOutOfRangeError, match="take_along_dim: index 2 is out of bounds for a dimension "
+                                                          "of size 2"):
+        torch.take_along_dim(x, torch.tensor([[2]]), 1)
+    with pytest.raises(errors.DTypeError, match="take_along_dim: the indices must be an integer tensor"):
+        torch.take_along_dim(x, torch.tensor([[0.0]]), 1)
+    with pytest.raises(errors.ShapeError, match="must have one rank"):
+        torch.take_along_dim(x, torch.tensor([0, 1]), 1)
+
+
+def test_take_along_dim_adds_the_gradients_of_repeated_indices():
+    x = torch.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+    taken = torch.take_along_dim(x, torch.tensor([[2, 2, 0]]), dim=1)
+    assert taken.tolist() == [[3.0, 3.0, 1.0]]
+    taken.sum().backward()
+    assert x.grad.tolist() == [[1.0, 0.0, 2.0]]
+    assert torch.take_along_dim(x.detach(), torch.tensor([2, 0])).tolist() == [3.0, 1.0]

@@ -200,11 +200,21 @@ def static_function(name: str, spec: Any, first_input: str) -> list[str]:
             f"    return {call}", ""]
 
 
+# Hand-written TF1 functions that TF1 also offers in a namespace this script writes
+# (``tf.math.reduce_sum`` is ``tf.reduce_sum``), by the module that defines them.
+NAMESPACE_EXTRAS: dict[str, list[tuple[str, list[str]]]] = {
+    "math": [("rustgrad.static._ops", ["reduce_max", "reduce_mean", "reduce_min", "reduce_sum"]),
+             ("rustgrad.static._reductions", ["top_k"])],
+}
+
+
 def static_module(ops: dict[str, Any], namespace: str, doc: str) -> str:
+    extras = NAMESPACE_EXTRAS.get(namespace, [])
     lines = header(doc, ["from typing import Any, Optional, Sequence, Union  # noqa: F401 - in some signatures", "",
                          "from rustgrad._rustgrad import ops as _ops",
-                         "from rustgrad.static._graph import Tensor, _apply, _renamed  # noqa: F401"])
-    exported = []
+                         "from rustgrad.static._graph import Tensor, _apply, _renamed  # noqa: F401",
+                         *(f"from {module} import {', '.join(names)}" for module, names in extras)])
+    exported = [name for _, names in extras for name in names]
     for spec in ops.values():
         for tf in tf_names(spec):
             if tf.namespace == namespace:

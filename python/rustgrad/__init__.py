@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os as _os
 
-from rustgrad import _rustgrad, autograd, cuda, errors, nn, optim, viz
+from rustgrad import _rustgrad, autograd, cuda, errors, nn, optim, return_types, viz
 from rustgrad._creation import (
     _dtype_from_name,
     arange,
@@ -72,7 +72,7 @@ from rustgrad._grad_mode import (
     no_grad,
     set_grad_enabled,
 )
-from rustgrad._reductions import std_mean, var_mean
+from rustgrad._reductions import max, min, sort, std_mean, topk, var_mean
 from rustgrad._rustgrad import (
     Tensor,
     device,
@@ -113,6 +113,7 @@ __all__ = [
     "no_grad", "numel", "ones", "ones_like", "pow", "rand", "rand_like", "randn", "randn_like",
     "remainder", "reshape", "set_grad_enabled", "set_num_threads",
     "squeeze", "sub", "sum", "t", "tensor", "transpose", "uint8", "unsqueeze", "where", "zeros",
-    "zeros_like", "_dtype_from_name", "load", "nn", "optim", "save", "viz", "std_mean", "var_mean",
+    "zeros_like", "_dtype_from_name", "load", "nn", "optim", "save", "viz",
+    "max", "min", "return_types", "sort", "std_mean", "topk", "var_mean",
 ]
 __all__ += _op_table_names

@@ -394,12 +394,12 @@ Tensor.fix = _trunc_method  # type: ignore[method-assign]
 
 def cumsum(input: Tensor, dim: int) -> Tensor:
     """Running sums along `dim`."""
-    return _ops['cumsum'](input, dim, False, False)
+    return _ops['cumsum'](input, dim, False, False, True)
 
 
 def _cumsum_method(self: Tensor, dim: int) -> Tensor:
     """Running sums along `dim`."""
-    return _ops['cumsum'](self, dim, False, False)
+    return _ops['cumsum'](self, dim, False, False, True)
 
 Tensor.cumsum = _cumsum_method  # type: ignore[method-assign]
 
@@ -423,23 +423,23 @@ concatenate = cat
 
 def prod(input: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
     """The product of the elements over `dim` (all of them by default)."""
-    return _ops['prod'](input, dim, keepdim)
+    return _ops['prod'](input, dim, keepdim, True)
 
 
 def _prod_method(self: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
     """The product of the elements over `dim` (all of them by default)."""
-    return _ops['prod'](self, dim, keepdim)
+    return _ops['prod'](self, dim, keepdim, True)
 
 Tensor.prod = _prod_method  # type: ignore[method-assign]
 
 def cumprod(input: Tensor, dim: int) -> Tensor:
     """Running products along `dim`."""
-    return _ops['cumprod'](input, dim, False, False)
+    return _ops['cumprod'](input, dim, False, False, True)
 
 
 def _cumprod_method(self: Tensor, dim: int) -> Tensor:
     """Running products along `dim`."""
-    return _ops['cumprod'](self, dim, False, False)
+    return _ops['cumprod'](self, dim, False, False, True)
 
 Tensor.cumprod = _cumprod_method  # type: ignore[method-assign]
 
@@ -542,10 +542,82 @@ def _any_method(self: Tensor, dim: Union[int, Sequence[int], None] = None, keepd
 
 Tensor.any = _any_method  # type: ignore[method-assign]
 
+def count_nonzero(input: Tensor, dim: Union[int, Sequence[int], None] = None) -> Tensor:
+    """The number of nonzero (true, NaN) elements over `dim` (all of them by default), as int64 (TF1: `dtype`)."""
+    return _ops['count_nonzero'](input, dim, False, None)
+
+
+def _count_nonzero_method(self: Tensor, dim: Union[int, Sequence[int], None] = None) -> Tensor:
+    """The number of nonzero (true, NaN) elements over `dim` (all of them by default), as int64 (TF1: `dtype`)."""
+    return _ops['count_nonzero'](self, dim, False, None)
+
+Tensor.count_nonzero = _count_nonzero_method  # type: ignore[method-assign]
+
+def argmax(input: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
+    """The index of the largest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None` is
+    dim 0), as int64; the first of equal elements, and NaN counts as the largest.
+    """
+    return _ops['argmax'](input, dim, keepdim, None, False)
+
+
+def _argmax_method(self: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
+    """The index of the largest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None` is
+    dim 0), as int64; the first of equal elements, and NaN counts as the largest.
+    """
+    return _ops['argmax'](self, dim, keepdim, None, False)
+
+Tensor.argmax = _argmax_method  # type: ignore[method-assign]
+
+def argmin(input: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
+    """The index of the smallest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None` is
+    dim 0), as int64; the first of equal elements, and a NaN is picked as in `argmax`.
+    """
+    return _ops['argmin'](input, dim, keepdim, None, False)
+
+
+def _argmin_method(self: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
+    """The index of the smallest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None` is
+    dim 0), as int64; the first of equal elements, and a NaN is picked as in `argmax`.
+    """
+    return _ops['argmin'](self, dim, keepdim, None, False)
+
+Tensor.argmin = _argmin_method  # type: ignore[method-assign]
+
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+    """The indices that sort the elements along `dim` (ascending unless `descending`, or TF1's
+    `direction='DESCENDING'`), as int64. The sort is stable, and NaN sorts above every number.
+    """
+    return _ops['argsort'](input, dim, descending, 'ASCENDING', stable, -1)
+
+
+def _argsort_method(self: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+    """The indices that sort the elements along `dim` (ascending unless `descending`, or TF1's
+    `direction='DESCENDING'`), as int64. The sort is stable, and NaN sorts above every number.
+    """
+    return _ops['argsort'](self, dim, descending, 'ASCENDING', stable, -1)
+
+Tensor.argsort = _argsort_method  # type: ignore[method-assign]
+
+def take_along_dim(input: Tensor, indices: Tensor, dim: Union[int, Sequence[int], None] = None) -> Tensor:
+    """The elements of `input` at `indices` along `dim` (of the flattened tensors when `dim` is None), the other dims
+    broadcasting: what `argmax(dim, keepdim=True)` and `argsort` point at.
+    """
+    return _ops['take_along_dim'](input, indices, dim)
+
+
+def _take_along_dim_method(self: Tensor, indices: Tensor, dim: Union[int, Sequence[int], None] = None) -> Tensor:
+    """The elements of `input` at `indices` along `dim` (of the flattened tensors when `dim` is None), the other dims
+    broadcasting: what `argmax(dim, keepdim=True)` and `argsort` point at.
+    """
+    return _ops['take_along_dim'](self, indices, dim)
+
+Tensor.take_along_dim = _take_along_dim_method  # type: ignore[method-assign]
+
 __all__ = [
     "abs", "absolute", "acos", "acosh", "all", "any", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
-    "arctanh", "asin", "asinh", "atan", "atanh", "cat", "ceil", "concat", "concatenate", "cos", "cosh",
-    "cumprod", "cumsum", "erf", "exp", "exp2", "expm1", "fix", "floor", "log", "log10", "log1p", "log2",
-    "logsumexp", "neg", "negative", "norm", "prod", "reciprocal", "relu", "round", "rsqrt", "sigmoid",
-    "sign", "sin", "sinh", "sqrt", "square", "std", "tan", "tanh", "trunc", "var"
+    "arctanh", "argmax", "argmin", "argsort", "asin", "asinh", "atan", "atanh", "cat", "ceil", "concat",
+    "concatenate", "cos", "cosh", "count_nonzero", "cumprod", "cumsum", "erf", "exp", "exp2", "expm1",
+    "fix", "floor", "log", "log10", "log1p", "log2", "logsumexp", "neg", "negative", "norm", "prod",
+    "reciprocal", "relu", "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "std",
+    "take_along_dim", "tan", "tanh", "trunc", "var"
 ]

@@ -19,6 +19,8 @@ import numpy as np
 from numpy.typing import DTypeLike, NDArray
 from typing_extensions import Self, TypeAlias, disjoint_base
 
+from rustgrad import return_types as _return_types
+
 if sys.version_info >= (3, 10):
     from types import EllipsisType
 else:
@@ -381,6 +383,37 @@ class Tensor:
         """Whether some element over `dim` is true (nonzero); a bool tensor. TF1's `reduce_any` takes bool tensors
         only.
         """
+    def count_nonzero(self, dim: Union[builtins.int, Sequence[builtins.int], None] = None) -> Tensor:
+        """The number of nonzero (true, NaN) elements over `dim` (all of them by default), as int64 (TF1: `dtype`)."""
+    def argmax(
+        self,
+        dim: Union[builtins.int, Sequence[builtins.int], None] = None,
+        keepdim: builtins.bool = False,
+    ) -> Tensor:
+        """The index of the largest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None`
+        is dim 0), as int64; the first of equal elements, and NaN counts as the largest.
+        """
+    def argmin(
+        self,
+        dim: Union[builtins.int, Sequence[builtins.int], None] = None,
+        keepdim: builtins.bool = False,
+    ) -> Tensor:
+        """The index of the smallest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None`
+        is dim 0), as int64; the first of equal elements, and a NaN is picked as in `argmax`.
+        """
+    def argsort(
+        self,
+        dim: builtins.int = -1,
+        descending: builtins.bool = False,
+        stable: builtins.bool = False,
+    ) -> Tensor:
+        """The indices that sort the elements along `dim` (ascending unless `descending`, or TF1's
+        `direction='DESCENDING'`), as int64. The sort is stable, and NaN sorts above every number.
+        """
+    def take_along_dim(self, indices: Tensor, dim: Union[builtins.int, Sequence[builtins.int], None] = None) -> Tensor:
+        """The elements of `input` at `indices` along `dim` (of the flattened tensors when `dim` is None), the other
+        dims broadcasting: what `argmax(dim, keepdim=True)` and `argsort` point at.
+        """
     # --- end of generated methods ---
     def __neg__(self) -> Tensor: ...
     def __abs__(self) -> Tensor: ...
@@ -419,9 +452,30 @@ class Tensor:
     def mean(self, dim: _Dims = None, keepdim: Optional[builtins.bool] = None) -> Tensor: ...
     def amax(self, dim: _Dims = None, keepdim: Optional[builtins.bool] = None) -> Tensor: ...
     def amin(self, dim: _Dims = None, keepdim: Optional[builtins.bool] = None) -> Tensor: ...
-    def max(self) -> Tensor:
-        """The maximum over all elements (use ``amax(dim)`` for a reduction along dims)."""
-    def min(self) -> Tensor: ...
+    # max/min/topk/sort are defined in rustgrad/_reductions.py, as compositions of the op table's ops.
+    @overload
+    def max(self, dim: None = None, keepdim: builtins.bool = False) -> Tensor:
+        """The maximum over all elements; with an int ``dim``, the named tuple ``(values, indices)``
+        along it; with a tensor, the elementwise maximum."""
+    @overload
+    def max(self, dim: Tensor, keepdim: builtins.bool = False) -> Tensor: ...
+    @overload
+    def max(self, dim: builtins.int, keepdim: builtins.bool = False) -> _return_types.max: ...
+    @overload
+    def min(self, dim: None = None, keepdim: builtins.bool = False) -> Tensor:
+        """As ``max``, for the smallest elements."""
+    @overload
+    def min(self, dim: Tensor, keepdim: builtins.bool = False) -> Tensor: ...
+    @overload
+    def min(self, dim: builtins.int, keepdim: builtins.bool = False) -> _return_types.min: ...
+    def topk(
+        self, k: builtins.int, dim: builtins.int = -1, largest: builtins.bool = True, sorted: builtins.bool = True
+    ) -> _return_types.topk:
+        """The ``k`` largest (or smallest) elements along ``dim`` and their indices."""
+    def sort(
+        self, dim: builtins.int = -1, descending: builtins.bool = False, stable: builtins.bool = False
+    ) -> _return_types.sort:
+        """The elements sorted along ``dim`` and the indices they came from."""
 
     # comparisons: elementwise, giving bool tensors. The ignores: mypy sees numpy's reflected
     # comparisons accept a Tensor (it has __array__) and return an ndarray, but numpy defers to

@@ -7,6 +7,7 @@ pub mod fold;
 pub mod layout;
 pub mod matmul;
 pub mod moments;
+pub mod ordering;
 pub mod product;
 pub mod reduce;
 pub mod scan;

@@ -6,7 +6,7 @@
 //! `inner`; independent blocks run in parallel when the tensor is large.
 
 use super::PARALLEL_MIN_ELEMENTS;
-use crate::dtype::Float;
+use crate::dtype::{Float, Number};
 use rayon::prelude::*;
 
 /// How a scan walks its axis: TF's `reverse` runs from the end, and `exclusive`
@@ -38,7 +38,7 @@ pub struct ScanShape {
 }
 
 /// Runs `block(x_block, out_block, ...)` over every `(n, inner)` block, in parallel when large.
-fn per_block<T: Float>(inputs: &[&[T]], shape: ScanShape, block: impl Fn(&[&[T]], &mut [T]) + Sync + Send) -> Vec<T> {
+fn per_block<T: Number>(inputs: &[&[T]], shape: ScanShape, block: impl Fn(&[&[T]], &mut [T]) + Sync + Send) -> Vec<T> {
     let total = shape.outer * shape.n * shape.inner;
     let size = shape.n * shape.inner;
     if size == 0 {
@@ -57,14 +57,15 @@ fn per_block<T: Float>(inputs: &[&[T]], shape: ScanShape, block: impl Fn(&[&[T]]
     out
 }
 
-/// Running combinations (`f` with its `identity`) along the middle axis, accumulated
-/// in f64 (as torch does on the CPU) and rounded to `T` at each output.
-fn scan<T: Float>(
+/// Running combinations (`f` with its `identity`) along the middle axis, accumulated in
+/// `T::Acc` (f64 for floats, as torch does on the CPU; i64, wrapping, for integers) and
+/// converted to `T` at each output.
+fn scan<T: Number>(
     x: &[T],
     shape: ScanShape,
     order: ScanOrder,
-    identity: f64,
-    f: impl Fn(f64, f64) -> f64 + Sync + Send,
+    identity: T::Acc,
+    f: impl Fn(T::Acc, T::Acc) -> T::Acc + Sync + Send,
 ) -> Vec<T> {
     let (n, inner) = (shape.n, shape.inner);
     per_block(&[x], shape, |parts, dst| {
@@ -74,11 +75,11 @@ fn scan<T: Float>(
             for k in 0..n {
                 let i = order.row(k, n);
                 if order.exclusive {
-                    dst[i] = T::from_f64(running);
-                    running = f(running, src[i].to_f64());
+                    dst[i] = T::from_acc(running);
+                    running = f(running, src[i].to_acc());
                 } else {
-                    running = f(running, src[i].to_f64());
-                    dst[i] = T::from_f64(running);
+                    running = f(running, src[i].to_acc());
+                    dst[i] = T::from_acc(running);
                 }
             }
             return;
@@ -89,13 +90,13 @@ fn scan<T: Float>(
             let (row, out) = (&src[at..at + inner], &mut dst[at..at + inner]);
             if order.exclusive {
                 for ((d, r), &v) in out.iter_mut().zip(running.iter_mut()).zip(row) {
-                    *d = T::from_f64(*r);
-                    *r = f(*r, v.to_f64());
+                    *d = T::from_acc(*r);
+                    *r = f(*r, v.to_acc());
                 }
             } else {
                 for ((d, r), &v) in out.iter_mut().zip(running.iter_mut()).zip(row) {
-                    *r = f(*r, v.to_f64());
-                    *d = T::from_f64(*r);
+                    *r = f(*r, v.to_acc());
+                    *d = T::from_acc(*r);
                 }
             }
         }
@@ -103,13 +104,13 @@ fn scan<T: Float>(
 }
 
 /// Running sums along the middle axis of a contiguous `(outer, n, inner)` block.
-pub fn cumsum<T: Float>(x: &[T], shape: ScanShape, order: ScanOrder) -> Vec<T> {
-    scan(x, shape, order, 0.0, |a, b| a + b)
+pub fn cumsum<T: Number>(x: &[T], shape: ScanShape, order: ScanOrder) -> Vec<T> {
+    scan(x, shape, order, <T::Acc as Number>::ZERO, |a, b| a.plus(b))
 }
 
 /// Running products along the middle axis of a contiguous `(outer, n, inner)` block.
-pub fn cumprod<T: Float>(x: &[T], shape: ScanShape, order: ScanOrder) -> Vec<T> {
-    scan(x, shape, order, 1.0, |a, b| a * b)
+pub fn cumprod<T: Number>(x: &[T], shape: ScanShape, order: ScanOrder) -> Vec<T> {
+    scan(x, shape, order, <T::Acc as Number>::ONE, |a, b| a.times(b))
 }
 
 /// The gradient of `cumprod(x)` given the output's gradient `g`, exact when `x` holds zeros.
@@ -179,6 +180,13 @@ mod tests {
         assert_eq!(reverse, vec![6.0, 60.0, 5.0, 50.0, 3.0, 30.0]);
         let exclusive = cumsum(&x, shape(1, 3, 2), ScanOrder { reverse: false, exclusive: true });
         assert_eq!(exclusive, vec![0.0, 0.0, 1.0, 10.0, 3.0, 30.0]);
+    }
+
+    #[test]
+    fn integer_scans_wrap_in_i64() {
+        let x = [i32::MAX, 1, 2];
+        assert_eq!(cumsum(&x, shape(1, 3, 1), ScanOrder::default()), vec![i32::MAX, i32::MIN, i32::MIN + 2]);
+        assert_eq!(cumprod(&[3u8, 100, 2], shape(1, 3, 1), ScanOrder::default()), vec![3, 44, 88]);
     }
 
     #[test]

@@ -19,6 +19,10 @@ pub enum Kind {
     OptFloat,
     /// A number or a name (`norm`'s `p`: 2, inf or 'fro').
     NumberOrName,
+    /// A name (TF's `direction='ASCENDING'`).
+    Str,
+    /// None or a dtype (TF's `output_type`).
+    OptDType,
 }
 
 impl Kind {
@@ -32,6 +36,8 @@ impl Kind {
             Kind::OptBool => "Optional[bool]",
             Kind::OptFloat => "Optional[float]",
             Kind::NumberOrName => "Union[float, str]",
+            Kind::Str => "str",
+            Kind::OptDType => "Any",
         }
     }
 }
@@ -63,6 +69,8 @@ pub enum Value {
     OptBool(Option<bool>),
     OptFloat(Option<f64>),
     NumberOrName(NumberOrName),
+    Str(String),
+    DType(Option<crate::dtype::DType>),
 }
 
 /// A number or a name, as `Kind::NumberOrName` takes.
@@ -127,6 +135,20 @@ impl Args {
         match self.get(i)? {
             Value::OptFloat(v) => Ok(*v),
             _ => Err(self.mismatch(i, "an optional float")),
+        }
+    }
+
+    pub fn string(&self, i: usize) -> Result<String> {
+        match self.get(i)? {
+            Value::Str(v) => Ok(v.clone()),
+            _ => Err(self.mismatch(i, "a str")),
+        }
+    }
+
+    pub fn opt_dtype(&self, i: usize) -> Result<Option<crate::dtype::DType>> {
+        match self.get(i)? {
+            Value::DType(v) => Ok(*v),
+            _ => Err(self.mismatch(i, "an optional dtype")),
         }
     }
 

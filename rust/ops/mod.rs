@@ -17,6 +17,7 @@
 pub mod args;
 pub mod moments;
 pub mod norm;
+pub mod ordering;
 pub mod reduce;
 pub mod scan;
 pub mod shape;
@@ -191,11 +192,17 @@ table! {
         Norm(norm::Norm),
         All(reduce::All),
         Any(reduce::Any),
+        CountNonzero(reduce::CountNonzero),
+        Argmax(ordering::ArgExtreme<true>),
+        Argmin(ordering::ArgExtreme<false>),
+        Argsort(ordering::Argsort),
+        TakeAlongDim(ordering::TakeAlongDim),
     ],
     internal: [
         CatGrad(shape::CatGrad),
         ProdGrad(reduce::ProdGrad),
         CumprodGrad(scan::CumprodGrad),
         VarGrad(moments::VarGrad),
+        TakeAlongDimGrad(ordering::TakeAlongDimGrad),
     ],
 }

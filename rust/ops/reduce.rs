@@ -2,7 +2,7 @@
 //! rule emits), `all` and `any`.
 
 use super::{internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps};
-use crate::dtype::{dispatch, float_dispatch};
+use crate::dtype::{dispatch, float_dispatch, numeric_dispatch};
 use crate::dtype::{DType, Float, Number};
 use crate::error::{dtype_err, Error, Result};
 use crate::forward;
@@ -40,6 +40,30 @@ pub(super) const fn reduce_params(torch_dims_default: Option<&'static str>) -> [
     ]
 }
 
+/// Neither front names this argument: torch gives integer (and bool) inputs of a sum or
+/// product an int64 result; TF1 keeps an integer dtype and refuses bool.
+pub(super) const WIDEN_INTEGERS: Param = Param {
+    torch: "",
+    tf: "",
+    tf_aliases: &[],
+    kind: Kind::Bool,
+    torch_default: Some("True"),
+    tf_default: Some("False"),
+};
+
+/// The dtype a sum or product of `dtype` gives (see `WIDEN_INTEGERS`).
+pub(super) fn accumulated_dtype(op: &str, dtype: DType, widen: bool) -> Result<DType> {
+    match dtype {
+        d if d.is_float() => Ok(d),
+        _ if widen => Ok(DType::I64),
+        DType::Bool => dtype_err(format!(
+            "{op}: Value passed to parameter 'input' has DataType bool not in list of allowed values: float32, \
+             float64, int32, int64, uint8; convert it with rustgrad.static.cast first"
+        )),
+        d => Ok(d),
+    }
+}
+
 pub(super) fn float_only(op: &str, dtype: DType) -> Result<DType> {
     if !dtype.is_float() {
         return dtype_err(format!("{op}: expected a float tensor, got {}", dtype.name()));
@@ -56,6 +80,10 @@ pub struct Logsumexp {
 
 const LOGSUMEXP_PARAMS: [Param; 2] = reduce_params(None);
 const ALL_DIMS_PARAMS: [Param; 2] = reduce_params(Some("None"));
+const PROD_PARAMS: [Param; 3] = {
+    let [dims, keepdim] = reduce_params(Some("None"));
+    [dims, keepdim, WIDEN_INTEGERS]
+};
 /// TF1's reductions name their tensor `input_tensor`.
 pub(super) const INPUT_TENSOR: &[Input] = &[Input { torch: "input", tf: "input_tensor", list: false }];
 
@@ -127,6 +155,24 @@ fn finite_or_zero(t: &Tensor) -> Result<Tensor> {
 pub struct Prod {
     dims: Option<Vec<isize>>,
     keepdim: bool,
+    widen: bool,
+}
+
+/// The product of integers, wrapping around in i64 (then in the result's dtype), as torch and TF do.
+struct IntegerProduct;
+
+impl<T: Number> Fold<T> for IntegerProduct {
+    type Acc = i64;
+    fn identity(&self) -> i64 {
+        1
+    }
+    #[inline]
+    fn step(&self, acc: i64, v: T) -> i64 {
+        acc.wrapping_mul(v.to_i64())
+    }
+    fn merge(&self, a: i64, b: i64) -> i64 {
+        a.wrapping_mul(b)
+    }
 }
 
 impl TableOp for Prod {
@@ -137,17 +183,24 @@ impl TableOp for Prod {
         doc: "The product of the elements over `dim` (all of them by default).",
         differentiable: true,
         inputs: INPUT_TENSOR,
-        params: &ALL_DIMS_PARAMS,
+        params: &PROD_PARAMS,
     };
 
     fn build(args: &Args) -> Result<Self> {
-        Ok(Prod { dims: args.dims(0)?, keepdim: args.flag(1)? })
+        Ok(Prod { dims: args.dims(0)?, keepdim: args.flag(1)?, widen: args.flag(2)? })
     }
 
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = *nth(inputs, 0, "prod")?;
         let dims = forward::reduce_dims("prod", x, self.dims.as_deref())?;
         let out_shape = reduced_shape(x.shape(), &dims, self.keepdim);
+        let x = forward::as_dtype(x, accumulated_dtype("prod", x.dtype(), self.widen)?)?;
+        if !x.dtype().is_float() {
+            return numeric_dispatch!(x.dtype(), "prod", |T| {
+                let acc = x.with_contiguous(|s: &[T]| fold_dims(&IntegerProduct, s, x.shape(), &dims))?;
+                Tensor::from_vec(acc.into_iter().map(T::from_i64).collect::<Vec<T>>(), out_shape)
+            });
+        }
         float_dispatch!(x.dtype(), "prod", |T| {
             let acc = x.with_contiguous(|s: &[T]| fold_dims(&Product, s, x.shape(), &dims))?;
             let out = crate::storage::collect_vec(acc.len(), acc.iter().map(|a| T::from_f64(a.value())));
@@ -158,7 +211,7 @@ impl TableOp for Prod {
     fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
         let (shape, dtype) = *nth(inputs, 0, "prod")?;
         let out = crate::graph::infer::reduce("prod", shape, self.dims.as_deref(), self.keepdim)?;
-        Ok((out, float_only("prod", dtype)?))
+        Ok((out, accumulated_dtype("Prod", dtype, self.widen)?))
     }
 
     fn saves(&self, _needs: &[bool]) -> Saves {
@@ -378,3 +431,102 @@ truth_op!(
     "reduce_any",
     "Whether some element over `dim` is true (nonzero); a bool tensor. TF1's `reduce_any` takes bool tensors only."
 );
+
+/// The number of nonzero elements in a slice.
+struct Nonzero;
+
+impl<T: Copy + Default + PartialEq> Fold<T> for Nonzero {
+    type Acc = i64;
+    fn identity(&self) -> i64 {
+        0
+    }
+    #[inline]
+    fn step(&self, acc: i64, v: T) -> i64 {
+        acc + i64::from(v != T::default())
+    }
+    fn merge(&self, a: i64, b: i64) -> i64 {
+        a + b
+    }
+}
+
+/// torch's `count_nonzero(input, dim=None)` (no keepdim) and TF1's
+/// `count_nonzero(input_tensor, axis=None, keepdims=None, dtype=int64)`.
+const COUNT_PARAMS: &[Param] = &[
+    Param {
+        torch: "dim",
+        tf: "axis",
+        tf_aliases: &["reduction_indices"],
+        kind: Kind::OptDims,
+        torch_default: Some("None"),
+        tf_default: Some("None"),
+    },
+    Param {
+        torch: "",
+        tf: "keepdims",
+        tf_aliases: &["keep_dims"],
+        kind: Kind::Bool,
+        torch_default: Some("False"),
+        tf_default: Some("False"),
+    },
+    Param {
+        torch: "",
+        tf: "dtype",
+        tf_aliases: &[],
+        kind: Kind::OptDType,
+        torch_default: None,
+        tf_default: Some("None"),
+    },
+];
+
+#[derive(Clone, Debug)]
+pub struct CountNonzero {
+    dims: Option<Vec<isize>>,
+    keepdim: bool,
+    dtype: DType,
+}
+
+impl TableOp for CountNonzero {
+    const SPEC: Spec = Spec {
+        name: "count_nonzero",
+        torch_aliases: &[],
+        tf: &["count_nonzero", "math.count_nonzero"],
+        doc: "The number of nonzero (true, NaN) elements over `dim` (all of them by default), as int64 (TF1: \
+              `dtype`).",
+        differentiable: false,
+        inputs: INPUT_TENSOR,
+        params: COUNT_PARAMS,
+    };
+
+    fn build(args: &Args) -> Result<Self> {
+        let dtype = args.opt_dtype(2)?.unwrap_or(DType::I64);
+        if dtype == DType::Bool {
+            return dtype_err("count_nonzero: dtype must be a numeric dtype, got bool");
+        }
+        Ok(CountNonzero { dims: args.dims(0)?, keepdim: args.flag(1)?, dtype })
+    }
+
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let x = *nth(inputs, 0, "count_nonzero")?;
+        let dims = forward::reduce_dims("count_nonzero", x, self.dims.as_deref())?;
+        let out_shape = reduced_shape(x.shape(), &dims, self.keepdim);
+        let counts = dispatch!(x.dtype(), |T| x.with_contiguous(|s: &[T]| fold_dims(&Nonzero, s, x.shape(), &dims))?);
+        let counts = Tensor::from_vec(counts, out_shape)?;
+        if self.dtype == DType::I64 {
+            return Ok(counts);
+        }
+        forward::cast(&counts, self.dtype)
+    }
+
+    fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
+        let (shape, _) = *nth(inputs, 0, "count_nonzero")?;
+        Ok((crate::graph::infer::reduce("count_nonzero", shape, self.dims.as_deref(), self.keepdim)?, self.dtype))
+    }
+
+    fn saves(&self, _needs: &[bool]) -> Saves {
+        Saves { inputs: 0, output: false }
+    }
+
+    fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        Ok(vec![None])
+    }
+}

@@ -1,9 +1,11 @@
 //! Scans along one dim: `cumsum` and `cumprod` (and `cumprod`'s gradient, which its rule emits).
 
+use super::reduce::{accumulated_dtype, WIDEN_INTEGERS};
 use super::{internal, no_double_backward, nth, Args, Kind, Meta, Param, Spec, TableOp, TableOps, ONE_INPUT};
-use crate::dtype::float_dispatch;
 use crate::dtype::DType;
-use crate::error::{dtype_err, Error, Result};
+use crate::dtype::{float_dispatch, numeric_dispatch};
+use crate::error::{Error, Result};
+use crate::forward;
 use crate::graph::PartialShape;
 use crate::kernels::scan::{self, ScanOrder, ScanShape};
 use crate::op::Op;
@@ -30,12 +32,14 @@ const SCAN_PARAMS: &[Param] = &[
         torch_default: None,
         tf_default: Some("False"),
     },
+    WIDEN_INTEGERS,
 ];
 
 #[derive(Clone, Debug)]
 pub struct Cumsum {
     dim: isize,
     order: ScanOrder,
+    widen: bool,
 }
 
 /// The block a scan along `dim` of `shape` walks.
@@ -46,16 +50,14 @@ fn scan_shape(shape: &[usize], dim: usize) -> ScanShape {
     ScanShape { outer: shape[..dim].iter().product(), n: shape[dim], inner: shape[dim + 1..].iter().product() }
 }
 
-/// A scan's output: its input's shape and float dtype, once `dim` is checked against the rank.
-fn infer_scan(op: &str, dim: isize, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
+/// A scan's output: its input's shape and the dtype of its sums or products, once `dim`
+/// is checked against the rank.
+fn infer_scan(op: &str, dim: isize, widen: bool, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
     let (shape, dtype) = *nth(inputs, 0, op)?;
-    if !dtype.is_float() {
-        return dtype_err(format!("{op}: expected a float tensor, got {}", dtype.name()));
-    }
     if let Some(dims) = shape {
         normalize_dim(op, dim, dims.len())?;
     }
-    Ok((shape.clone(), dtype))
+    Ok((shape.clone(), accumulated_dtype(op, dtype, widen)?))
 }
 
 impl TableOp for Cumsum {
@@ -70,20 +72,22 @@ impl TableOp for Cumsum {
     };
 
     fn build(args: &Args) -> Result<Self> {
-        Ok(Cumsum { dim: args.int(0)?, order: ScanOrder { exclusive: args.flag(1)?, reverse: args.flag(2)? } })
+        let order = ScanOrder { exclusive: args.flag(1)?, reverse: args.flag(2)? };
+        Ok(Cumsum { dim: args.int(0)?, order, widen: args.flag(3)? })
     }
 
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = *nth(inputs, 0, "cumsum")?;
         let shape = scan_shape(x.shape(), normalize_dim("cumsum", self.dim, x.rank())?);
-        float_dispatch!(x.dtype(), "cumsum", |T| {
+        let x = &forward::as_dtype(x, accumulated_dtype("cumsum", x.dtype(), self.widen)?)?;
+        numeric_dispatch!(x.dtype(), "cumsum", |T| {
             let out = x.with_contiguous(|s: &[T]| scan::cumsum(s, shape, self.order))?;
             Tensor::from_vec(out, x.shape())
         })
     }
 
     fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
-        infer_scan("cumsum", self.dim, inputs)
+        infer_scan("Cumsum", self.dim, self.widen, inputs)
     }
 
     fn saves(&self, _needs: &[bool]) -> Saves {
@@ -92,7 +96,8 @@ impl TableOp for Cumsum {
 
     /// Each input feeds every later running sum: the gradient is the scan of `g` the other way.
     fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
-        let back = Cumsum { dim: self.dim, order: ScanOrder { reverse: !self.order.reverse, ..self.order } };
+        let order = ScanOrder { reverse: !self.order.reverse, ..self.order };
+        let back = Cumsum { dim: self.dim, order, widen: self.widen };
         let g = d.apply(crate::op::Op::Table(super::TableOps::Cumsum(back)), &[a.grad])?;
         Ok(vec![Some(g)])
     }
@@ -102,6 +107,7 @@ impl TableOp for Cumsum {
 pub struct Cumprod {
     dim: isize,
     order: ScanOrder,
+    widen: bool,
 }
 
 impl TableOp for Cumprod {
@@ -116,20 +122,22 @@ impl TableOp for Cumprod {
     };
 
     fn build(args: &Args) -> Result<Self> {
-        Ok(Cumprod { dim: args.int(0)?, order: ScanOrder { exclusive: args.flag(1)?, reverse: args.flag(2)? } })
+        let order = ScanOrder { exclusive: args.flag(1)?, reverse: args.flag(2)? };
+        Ok(Cumprod { dim: args.int(0)?, order, widen: args.flag(3)? })
     }
 
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = *nth(inputs, 0, "cumprod")?;
         let shape = scan_shape(x.shape(), normalize_dim("cumprod", self.dim, x.rank())?);
-        float_dispatch!(x.dtype(), "cumprod", |T| {
+        let x = &forward::as_dtype(x, accumulated_dtype("cumprod", x.dtype(), self.widen)?)?;
+        numeric_dispatch!(x.dtype(), "cumprod", |T| {
             let out = x.with_contiguous(|s: &[T]| scan::cumprod(s, shape, self.order))?;
             Tensor::from_vec(out, x.shape())
         })
     }
 
     fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
-        infer_scan("cumprod", self.dim, inputs)
+        infer_scan("Cumprod", self.dim, self.widen, inputs)
     }
 
     fn saves(&self, _needs: &[bool]) -> Saves {

@@ -120,6 +120,17 @@ fn convert_value(obj: &Bound<'_, PyAny>, kind: Kind, op: &str, name: &str) -> Py
         },
         Kind::OptBool => Value::OptBool(convert::opt_arg(Some(obj), op, name)?),
         Kind::OptFloat => Value::OptFloat(convert::opt_arg(Some(obj), op, name)?),
+        Kind::Str => match obj.cast::<PyString>() {
+            Ok(text) => Value::Str(text.to_cow()?.into_owned()),
+            Err(_) => {
+                return Err(super::errors::argument_type_error(format!(
+                    "{op}: argument '{name}' must be a str, got {}",
+                    convert::type_name(obj)
+                )))
+            }
+        },
+        Kind::OptDType if obj.is_none() => Value::DType(None),
+        Kind::OptDType => Value::DType(Some(convert::parse_dtype(obj)?)),
         Kind::NumberOrName => match obj.cast::<PyString>() {
             Ok(text) => Value::NumberOrName(NumberOrName::Name(text.to_cow()?.into_owned())),
             Err(_) => Value::NumberOrName(NumberOrName::Number(convert::arg(obj, op, name)?)),

@@ -70,6 +70,7 @@ from rustgrad.static._ops import (
     zeros,
     zeros_like,
 )
+from rustgrad.static._reductions import sort
 from rustgrad.static._session import InteractiveSession, RunMetadata, RunOptions, Session, get_default_session
 from rustgrad.static._variables import (
     Variable,
@@ -109,6 +110,6 @@ __all__ = [
     "random_normal", "random_uniform", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "reset_default_graph",
     "reshape", "stop_gradient", "subtract",
     "trainable_variables", "transpose", "truediv", "uint8", "variables_initializer", "where", "zeros",
-    "zeros_like", "losses", "train", "math",
+    "zeros_like", "losses", "train", "math", "sort",
 ]
 __all__ += _op_table_names

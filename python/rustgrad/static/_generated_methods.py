@@ -190,7 +190,7 @@ class TensorOps:
 
     def cumsum(self: Tensor, dim: int) -> Tensor:
         """Running sums along `dim`."""
-        return self.graph._apply(_ops['cumsum'], [self], None, (dim, False, False))
+        return self.graph._apply(_ops['cumsum'], [self], None, (dim, False, False, True))
 
     def logsumexp(self: Tensor, dim: Union[int, Sequence[int], None], keepdim: bool = False) -> Tensor:
         """log(sum(exp(x))) over `dim`, without overflow: the largest element is factored out first."""
@@ -198,11 +198,11 @@ class TensorOps:
 
     def prod(self: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
         """The product of the elements over `dim` (all of them by default)."""
-        return self.graph._apply(_ops['prod'], [self], None, (dim, keepdim))
+        return self.graph._apply(_ops['prod'], [self], None, (dim, keepdim, True))
 
     def cumprod(self: Tensor, dim: int) -> Tensor:
         """Running products along `dim`."""
-        return self.graph._apply(_ops['cumprod'], [self], None, (dim, False, False))
+        return self.graph._apply(_ops['cumprod'], [self], None, (dim, False, False, True))
 
     def var(
         self: Tensor,
@@ -249,3 +249,31 @@ class TensorOps:
         only.
         """
         return self.graph._apply(_ops['any'], [self], None, (dim, keepdim))
+
+    def count_nonzero(self: Tensor, dim: Union[int, Sequence[int], None] = None) -> Tensor:
+        """The number of nonzero (true, NaN) elements over `dim` (all of them by default), as int64 (TF1: `dtype`)."""
+        return self.graph._apply(_ops['count_nonzero'], [self], None, (dim, False, None))
+
+    def argmax(self: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
+        """The index of the largest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None`
+        is dim 0), as int64; the first of equal elements, and NaN counts as the largest.
+        """
+        return self.graph._apply(_ops['argmax'], [self], None, (dim, keepdim, None, False))
+
+    def argmin(self: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
+        """The index of the smallest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None`
+        is dim 0), as int64; the first of equal elements, and a NaN is picked as in `argmax`.
+        """
+        return self.graph._apply(_ops['argmin'], [self], None, (dim, keepdim, None, False))
+
+    def argsort(self: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+        """The indices that sort the elements along `dim` (ascending unless `descending`, or TF1's
+        `direction='DESCENDING'`), as int64. The sort is stable, and NaN sorts above every number.
+        """
+        return self.graph._apply(_ops['argsort'], [self], None, (dim, descending, 'ASCENDING', stable, -1))
+
+    def take_along_dim(self: Tensor, indices: Tensor, dim: Union[int, Sequence[int], None] = None) -> Tensor:
+        """The elements of `input` at `indices` along `dim` (of the flattened tensors when `dim` is None), the other
+        dims broadcasting: what `argmax(dim, keepdim=True)` and `argsort` point at.
+        """
+        return self.graph._apply(_ops['take_along_dim'], [self, indices], None, (dim,))

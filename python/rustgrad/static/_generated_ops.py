@@ -173,7 +173,7 @@ def trunc(x: Any, name: Optional[str] = None) -> Tensor:
 
 def cumsum(x: Any, axis: int = 0, exclusive: bool = False, reverse: bool = False, name: Optional[str] = None) -> Tensor:
     """Running sums along `dim`."""
-    return _apply(_ops['cumsum'], [x], name, (axis, exclusive, reverse))
+    return _apply(_ops['cumsum'], [x], name, (axis, exclusive, reverse, False))
 
 
 def reduce_logsumexp(
@@ -206,7 +206,7 @@ def reduce_prod(
     """The product of the elements over `dim` (all of them by default)."""
     axis = _renamed('reduce_prod', 'axis', axis, 'reduction_indices', reduction_indices, None)
     keepdims = _renamed('reduce_prod', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
-    return _apply(_ops['prod'], [input_tensor], name, (axis, keepdims))
+    return _apply(_ops['prod'], [input_tensor], name, (axis, keepdims, False))
 
 
 def cumprod(
@@ -217,7 +217,7 @@ def cumprod(
     name: Optional[str] = None,
 ) -> Tensor:
     """Running products along `dim`."""
-    return _apply(_ops['cumprod'], [x], name, (axis, exclusive, reverse))
+    return _apply(_ops['cumprod'], [x], name, (axis, exclusive, reverse, False))
 
 
 def norm(
@@ -264,9 +264,78 @@ def reduce_any(
     return _apply(_ops['any'], [input_tensor], name, (axis, keepdims))
 
 
+def count_nonzero(
+    input_tensor: Any,
+    axis: Any = None,
+    keepdims: Any = None,
+    dtype: Any = None,
+    name: Optional[str] = None,
+    reduction_indices: Any = None,
+    keep_dims: Any = None,
+) -> Tensor:
+    """The number of nonzero (true, NaN) elements over `dim` (all of them by default), as int64 (TF1: `dtype`)."""
+    axis = _renamed('count_nonzero', 'axis', axis, 'reduction_indices', reduction_indices, None)
+    keepdims = _renamed('count_nonzero', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
+    return _apply(_ops['count_nonzero'], [input_tensor], name, (axis, keepdims, dtype))
+
+
+def argmax(
+    input: Any,
+    axis: Any = None,
+    output_type: Any = None,
+    name: Optional[str] = None,
+    dimension: Any = None,
+) -> Tensor:
+    """The index of the largest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None` is
+    dim 0), as int64; the first of equal elements, and NaN counts as the largest.
+    """
+    axis = _renamed('argmax', 'axis', axis, 'dimension', dimension, None)
+    return _apply(_ops['argmax'], [input], name, (axis, False, output_type, True))
+
+
+def argmin(
+    input: Any,
+    axis: Any = None,
+    output_type: Any = None,
+    name: Optional[str] = None,
+    dimension: Any = None,
+) -> Tensor:
+    """The index of the smallest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None` is
+    dim 0), as int64; the first of equal elements, and a NaN is picked as in `argmax`.
+    """
+    axis = _renamed('argmin', 'axis', axis, 'dimension', dimension, None)
+    return _apply(_ops['argmin'], [input], name, (axis, False, output_type, True))
+
+
+def argsort(
+    values: Any,
+    axis: int = -1,
+    direction: str = 'ASCENDING',
+    stable: bool = False,
+    name: Optional[str] = None,
+) -> Tensor:
+    """The indices that sort the elements along `dim` (ascending unless `descending`, or TF1's
+    `direction='DESCENDING'`), as int64. The sort is stable, and NaN sorts above every number.
+    """
+    return _apply(_ops['argsort'], [values], name, (axis, False, direction, stable, -1))
+
+
+def take_along_dim(
+    input: Any,
+    indices: Any,
+    dim: Union[int, Sequence[int], None] = None,
+    name: Optional[str] = None,
+) -> Tensor:
+    """The elements of `input` at `indices` along `dim` (of the flattened tensors when `dim` is None), the other dims
+    broadcasting: what `argmax(dim, keepdim=True)` and `argsort` point at.
+    """
+    return _apply(_ops['take_along_dim'], [input, indices], name, (dim,))
+
+
 __all__ = [
-    "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "ceil", "concat", "cos", "cosh", "cumprod",
-    "cumsum", "erf", "exp", "exp2", "expm1", "floor", "log", "log10", "log1p", "log2", "negative", "norm",
-    "reciprocal", "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_prod", "round", "rsqrt",
-    "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "tan", "tanh", "trunc"
+    "abs", "acos", "acosh", "argmax", "argmin", "argsort", "asin", "asinh", "atan", "atanh", "ceil",
+    "concat", "cos", "cosh", "count_nonzero", "cumprod", "cumsum", "erf", "exp", "exp2", "expm1", "floor",
+    "log", "log10", "log1p", "log2", "negative", "norm", "reciprocal", "reduce_all", "reduce_any",
+    "reduce_logsumexp", "reduce_prod", "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt",
+    "square", "take_along_dim", "tan", "tanh", "trunc"
 ]

@@ -125,8 +125,9 @@ class Graph:
 
     def _apply(self, spec: OpSpec, inputs: Sequence[Tensor], name: Optional[str] = None,
                args: tuple = ()) -> Tensor:
-        """A node applying an op of the table (``rustgrad._rustgrad.ops``) to ``inputs``, with its other arguments."""
-        ids = [self._own(t)._id for t in inputs]
+        """A node applying an op of the table (``rustgrad._rustgrad.ops``) to ``inputs``, with its other
+        arguments. Inputs that are not graph tensors (eager tensors, arrays) become constants."""
+        ids = [self._own(t if isinstance(t, Tensor) else convert_to_tensor(t, None, self))._id for t in inputs]
         return Tensor(self, self._core.apply(spec, ids, name, args))
 
     def _own(self, t: Tensor) -> Tensor:
@@ -298,11 +299,12 @@ def convert_to_tensor(value: Any, dtype: Any = None, graph: Optional[Graph] = No
 
 def _apply(spec: OpSpec, inputs: Sequence[Any], name: Optional[str] = None, args: tuple = ()) -> Tensor:
     """The TF1 function of an op of the table: its inputs converted (numbers and arrays take
-    the first graph tensor's dtype), then one node."""
+    the first graph tensor's dtype; tensors keep theirs, which the op checks), then one node."""
     first = next((t for t in inputs if isinstance(t, Tensor)), None)
     if first is None:
         first = convert_to_tensor(inputs[0])
-    tensors = [convert_to_tensor(t, first.dtype, first.graph) for t in inputs]
+    tensors = [convert_to_tensor(t, None if isinstance(t, (Tensor, _rustgrad.Tensor)) else first.dtype, first.graph)
+               for t in inputs]
     return first.graph._apply(spec, tensors, name, args)
 
 

@@ -9,6 +9,8 @@ from typing import Any, Optional, Sequence, Union  # noqa: F401 - in some signat
 
 from rustgrad._rustgrad import ops as _ops
 from rustgrad.static._graph import Tensor, _apply, _renamed  # noqa: F401
+from rustgrad.static._ops import reduce_max, reduce_mean, reduce_min, reduce_sum
+from rustgrad.static._reductions import top_k
 
 
 def negative(x: Any, name: Optional[str] = None) -> Tensor:
@@ -153,7 +155,7 @@ def round(x: Any, name: Optional[str] = None) -> Tensor:
 
 def cumsum(x: Any, axis: int = 0, exclusive: bool = False, reverse: bool = False, name: Optional[str] = None) -> Tensor:
     """Running sums along `dim`."""
-    return _apply(_ops['cumsum'], [x], name, (axis, exclusive, reverse))
+    return _apply(_ops['cumsum'], [x], name, (axis, exclusive, reverse, False))
 
 
 def reduce_logsumexp(
@@ -181,7 +183,7 @@ def reduce_prod(
     """The product of the elements over `dim` (all of them by default)."""
     axis = _renamed('reduce_prod', 'axis', axis, 'reduction_indices', reduction_indices, None)
     keepdims = _renamed('reduce_prod', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
-    return _apply(_ops['prod'], [input_tensor], name, (axis, keepdims))
+    return _apply(_ops['prod'], [input_tensor], name, (axis, keepdims, False))
 
 
 def cumprod(
@@ -192,7 +194,7 @@ def cumprod(
     name: Optional[str] = None,
 ) -> Tensor:
     """Running products along `dim`."""
-    return _apply(_ops['cumprod'], [x], name, (axis, exclusive, reverse))
+    return _apply(_ops['cumprod'], [x], name, (axis, exclusive, reverse, False))
 
 
 def reduce_variance(
@@ -245,9 +247,53 @@ def reduce_any(
     return _apply(_ops['any'], [input_tensor], name, (axis, keepdims))
 
 
+def count_nonzero(
+    input_tensor: Any,
+    axis: Any = None,
+    keepdims: Any = None,
+    dtype: Any = None,
+    name: Optional[str] = None,
+    reduction_indices: Any = None,
+    keep_dims: Any = None,
+) -> Tensor:
+    """The number of nonzero (true, NaN) elements over `dim` (all of them by default), as int64 (TF1: `dtype`)."""
+    axis = _renamed('count_nonzero', 'axis', axis, 'reduction_indices', reduction_indices, None)
+    keepdims = _renamed('count_nonzero', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
+    return _apply(_ops['count_nonzero'], [input_tensor], name, (axis, keepdims, dtype))
+
+
+def argmax(
+    input: Any,
+    axis: Any = None,
+    output_type: Any = None,
+    name: Optional[str] = None,
+    dimension: Any = None,
+) -> Tensor:
+    """The index of the largest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None` is
+    dim 0), as int64; the first of equal elements, and NaN counts as the largest.
+    """
+    axis = _renamed('argmax', 'axis', axis, 'dimension', dimension, None)
+    return _apply(_ops['argmax'], [input], name, (axis, False, output_type, True))
+
+
+def argmin(
+    input: Any,
+    axis: Any = None,
+    output_type: Any = None,
+    name: Optional[str] = None,
+    dimension: Any = None,
+) -> Tensor:
+    """The index of the smallest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None` is
+    dim 0), as int64; the first of equal elements, and a NaN is picked as in `argmax`.
+    """
+    axis = _renamed('argmin', 'axis', axis, 'dimension', dimension, None)
+    return _apply(_ops['argmin'], [input], name, (axis, False, output_type, True))
+
+
 __all__ = [
-    "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "ceil", "cos", "cosh", "cumprod", "cumsum",
-    "erf", "exp", "expm1", "floor", "log", "log1p", "negative", "reciprocal", "reduce_all", "reduce_any",
-    "reduce_logsumexp", "reduce_prod", "reduce_std", "reduce_variance", "round", "rsqrt", "sigmoid",
-    "sign", "sin", "sinh", "sqrt", "square", "tan", "tanh"
+    "abs", "acos", "acosh", "argmax", "argmin", "asin", "asinh", "atan", "atanh", "ceil", "cos", "cosh",
+    "count_nonzero", "cumprod", "cumsum", "erf", "exp", "expm1", "floor", "log", "log1p", "negative",
+    "reciprocal", "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max", "reduce_mean",
+    "reduce_min", "reduce_prod", "reduce_std", "reduce_sum", "reduce_variance", "round", "rsqrt",
+    "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "tan", "tanh", "top_k"
 ]
