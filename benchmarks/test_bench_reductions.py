@@ -1,6 +1,6 @@
 """Reductions and scans of the op table against numpy, float32 at 1M and 16M elements:
-``cumsum`` (the issue's row), ``cumprod``, ``prod``, ``var`` and ``norm``, over a whole
-tensor and along each dim of a (n/1024, 1024) matrix."""
+``cumsum`` and ``max(dim)`` (the issue's rows), ``cumprod``, ``prod``, ``var``, ``norm`` and
+``argmax``, over a whole tensor and along each dim of a (n/1024, 1024) matrix."""
 
 from __future__ import annotations
 
@@ -22,6 +22,9 @@ OPS = [
     ("var", lambda t: t.var(), lambda a: np.var(a, ddof=1)),
     ("var_dim1", lambda t: t.var(1), lambda a: np.var(a, 1, ddof=1)),
     ("norm", lambda t: t.norm(), lambda a: np.linalg.norm(a.ravel())),
+    # torch's max(dim) also gives the indices; numpy's max(axis) only the values.
+    ("max_dim1", lambda t: t.max(1), lambda a: np.max(a, 1)),
+    ("argmax_dim0", lambda t: t.argmax(0), lambda a: np.argmax(a, 0)),
 ]
 
 

@@ -366,6 +366,10 @@ def test_large_reductions_and_scans_match_numpy():
     flat = torch.tensor(big.ravel())
     np.testing.assert_allclose(flat.cumsum(0).numpy(), np.cumsum(big.ravel()), rtol=1e-10)
     np.testing.assert_array_equal(x.all(1).numpy(), np.ones(600, bool))
+    for dim in (0, 1):
+        np.testing.assert_array_equal(x.argmax(dim).numpy(), np.argmax(big, dim))
+        np.testing.assert_array_equal(x.argmin(dim).numpy(), np.argmin(big, dim))
+    np.testing.assert_array_equal(x.argsort(1)[:5].numpy(), np.argsort(big[:5], 1, kind="stable"))
 
 
 # ---------------------------------------------------------------- integer inputs

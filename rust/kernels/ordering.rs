@@ -17,15 +17,47 @@ fn ascending<T: Number>(a: T, b: T) -> Ordering {
     a.partial_cmp(&b).unwrap_or_else(|| a.is_nan().cmp(&b.is_nan()))
 }
 
-/// Whether `v` replaces `best` as the running largest (or smallest): the first of equal
-/// elements stays, and a NaN wins and stays.
-#[inline]
-fn replaces<T: Number>(v: T, best: T, largest: bool) -> bool {
-    !best.is_nan() && (v.is_nan() || if largest { v > best } else { v < best })
+/// The index of the largest (or smallest) element of `line` (not empty), in eight lanes
+/// whose updates are selects (no branches), so the loop vectorises. A NaN never wins a
+/// comparison there, so a line holding one is searched again for its first NaN.
+fn line_arg_extreme<T: Number>(line: &[T], largest: bool) -> usize {
+    const LANES: usize = 8;
+    let better = |v: T, b: T| if largest { v > b } else { v < b };
+    let mut best = [line[0]; LANES];
+    let mut index = [0usize; LANES];
+    let mut nan = false;
+    let mut blocks = line.chunks_exact(LANES);
+    for (block_index, block) in (&mut blocks).enumerate() {
+        let base = block_index * LANES;
+        for (lane, &v) in block.iter().enumerate() {
+            let wins = better(v, best[lane]);
+            best[lane] = if wins { v } else { best[lane] };
+            index[lane] = if wins { base + lane } else { index[lane] };
+            nan |= v.is_nan();
+        }
+    }
+    let (mut winner, mut at) = (line[0], 0);
+    for lane in 0..LANES {
+        let (v, i) = (best[lane], index[lane]);
+        if better(v, winner) || (v == winner && i < at) {
+            (winner, at) = (v, i);
+        }
+    }
+    let tail = line.len() - blocks.remainder().len();
+    for (k, &v) in blocks.remainder().iter().enumerate() {
+        nan |= v.is_nan();
+        if better(v, winner) {
+            (winner, at) = (v, tail + k);
+        }
+    }
+    if nan || line[0].is_nan() {
+        return line.iter().position(|v| v.is_nan()).unwrap_or(at);
+    }
+    at
 }
 
 /// For each of the `outer × inner` lines along the middle axis (`n ≥ 1` long), the
-/// index of its largest (or smallest) element.
+/// index of its largest (or smallest) element: the first of equal ones, or the first NaN.
 pub fn arg_extreme<T: Number>(x: &[T], shape: ScanShape, largest: bool) -> Vec<i64> {
     let ScanShape { outer, n, inner } = shape;
     let mut out = vec![0i64; outer * inner];
@@ -33,15 +65,7 @@ pub fn arg_extreme<T: Number>(x: &[T], shape: ScanShape, largest: bool) -> Vec<i
         return out;
     }
     if inner == 1 {
-        let line = |(dst, line): (&mut i64, &[T])| {
-            let mut best = 0;
-            for (k, &v) in line.iter().enumerate().skip(1) {
-                if replaces(v, line[best], largest) {
-                    best = k;
-                }
-            }
-            *dst = best as i64;
-        };
+        let line = |(dst, line): (&mut i64, &[T])| *dst = line_arg_extreme(line, largest) as i64;
         if x.len() >= PARALLEL_MIN_ELEMENTS && outer > 1 {
             super::threads::install(|| out.par_iter_mut().zip(x.par_chunks(n)).for_each(line));
         } else {
@@ -49,19 +73,58 @@ pub fn arg_extreme<T: Number>(x: &[T], shape: ScanShape, largest: bool) -> Vec<i
         }
         return out;
     }
-    // Rows of `inner` elements at a time, so memory is read in order.
     for (block, indices) in x.chunks(n * inner).zip(out.chunks_mut(inner)) {
-        let mut best: Vec<T> = block[..inner].to_vec();
-        for (k, row) in block.chunks(inner).enumerate().skip(1) {
-            for ((b, index), &v) in best.iter_mut().zip(indices.iter_mut()).zip(row) {
-                if replaces(v, *b, largest) {
-                    *b = v;
-                    *index = k as i64;
-                }
-            }
+        // One block of a large tensor: its columns split among threads.
+        let columns = inner.div_ceil(super::threads::num_threads().max(1)).max(64);
+        if block.len() >= PARALLEL_MIN_ELEMENTS && columns < inner {
+            super::threads::install(|| {
+                indices
+                    .par_chunks_mut(columns)
+                    .enumerate()
+                    .for_each(|(i, part)| columns_arg_extreme(block, n, inner, i * columns, part, largest))
+            });
+        } else {
+            columns_arg_extreme(block, n, inner, 0, indices, largest);
         }
     }
     out
+}
+
+/// `arg_extreme` of the columns `start..start + indices.len()` of `block`, `n` rows of
+/// `inner`: rows at a time, so memory is read in order, with selects as in
+/// `line_arg_extreme` on 32-bit indices (longer columns take the element-by-element scan).
+fn columns_arg_extreme<T: Number>(
+    block: &[T],
+    n: usize,
+    inner: usize,
+    start: usize,
+    indices: &mut [i64],
+    largest: bool,
+) {
+    let width = indices.len();
+    if n > u32::MAX as usize {
+        for (j, index) in indices.iter_mut().enumerate() {
+            let line: Vec<T> = (0..n).map(|k| block[k * inner + start + j]).collect();
+            *index = line_arg_extreme(&line, largest) as i64;
+        }
+        return;
+    }
+    let better = |v: T, b: T| if largest { v > b } else { v < b };
+    let mut best: Vec<T> = block[start..start + width].to_vec();
+    let mut at = vec![0u32; width];
+    let mut nan = false;
+    for (k, row) in block.chunks(inner).enumerate() {
+        for ((b, index), &v) in best.iter_mut().zip(at.iter_mut()).zip(&row[start..start + width]) {
+            let wins = better(v, *b);
+            *b = if wins { v } else { *b };
+            *index = if wins { k as u32 } else { *index };
+            nan |= v.is_nan();
+        }
+    }
+    for (j, (index, &a)) in indices.iter_mut().zip(&at).enumerate() {
+        let first_nan = if nan { (0..n).find(|&k| block[k * inner + start + j].is_nan()) } else { None };
+        *index = first_nan.unwrap_or(a as usize) as i64;
+    }
 }
 
 /// For each line along the middle axis, the indices of its first `k` elements in
@@ -198,6 +261,27 @@ mod tests {
         assert_eq!(arg_extreme(&x, shape(1, 3, 2), true), vec![1, 1]);
         assert_eq!(arg_extreme(&x, shape(1, 3, 2), false), vec![0, 1]);
         assert_eq!(arg_extreme::<f64>(&[], shape(1, 1, 0), true), Vec::<i64>::new());
+    }
+
+    #[test]
+    fn long_lines_agree_with_a_plain_scan() {
+        let x: Vec<f32> = (0..1000).map(|i| ((i * 7919) % 613) as f32).collect();
+        let plain = |largest: bool| {
+            let mut best = 0;
+            for (k, &v) in x.iter().enumerate() {
+                if (largest && v > x[best]) || (!largest && v < x[best]) {
+                    best = k;
+                }
+            }
+            best as i64
+        };
+        assert_eq!(arg_extreme(&x, shape(1, 1000, 1), true), vec![plain(true)]);
+        assert_eq!(arg_extreme(&x, shape(1, 1000, 1), false), vec![plain(false)]);
+        let mut with_nan = x.clone();
+        with_nan[700] = f32::NAN;
+        with_nan[900] = f32::NAN;
+        assert_eq!(arg_extreme(&with_nan, shape(1, 1000, 1), false), vec![700]);
+        assert_eq!(arg_extreme(&with_nan, shape(1, 100, 10), true)[0], 70);
     }
 
     #[test]
