@@ -36,6 +36,9 @@ class TableReference:
     float32_tolerance: float = 2e-6
     # Gradients are checked with inputs in [-grad_bound, grad_bound].
     grad_bound: float = 2.0
+    # Or with inputs drawn from this strategy: ops with kinks (|x|, max, sqrt at 0) need points
+    # where finite differences do not straddle one, such as a grid of exactly representable values.
+    grad_elements: Optional[st.SearchStrategy] = None
     # Whether the inputs may be drawn as integer arrays (single-input ops only).
     integer_inputs: bool = True
     # A rename of torch kwargs for the numpy reference, when numpy spells them differently.
@@ -46,11 +49,18 @@ class TableReference:
     # grad_inputs(data, input shapes) -> float64 arrays where the op is smooth, for the
     # gradient check (default: uniform in [-grad_bound, grad_bound]).
     grad_inputs: Optional[Callable[[Any, list[tuple[int, ...]]], list[Any]]] = None
-    # The result's numpy dtype when it is not the inputs' (np.bool_ for comparisons).
+    # The result's numpy dtype when it is not the inputs' (np.bool_ for comparisons, int64
+    # for indices): compared exactly.
     result_dtype: Optional[Any] = None
     # Whether numpy computes the reference in float64 (then rounded); False: in the inputs' dtype,
     # for ops whose float32 result is defined by float32 arithmetic (isclose's tolerance test).
     reference_in_float64: bool = True
+    # The numpy reference of the TF1 function (called with TF1's kwargs under torch's names,
+    # see ``torch_spelling``), when TF1's semantics differ (``reduce_variance`` is the
+    # population variance); None: ``numpy``.
+    tf_numpy: Optional[Callable[..., Any]] = None
+    # Whether the inputs are bool arrays (``reduce_all`` takes bool tensors only).
+    bool_inputs: bool = False
 
 
 TF_TO_TORCH = {"axis": "dim", "reduction_indices": "dim", "keepdims": "keepdim", "keep_dims": "keepdim"}

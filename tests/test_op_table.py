@@ -24,7 +24,17 @@ from _op_reference import TableReference, torch_spelling
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from test_property_ops import any_arrays, assert_same, check_grad, evaluate, f64_then, float_arrays, shapes
+from test_property_ops import (
+    LAYOUTS,
+    any_arrays,
+    assert_same,
+    check_grad,
+    evaluate,
+    f64_then,
+    float_arrays,
+    relayout,
+    shapes,
+)
 
 import rustgrad
 import rustgrad.static as tf
@@ -260,6 +270,9 @@ def _call(spec: Any, function: Callable[..., Any], kwargs: dict) -> Callable[...
 def _draw_inputs(data: Any, reference: TableReference, shapes: list) -> list[tuple[np.ndarray, np.ndarray]]:
     if reference.draw_inputs is not None:
         return reference.draw_inputs(data, shapes)
+    if reference.bool_inputs:
+        arrays = [data.draw(hnp.arrays(np.bool_, shape)) for shape in shapes]
+        return [(a, relayout(a, data.draw(st.sampled_from(LAYOUTS)))) for a in arrays]
     if len(shapes) == 1 and reference.integer_inputs:
         return [data.draw(any_arrays(shape=shapes[0]))]
     dtype = data.draw(st.sampled_from([np.float32, np.float64]))
@@ -274,6 +287,7 @@ def test_ops_with_arguments_match_numpy(spec, mode, data):
     shapes_in = reference.shapes(data)
     pairs = _draw_inputs(data, reference, shapes_in)
     kwargs = reference.torch_args(data, shapes_in)
+    numpy_reference = reference.numpy
     if mode == "eager":
         name = data.draw(st.sampled_from([spec.name, *spec.torch_aliases]))
         as_method = not _list_op(spec) and data.draw(st.booleans())
@@ -285,17 +299,21 @@ def test_ops_with_arguments_match_numpy(spec, mode, data):
         function = _resolve(tf, data.draw(st.sampled_from(_tf_names(spec))))
         if _list_op(spec) or data.draw(st.booleans()):
             fn, expected_kwargs = _call(spec, function, tf_kwargs), torch_spelling(tf_kwargs)
+            numpy_reference = reference.tf_numpy or numpy_reference
         else:
             fn, expected_kwargs = (lambda *ts: getattr(ts[0], spec.name)(*ts[1:], **kwargs)), kwargs
     dtype = pairs[0][0].dtype
     with np.errstate(all="ignore"):
         wide = [r.astype(np.float64) if reference.reference_in_float64 else r for r, _ in pairs]
-        expected = np.asarray(reference.numpy(*wide, **expected_kwargs))
-    tolerance = reference.float32_tolerance if dtype == np.float32 else 1e-12
+        expected = np.asarray(numpy_reference(*wide, **expected_kwargs))
     got = evaluate(mode, data, fn, [given for _, given in pairs])
-    result_dtype = reference.result_dtype or dtype
+    result_dtype = np.dtype(reference.result_dtype or dtype)
     with np.errstate(over="ignore"):  # what overflows float32 is inf there too
         expected = expected.astype(result_dtype)
+    if result_dtype.kind in "biu":
+        np.testing.assert_array_equal(got, expected, strict=True)
+        return
+    tolerance = reference.float32_tolerance if dtype == np.float32 else 1e-12
     assert_same(got, expected, result_dtype, rtol=tolerance, atol=tolerance)
 
 
@@ -309,7 +327,8 @@ def test_ops_with_arguments_have_gradients_matching_finite_differences(spec, mod
     if reference.grad_inputs is not None:
         arrays = reference.grad_inputs(data, shapes_in)
     else:
-        arrays = [data.draw(hnp.arrays(np.float64, shape, elements=st.floats(-bound, bound))) for shape in shapes_in]
+        elements = st.floats(-bound, bound) if reference.grad_elements is None else reference.grad_elements
+        arrays = [data.draw(hnp.arrays(np.float64, shape, elements=elements)) for shape in shapes_in]
     assume(sum(a.size for a in arrays) <= 40)  # finite differences cost one evaluation per element
     kwargs = reference.torch_args(data, shapes_in)
     if mode == "eager":
@@ -317,5 +336,6 @@ def test_ops_with_arguments_have_gradients_matching_finite_differences(spec, mod
     else:
         tf_kwargs = reference.tf_args(data, kwargs)
         function = _resolve(tf, _tf_names(spec)[0])
+        numpy_reference = reference.tf_numpy or reference.numpy
         check_grad(mode, None, _call(spec, function, tf_kwargs),
-                   lambda *xs: reference.numpy(*xs, **torch_spelling(tf_kwargs)), arrays)
+                   lambda *xs: numpy_reference(*xs, **torch_spelling(tf_kwargs)), arrays)

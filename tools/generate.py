@@ -172,14 +172,14 @@ def is_list_op(spec: Any) -> bool:
 
 
 def doc_line(spec: Any, indent: str) -> str:
-    """The op's docstring at ``indent``, wrapped to 120 characters."""
+    """The op's docstring at ``indent``, wrapped to 120 characters when it is longer."""
+    line = f'{indent}"""{spec.doc}"""'
+    if len(line) <= 120:
+        return line
     import textwrap
 
-    one_line = f'{indent}"""{spec.doc}"""'
-    if len(one_line) <= 120:
-        return one_line
-    wrapped = textwrap.wrap(f'"""{spec.doc}"""', 120 - len(indent), break_on_hyphens=False)
-    return "\n".join(indent + line for line in wrapped)
+    first, *rest = textwrap.wrap(spec.doc, 116 - len(indent), break_on_hyphens=False)
+    return "\n".join([f'{indent}"""{first}', *(f"{indent}{part}" for part in rest), f'{indent}"""'])
 
 
 def eager_module(ops: dict[str, Any]) -> str:
@@ -232,11 +232,21 @@ def static_function(name: str, spec: Any, first_input: str) -> list[str]:
             f"    return {call}", ""]
 
 
+# Hand-written TF1 functions that TF1 also offers in a namespace this script writes
+# (``tf.math.reduce_sum`` is ``tf.reduce_sum``), by the module that defines them.
+NAMESPACE_EXTRAS: dict[str, list[tuple[str, list[str]]]] = {
+    "math": [("rustgrad.static._ops", ["reduce_max", "reduce_mean", "reduce_min", "reduce_sum"]),
+             ("rustgrad.static._reductions", ["top_k"])],
+}
+
+
 def static_module(ops: dict[str, Any], namespace: str, doc: str) -> str:
+    extras = NAMESPACE_EXTRAS.get(namespace, [])
     lines = header(doc, ["from typing import Any, Optional, Sequence, Union  # noqa: F401 - in some signatures", "",
                          "from rustgrad._rustgrad import ops as _ops",
-                         "from rustgrad.static._graph import Tensor, _apply, _renamed  # noqa: F401"])
-    exported = []
+                         "from rustgrad.static._graph import Tensor, _apply, _renamed  # noqa: F401",
+                         *(f"from {module} import {', '.join(names)}" for module, names in extras)])
+    exported = [name for _, names in extras for name in names]
     for spec in ops.values():
         for tf in tf_names(spec):
             if tf.namespace == namespace:

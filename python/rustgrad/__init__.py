@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os as _os
 
-from rustgrad import _composites, _rustgrad, autograd, cuda, errors, nn, optim, viz
+from rustgrad import _composites, _rustgrad, autograd, cuda, errors, nn, optim, return_types, viz
 from rustgrad._comparisons import allclose, equal
 from rustgrad._composites import chunk, split, unbind
 from rustgrad._creation import (
@@ -64,6 +64,7 @@ from rustgrad._grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from rustgrad._reductions import max, min, sort, std_mean, topk, var_mean
 from rustgrad._rustgrad import (
     Tensor,
     device,
@@ -107,5 +108,6 @@ __all__ = [
     "remainder", "reshape", "set_grad_enabled", "set_num_threads", "split",
     "sub", "sum", "t", "tensor", "transpose", "uint8", "unbind", "where", "zeros",
     "zeros_like", "_dtype_from_name", "load", "nn", "optim", "save", "viz",
+    "max", "min", "return_types", "sort", "std_mean", "topk", "var_mean",
 ]
 __all__ += _op_table_names

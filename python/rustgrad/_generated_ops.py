@@ -395,12 +395,12 @@ Tensor.fix = _trunc_method  # type: ignore[method-assign]
 
 def cumsum(input: Tensor, dim: int) -> Tensor:
     """Running sums along `dim`."""
-    return _ops['cumsum'](input, dim, False, False)
+    return _ops['cumsum'](input, dim, False, False, True)
 
 
 def _cumsum_method(self: Tensor, dim: int) -> Tensor:
     """Running sums along `dim`."""
-    return _ops['cumsum'](self, dim, False, False)
+    return _ops['cumsum'](self, dim, False, False, True)
 
 Tensor.cumsum = _cumsum_method  # type: ignore[method-assign]
 
@@ -470,7 +470,8 @@ Tensor.swapdims = _swapaxes_method  # type: ignore[method-assign]
 
 def expand(input: Tensor, size: Union[int, Sequence[int]]) -> Tensor:
     """The tensor repeated along dims of size 1 (and new leading dims) to `size`, as a view: no copy. -1 keeps a dim's
-    size."""
+    size.
+    """
     return _ops['expand'](input, size)
 
 
@@ -480,7 +481,8 @@ def _expand_method(
     size: Optional[Union[int, Sequence[int]]] = None,
 ) -> Tensor:
     """The tensor repeated along dims of size 1 (and new leading dims) to `size`, as a view: no copy. -1 keeps a dim's
-    size."""
+    size.
+    """
     return _ops['expand'](self, _varargs('expand', 'size', args, size))
 
 broadcast_to = expand
@@ -500,13 +502,15 @@ Tensor.expand_as = _expand_as_method  # type: ignore[method-assign]
 
 def squeeze(input: Tensor, dim: Union[int, Sequence[int], None] = None) -> Tensor:
     """The dims of size 1 removed (only those of `dim` when given), as a view. TF1 refuses to squeeze a named dim that
-    is not 1; torch leaves it."""
+    is not 1; torch leaves it.
+    """
     return _ops['squeeze'](input, dim, False)
 
 
 def _squeeze_method(self: Tensor, dim: Union[int, Sequence[int], None] = None) -> Tensor:
     """The dims of size 1 removed (only those of `dim` when given), as a view. TF1 refuses to squeeze a named dim that
-    is not 1; torch leaves it."""
+    is not 1; torch leaves it.
+    """
     return _ops['squeeze'](self, dim, False)
 
 Tensor.squeeze = _squeeze_method  # type: ignore[method-assign]
@@ -523,14 +527,16 @@ def _unsqueeze_method(self: Tensor, dim: int) -> Tensor:
 Tensor.unsqueeze = _unsqueeze_method  # type: ignore[method-assign]
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-    """The dims `start_dim` to `end_dim` merged into one (a 0-d tensor becomes 1-D): a view when the strides allow, else
-    a copy."""
+    """The dims `start_dim` to `end_dim` merged into one (a 0-d tensor becomes 1-D): a view when the strides allow,
+    else a copy.
+    """
     return _ops['flatten'](input, start_dim, end_dim)
 
 
 def _flatten_method(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-    """The dims `start_dim` to `end_dim` merged into one (a 0-d tensor becomes 1-D): a view when the strides allow, else
-    a copy."""
+    """The dims `start_dim` to `end_dim` merged into one (a 0-d tensor becomes 1-D): a view when the strides allow,
+    else a copy.
+    """
     return _ops['flatten'](self, start_dim, end_dim)
 
 Tensor.flatten = _flatten_method  # type: ignore[method-assign]
@@ -592,13 +598,15 @@ Tensor.select = _select_method  # type: ignore[method-assign]
 
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The diagonal of the (dim1, dim2) planes, `offset` above the main one, as a view; it becomes the last dim. TF1's
-    `diag_part` takes the last two dims."""
+    `diag_part` takes the last two dims.
+    """
     return _ops['diagonal'](input, offset, dim1, dim2)
 
 
 def _diagonal_method(self: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The diagonal of the (dim1, dim2) planes, `offset` above the main one, as a view; it becomes the last dim. TF1's
-    `diag_part` takes the last two dims."""
+    `diag_part` takes the last two dims.
+    """
     return _ops['diagonal'](self, offset, dim1, dim2)
 
 Tensor.diagonal = _diagonal_method  # type: ignore[method-assign]
@@ -642,7 +650,8 @@ Tensor.flipud = _flipud_method  # type: ignore[method-assign]
 
 def roll(input: Tensor, shifts: Union[int, Sequence[int]], dims: Union[int, Sequence[int], None] = None) -> Tensor:
     """The elements shifted by `shifts` along `dims`, those pushed off the end coming back at the start (a copy);
-    without dims, along the flattened tensor."""
+    without dims, along the flattened tensor.
+    """
     return _ops['roll'](input, shifts, dims)
 
 
@@ -652,7 +661,8 @@ def _roll_method(
     dims: Union[int, Sequence[int], None] = None,
 ) -> Tensor:
     """The elements shifted by `shifts` along `dims`, those pushed off the end coming back at the start (a copy);
-    without dims, along the flattened tensor."""
+    without dims, along the flattened tensor.
+    """
     return _ops['roll'](self, shifts, dims)
 
 Tensor.roll = _roll_method  # type: ignore[method-assign]
@@ -689,26 +699,30 @@ Tensor.tile = _tile_method  # type: ignore[method-assign]
 
 def pad(input: Tensor, pad: Union[int, Sequence[int]], mode: str = 'constant', value: float = 0.0) -> Tensor:
     """The tensor with borders added: torch's `pad` lists (before, after) from the last dim backwards, TF's `paddings`
-    one pair per dim. Modes: constant (negative padding crops), reflect, replicate, circular, symmetric."""
+    one pair per dim. Modes: constant (negative padding crops), reflect, replicate, circular, symmetric.
+    """
     return _ops['pad'](input, pad, None, mode, value)
 
 
 def _pad_method(self: Tensor, pad: Union[int, Sequence[int]], mode: str = 'constant', value: float = 0.0) -> Tensor:
     """The tensor with borders added: torch's `pad` lists (before, after) from the last dim backwards, TF's `paddings`
-    one pair per dim. Modes: constant (negative padding crops), reflect, replicate, circular, symmetric."""
+    one pair per dim. Modes: constant (negative padding crops), reflect, replicate, circular, symmetric.
+    """
     return _ops['pad'](self, pad, None, mode, value)
 
 Tensor.pad = _pad_method  # type: ignore[method-assign]
 
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
-    """torch: the matrix with a 1-D input on its diagonal `diagonal`, or a matrix's diagonal. TF1: a rank-2k tensor with
-    the rank-k input on its diagonal."""
+    """torch: the matrix with a 1-D input on its diagonal `diagonal`, or a matrix's diagonal. TF1: a rank-2k tensor
+    with the rank-k input on its diagonal.
+    """
     return _ops['diag'](input, diagonal, False)
 
 
 def _diag_method(self: Tensor, diagonal: int = 0) -> Tensor:
-    """torch: the matrix with a 1-D input on its diagonal `diagonal`, or a matrix's diagonal. TF1: a rank-2k tensor with
-    the rank-k input on its diagonal."""
+    """torch: the matrix with a 1-D input on its diagonal `diagonal`, or a matrix's diagonal. TF1: a rank-2k tensor
+    with the rank-k input on its diagonal.
+    """
     return _ops['diag'](self, diagonal, False)
 
 Tensor.diag = _diag_method  # type: ignore[method-assign]
@@ -1132,17 +1146,218 @@ def _isclose_method(
 
 Tensor.isclose = _isclose_method  # type: ignore[method-assign]
 
+def prod(input: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
+    """The product of the elements over `dim` (all of them by default)."""
+    return _ops['prod'](input, dim, keepdim, True)
+
+
+def _prod_method(self: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
+    """The product of the elements over `dim` (all of them by default)."""
+    return _ops['prod'](self, dim, keepdim, True)
+
+Tensor.prod = _prod_method  # type: ignore[method-assign]
+
+def cumprod(input: Tensor, dim: int) -> Tensor:
+    """Running products along `dim`."""
+    return _ops['cumprod'](input, dim, False, False, True)
+
+
+def _cumprod_method(self: Tensor, dim: int) -> Tensor:
+    """Running products along `dim`."""
+    return _ops['cumprod'](self, dim, False, False, True)
+
+Tensor.cumprod = _cumprod_method  # type: ignore[method-assign]
+
+def var(
+    input: Tensor,
+    dim: Union[int, Sequence[int], None] = None,
+    unbiased: Optional[bool] = None,
+    keepdim: bool = False,
+    correction: Optional[float] = None,
+) -> Tensor:
+    """The variance over `dim`: Σ(x - mean)² / (N - correction). torch's default is the sample variance (correction=1;
+    unbiased=False is correction=0); TF1's `reduce_variance` is the population variance.
+    """
+    return _ops['var'](input, dim, unbiased, keepdim, correction)
+
+
+def _var_method(
+    self: Tensor,
+    dim: Union[int, Sequence[int], None] = None,
+    unbiased: Optional[bool] = None,
+    keepdim: bool = False,
+    correction: Optional[float] = None,
+) -> Tensor:
+    """The variance over `dim`: Σ(x - mean)² / (N - correction). torch's default is the sample variance (correction=1;
+    unbiased=False is correction=0); TF1's `reduce_variance` is the population variance.
+    """
+    return _ops['var'](self, dim, unbiased, keepdim, correction)
+
+Tensor.var = _var_method  # type: ignore[method-assign]
+
+def std(
+    input: Tensor,
+    dim: Union[int, Sequence[int], None] = None,
+    unbiased: Optional[bool] = None,
+    keepdim: bool = False,
+    correction: Optional[float] = None,
+) -> Tensor:
+    """The standard deviation over `dim`: the square root of `var` with the same arguments."""
+    return _ops['std'](input, dim, unbiased, keepdim, correction)
+
+
+def _std_method(
+    self: Tensor,
+    dim: Union[int, Sequence[int], None] = None,
+    unbiased: Optional[bool] = None,
+    keepdim: bool = False,
+    correction: Optional[float] = None,
+) -> Tensor:
+    """The standard deviation over `dim`: the square root of `var` with the same arguments."""
+    return _ops['std'](self, dim, unbiased, keepdim, correction)
+
+Tensor.std = _std_method  # type: ignore[method-assign]
+
+def norm(
+    input: Tensor,
+    p: Union[float, str] = 'fro',
+    dim: Union[int, Sequence[int], None] = None,
+    keepdim: bool = False,
+) -> Tensor:
+    """The p-norm over `dim` (all dims by default): 'fro' and 2 are Euclidean, 1 sums |x|, inf and -inf are the largest
+    and smallest |x|, 0 counts the nonzero elements, any other p is (Σ|x|^p)^(1/p). TF1: `ord` 1 or inf over a
+    two-element `axis` is a matrix norm.
+    """
+    return _ops['norm'](input, p, dim, keepdim, False)
+
+
+def _norm_method(
+    self: Tensor,
+    p: Union[float, str] = 'fro',
+    dim: Union[int, Sequence[int], None] = None,
+    keepdim: bool = False,
+) -> Tensor:
+    """The p-norm over `dim` (all dims by default): 'fro' and 2 are Euclidean, 1 sums |x|, inf and -inf are the largest
+    and smallest |x|, 0 counts the nonzero elements, any other p is (Σ|x|^p)^(1/p). TF1: `ord` 1 or inf over a
+    two-element `axis` is a matrix norm.
+    """
+    return _ops['norm'](self, p, dim, keepdim, False)
+
+Tensor.norm = _norm_method  # type: ignore[method-assign]
+
+def all(input: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
+    """Whether every element over `dim` is true (nonzero); a bool tensor. TF1's `reduce_all` takes bool tensors only."""
+    return _ops['all'](input, dim, keepdim)
+
+
+def _all_method(self: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
+    """Whether every element over `dim` is true (nonzero); a bool tensor. TF1's `reduce_all` takes bool tensors only."""
+    return _ops['all'](self, dim, keepdim)
+
+Tensor.all = _all_method  # type: ignore[method-assign]
+
+def any(input: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
+    """Whether some element over `dim` is true (nonzero); a bool tensor. TF1's `reduce_any` takes bool tensors only."""
+    return _ops['any'](input, dim, keepdim)
+
+
+def _any_method(self: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
+    """Whether some element over `dim` is true (nonzero); a bool tensor. TF1's `reduce_any` takes bool tensors only."""
+    return _ops['any'](self, dim, keepdim)
+
+Tensor.any = _any_method  # type: ignore[method-assign]
+
+def count_nonzero(input: Tensor, dim: Union[int, Sequence[int], None] = None) -> Tensor:
+    """The number of nonzero (true, NaN) elements over `dim` (all of them by default), as int64 (TF1: `dtype`)."""
+    return _ops['count_nonzero'](input, dim, False, None)
+
+
+def _count_nonzero_method(self: Tensor, dim: Union[int, Sequence[int], None] = None) -> Tensor:
+    """The number of nonzero (true, NaN) elements over `dim` (all of them by default), as int64 (TF1: `dtype`)."""
+    return _ops['count_nonzero'](self, dim, False, None)
+
+Tensor.count_nonzero = _count_nonzero_method  # type: ignore[method-assign]
+
+def argmax(input: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
+    """The index of the largest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None` is
+    dim 0), as int64; the first of equal elements, and NaN counts as the largest.
+    """
+    return _ops['argmax'](input, dim, keepdim, None, False)
+
+
+def _argmax_method(self: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
+    """The index of the largest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None` is
+    dim 0), as int64; the first of equal elements, and NaN counts as the largest.
+    """
+    return _ops['argmax'](self, dim, keepdim, None, False)
+
+Tensor.argmax = _argmax_method  # type: ignore[method-assign]
+
+def argmin(input: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
+    """The index of the smallest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None` is
+    dim 0), as int64; the first of equal elements, and a NaN is picked as in `argmax`.
+    """
+    return _ops['argmin'](input, dim, keepdim, None, False)
+
+
+def _argmin_method(self: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
+    """The index of the smallest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None` is
+    dim 0), as int64; the first of equal elements, and a NaN is picked as in `argmax`.
+    """
+    return _ops['argmin'](self, dim, keepdim, None, False)
+
+Tensor.argmin = _argmin_method  # type: ignore[method-assign]
+
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+    """The indices that sort the elements along `dim` (ascending unless `descending`, or TF1's
+    `direction='DESCENDING'`), as int64. The sort is stable, and NaN sorts above every number.
+    """
+    return _ops['argsort'](input, dim, descending, 'ASCENDING', stable, -1)
+
+
+def _argsort_method(self: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+    """The indices that sort the elements along `dim` (ascending unless `descending`, or TF1's
+    `direction='DESCENDING'`), as int64. The sort is stable, and NaN sorts above every number.
+    """
+    return _ops['argsort'](self, dim, descending, 'ASCENDING', stable, -1)
+
+Tensor.argsort = _argsort_method  # type: ignore[method-assign]
+
+def take_along_dim(
+    input: Union[Tensor, float],
+    indices: Union[Tensor, float],
+    dim: Union[int, Sequence[int], None] = None,
+) -> Tensor:
+    """The elements of `input` at `indices` along `dim` (of the flattened tensors when `dim` is None), the other dims
+    broadcasting: what `argmax(dim, keepdim=True)` and `argsort` point at.
+    """
+    return _ops['take_along_dim'](input, indices, dim)
+
+
+def _take_along_dim_method(
+    self: Union[Tensor, float],
+    indices: Union[Tensor, float],
+    dim: Union[int, Sequence[int], None] = None,
+) -> Tensor:
+    """The elements of `input` at `indices` along `dim` (of the flattened tensors when `dim` is None), the other dims
+    broadcasting: what `argmax(dim, keepdim=True)` and `argsort` point at.
+    """
+    return _ops['take_along_dim'](self, indices, dim)
+
+Tensor.take_along_dim = _take_along_dim_method  # type: ignore[method-assign]
+
 __all__ = [
-    "abs", "absolute", "acos", "acosh", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2",
-    "arctanh", "asin", "asinh", "atan", "atan2", "atanh", "band_part", "broadcast_to", "cat", "ceil",
-    "clamp_max", "clamp_min", "concat", "concatenate", "copysign", "cos", "cosh", "cumsum", "diag",
-    "diag_embed", "diagonal", "eq", "erf", "exp", "exp2", "expand", "expand_as", "expm1", "fix",
-    "flatten", "flip", "fliplr", "flipud", "floor", "fmax", "fmin", "fmod", "ge", "greater",
-    "greater_equal", "gt", "hypot", "isclose", "isfinite", "isinf", "isnan", "isneginf", "isposinf", "le",
-    "lerp", "less", "less_equal", "log", "log10", "log1p", "log2", "logaddexp", "logical_and",
-    "logical_not", "logical_or", "logical_xor", "logsumexp", "lt", "moveaxis", "movedim", "nan_to_num",
-    "narrow", "ne", "neg", "negative", "not_equal", "pad", "permute", "pow", "reciprocal", "relu",
-    "repeat", "reshape_as", "roll", "round", "rsqrt", "select", "sigmoid", "sign", "sin", "sinh", "sqrt",
-    "square", "squared_difference", "squeeze", "stack", "swapaxes", "swapdims", "tan", "tanh", "tile",
-    "trace", "tril", "triu", "trunc", "unflatten", "unsqueeze", "view_as", "xlogy"
+    "abs", "absolute", "acos", "acosh", "all", "any", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
+    "arctan2", "arctanh", "argmax", "argmin", "argsort", "asin", "asinh", "atan", "atan2", "atanh",
+    "band_part", "broadcast_to", "cat", "ceil", "clamp_max", "clamp_min", "concat", "concatenate",
+    "copysign", "cos", "cosh", "count_nonzero", "cumprod", "cumsum", "diag", "diag_embed", "diagonal",
+    "eq", "erf", "exp", "exp2", "expand", "expand_as", "expm1", "fix", "flatten", "flip", "fliplr",
+    "flipud", "floor", "fmax", "fmin", "fmod", "ge", "greater", "greater_equal", "gt", "hypot", "isclose",
+    "isfinite", "isinf", "isnan", "isneginf", "isposinf", "le", "lerp", "less", "less_equal", "log",
+    "log10", "log1p", "log2", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor",
+    "logsumexp", "lt", "moveaxis", "movedim", "nan_to_num", "narrow", "ne", "neg", "negative", "norm",
+    "not_equal", "pad", "permute", "pow", "prod", "reciprocal", "relu", "repeat", "reshape_as", "roll",
+    "round", "rsqrt", "select", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "squared_difference",
+    "squeeze", "stack", "std", "swapaxes", "swapdims", "take_along_dim", "tan", "tanh", "tile", "trace",
+    "tril", "triu", "trunc", "unflatten", "unsqueeze", "var", "view_as", "xlogy"
 ]

@@ -19,6 +19,8 @@ import numpy as np
 from numpy.typing import DTypeLike, NDArray
 from typing_extensions import Self, TypeAlias, disjoint_base
 
+from rustgrad import return_types as _return_types
+
 if sys.version_info >= (3, 10):
     from types import EllipsisType
 else:
@@ -376,24 +378,28 @@ class Tensor:
         size: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
     ) -> Tensor:
         """The tensor repeated along dims of size 1 (and new leading dims) to `size`, as a view: no copy. -1 keeps a
-        dim's size."""
+        dim's size.
+        """
     def broadcast_to(
         self,
         *args: Union[builtins.int, Sequence[builtins.int]],
         size: Optional[Union[builtins.int, Sequence[builtins.int]]] = None,
     ) -> Tensor:
         """The tensor repeated along dims of size 1 (and new leading dims) to `size`, as a view: no copy. -1 keeps a
-        dim's size."""
+        dim's size.
+        """
     def expand_as(self, other: Union[Tensor, builtins.float]) -> Tensor:
         """The tensor expanded to `other`'s shape, as a view (`expand(other.size())`)."""
     def squeeze(self, dim: Union[builtins.int, Sequence[builtins.int], None] = None) -> Tensor:
         """The dims of size 1 removed (only those of `dim` when given), as a view. TF1 refuses to squeeze a named dim
-        that is not 1; torch leaves it."""
+        that is not 1; torch leaves it.
+        """
     def unsqueeze(self, dim: builtins.int) -> Tensor:
         """A dim of size 1 inserted at `dim` (counted in the output), as a view."""
     def flatten(self, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> Tensor:
         """The dims `start_dim` to `end_dim` merged into one (a 0-d tensor becomes 1-D): a view when the strides allow,
-        else a copy."""
+        else a copy.
+        """
     def unflatten(self, dim: builtins.int, sizes: Union[builtins.int, Sequence[builtins.int]]) -> Tensor:
         """The dim `dim` split into dims of `sizes` (one may be -1): a view when the strides allow, else a copy."""
     def view_as(self, other: Union[Tensor, builtins.float]) -> Tensor:
@@ -406,7 +412,8 @@ class Tensor:
         """The slice at `index` along `dim`, which goes (`x[..., index, ...]`), as a view."""
     def diagonal(self, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> Tensor:
         """The diagonal of the (dim1, dim2) planes, `offset` above the main one, as a view; it becomes the last dim.
-        TF1's `diag_part` takes the last two dims."""
+        TF1's `diag_part` takes the last two dims.
+        """
     def flip(
         self,
         *args: Union[builtins.int, Sequence[builtins.int]],
@@ -423,7 +430,8 @@ class Tensor:
         dims: Union[builtins.int, Sequence[builtins.int], None] = None,
     ) -> Tensor:
         """The elements shifted by `shifts` along `dims`, those pushed off the end coming back at the start (a copy);
-        without dims, along the flattened tensor."""
+        without dims, along the flattened tensor.
+        """
     def repeat(
         self,
         *args: Union[builtins.int, Sequence[builtins.int]],
@@ -444,13 +452,16 @@ class Tensor:
     ) -> Tensor:
         """The tensor with borders added: torch's `pad` lists (before, after) from the last dim backwards, TF's
         `paddings` one pair per dim. Modes: constant (negative padding crops), reflect, replicate, circular,
-        symmetric."""
+        symmetric.
+        """
     def diag(self, diagonal: builtins.int = 0) -> Tensor:
         """torch: the matrix with a 1-D input on its diagonal `diagonal`, or a matrix's diagonal. TF1: a rank-2k tensor
-        with the rank-k input on its diagonal."""
+        with the rank-k input on its diagonal.
+        """
     def diag_embed(self, offset: builtins.int = 0, dim1: builtins.int = -2, dim2: builtins.int = -1) -> Tensor:
         """Matrices (in the dims `dim1`, `dim2`) whose diagonal `offset` holds the last dim of the input, zero
-        elsewhere."""
+        elsewhere.
+        """
     def trace(self) -> Tensor:
         """The sum of a matrix's main diagonal; TF1's takes the matrices in the last two dims."""
     def tril(self, diagonal: builtins.int = 0) -> Tensor:
@@ -542,6 +553,93 @@ class Tensor:
         equal_nan: builtins.bool = False,
     ) -> Tensor:
         """Whether |input - other| <= atol + rtol·|other|; NaNs are close only with equal_nan."""
+    def prod(
+        self,
+        dim: Union[builtins.int, Sequence[builtins.int], None] = None,
+        keepdim: builtins.bool = False,
+    ) -> Tensor:
+        """The product of the elements over `dim` (all of them by default)."""
+    def cumprod(self, dim: builtins.int) -> Tensor:
+        """Running products along `dim`."""
+    def var(
+        self,
+        dim: Union[builtins.int, Sequence[builtins.int], None] = None,
+        unbiased: Optional[builtins.bool] = None,
+        keepdim: builtins.bool = False,
+        correction: Optional[builtins.float] = None,
+    ) -> Tensor:
+        """The variance over `dim`: Σ(x - mean)² / (N - correction). torch's default is the sample variance
+        (correction=1; unbiased=False is correction=0); TF1's `reduce_variance` is the population variance.
+        """
+    def std(
+        self,
+        dim: Union[builtins.int, Sequence[builtins.int], None] = None,
+        unbiased: Optional[builtins.bool] = None,
+        keepdim: builtins.bool = False,
+        correction: Optional[builtins.float] = None,
+    ) -> Tensor:
+        """The standard deviation over `dim`: the square root of `var` with the same arguments."""
+    def norm(
+        self,
+        p: Union[builtins.float, str] = 'fro',
+        dim: Union[builtins.int, Sequence[builtins.int], None] = None,
+        keepdim: builtins.bool = False,
+    ) -> Tensor:
+        """The p-norm over `dim` (all dims by default): 'fro' and 2 are Euclidean, 1 sums |x|, inf and -inf are the
+        largest and smallest |x|, 0 counts the nonzero elements, any other p is (Σ|x|^p)^(1/p). TF1: `ord` 1 or inf
+        over a two-element `axis` is a matrix norm.
+        """
+    def all(
+        self,
+        dim: Union[builtins.int, Sequence[builtins.int], None] = None,
+        keepdim: builtins.bool = False,
+    ) -> Tensor:
+        """Whether every element over `dim` is true (nonzero); a bool tensor. TF1's `reduce_all` takes bool tensors
+        only.
+        """
+    def any(
+        self,
+        dim: Union[builtins.int, Sequence[builtins.int], None] = None,
+        keepdim: builtins.bool = False,
+    ) -> Tensor:
+        """Whether some element over `dim` is true (nonzero); a bool tensor. TF1's `reduce_any` takes bool tensors
+        only.
+        """
+    def count_nonzero(self, dim: Union[builtins.int, Sequence[builtins.int], None] = None) -> Tensor:
+        """The number of nonzero (true, NaN) elements over `dim` (all of them by default), as int64 (TF1: `dtype`)."""
+    def argmax(
+        self,
+        dim: Union[builtins.int, Sequence[builtins.int], None] = None,
+        keepdim: builtins.bool = False,
+    ) -> Tensor:
+        """The index of the largest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None`
+        is dim 0), as int64; the first of equal elements, and NaN counts as the largest.
+        """
+    def argmin(
+        self,
+        dim: Union[builtins.int, Sequence[builtins.int], None] = None,
+        keepdim: builtins.bool = False,
+    ) -> Tensor:
+        """The index of the smallest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None`
+        is dim 0), as int64; the first of equal elements, and a NaN is picked as in `argmax`.
+        """
+    def argsort(
+        self,
+        dim: builtins.int = -1,
+        descending: builtins.bool = False,
+        stable: builtins.bool = False,
+    ) -> Tensor:
+        """The indices that sort the elements along `dim` (ascending unless `descending`, or TF1's
+        `direction='DESCENDING'`), as int64. The sort is stable, and NaN sorts above every number.
+        """
+    def take_along_dim(
+        self,
+        indices: Union[Tensor, builtins.float],
+        dim: Union[builtins.int, Sequence[builtins.int], None] = None,
+    ) -> Tensor:
+        """The elements of `input` at `indices` along `dim` (of the flattened tensors when `dim` is None), the other
+        dims broadcasting: what `argmax(dim, keepdim=True)` and `argsort` point at.
+        """
     # --- end of generated methods ---
     def __neg__(self) -> Tensor: ...
     def __abs__(self) -> Tensor: ...
@@ -578,9 +676,30 @@ class Tensor:
     def mean(self, dim: _Dims = None, keepdim: Optional[builtins.bool] = None) -> Tensor: ...
     def amax(self, dim: _Dims = None, keepdim: Optional[builtins.bool] = None) -> Tensor: ...
     def amin(self, dim: _Dims = None, keepdim: Optional[builtins.bool] = None) -> Tensor: ...
-    def max(self) -> Tensor:
-        """The maximum over all elements (use ``amax(dim)`` for a reduction along dims)."""
-    def min(self) -> Tensor: ...
+    # max/min/topk/sort are defined in rustgrad/_reductions.py, as compositions of the op table's ops.
+    @overload
+    def max(self, dim: None = None, keepdim: builtins.bool = False) -> Tensor:
+        """The maximum over all elements; with an int ``dim``, the named tuple ``(values, indices)``
+        along it; with a tensor, the elementwise maximum."""
+    @overload
+    def max(self, dim: Tensor, keepdim: builtins.bool = False) -> Tensor: ...
+    @overload
+    def max(self, dim: builtins.int, keepdim: builtins.bool = False) -> _return_types.max: ...
+    @overload
+    def min(self, dim: None = None, keepdim: builtins.bool = False) -> Tensor:
+        """As ``max``, for the smallest elements."""
+    @overload
+    def min(self, dim: Tensor, keepdim: builtins.bool = False) -> Tensor: ...
+    @overload
+    def min(self, dim: builtins.int, keepdim: builtins.bool = False) -> _return_types.min: ...
+    def topk(
+        self, k: builtins.int, dim: builtins.int = -1, largest: builtins.bool = True, sorted: builtins.bool = True
+    ) -> _return_types.topk:
+        """The ``k`` largest (or smallest) elements along ``dim`` and their indices."""
+    def sort(
+        self, dim: builtins.int = -1, descending: builtins.bool = False, stable: builtins.bool = False
+    ) -> _return_types.sort:
+        """The elements sorted along ``dim`` and the indices they came from."""
 
     # comparisons: elementwise, giving bool tensors. The ignores: mypy sees numpy's reflected
     # comparisons accept a Tensor (it has __array__) and return an ndarray, but numpy defers to

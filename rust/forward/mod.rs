@@ -22,7 +22,7 @@ pub use matmul::{
     check_matmul_update, matmul2d, matmul_activation, matmul_update, matmul_update_in_place, overwritable_like,
     updatable_in_place,
 };
-pub use reduce::{check_mean_dtype, extreme, scale_by_item, sum, sum_of_squares, sum_to};
+pub use reduce::{check_mean_dtype, extreme, reduce_dims, scale_by_item, sum, sum_of_squares, sum_to};
 
 use elementwise::mask_grad;
 use layout::{index_backward, masked_scatter};

@@ -11,7 +11,8 @@ use crate::shape::{fmt_shape, normalize_dims, reduced_shape};
 use crate::storage::Element;
 use crate::tensor::Tensor;
 
-fn reduce_dims(op: &str, x: &Tensor, dims: Option<&[isize]>) -> Result<Vec<usize>> {
+/// The sorted dims a reduction over `dims` (None: all) of `x` reduces.
+pub fn reduce_dims(op: &str, x: &Tensor, dims: Option<&[isize]>) -> Result<Vec<usize>> {
     match dims {
         None => Ok((0..x.rank()).collect()),
         Some(d) if x.rank() == 0 => {

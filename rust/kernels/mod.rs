@@ -4,9 +4,13 @@
 
 pub mod binary;
 pub mod elementwise;
+pub mod fold;
 pub mod layout;
 pub mod logical;
 pub mod matmul;
+pub mod moments;
+pub mod ordering;
+pub mod product;
 pub mod reduce;
 pub mod scan;
 #[cfg(target_arch = "x86_64")]

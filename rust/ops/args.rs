@@ -18,10 +18,16 @@ pub enum Kind {
     Ints,
     /// None, or a sequence of `(before, after)` int pairs (TF's `paddings`), flattened.
     Pairs,
-    /// A string (a mode's name).
-    Str,
-    /// A float or None.
+    /// None or a bool (torch's `unbiased`, which must know whether it was given).
+    OptBool,
+    /// None or a number (torch's `correction`).
     OptFloat,
+    /// A number or a name (`norm`'s `p`: 2, inf or 'fro').
+    NumberOrName,
+    /// A string (a mode's name, TF's `direction='ASCENDING'`).
+    Str,
+    /// None or a dtype (TF's `output_type`).
+    OptDType,
 }
 
 impl Kind {
@@ -34,8 +40,11 @@ impl Kind {
             Kind::Float => "float",
             Kind::Ints => "Union[int, Sequence[int]]",
             Kind::Pairs => "Optional[Sequence[Sequence[int]]]",
-            Kind::Str => "str",
+            Kind::OptBool => "Optional[bool]",
             Kind::OptFloat => "Optional[float]",
+            Kind::NumberOrName => "Union[float, str]",
+            Kind::Str => "str",
+            Kind::OptDType => "Any",
         }
     }
 }
@@ -45,7 +54,8 @@ impl Kind {
 pub struct Param {
     /// torch's name.
     pub torch: &'static str,
-    /// TF1's name; empty when TF1's function does not take it.
+    /// TF1's name; empty when TF1's function does not take it. A front that does not take
+    /// an argument passes its own default when it has one, else the other front's.
     pub tf: &'static str,
     /// Deprecated TF1 spellings still accepted (`reduction_indices`, `keep_dims`).
     pub tf_aliases: &'static [&'static str],
@@ -63,8 +73,18 @@ pub enum Value {
     Dims(Option<Vec<isize>>),
     Bool(bool),
     Float(f64),
-    Str(String),
+    OptBool(Option<bool>),
     OptFloat(Option<f64>),
+    NumberOrName(NumberOrName),
+    Str(String),
+    DType(Option<crate::dtype::DType>),
+}
+
+/// A number or a name, as `Kind::NumberOrName` takes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NumberOrName {
+    Number(f64),
+    Name(String),
 }
 
 /// An op's converted arguments, in the order its spec declares them.
@@ -111,6 +131,13 @@ impl Args {
         }
     }
 
+    pub fn opt_flag(&self, i: usize) -> Result<Option<bool>> {
+        match self.get(i)? {
+            Value::OptBool(v) => Ok(*v),
+            _ => Err(self.mismatch(i, "an optional bool")),
+        }
+    }
+
     pub fn text(&self, i: usize) -> Result<&str> {
         match self.get(i)? {
             Value::Str(v) => Ok(v),
@@ -124,10 +151,25 @@ impl Args {
             Error::InvalidArgument(format!("{}: argument '{name}' is required (an int or a sequence of ints)", self.op))
         })
     }
+
     pub fn opt_float(&self, i: usize) -> Result<Option<f64>> {
         match self.get(i)? {
             Value::OptFloat(v) => Ok(*v),
             _ => Err(self.mismatch(i, "a float or None")),
+        }
+    }
+
+    pub fn opt_dtype(&self, i: usize) -> Result<Option<crate::dtype::DType>> {
+        match self.get(i)? {
+            Value::DType(v) => Ok(*v),
+            _ => Err(self.mismatch(i, "an optional dtype")),
+        }
+    }
+
+    pub fn number_or_name(&self, i: usize) -> Result<NumberOrName> {
+        match self.get(i)? {
+            Value::NumberOrName(v) => Ok(v.clone()),
+            _ => Err(self.mismatch(i, "a number or a name")),
         }
     }
 }

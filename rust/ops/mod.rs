@@ -21,6 +21,9 @@ pub mod compare;
 pub mod layout;
 pub mod logical;
 pub mod matrix;
+pub mod moments;
+pub mod norm;
+pub mod ordering;
 pub mod pad;
 pub mod reduce;
 pub mod reorder;
@@ -309,6 +312,18 @@ table! {
         Gt(compare::Gt),
         Ge(compare::Ge),
         IsClose(compare::IsClose),
+        Prod(reduce::Prod),
+        Cumprod(scan::Cumprod),
+        Var(moments::Var),
+        Std(moments::Std),
+        Norm(norm::Norm),
+        All(reduce::All),
+        Any(reduce::Any),
+        CountNonzero(reduce::CountNonzero),
+        Argmax(ordering::ArgExtreme<true>),
+        Argmin(ordering::ArgExtreme<false>),
+        Argsort(ordering::Argsort),
+        TakeAlongDim(ordering::TakeAlongDim),
     ],
     internal: [
         CatGrad(shape::CatGrad),
@@ -317,5 +332,9 @@ table! {
         TraceGrad(matrix::TraceGrad),
         TileGrad(reorder::TileGrad),
         PadGrad(pad::PadGrad),
+        ProdGrad(reduce::ProdGrad),
+        CumprodGrad(scan::CumprodGrad),
+        VarGrad(moments::VarGrad),
+        TakeAlongDimGrad(ordering::TakeAlongDimGrad),
     ],
 }

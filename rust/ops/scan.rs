@@ -1,11 +1,14 @@
-//! Scans along one dim: `cumsum`.
+//! Scans along one dim: `cumsum` and `cumprod` (and `cumprod`'s gradient, which its rule emits).
 
-use super::{nth, Args, Kind, Meta, Param, Spec, TableOp, ONE_INPUT};
-use crate::dtype::float_dispatch;
+use super::reduce::{accumulated_dtype, WIDEN_INTEGERS};
+use super::{internal, no_double_backward, nth, Args, Kind, Meta, Param, Spec, TableOp, TableOps, ONE_INPUT};
 use crate::dtype::DType;
-use crate::error::{dtype_err, Result};
+use crate::dtype::{float_dispatch, numeric_dispatch};
+use crate::error::{Error, Result};
+use crate::forward;
 use crate::graph::PartialShape;
-use crate::kernels::scan::{self, ScanOrder};
+use crate::kernels::scan::{self, ScanOrder, ScanShape};
+use crate::op::Op;
 use crate::rules::{Differentiator, RuleArgs, Saves};
 use crate::shape::normalize_dim;
 use crate::tensor::Tensor;
@@ -29,27 +32,32 @@ const SCAN_PARAMS: &[Param] = &[
         torch_default: None,
         tf_default: Some("False"),
     },
+    WIDEN_INTEGERS,
 ];
 
 #[derive(Clone, Debug)]
 pub struct Cumsum {
     dim: isize,
     order: ScanOrder,
+    widen: bool,
 }
 
-/// `(outer, n, inner)`: the sizes before, along and after `dim` of `shape`.
-fn split_at_dim(shape: &[usize], dim: usize) -> (usize, usize, usize) {
+/// The block a scan along `dim` of `shape` walks.
+fn scan_shape(shape: &[usize], dim: usize) -> ScanShape {
     if shape.is_empty() {
-        return (1, 1, 1);
+        return ScanShape { outer: 1, n: 1, inner: 1 };
     }
-    (shape[..dim].iter().product(), shape[dim], shape[dim + 1..].iter().product())
+    ScanShape { outer: shape[..dim].iter().product(), n: shape[dim], inner: shape[dim + 1..].iter().product() }
 }
 
-fn check_dim(op: &str, dim: isize, shape: &PartialShape) -> Result<()> {
+/// A scan's output: its input's shape and the dtype of its sums or products, once `dim`
+/// is checked against the rank.
+fn infer_scan(op: &str, dim: isize, widen: bool, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
+    let (shape, dtype) = *nth(inputs, 0, op)?;
     if let Some(dims) = shape {
         normalize_dim(op, dim, dims.len())?;
     }
-    Ok(())
+    Ok((shape.clone(), accumulated_dtype(op, dtype, widen)?))
 }
 
 impl TableOp for Cumsum {
@@ -64,26 +72,22 @@ impl TableOp for Cumsum {
     };
 
     fn build(args: &Args) -> Result<Self> {
-        Ok(Cumsum { dim: args.int(0)?, order: ScanOrder { exclusive: args.flag(1)?, reverse: args.flag(2)? } })
+        let order = ScanOrder { exclusive: args.flag(1)?, reverse: args.flag(2)? };
+        Ok(Cumsum { dim: args.int(0)?, order, widen: args.flag(3)? })
     }
 
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = *nth(inputs, 0, "cumsum")?;
-        let dim = normalize_dim("cumsum", self.dim, x.rank())?;
-        let (outer, n, inner) = split_at_dim(x.shape(), dim);
-        float_dispatch!(x.dtype(), "cumsum", |T| {
-            let out = x.with_contiguous(|s: &[T]| scan::cumsum(s, outer, n, inner, self.order))?;
+        let shape = scan_shape(x.shape(), normalize_dim("cumsum", self.dim, x.rank())?);
+        let x = &forward::as_dtype(x, accumulated_dtype("cumsum", x.dtype(), self.widen)?)?;
+        numeric_dispatch!(x.dtype(), "cumsum", |T| {
+            let out = x.with_contiguous(|s: &[T]| scan::cumsum(s, shape, self.order))?;
             Tensor::from_vec(out, x.shape())
         })
     }
 
     fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
-        let (shape, dtype) = *nth(inputs, 0, "cumsum")?;
-        if !dtype.is_float() {
-            return dtype_err(format!("cumsum: expected a float tensor, got {}", dtype.name()));
-        }
-        check_dim("cumsum", self.dim, shape)?;
-        Ok((shape.clone(), dtype))
+        infer_scan("Cumsum", self.dim, self.widen, inputs)
     }
 
     fn saves(&self, _needs: &[bool]) -> Saves {
@@ -92,8 +96,97 @@ impl TableOp for Cumsum {
 
     /// Each input feeds every later running sum: the gradient is the scan of `g` the other way.
     fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
-        let back = Cumsum { dim: self.dim, order: ScanOrder { reverse: !self.order.reverse, ..self.order } };
+        let order = ScanOrder { reverse: !self.order.reverse, ..self.order };
+        let back = Cumsum { dim: self.dim, order, widen: self.widen };
         let g = d.apply(crate::op::Op::Table(super::TableOps::Cumsum(back)), &[a.grad])?;
         Ok(vec![Some(g)])
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Cumprod {
+    dim: isize,
+    order: ScanOrder,
+    widen: bool,
+}
+
+impl TableOp for Cumprod {
+    const SPEC: Spec = Spec {
+        name: "cumprod",
+        torch_aliases: &[],
+        tf: &["cumprod", "math.cumprod"],
+        doc: "Running products along `dim`.",
+        differentiable: true,
+        inputs: ONE_INPUT,
+        params: SCAN_PARAMS,
+    };
+
+    fn build(args: &Args) -> Result<Self> {
+        let order = ScanOrder { exclusive: args.flag(1)?, reverse: args.flag(2)? };
+        Ok(Cumprod { dim: args.int(0)?, order, widen: args.flag(3)? })
+    }
+
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let x = *nth(inputs, 0, "cumprod")?;
+        let shape = scan_shape(x.shape(), normalize_dim("cumprod", self.dim, x.rank())?);
+        let x = &forward::as_dtype(x, accumulated_dtype("cumprod", x.dtype(), self.widen)?)?;
+        numeric_dispatch!(x.dtype(), "cumprod", |T| {
+            let out = x.with_contiguous(|s: &[T]| scan::cumprod(s, shape, self.order))?;
+            Tensor::from_vec(out, x.shape())
+        })
+    }
+
+    fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
+        infer_scan("Cumprod", self.dim, self.widen, inputs)
+    }
+
+    fn saves(&self, _needs: &[bool]) -> Saves {
+        Saves { inputs: 1, output: false }
+    }
+
+    /// Exact when the input holds zeros (see `kernels::scan::cumprod_grad`): no division by the input.
+    fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        let x = nth(a.inputs, 0, "cumprod")?;
+        let grad = CumprodGrad { dim: self.dim, order: self.order };
+        Ok(vec![Some(d.apply(Op::Table(TableOps::CumprodGrad(grad)), &[a.grad, x])?)])
+    }
+}
+
+/// `(g, x)`: the gradient of `cumprod(x)` given its output's gradient `g`.
+#[derive(Clone, Debug)]
+pub struct CumprodGrad {
+    dim: isize,
+    order: ScanOrder,
+}
+
+impl TableOp for CumprodGrad {
+    const SPEC: Spec = internal("cumprod_backward", &[]);
+
+    fn build(_args: &Args) -> Result<Self> {
+        Err(Error::Internal("cumprod_backward is built by cumprod's rule only".into()))
+    }
+
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let (g, x) = (*nth(inputs, 0, "cumprod_backward")?, *nth(inputs, 1, "cumprod_backward")?);
+        let shape = scan_shape(x.shape(), normalize_dim("cumprod", self.dim, x.rank())?);
+        let g = crate::forward::as_dtype(g, x.dtype())?;
+        float_dispatch!(x.dtype(), "cumprod_backward", |T| {
+            let gv: Vec<T> = g.to_vec()?;
+            let out = x.with_contiguous(|s: &[T]| scan::cumprod_grad(&gv, s, shape, self.order))?;
+            Tensor::from_vec(out, x.shape())
+        })
+    }
+
+    fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
+        let (shape, dtype) = *nth(inputs, 1, "cumprod_backward")?;
+        Ok((shape.clone(), dtype))
+    }
+
+    fn saves(&self, _needs: &[bool]) -> Saves {
+        Saves { inputs: 0, output: false }
+    }
+
+    fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        Err(no_double_backward("CumprodBackward0"))
     }
 }

@@ -6,12 +6,12 @@ use super::convert::{self, tensor_arg};
 use super::tensor::{run_op, PyTensor};
 use crate::error::Error;
 use crate::op::Op;
-use crate::ops::args::Value;
+use crate::ops::args::{NumberOrName, Value};
 use crate::ops::unary::UnaryOp;
 use crate::ops::{numbers_as_tensors, Args, Builder, Kind, Operand, Spec, TABLE};
 use crate::tensor::Tensor;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyString, PyTuple};
 
 #[derive(Clone, Copy)]
 enum Entry {
@@ -148,14 +148,35 @@ fn convert_value(obj: &Bound<'_, PyAny>, kind: Kind, op: &str, name: &str) -> Py
         Kind::Int => Value::Int(convert::arg(obj, op, name)?),
         Kind::Bool => Value::Bool(convert::arg(obj, op, name)?),
         Kind::Float => Value::Float(convert::arg(obj, op, name)?),
-        Kind::OptFloat => Value::OptFloat(convert::opt_arg(Some(obj), op, name)?),
         Kind::OptDims | Kind::Ints | Kind::Pairs if obj.is_none() => Value::Dims(None),
+        // `var(x, True)` is torch's old `unbiased` spelling: a bool is never a dim.
+        Kind::OptDims | Kind::Ints if obj.is_instance_of::<PyBool>() => {
+            return Err(super::errors::argument_type_error(format!(
+                "{op}: argument '{name}' must be None, an int or a sequence of ints, got bool; pass flags by keyword"
+            )))
+        }
         Kind::OptDims | Kind::Ints => match obj.extract::<isize>() {
             Ok(single) => Value::Dims(Some(vec![single])),
             Err(_) => Value::Dims(Some(convert::arg::<Vec<isize>>(obj, op, name)?)),
         },
         Kind::Pairs => Value::Dims(Some(pairs(obj, op, name)?)),
-        Kind::Str => Value::Str(convert::arg(obj, op, name)?),
+        Kind::OptBool => Value::OptBool(convert::opt_arg(Some(obj), op, name)?),
+        Kind::OptFloat => Value::OptFloat(convert::opt_arg(Some(obj), op, name)?),
+        Kind::Str => match obj.cast::<PyString>() {
+            Ok(text) => Value::Str(text.to_cow()?.into_owned()),
+            Err(_) => {
+                return Err(super::errors::argument_type_error(format!(
+                    "{op}: argument '{name}' must be a str, got {}",
+                    convert::type_name(obj)
+                )))
+            }
+        },
+        Kind::OptDType if obj.is_none() => Value::DType(None),
+        Kind::OptDType => Value::DType(Some(convert::parse_dtype(obj)?)),
+        Kind::NumberOrName => match obj.cast::<PyString>() {
+            Ok(text) => Value::NumberOrName(NumberOrName::Name(text.to_cow()?.into_owned())),
+            Err(_) => Value::NumberOrName(NumberOrName::Number(convert::arg(obj, op, name)?)),
+        },
     })
 }
 

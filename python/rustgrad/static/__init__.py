@@ -64,6 +64,7 @@ from rustgrad.static._ops import (
     zeros,
     zeros_like,
 )
+from rustgrad.static._reductions import sort
 from rustgrad.static._session import InteractiveSession, RunMetadata, RunOptions, Session, get_default_session
 from rustgrad.static._variables import (
     Variable,
@@ -103,6 +104,6 @@ __all__ = [
     "random_normal", "random_uniform", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "reset_default_graph",
     "reshape", "split", "stop_gradient", "subtract",
     "trainable_variables", "truediv", "uint8", "unstack", "variables_initializer", "where", "zeros",
-    "zeros_like", "linalg", "losses", "train", "math",
+    "zeros_like", "linalg", "losses", "train", "math", "sort",
 ]
 __all__ += _op_table_names

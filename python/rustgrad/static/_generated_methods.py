@@ -191,7 +191,7 @@ class TensorOps:
 
     def cumsum(self: Tensor, dim: int) -> Tensor:
         """Running sums along `dim`."""
-        return self.graph._apply(_ops['cumsum'], [self], None, (dim, False, False))
+        return self.graph._apply(_ops['cumsum'], [self], None, (dim, False, False, True))
 
     def logsumexp(self: Tensor, dim: Union[int, Sequence[int], None], keepdim: bool = False) -> Tensor:
         """log(sum(exp(x))) over `dim`, without overflow: the largest element is factored out first."""
@@ -227,7 +227,8 @@ class TensorOps:
         size: Optional[Union[int, Sequence[int]]] = None,
     ) -> Tensor:
         """The tensor repeated along dims of size 1 (and new leading dims) to `size`, as a view: no copy. -1 keeps a
-        dim's size."""
+        dim's size.
+        """
         return self.graph._apply(_ops['expand'], [self], None, (_varargs('expand', 'size', args, size),))
 
     def broadcast_to(
@@ -236,7 +237,8 @@ class TensorOps:
         size: Optional[Union[int, Sequence[int]]] = None,
     ) -> Tensor:
         """The tensor repeated along dims of size 1 (and new leading dims) to `size`, as a view: no copy. -1 keeps a
-        dim's size."""
+        dim's size.
+        """
         return self.graph._apply(_ops['expand'], [self], None, (_varargs('expand', 'size', args, size),))
 
     def expand_as(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
@@ -245,7 +247,8 @@ class TensorOps:
 
     def squeeze(self: Tensor, dim: Union[int, Sequence[int], None] = None) -> Tensor:
         """The dims of size 1 removed (only those of `dim` when given), as a view. TF1 refuses to squeeze a named dim
-        that is not 1; torch leaves it."""
+        that is not 1; torch leaves it.
+        """
         return self.graph._apply(_ops['squeeze'], [self], None, (dim, False))
 
     def unsqueeze(self: Tensor, dim: int) -> Tensor:
@@ -254,7 +257,8 @@ class TensorOps:
 
     def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         """The dims `start_dim` to `end_dim` merged into one (a 0-d tensor becomes 1-D): a view when the strides allow,
-        else a copy."""
+        else a copy.
+        """
         return self.graph._apply(_ops['flatten'], [self], None, (start_dim, end_dim))
 
     def unflatten(self: Tensor, dim: int, sizes: Union[int, Sequence[int]]) -> Tensor:
@@ -279,7 +283,8 @@ class TensorOps:
 
     def diagonal(self: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
         """The diagonal of the (dim1, dim2) planes, `offset` above the main one, as a view; it becomes the last dim.
-        TF1's `diag_part` takes the last two dims."""
+        TF1's `diag_part` takes the last two dims.
+        """
         return self.graph._apply(_ops['diagonal'], [self], None, (offset, dim1, dim2))
 
     def flip(
@@ -300,7 +305,8 @@ class TensorOps:
 
     def roll(self: Tensor, shifts: Union[int, Sequence[int]], dims: Union[int, Sequence[int], None] = None) -> Tensor:
         """The elements shifted by `shifts` along `dims`, those pushed off the end coming back at the start (a copy);
-        without dims, along the flattened tensor."""
+        without dims, along the flattened tensor.
+        """
         return self.graph._apply(_ops['roll'], [self], None, (shifts, dims))
 
     def repeat(
@@ -322,17 +328,20 @@ class TensorOps:
     def pad(self: Tensor, pad: Union[int, Sequence[int]], mode: str = 'constant', value: float = 0.0) -> Tensor:
         """The tensor with borders added: torch's `pad` lists (before, after) from the last dim backwards, TF's
         `paddings` one pair per dim. Modes: constant (negative padding crops), reflect, replicate, circular,
-        symmetric."""
+        symmetric.
+        """
         return self.graph._apply(_ops['pad'], [self], None, (pad, None, mode, value))
 
     def diag(self: Tensor, diagonal: int = 0) -> Tensor:
         """torch: the matrix with a 1-D input on its diagonal `diagonal`, or a matrix's diagonal. TF1: a rank-2k tensor
-        with the rank-k input on its diagonal."""
+        with the rank-k input on its diagonal.
+        """
         return self.graph._apply(_ops['diag'], [self], None, (diagonal, False))
 
     def diag_embed(self: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
         """Matrices (in the dims `dim1`, `dim2`) whose diagonal `offset` holds the last dim of the input, zero
-        elsewhere."""
+        elsewhere.
+        """
         return self.graph._apply(_ops['diag_embed'], [self], None, (offset, dim1, dim2))
 
     def trace(self: Tensor) -> Tensor:
@@ -505,3 +514,89 @@ class TensorOps:
     ) -> Tensor:
         """Whether |input - other| <= atol + rtol·|other|; NaNs are close only with equal_nan."""
         return self.graph._apply(_ops['isclose'], [self, other], None, (rtol, atol, equal_nan))
+
+    def prod(self: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
+        """The product of the elements over `dim` (all of them by default)."""
+        return self.graph._apply(_ops['prod'], [self], None, (dim, keepdim, True))
+
+    def cumprod(self: Tensor, dim: int) -> Tensor:
+        """Running products along `dim`."""
+        return self.graph._apply(_ops['cumprod'], [self], None, (dim, False, False, True))
+
+    def var(
+        self: Tensor,
+        dim: Union[int, Sequence[int], None] = None,
+        unbiased: Optional[bool] = None,
+        keepdim: bool = False,
+        correction: Optional[float] = None,
+    ) -> Tensor:
+        """The variance over `dim`: Σ(x - mean)² / (N - correction). torch's default is the sample variance
+        (correction=1; unbiased=False is correction=0); TF1's `reduce_variance` is the population variance.
+        """
+        return self.graph._apply(_ops['var'], [self], None, (dim, unbiased, keepdim, correction))
+
+    def std(
+        self: Tensor,
+        dim: Union[int, Sequence[int], None] = None,
+        unbiased: Optional[bool] = None,
+        keepdim: bool = False,
+        correction: Optional[float] = None,
+    ) -> Tensor:
+        """The standard deviation over `dim`: the square root of `var` with the same arguments."""
+        return self.graph._apply(_ops['std'], [self], None, (dim, unbiased, keepdim, correction))
+
+    def norm(
+        self: Tensor,
+        p: Union[float, str] = 'fro',
+        dim: Union[int, Sequence[int], None] = None,
+        keepdim: bool = False,
+    ) -> Tensor:
+        """The p-norm over `dim` (all dims by default): 'fro' and 2 are Euclidean, 1 sums |x|, inf and -inf are the
+        largest and smallest |x|, 0 counts the nonzero elements, any other p is (Σ|x|^p)^(1/p). TF1: `ord` 1 or inf
+        over a two-element `axis` is a matrix norm.
+        """
+        return self.graph._apply(_ops['norm'], [self], None, (p, dim, keepdim, False))
+
+    def all(self: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
+        """Whether every element over `dim` is true (nonzero); a bool tensor. TF1's `reduce_all` takes bool tensors
+        only.
+        """
+        return self.graph._apply(_ops['all'], [self], None, (dim, keepdim))
+
+    def any(self: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
+        """Whether some element over `dim` is true (nonzero); a bool tensor. TF1's `reduce_any` takes bool tensors
+        only.
+        """
+        return self.graph._apply(_ops['any'], [self], None, (dim, keepdim))
+
+    def count_nonzero(self: Tensor, dim: Union[int, Sequence[int], None] = None) -> Tensor:
+        """The number of nonzero (true, NaN) elements over `dim` (all of them by default), as int64 (TF1: `dtype`)."""
+        return self.graph._apply(_ops['count_nonzero'], [self], None, (dim, False, None))
+
+    def argmax(self: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
+        """The index of the largest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None`
+        is dim 0), as int64; the first of equal elements, and NaN counts as the largest.
+        """
+        return self.graph._apply(_ops['argmax'], [self], None, (dim, keepdim, None, False))
+
+    def argmin(self: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
+        """The index of the smallest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None`
+        is dim 0), as int64; the first of equal elements, and a NaN is picked as in `argmax`.
+        """
+        return self.graph._apply(_ops['argmin'], [self], None, (dim, keepdim, None, False))
+
+    def argsort(self: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+        """The indices that sort the elements along `dim` (ascending unless `descending`, or TF1's
+        `direction='DESCENDING'`), as int64. The sort is stable, and NaN sorts above every number.
+        """
+        return self.graph._apply(_ops['argsort'], [self], None, (dim, descending, 'ASCENDING', stable, -1))
+
+    def take_along_dim(
+        self: Union[Tensor, float],
+        indices: Union[Tensor, float],
+        dim: Union[int, Sequence[int], None] = None,
+    ) -> Tensor:
+        """The elements of `input` at `indices` along `dim` (of the flattened tensors when `dim` is None), the other
+        dims broadcasting: what `argmax(dim, keepdim=True)` and `argsort` point at.
+        """
+        return self.graph._apply(_ops['take_along_dim'], [self, indices], None, (dim,))

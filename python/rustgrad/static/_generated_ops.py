@@ -173,7 +173,7 @@ def trunc(x: Any, name: Optional[str] = None) -> Tensor:
 
 def cumsum(x: Any, axis: int = 0, exclusive: bool = False, reverse: bool = False, name: Optional[str] = None) -> Tensor:
     """Running sums along `dim`."""
-    return _apply(_ops['cumsum'], [x], name, (axis, exclusive, reverse))
+    return _apply(_ops['cumsum'], [x], name, (axis, exclusive, reverse, False))
 
 
 def reduce_logsumexp(
@@ -222,7 +222,8 @@ def swapaxes(x: Any, axis0: int, axis1: int, name: Optional[str] = None) -> Tens
 
 def broadcast_to(input: Any, shape: Union[int, Sequence[int]], name: Optional[str] = None) -> Tensor:
     """The tensor repeated along dims of size 1 (and new leading dims) to `size`, as a view: no copy. -1 keeps a dim's
-    size."""
+    size.
+    """
     return _apply(_ops['expand'], [input], name, (shape,))
 
 
@@ -233,7 +234,8 @@ def expand_as(input: Any, other: Any, name: Optional[str] = None) -> Tensor:
 
 def squeeze(input: Any, axis: Any = None, name: Optional[str] = None, squeeze_dims: Any = None) -> Tensor:
     """The dims of size 1 removed (only those of `dim` when given), as a view. TF1 refuses to squeeze a named dim that
-    is not 1; torch leaves it."""
+    is not 1; torch leaves it.
+    """
     axis = _renamed('squeeze', 'axis', axis, 'squeeze_dims', squeeze_dims, None)
     return _apply(_ops['squeeze'], [input], name, (axis, True))
 
@@ -245,8 +247,9 @@ def expand_dims(input: Any, axis: Any = None, name: Optional[str] = None, dim: A
 
 
 def flatten(x: Any, start_dim: int = 0, end_dim: int = -1, name: Optional[str] = None) -> Tensor:
-    """The dims `start_dim` to `end_dim` merged into one (a 0-d tensor becomes 1-D): a view when the strides allow, else
-    a copy."""
+    """The dims `start_dim` to `end_dim` merged into one (a 0-d tensor becomes 1-D): a view when the strides allow,
+    else a copy.
+    """
     return _apply(_ops['flatten'], [x], name, (start_dim, end_dim))
 
 
@@ -277,7 +280,8 @@ def select(x: Any, dim: int, index: int, name: Optional[str] = None) -> Tensor:
 
 def matrix_diag_part(input: Any, name: Optional[str] = None) -> Tensor:
     """The diagonal of the (dim1, dim2) planes, `offset` above the main one, as a view; it becomes the last dim. TF1's
-    `diag_part` takes the last two dims."""
+    `diag_part` takes the last two dims.
+    """
     return _apply(_ops['diagonal'], [input], name, (0, -2, -1))
 
 
@@ -308,7 +312,8 @@ def roll(
     name: Optional[str] = None,
 ) -> Tensor:
     """The elements shifted by `shifts` along `dims`, those pushed off the end coming back at the start (a copy);
-    without dims, along the flattened tensor."""
+    without dims, along the flattened tensor.
+    """
     return _apply(_ops['roll'], [input], name, (shift, axis))
 
 
@@ -330,13 +335,15 @@ def pad(
     name: Optional[str] = None,
 ) -> Tensor:
     """The tensor with borders added: torch's `pad` lists (before, after) from the last dim backwards, TF's `paddings`
-    one pair per dim. Modes: constant (negative padding crops), reflect, replicate, circular, symmetric."""
+    one pair per dim. Modes: constant (negative padding crops), reflect, replicate, circular, symmetric.
+    """
     return _apply(_ops['pad'], [tensor], name, ((), paddings, mode, constant_values))
 
 
 def diag(diagonal: Any, name: Optional[str] = None) -> Tensor:
-    """torch: the matrix with a 1-D input on its diagonal `diagonal`, or a matrix's diagonal. TF1: a rank-2k tensor with
-    the rank-k input on its diagonal."""
+    """torch: the matrix with a 1-D input on its diagonal `diagonal`, or a matrix's diagonal. TF1: a rank-2k tensor
+    with the rank-k input on its diagonal.
+    """
     return _apply(_ops['diag'], [diagonal], name, (0, True))
 
 
@@ -523,16 +530,154 @@ def isclose(
     return _apply(_ops['isclose'], [x, y], name, (rtol, atol, equal_nan))
 
 
+def reduce_prod(
+    input_tensor: Any,
+    axis: Any = None,
+    keepdims: Any = None,
+    name: Optional[str] = None,
+    reduction_indices: Any = None,
+    keep_dims: Any = None,
+) -> Tensor:
+    """The product of the elements over `dim` (all of them by default)."""
+    axis = _renamed('reduce_prod', 'axis', axis, 'reduction_indices', reduction_indices, None)
+    keepdims = _renamed('reduce_prod', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
+    return _apply(_ops['prod'], [input_tensor], name, (axis, keepdims, False))
+
+
+def cumprod(
+    x: Any,
+    axis: int = 0,
+    exclusive: bool = False,
+    reverse: bool = False,
+    name: Optional[str] = None,
+) -> Tensor:
+    """Running products along `dim`."""
+    return _apply(_ops['cumprod'], [x], name, (axis, exclusive, reverse, False))
+
+
+def norm(
+    tensor: Any,
+    ord: Union[float, str] = 'euclidean',
+    axis: Union[int, Sequence[int], None] = None,
+    keepdims: Any = None,
+    name: Optional[str] = None,
+    keep_dims: Any = None,
+) -> Tensor:
+    """The p-norm over `dim` (all dims by default): 'fro' and 2 are Euclidean, 1 sums |x|, inf and -inf are the largest
+    and smallest |x|, 0 counts the nonzero elements, any other p is (Σ|x|^p)^(1/p). TF1: `ord` 1 or inf over a
+    two-element `axis` is a matrix norm.
+    """
+    keepdims = _renamed('norm', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
+    return _apply(_ops['norm'], [tensor], name, (ord, axis, keepdims, True))
+
+
+def reduce_all(
+    input_tensor: Any,
+    axis: Any = None,
+    keepdims: Any = None,
+    name: Optional[str] = None,
+    reduction_indices: Any = None,
+    keep_dims: Any = None,
+) -> Tensor:
+    """Whether every element over `dim` is true (nonzero); a bool tensor. TF1's `reduce_all` takes bool tensors only."""
+    axis = _renamed('reduce_all', 'axis', axis, 'reduction_indices', reduction_indices, None)
+    keepdims = _renamed('reduce_all', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
+    return _apply(_ops['all'], [input_tensor], name, (axis, keepdims))
+
+
+def reduce_any(
+    input_tensor: Any,
+    axis: Any = None,
+    keepdims: Any = None,
+    name: Optional[str] = None,
+    reduction_indices: Any = None,
+    keep_dims: Any = None,
+) -> Tensor:
+    """Whether some element over `dim` is true (nonzero); a bool tensor. TF1's `reduce_any` takes bool tensors only."""
+    axis = _renamed('reduce_any', 'axis', axis, 'reduction_indices', reduction_indices, None)
+    keepdims = _renamed('reduce_any', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
+    return _apply(_ops['any'], [input_tensor], name, (axis, keepdims))
+
+
+def count_nonzero(
+    input_tensor: Any,
+    axis: Any = None,
+    keepdims: Any = None,
+    dtype: Any = None,
+    name: Optional[str] = None,
+    reduction_indices: Any = None,
+    keep_dims: Any = None,
+) -> Tensor:
+    """The number of nonzero (true, NaN) elements over `dim` (all of them by default), as int64 (TF1: `dtype`)."""
+    axis = _renamed('count_nonzero', 'axis', axis, 'reduction_indices', reduction_indices, None)
+    keepdims = _renamed('count_nonzero', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
+    return _apply(_ops['count_nonzero'], [input_tensor], name, (axis, keepdims, dtype))
+
+
+def argmax(
+    input: Any,
+    axis: Any = None,
+    output_type: Any = None,
+    name: Optional[str] = None,
+    dimension: Any = None,
+) -> Tensor:
+    """The index of the largest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None` is
+    dim 0), as int64; the first of equal elements, and NaN counts as the largest.
+    """
+    axis = _renamed('argmax', 'axis', axis, 'dimension', dimension, None)
+    return _apply(_ops['argmax'], [input], name, (axis, False, output_type, True))
+
+
+def argmin(
+    input: Any,
+    axis: Any = None,
+    output_type: Any = None,
+    name: Optional[str] = None,
+    dimension: Any = None,
+) -> Tensor:
+    """The index of the smallest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None` is
+    dim 0), as int64; the first of equal elements, and a NaN is picked as in `argmax`.
+    """
+    axis = _renamed('argmin', 'axis', axis, 'dimension', dimension, None)
+    return _apply(_ops['argmin'], [input], name, (axis, False, output_type, True))
+
+
+def argsort(
+    values: Any,
+    axis: int = -1,
+    direction: str = 'ASCENDING',
+    stable: bool = False,
+    name: Optional[str] = None,
+) -> Tensor:
+    """The indices that sort the elements along `dim` (ascending unless `descending`, or TF1's
+    `direction='DESCENDING'`), as int64. The sort is stable, and NaN sorts above every number.
+    """
+    return _apply(_ops['argsort'], [values], name, (axis, False, direction, stable, -1))
+
+
+def take_along_dim(
+    input: Any,
+    indices: Any,
+    dim: Union[int, Sequence[int], None] = None,
+    name: Optional[str] = None,
+) -> Tensor:
+    """The elements of `input` at `indices` along `dim` (of the flattened tensors when `dim` is None), the other dims
+    broadcasting: what `argmax(dim, keepdim=True)` and `argsort` point at.
+    """
+    return _apply(_ops['take_along_dim'], [input, indices], name, (dim,))
+
+
 __all__ = [
-    "abs", "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "broadcast_to", "ceil",
-    "clamp_max", "clamp_min", "concat", "copysign", "cos", "cosh", "cumsum", "diag", "equal", "erf",
-    "exp", "exp2", "expand_as", "expand_dims", "expm1", "flatten", "fliplr", "flipud", "floor", "fmax",
-    "fmin", "greater", "greater_equal", "hypot", "is_finite", "is_inf", "is_nan", "isclose", "isneginf",
-    "isposinf", "lerp", "less", "less_equal", "log", "log10", "log1p", "log2", "logaddexp", "logical_and",
-    "logical_not", "logical_or", "logical_xor", "matrix_band_part", "matrix_diag", "matrix_diag_part",
-    "movedim", "nan_to_num", "narrow", "negative", "not_equal", "pad", "pow", "reciprocal",
-    "reduce_logsumexp", "repeat", "reshape_as", "reverse", "reverse_v2", "roll", "round", "rsqrt",
-    "select", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "squared_difference", "squeeze",
-    "stack", "swapaxes", "tan", "tanh", "tile", "trace", "transpose", "tril", "triu", "trunc",
-    "truncatemod", "unflatten", "view_as"
+    "abs", "acos", "acosh", "argmax", "argmin", "argsort", "asin", "asinh", "atan", "atan2", "atanh",
+    "broadcast_to", "ceil", "clamp_max", "clamp_min", "concat", "copysign", "cos", "cosh",
+    "count_nonzero", "cumprod", "cumsum", "diag", "equal", "erf", "exp", "exp2", "expand_as",
+    "expand_dims", "expm1", "flatten", "fliplr", "flipud", "floor", "fmax", "fmin", "greater",
+    "greater_equal", "hypot", "is_finite", "is_inf", "is_nan", "isclose", "isneginf", "isposinf", "lerp",
+    "less", "less_equal", "log", "log10", "log1p", "log2", "logaddexp", "logical_and", "logical_not",
+    "logical_or", "logical_xor", "matrix_band_part", "matrix_diag", "matrix_diag_part", "movedim",
+    "nan_to_num", "narrow", "negative", "norm", "not_equal", "pad", "pow", "reciprocal", "reduce_all",
+    "reduce_any", "reduce_logsumexp", "reduce_prod", "repeat", "reshape_as", "reverse", "reverse_v2",
+    "roll", "round", "rsqrt", "select", "sigmoid", "sign", "sin", "sinh", "sqrt", "square",
+    "squared_difference", "squeeze", "stack", "swapaxes", "take_along_dim", "tan", "tanh", "tile",
+    "trace", "transpose", "tril", "triu", "trunc", "truncatemod", "unflatten", "view_as"
 ]

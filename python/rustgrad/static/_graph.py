@@ -126,13 +126,16 @@ class Graph:
     def _apply(self, spec: OpSpec, inputs: Sequence[Any], name: Optional[str] = None,
                args: tuple = ()) -> Tensor:
         """A node applying an op of the table (``rustgrad._rustgrad.ops``) to ``inputs``, with its other
-        arguments. Inputs that are not graph tensors become constants of the first graph tensor's dtype;
-        the op may take a cheaper form for a Python number (``tf.pow(x, 2.0)`` is a scalar op)."""
+        arguments. Inputs that are not graph tensors become constants: eager tensors keep their dtype,
+        numbers and arrays take the first graph tensor's; the op may take a cheaper form for a Python
+        number (``tf.pow(x, 2.0)`` is a scalar op)."""
         first = next((t for t in inputs if isinstance(t, Tensor)), None)
         dtype = first.dtype if first is not None else None
         numbers = [t if _is_scalar(t) else None for t in inputs]
         # Graph tensors are not converted: the op's inference names a dtype mismatch as TF does.
-        ids = [self._own(t if isinstance(t, Tensor) else convert_to_tensor(t, dtype, self))._id for t in inputs]
+        ids = [self._own(t if isinstance(t, Tensor) else
+                         convert_to_tensor(t, None if isinstance(t, _rustgrad.Tensor) else dtype, self))._id
+               for t in inputs]
         if any(n is not None for n in numbers):
             return Tensor(self, self._core.apply(spec, ids, name, args, numbers))
         return Tensor(self, self._core.apply(spec, ids, name, args))
@@ -306,7 +309,7 @@ def convert_to_tensor(value: Any, dtype: Any = None, graph: Optional[Graph] = No
 
 def _apply(spec: OpSpec, inputs: Sequence[Any], name: Optional[str] = None, args: tuple = ()) -> Tensor:
     """The TF1 function of an op of the table: its inputs converted (numbers and arrays take
-    the first graph tensor's dtype), then one node."""
+    the first graph tensor's dtype; tensors keep theirs, which the op checks), then one node."""
     first = next((t for t in inputs if isinstance(t, Tensor)), None)
     if first is None:
         first = convert_to_tensor(inputs[0])

@@ -12,6 +12,7 @@ from rustgrad.static._graph import (
     _default_constant_dtype,
     _is_scalar,
     _number_as,
+    _renamed,
     _truediv_integers,
     as_dtype,
     convert_to_tensor,
@@ -144,28 +145,33 @@ def minimum(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
     return _binary("minimum", x, y, name)
 
 
-def reduce_sum(input_tensor: Any, axis: Any = None, keepdims: bool = False,
-               name: Optional[str] = None) -> Tensor:
+def _reduce(kind: str, op: str, input_tensor: Any, axis: Any, keepdims: Any, name: Optional[str],
+            reduction_indices: Any, keep_dims: Any) -> Tensor:
+    """A TF1 reduction; ``reduction_indices`` and ``keep_dims`` are TF1's deprecated spellings."""
+    axis = _renamed(op, "axis", axis, "reduction_indices", reduction_indices, None)
+    keepdims = _renamed(op, "keepdims", keepdims, "keep_dims", keep_dims, False)
     x = convert_to_tensor(input_tensor)
-    return x.graph._op("sum", (_axes(axis), bool(keepdims)), [x], name)
+    return x.graph._op(kind, (_axes(axis), bool(keepdims)), [x], name)
 
 
-def reduce_mean(input_tensor: Any, axis: Any = None, keepdims: bool = False,
-                name: Optional[str] = None) -> Tensor:
-    x = convert_to_tensor(input_tensor)
-    return x.graph._op("mean", (_axes(axis), bool(keepdims)), [x], name)
+def reduce_sum(input_tensor: Any, axis: Any = None, keepdims: Any = None, name: Optional[str] = None,
+               reduction_indices: Any = None, keep_dims: Any = None) -> Tensor:
+    return _reduce("sum", "reduce_sum", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
-def reduce_max(input_tensor: Any, axis: Any = None, keepdims: bool = False,
-               name: Optional[str] = None) -> Tensor:
-    x = convert_to_tensor(input_tensor)
-    return x.graph._op("max", (_axes(axis), bool(keepdims)), [x], name)
+def reduce_mean(input_tensor: Any, axis: Any = None, keepdims: Any = None, name: Optional[str] = None,
+                reduction_indices: Any = None, keep_dims: Any = None) -> Tensor:
+    return _reduce("mean", "reduce_mean", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
-def reduce_min(input_tensor: Any, axis: Any = None, keepdims: bool = False,
-               name: Optional[str] = None) -> Tensor:
-    x = convert_to_tensor(input_tensor)
-    return x.graph._op("min", (_axes(axis), bool(keepdims)), [x], name)
+def reduce_max(input_tensor: Any, axis: Any = None, keepdims: Any = None, name: Optional[str] = None,
+               reduction_indices: Any = None, keep_dims: Any = None) -> Tensor:
+    return _reduce("max", "reduce_max", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def reduce_min(input_tensor: Any, axis: Any = None, keepdims: Any = None, name: Optional[str] = None,
+               reduction_indices: Any = None, keep_dims: Any = None) -> Tensor:
+    return _reduce("min", "reduce_min", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
 def reshape(tensor: Any, shape: Sequence[int], name: Optional[str] = None) -> Tensor:

@@ -13,7 +13,8 @@ from rustgrad.static._graph import Tensor, _apply, _renamed  # noqa: F401
 
 def diag_part(input: Any, name: Optional[str] = None) -> Tensor:
     """The diagonal of the (dim1, dim2) planes, `offset` above the main one, as a view; it becomes the last dim. TF1's
-    `diag_part` takes the last two dims."""
+    `diag_part` takes the last two dims.
+    """
     return _apply(_ops['diagonal'], [input], name, (0, -2, -1))
 
 

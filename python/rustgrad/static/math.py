@@ -9,6 +9,8 @@ from typing import Any, Optional, Sequence, Union  # noqa: F401 - in some signat
 
 from rustgrad._rustgrad import ops as _ops
 from rustgrad.static._graph import Tensor, _apply, _renamed  # noqa: F401
+from rustgrad.static._ops import reduce_max, reduce_mean, reduce_min, reduce_sum
+from rustgrad.static._reductions import top_k
 
 
 def negative(x: Any, name: Optional[str] = None) -> Tensor:
@@ -153,7 +155,7 @@ def round(x: Any, name: Optional[str] = None) -> Tensor:
 
 def cumsum(x: Any, axis: int = 0, exclusive: bool = False, reverse: bool = False, name: Optional[str] = None) -> Tensor:
     """Running sums along `dim`."""
-    return _apply(_ops['cumsum'], [x], name, (axis, exclusive, reverse))
+    return _apply(_ops['cumsum'], [x], name, (axis, exclusive, reverse, False))
 
 
 def reduce_logsumexp(
@@ -260,10 +262,130 @@ def greater_equal(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
     return _apply(_ops['ge'], [x, y], name, ())
 
 
+def reduce_prod(
+    input_tensor: Any,
+    axis: Any = None,
+    keepdims: Any = None,
+    name: Optional[str] = None,
+    reduction_indices: Any = None,
+    keep_dims: Any = None,
+) -> Tensor:
+    """The product of the elements over `dim` (all of them by default)."""
+    axis = _renamed('reduce_prod', 'axis', axis, 'reduction_indices', reduction_indices, None)
+    keepdims = _renamed('reduce_prod', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
+    return _apply(_ops['prod'], [input_tensor], name, (axis, keepdims, False))
+
+
+def cumprod(
+    x: Any,
+    axis: int = 0,
+    exclusive: bool = False,
+    reverse: bool = False,
+    name: Optional[str] = None,
+) -> Tensor:
+    """Running products along `dim`."""
+    return _apply(_ops['cumprod'], [x], name, (axis, exclusive, reverse, False))
+
+
+def reduce_variance(
+    input_tensor: Any,
+    axis: Union[int, Sequence[int], None] = None,
+    keepdims: bool = False,
+    name: Optional[str] = None,
+) -> Tensor:
+    """The variance over `dim`: Σ(x - mean)² / (N - correction). torch's default is the sample variance (correction=1;
+    unbiased=False is correction=0); TF1's `reduce_variance` is the population variance.
+    """
+    return _apply(_ops['var'], [input_tensor], name, (axis, None, keepdims, 0))
+
+
+def reduce_std(
+    input_tensor: Any,
+    axis: Union[int, Sequence[int], None] = None,
+    keepdims: bool = False,
+    name: Optional[str] = None,
+) -> Tensor:
+    """The standard deviation over `dim`: the square root of `var` with the same arguments."""
+    return _apply(_ops['std'], [input_tensor], name, (axis, None, keepdims, 0))
+
+
+def reduce_all(
+    input_tensor: Any,
+    axis: Any = None,
+    keepdims: Any = None,
+    name: Optional[str] = None,
+    reduction_indices: Any = None,
+    keep_dims: Any = None,
+) -> Tensor:
+    """Whether every element over `dim` is true (nonzero); a bool tensor. TF1's `reduce_all` takes bool tensors only."""
+    axis = _renamed('reduce_all', 'axis', axis, 'reduction_indices', reduction_indices, None)
+    keepdims = _renamed('reduce_all', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
+    return _apply(_ops['all'], [input_tensor], name, (axis, keepdims))
+
+
+def reduce_any(
+    input_tensor: Any,
+    axis: Any = None,
+    keepdims: Any = None,
+    name: Optional[str] = None,
+    reduction_indices: Any = None,
+    keep_dims: Any = None,
+) -> Tensor:
+    """Whether some element over `dim` is true (nonzero); a bool tensor. TF1's `reduce_any` takes bool tensors only."""
+    axis = _renamed('reduce_any', 'axis', axis, 'reduction_indices', reduction_indices, None)
+    keepdims = _renamed('reduce_any', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
+    return _apply(_ops['any'], [input_tensor], name, (axis, keepdims))
+
+
+def count_nonzero(
+    input_tensor: Any,
+    axis: Any = None,
+    keepdims: Any = None,
+    dtype: Any = None,
+    name: Optional[str] = None,
+    reduction_indices: Any = None,
+    keep_dims: Any = None,
+) -> Tensor:
+    """The number of nonzero (true, NaN) elements over `dim` (all of them by default), as int64 (TF1: `dtype`)."""
+    axis = _renamed('count_nonzero', 'axis', axis, 'reduction_indices', reduction_indices, None)
+    keepdims = _renamed('count_nonzero', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
+    return _apply(_ops['count_nonzero'], [input_tensor], name, (axis, keepdims, dtype))
+
+
+def argmax(
+    input: Any,
+    axis: Any = None,
+    output_type: Any = None,
+    name: Optional[str] = None,
+    dimension: Any = None,
+) -> Tensor:
+    """The index of the largest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None` is
+    dim 0), as int64; the first of equal elements, and NaN counts as the largest.
+    """
+    axis = _renamed('argmax', 'axis', axis, 'dimension', dimension, None)
+    return _apply(_ops['argmax'], [input], name, (axis, False, output_type, True))
+
+
+def argmin(
+    input: Any,
+    axis: Any = None,
+    output_type: Any = None,
+    name: Optional[str] = None,
+    dimension: Any = None,
+) -> Tensor:
+    """The index of the smallest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None` is
+    dim 0), as int64; the first of equal elements, and a NaN is picked as in `argmax`.
+    """
+    axis = _renamed('argmin', 'axis', axis, 'dimension', dimension, None)
+    return _apply(_ops['argmin'], [input], name, (axis, False, output_type, True))
+
+
 __all__ = [
-    "abs", "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "cos", "cosh", "cumsum",
-    "equal", "erf", "exp", "expm1", "floor", "greater", "greater_equal", "is_finite", "is_inf", "is_nan",
-    "less", "less_equal", "log", "log1p", "logical_and", "logical_not", "logical_or", "logical_xor",
-    "negative", "not_equal", "pow", "reciprocal", "reduce_logsumexp", "round", "rsqrt", "sigmoid", "sign",
-    "sin", "sinh", "sqrt", "square", "squared_difference", "tan", "tanh", "truncatemod", "xlogy"
+    "abs", "acos", "acosh", "argmax", "argmin", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "cos",
+    "cosh", "count_nonzero", "cumprod", "cumsum", "equal", "erf", "exp", "expm1", "floor", "greater",
+    "greater_equal", "is_finite", "is_inf", "is_nan", "less", "less_equal", "log", "log1p", "logical_and",
+    "logical_not", "logical_or", "logical_xor", "negative", "not_equal", "pow", "reciprocal",
+    "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max", "reduce_mean", "reduce_min",
+    "reduce_prod", "reduce_std", "reduce_sum", "reduce_variance", "round", "rsqrt", "sigmoid", "sign",
+    "sin", "sinh", "sqrt", "square", "squared_difference", "tan", "tanh", "top_k", "truncatemod", "xlogy"
 ]

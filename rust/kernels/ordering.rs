@@ -1,0 +1,307 @@
+//! Orderings along one dim of a contiguous `(outer, n, inner)` block: the index of the
+//! largest or smallest element, the permutation that sorts, and the elements at given
+//! indices (and the gradient that sends values back to them).
+//!
+//! NaN ranks above every number, as in torch: it is the largest element, sorts last
+//! in ascending order, and `argmax` and `argmin` both pick it.
+
+use super::scan::ScanShape;
+use super::PARALLEL_MIN_ELEMENTS;
+use crate::dtype::Number;
+use rayon::prelude::*;
+use std::cmp::Ordering;
+
+/// Ascending order with NaN above every number (and equal to another NaN).
+#[inline]
+fn ascending<T: Number>(a: T, b: T) -> Ordering {
+    a.partial_cmp(&b).unwrap_or_else(|| a.is_nan().cmp(&b.is_nan()))
+}
+
+/// The index of the largest (or smallest) element of `line` (not empty), in eight lanes
+/// whose updates are selects (no branches), so the loop vectorises. A NaN never wins a
+/// comparison there, so a line holding one is searched again for its first NaN.
+fn line_arg_extreme<T: Number>(line: &[T], largest: bool) -> usize {
+    const LANES: usize = 8;
+    let better = |v: T, b: T| if largest { v > b } else { v < b };
+    let mut best = [line[0]; LANES];
+    let mut index = [0usize; LANES];
+    let mut nan = false;
+    let mut blocks = line.chunks_exact(LANES);
+    for (block_index, block) in (&mut blocks).enumerate() {
+        let base = block_index * LANES;
+        for (lane, &v) in block.iter().enumerate() {
+            let wins = better(v, best[lane]);
+            best[lane] = if wins { v } else { best[lane] };
+            index[lane] = if wins { base + lane } else { index[lane] };
+            nan |= v.is_nan();
+        }
+    }
+    let (mut winner, mut at) = (line[0], 0);
+    for lane in 0..LANES {
+        let (v, i) = (best[lane], index[lane]);
+        if better(v, winner) || (v == winner && i < at) {
+            (winner, at) = (v, i);
+        }
+    }
+    let tail = line.len() - blocks.remainder().len();
+    for (k, &v) in blocks.remainder().iter().enumerate() {
+        nan |= v.is_nan();
+        if better(v, winner) {
+            (winner, at) = (v, tail + k);
+        }
+    }
+    if nan || line[0].is_nan() {
+        return line.iter().position(|v| v.is_nan()).unwrap_or(at);
+    }
+    at
+}
+
+/// For each of the `outer × inner` lines along the middle axis (`n ≥ 1` long), the
+/// index of its largest (or smallest) element: the first of equal ones, or the first NaN.
+pub fn arg_extreme<T: Number>(x: &[T], shape: ScanShape, largest: bool) -> Vec<i64> {
+    let ScanShape { outer, n, inner } = shape;
+    let mut out = vec![0i64; outer * inner];
+    if out.is_empty() {
+        return out;
+    }
+    if inner == 1 {
+        let line = |(dst, line): (&mut i64, &[T])| *dst = line_arg_extreme(line, largest) as i64;
+        if x.len() >= PARALLEL_MIN_ELEMENTS && outer > 1 {
+            super::threads::install(|| out.par_iter_mut().zip(x.par_chunks(n)).for_each(line));
+        } else {
+            out.iter_mut().zip(x.chunks(n)).for_each(line);
+        }
+        return out;
+    }
+    for (block, indices) in x.chunks(n * inner).zip(out.chunks_mut(inner)) {
+        // One block of a large tensor: its columns split among threads.
+        let columns = inner.div_ceil(super::threads::num_threads().max(1)).max(64);
+        if block.len() >= PARALLEL_MIN_ELEMENTS && columns < inner {
+            super::threads::install(|| {
+                indices
+                    .par_chunks_mut(columns)
+                    .enumerate()
+                    .for_each(|(i, part)| columns_arg_extreme(block, n, inner, i * columns, part, largest))
+            });
+        } else {
+            columns_arg_extreme(block, n, inner, 0, indices, largest);
+        }
+    }
+    out
+}
+
+/// `arg_extreme` of the columns `start..start + indices.len()` of `block`, `n` rows of
+/// `inner`: rows at a time, so memory is read in order, with selects as in
+/// `line_arg_extreme` on 32-bit indices (longer columns take the element-by-element scan).
+fn columns_arg_extreme<T: Number>(
+    block: &[T],
+    n: usize,
+    inner: usize,
+    start: usize,
+    indices: &mut [i64],
+    largest: bool,
+) {
+    let width = indices.len();
+    if n > u32::MAX as usize {
+        for (j, index) in indices.iter_mut().enumerate() {
+            let line: Vec<T> = (0..n).map(|k| block[k * inner + start + j]).collect();
+            *index = line_arg_extreme(&line, largest) as i64;
+        }
+        return;
+    }
+    let better = |v: T, b: T| if largest { v > b } else { v < b };
+    let mut best: Vec<T> = block[start..start + width].to_vec();
+    let mut at = vec![0u32; width];
+    let mut nan = false;
+    for (k, row) in block.chunks(inner).enumerate() {
+        for ((b, index), &v) in best.iter_mut().zip(at.iter_mut()).zip(&row[start..start + width]) {
+            let wins = better(v, *b);
+            *b = if wins { v } else { *b };
+            *index = if wins { k as u32 } else { *index };
+            nan |= v.is_nan();
+        }
+    }
+    for (j, (index, &a)) in indices.iter_mut().zip(&at).enumerate() {
+        let first_nan = if nan { (0..n).find(|&k| block[k * inner + start + j].is_nan()) } else { None };
+        *index = first_nan.unwrap_or(a as usize) as i64;
+    }
+}
+
+/// For each line along the middle axis, the indices of its first `k` elements in
+/// sorted order (ascending, or descending), equal elements in their original order.
+pub fn argsort<T: Number>(x: &[T], shape: ScanShape, descending: bool, k: usize) -> Vec<i64> {
+    let ScanShape { outer, n, inner } = shape;
+    let order = |a: &T, b: &T| if descending { ascending(*b, *a) } else { ascending(*a, *b) };
+    let sort_line = |line: &[T], dst: &mut [i64]| {
+        let mut positions: Vec<usize> = (0..n).collect();
+        positions.sort_by(|&a, &b| order(&line[a], &line[b]));
+        for (d, &p) in dst.iter_mut().zip(&positions) {
+            *d = p as i64;
+        }
+    };
+    let mut out = vec![0i64; outer * k * inner];
+    if k == 0 {
+        return out;
+    }
+    if inner == 1 {
+        if x.len() >= PARALLEL_MIN_ELEMENTS && outer > 1 {
+            super::threads::install(|| {
+                out.par_chunks_mut(k).zip(x.par_chunks(n)).for_each(|(dst, line)| sort_line(line, dst))
+            });
+        } else {
+            out.chunks_mut(k).zip(x.chunks(n)).for_each(|(dst, line)| sort_line(line, dst));
+        }
+        return out;
+    }
+    let (mut line, mut sorted) = (Vec::with_capacity(n), vec![0i64; k]);
+    for o in 0..outer {
+        for j in 0..inner {
+            line.clear();
+            line.extend((0..n).map(|t| x[(o * n + t) * inner + j]));
+            sort_line(&line, &mut sorted);
+            for (t, &p) in sorted.iter().enumerate() {
+                out[(o * k + t) * inner + j] = p;
+            }
+        }
+    }
+    out
+}
+
+/// How `take_along` walks: the output's shape, and for each output position the
+/// strides of `x` (0 along the indexed dim and where `x` is broadcast) and of the indices.
+pub struct Along {
+    pub out_shape: Vec<usize>,
+    x_strides: Vec<isize>,
+    index_strides: Vec<isize>,
+    /// `x`'s stride and size along the indexed dim.
+    step: usize,
+    size: usize,
+}
+
+impl Along {
+    /// `x_shape` and `index_shape` have one rank; sizes other than along `dim` broadcast.
+    /// None when they do not fit.
+    pub fn new(x_shape: &[usize], index_shape: &[usize], dim: usize) -> Option<Along> {
+        let rank = x_shape.len();
+        if index_shape.len() != rank || dim >= rank {
+            return None;
+        }
+        let mut out_shape = Vec::with_capacity(rank);
+        for d in 0..rank {
+            let (a, b) = (x_shape[d], index_shape[d]);
+            out_shape.push(match (d == dim, a, b) {
+                (true, _, b) => b,
+                (false, a, b) if a == b || b == 1 => a,
+                (false, 1, b) => b,
+                _ => return None,
+            });
+        }
+        let x_contiguous = crate::shape::contiguous_strides(x_shape);
+        let index_contiguous = crate::shape::contiguous_strides(index_shape);
+        let zero_if_broadcast = |strides: &[isize], shape: &[usize]| -> Vec<isize> {
+            (0..rank).map(|d| if shape[d] == 1 && out_shape[d] != 1 { 0 } else { strides[d] }).collect()
+        };
+        let mut x_strides = zero_if_broadcast(&x_contiguous, x_shape);
+        x_strides[dim] = 0;
+        Some(Along {
+            index_strides: zero_if_broadcast(&index_contiguous, index_shape),
+            step: x_contiguous[dim] as usize,
+            size: x_shape[dim],
+            x_strides,
+            out_shape,
+        })
+    }
+
+    /// Calls `f(output position, x offset)` for each output element, or returns the first
+    /// index outside `0..size`.
+    fn walk(&self, indices: &[i64], mut f: impl FnMut(usize, usize)) -> Result<(), i64> {
+        let mut bad = None;
+        let mut position = 0;
+        super::layout::walk(&self.out_shape, [&self.x_strides, &self.index_strides], [0, 0], |[base, i]| {
+            let index = indices[i];
+            if index < 0 || index as usize >= self.size {
+                bad = bad.or(Some(index));
+            } else {
+                f(position, base + index as usize * self.step);
+            }
+            position += 1;
+        });
+        bad.map_or(Ok(()), Err)
+    }
+
+    /// The elements of `x` at `indices` along the dim; Err(index) for an index out of range.
+    pub fn take<T: Copy + Default + 'static>(&self, x: &[T], indices: &[i64]) -> Result<Vec<T>, i64> {
+        let mut out = vec![T::default(); self.out_shape.iter().product()];
+        self.walk(indices, |p, at| out[p] = x[at])?;
+        Ok(out)
+    }
+
+    /// `take`'s gradient: each output gradient added into the element of `x` it came from.
+    pub fn scatter_add<T: Number>(&self, g: &[T], x_len: usize, indices: &[i64]) -> Result<Vec<T>, i64> {
+        let mut out = vec![T::ZERO; x_len];
+        self.walk(indices, |p, at| out[at] = out[at].plus(g[p]))?;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(outer: usize, n: usize, inner: usize) -> ScanShape {
+        ScanShape { outer, n, inner }
+    }
+
+    #[test]
+    fn arg_extremes_pick_the_first_of_ties_and_nan() {
+        let x = [1.0, 5.0, 5.0, f64::NAN, 2.0, f64::NAN];
+        assert_eq!(arg_extreme(&x[..3], shape(1, 3, 1), true), vec![1]);
+        assert_eq!(arg_extreme(&x, shape(1, 6, 1), false), vec![3]);
+        // (3, 2): columns [1, 5, 2] and [5, NaN, NaN]
+        assert_eq!(arg_extreme(&x, shape(1, 3, 2), true), vec![1, 1]);
+        assert_eq!(arg_extreme(&x, shape(1, 3, 2), false), vec![0, 1]);
+        assert_eq!(arg_extreme::<f64>(&[], shape(1, 1, 0), true), Vec::<i64>::new());
+    }
+
+    #[test]
+    fn long_lines_agree_with_a_plain_scan() {
+        let x: Vec<f32> = (0..1000).map(|i| ((i * 7919) % 613) as f32).collect();
+        let plain = |largest: bool| {
+            let mut best = 0;
+            for (k, &v) in x.iter().enumerate() {
+                if (largest && v > x[best]) || (!largest && v < x[best]) {
+                    best = k;
+                }
+            }
+            best as i64
+        };
+        assert_eq!(arg_extreme(&x, shape(1, 1000, 1), true), vec![plain(true)]);
+        assert_eq!(arg_extreme(&x, shape(1, 1000, 1), false), vec![plain(false)]);
+        let mut with_nan = x.clone();
+        with_nan[700] = f32::NAN;
+        with_nan[900] = f32::NAN;
+        assert_eq!(arg_extreme(&with_nan, shape(1, 1000, 1), false), vec![700]);
+        assert_eq!(arg_extreme(&with_nan, shape(1, 100, 10), true)[0], 70);
+    }
+
+    #[test]
+    fn argsort_is_stable_and_puts_nan_last() {
+        let x = [3.0, f64::NAN, 1.0, 3.0, 0.0];
+        assert_eq!(argsort(&x, shape(1, 5, 1), false, 5), vec![4, 2, 0, 3, 1]);
+        assert_eq!(argsort(&x, shape(1, 5, 1), true, 3), vec![1, 0, 3]);
+        // (2, 2) along dim 0: columns [3, 1] and [NaN, 3]
+        assert_eq!(argsort(&x[..4], shape(1, 2, 2), false, 2), vec![1, 1, 0, 0]);
+    }
+
+    #[test]
+    fn take_along_broadcasts_and_checks_indices() {
+        // x (2, 3), indices (1, 2) along dim 1: both rows take columns 2 and 0.
+        let along = Along::new(&[2, 3], &[1, 2], 1).unwrap();
+        assert_eq!(along.out_shape, vec![2, 2]);
+        let x = [1, 2, 3, 4, 5, 6];
+        assert_eq!(along.take(&x, &[2, 0]).unwrap(), vec![3, 1, 6, 4]);
+        assert_eq!(along.take(&x, &[3, 0]), Err(3));
+        assert_eq!(along.scatter_add(&[1.0, 2.0, 3.0, 4.0], 6, &[2, 2]).unwrap(), vec![0.0, 0.0, 3.0, 0.0, 0.0, 7.0]);
+        assert!(Along::new(&[2, 3], &[3, 1], 1).is_none());
+    }
+}
