@@ -3,6 +3,7 @@
 //! touching the tape.
 
 pub mod elementwise;
+pub mod gather;
 pub mod layout;
 pub mod matmul;
 pub mod reduce;

@@ -15,6 +15,7 @@
 //! `docs/contributing.md` walks through adding an op.
 
 pub mod args;
+pub mod indexing;
 pub mod reduce;
 pub mod scan;
 pub mod shape;
@@ -48,6 +49,29 @@ pub struct Input {
 
 /// The one input of a unary op: torch's `input`, TF's `x`.
 pub const ONE_INPUT: &[Input] = &[Input { torch: "input", tf: "x", list: false }];
+
+/// What a tensor input of an op holds. Index and mask inputs take no gradient, and a
+/// static graph makes a Python value given for one an integer constant (int32 for
+/// Python ints, as TF1) or a bool one, where a data input takes the dtype of the
+/// op's first data tensor.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Role {
+    Data,
+    /// An int64 or int32 tensor of positions.
+    Index,
+    /// A bool tensor.
+    Mask,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Data => "data",
+            Role::Index => "index",
+            Role::Mask => "mask",
+        }
+    }
+}
 
 /// What an elementwise op does with an integer tensor, as torch: `Promote` computes
 /// in float32 (`sin`, `exp`, `sqrt`, ...), `Keep` has integer kernels and keeps the
@@ -103,6 +127,8 @@ pub type Meta<'a> = (&'a PartialShape, DType);
 /// An op of the table other than the unary ones: its whole behaviour in one place.
 pub trait TableOp: Clone + std::fmt::Debug + Send + Sync + Sized + 'static {
     const SPEC: Spec;
+    /// The role of each tensor input, in order; empty (the default) when all are data.
+    const ROLES: &'static [Role] = &[];
     /// The op from its arguments (`SPEC.params`, converted by kind).
     fn build(args: &Args) -> Result<Self>;
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor>;
@@ -133,6 +159,9 @@ macro_rules! table {
         pub const TABLE: &[(&Spec, Builder)] = &[
             $((&<$ty as TableOp>::SPEC, |args| Ok(TableOps::$variant(<$ty as TableOp>::build(args)?)))),*
         ];
+
+        /// The roles of each public table op's inputs, in the order of `TABLE`.
+        pub const TABLE_ROLES: &[&[Role]] = &[$(<$ty as TableOp>::ROLES),*];
 
         impl TableOps {
             pub fn spec(&self) -> &'static Spec {
@@ -185,5 +214,7 @@ table! {
     ],
     internal: [
         CatGrad(shape::CatGrad),
+        PickRows(indexing::PickRows),
+        PutRows(indexing::PutRows),
     ],
 }

@@ -11,6 +11,8 @@ use crate::dtype::{result_type, DType, Participant, Scalar};
 use crate::error::Error;
 use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
 use crate::op::Op;
+use crate::ops::indexing::{Pick, PickRows};
+use crate::ops::TableOps;
 use crate::shape::fmt_shape;
 use crate::tensor::Tensor;
 use pyo3::basic::CompareOp;
@@ -967,6 +969,12 @@ impl PyTensor {
         match index_key(key)? {
             IndexKey::Mask(mask) => run_op(py, Op::MaskedSelect, &[&self.inner, &mask]),
             IndexKey::Items(items) => run_op(py, Op::Index(items), &[&self.inner]),
+            IndexKey::Advanced(items, indices) => {
+                let op = Op::Table(TableOps::PickRows(PickRows { pick: Pick::Key(items) }));
+                let mut inputs = vec![&self.inner];
+                inputs.extend(&indices);
+                run_op(py, op, &inputs)
+            }
         }
     }
 
@@ -975,7 +983,8 @@ impl PyTensor {
         let (t, key) = (&self.inner, index_key(key)?);
         in_place_kernel(py, t, || match key {
             IndexKey::Mask(mask) => in_place::masked_put(t, &mask, &value),
-            IndexKey::Items(items) => in_place::index_put(t, &items, &value),
+            IndexKey::Items(items) => in_place::index_put(t, &items, &[], &value),
+            IndexKey::Advanced(items, indices) => in_place::index_put(t, &items, &indices, &value),
         })
     }
 

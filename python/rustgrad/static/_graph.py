@@ -501,24 +501,35 @@ class Tensor(TensorOps, GraphValue):
     # ----- indexing -----
 
     def __getitem__(self, key: Any) -> Tensor:
-        # The key is parsed by the same code as eager keys: it gives core index items or a bool mask.
+        # The key is parsed by the same code as eager keys: core index items, a bool mask, or
+        # items with index tensors (advanced indexing).
         parsed = _rustgrad._parse_index_key(key)
         if isinstance(parsed, _rustgrad.IndexItems):
             return self.graph._op("index", (parsed,), [self])
+        if isinstance(parsed, tuple):
+            items, indices = parsed
+            return self.graph._op("advanced_index", (items,), [self, *self._index_tensors(indices)])
         return self.graph._op("masked_select", (), [self, convert_to_tensor(parsed, bool_, self.graph)])
 
-    def __setitem__(self, key: Any, value: Any) -> None:
-        """Graph tensors are immutable; ``t[mask] = v`` rebinds ``t`` to ``where(mask, v, t)``.
+    def _index_tensors(self, indices: list) -> list[Tensor]:
+        """The index tensors of a key as graph tensors: eager ones become constants of their dtype."""
+        return [t if isinstance(t, Tensor) else self.graph._constant(t.numpy()) for t in indices]
 
-        This lets PyTorch-style custom Function code (``grad[x < 0] = 0``) build graphs.
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """Graph tensors are immutable; ``t[key] = v`` rebinds ``t`` to a new node: ``t`` with
+        ``v`` written where the key says (``where(mask, v, t)`` for a bool mask).
+
+        This lets PyTorch-style code (``grad[x < 0] = 0``, ``out[:, idx] = v``) build graphs.
         """
         parsed = _rustgrad._parse_index_key(key)
-        if isinstance(parsed, _rustgrad.IndexItems):
-            raise InvalidArgumentError("graph tensors support item assignment only with a bool mask")
-        mask = convert_to_tensor(parsed, bool_, self.graph)
         value_t = convert_to_tensor(value, self.dtype, self.graph)
-        _check_mask_assignment(self.shape, mask.shape, value_t.shape)
-        replaced = self.graph._op("where", (), [mask, value_t, self])
+        if isinstance(parsed, (_rustgrad.IndexItems, tuple)):
+            items, indices = (parsed, []) if isinstance(parsed, _rustgrad.IndexItems) else parsed
+            replaced = self.graph._op("index_put", (items,), [self, value_t, *self._index_tensors(indices)])
+        else:
+            mask = convert_to_tensor(parsed, bool_, self.graph)
+            _check_mask_assignment(self.shape, mask.shape, value_t.shape)
+            replaced = self.graph._op("where", (), [mask, value_t, self])
         self._id = replaced._id
 
     # ----- PyTorch-style methods, so custom Functions run on graph tensors -----
