@@ -115,8 +115,17 @@ def torch_parameters(spec: Any, first: str) -> tuple[list[Parameter], list[str]]
             params.append(Parameter(torch, annotation, torch_default))
             values.append(torch)
         else:
-            values.append(tf_default)
+            values.append(own_default(torch_default, tf_default))
+    if spec.torch_order:  # torch's order when a param comes between tensors: gather(input, dim, index)
+        by_name = {p.name: p for p in params}
+        params = [by_name[first if name == spec.inputs[0][0] else name] for name in spec.torch_order]
     return params, values
+
+
+def own_default(mine: Optional[str], other: Optional[str]) -> Optional[str]:
+    """What a front passes for an argument it does not take: its own default when it has one
+    (a parameter neither front spells tells the op which front called it), else the other's."""
+    return mine if mine is not None else other
 
 
 def def_line(indent: str, name: str, parameters: list[str], returns: str = "Tensor") -> list[str]:
@@ -171,7 +180,7 @@ def static_function(name: str, spec: Any, first_input: str) -> list[str]:
     values, renames, deprecated = [], [], []
     for _torch, tf, aliases, annotation, torch_default, tf_default in spec.params:
         if not tf:
-            values.append(torch_default)
+            values.append(own_default(tf_default, torch_default))
             continue
         values.append(tf)
         if aliases:

@@ -65,6 +65,7 @@ from rustgrad._functions import (
 )
 from rustgrad._generated_ops import *  # noqa: F403 - the op table's functions
 from rustgrad._generated_ops import __all__ as _op_table_names
+from rustgrad._indexing import nonzero
 from rustgrad._grad_mode import (
     enable_grad,
     inference_mode,
@@ -109,7 +110,7 @@ __all__ = [
     "flatten", "float", "float32", "float64", "floor_divide", "from_numpy", "full", "full_like", "ge",
     "get_num_threads", "gt", "inference_mode", "int", "int32", "int64", "is_grad_enabled", "is_tensor", "le",
     "linspace", "long", "lt", "manual_seed", "matmul", "maximum", "mean", "memory_cached", "minimum", "mm", "mul", "ne",
-    "no_grad", "numel", "ones", "ones_like", "pow", "rand", "rand_like", "randn", "randn_like",
+    "no_grad", "nonzero", "numel", "ones", "ones_like", "pow", "rand", "rand_like", "randn", "randn_like",
     "remainder", "reshape", "set_grad_enabled", "set_num_threads",
     "squeeze", "sub", "sum", "t", "tensor", "transpose", "uint8", "unsqueeze", "where", "zeros",
     "zeros_like", "_dtype_from_name", "load", "nn", "optim", "save", "viz",

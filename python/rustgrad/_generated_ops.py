@@ -421,10 +421,143 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 concat = cat
 concatenate = cat
 
+def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """Picks one element along `dim` per element of `index` (of the input's rank): out[i][j] = input[index[i][j]][j] for dim 0. In rustgrad.static it is `gather_elements` (an extension): TF1's `gather` is `index_select`."""
+    return _ops['gather'](input, index, dim)
+
+
+def _gather_method(self: Tensor, dim: int, index: Tensor) -> Tensor:
+    """Picks one element along `dim` per element of `index` (of the input's rank): out[i][j] = input[index[i][j]][j] for dim 0. In rustgrad.static it is `gather_elements` (an extension): TF1's `gather` is `index_select`."""
+    return _ops['gather'](self, index, dim)
+
+Tensor.gather = _gather_method  # type: ignore[method-assign]
+
+def scatter(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: Optional[str] = None) -> Tensor:
+    """A copy of the input with src[i][j] written at [index[i][j]][j] (for dim 0); src may be a number, and reduce='add' or 'multiply' combines instead of writing. Of several values for one element the last wins (torch leaves that order undefined)."""
+    return _ops['scatter'](input, index, src, dim, reduce)
+
+
+def _scatter_method(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: Optional[str] = None) -> Tensor:
+    """A copy of the input with src[i][j] written at [index[i][j]][j] (for dim 0); src may be a number, and reduce='add' or 'multiply' combines instead of writing. Of several values for one element the last wins (torch leaves that order undefined)."""
+    return _ops['scatter'](self, index, src, dim, reduce)
+
+Tensor.scatter = _scatter_method  # type: ignore[method-assign]
+
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """A copy of the input with src[i][j] added at [index[i][j]][j] (for dim 0); values for one element add up in order, the same at every thread count."""
+    return _ops['scatter_add'](input, index, src, dim)
+
+
+def _scatter_add_method(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """A copy of the input with src[i][j] added at [index[i][j]][j] (for dim 0); values for one element add up in order, the same at every thread count."""
+    return _ops['scatter_add'](self, index, src, dim)
+
+Tensor.scatter_add = _scatter_add_method  # type: ignore[method-assign]
+
+def index_select(input: Tensor, dim: Optional[int], index: Tensor) -> Tensor:
+    """Whole slices along `dim`, one per element of `index`: input.shape[:dim] + index.shape + input.shape[dim + 1:]. torch's index takes one dim; TF1's `gather` takes indices of any shape and `batch_dims`."""
+    return _ops['index_select'](input, index, dim, 0, False)
+
+
+def _index_select_method(self: Tensor, dim: Optional[int], index: Tensor) -> Tensor:
+    """Whole slices along `dim`, one per element of `index`: input.shape[:dim] + index.shape + input.shape[dim + 1:]. torch's index takes one dim; TF1's `gather` takes indices of any shape and `batch_dims`."""
+    return _ops['index_select'](self, index, dim, 0, False)
+
+Tensor.index_select = _index_select_method  # type: ignore[method-assign]
+
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha: float = 1) -> Tensor:
+    """A copy of the input with alpha * source added along `dim` at the positions in `index` (a vector); repeated indices add up in order, the same at every thread count."""
+    return _ops['index_add'](input, index, source, dim, alpha)
+
+
+def _index_add_method(self: Tensor, dim: int, index: Tensor, source: Tensor, alpha: float = 1) -> Tensor:
+    """A copy of the input with alpha * source added along `dim` at the positions in `index` (a vector); repeated indices add up in order, the same at every thread count."""
+    return _ops['index_add'](self, index, source, dim, alpha)
+
+Tensor.index_add = _index_add_method  # type: ignore[method-assign]
+
+def take(input: Tensor, index: Tensor) -> Tensor:
+    """Elements of the input as if it were 1-D, in the shape of `index`; negative indices count from the end."""
+    return _ops['take'](input, index)
+
+
+def _take_method(self: Tensor, index: Tensor) -> Tensor:
+    """Elements of the input as if it were 1-D, in the shape of `index`; negative indices count from the end."""
+    return _ops['take'](self, index)
+
+Tensor.take = _take_method  # type: ignore[method-assign]
+
+def masked_fill(input: Tensor, mask: Tensor, value: float) -> Tensor:
+    """`value` where the bool `mask` (broadcast with the input) is true, the input elsewhere."""
+    return _ops['masked_fill'](input, mask, value)
+
+
+def _masked_fill_method(self: Tensor, mask: Tensor, value: float) -> Tensor:
+    """`value` where the bool `mask` (broadcast with the input) is true, the input elsewhere."""
+    return _ops['masked_fill'](self, mask, value)
+
+Tensor.masked_fill = _masked_fill_method  # type: ignore[method-assign]
+
+def argwhere(input: Tensor) -> Tensor:
+    """The coordinates of the non-zero (true) elements, one row each in row-major order: an int64 tensor of shape (count, input.dim()). `nonzero(input)` and TF1's `where(condition)` are this op."""
+    return _ops['argwhere'](input)
+
+
+def _argwhere_method(self: Tensor) -> Tensor:
+    """The coordinates of the non-zero (true) elements, one row each in row-major order: an int64 tensor of shape (count, input.dim()). `nonzero(input)` and TF1's `where(condition)` are this op."""
+    return _ops['argwhere'](self)
+
+Tensor.argwhere = _argwhere_method  # type: ignore[method-assign]
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """One-hot rows: a new last dim of `num_classes` (TF: `depth`) with 1 at each index. torch's is int64 and refuses classes out of range; TF1's is float32 (or `dtype`), with `on_value`/`off_value` and `axis`, and gives all-off rows for classes out of range."""
+    return _ops['one_hot'](tensor, num_classes, None, None, None, None, False)
+
+
+def _one_hot_method(self: Tensor, num_classes: int = -1) -> Tensor:
+    """One-hot rows: a new last dim of `num_classes` (TF: `depth`) with 1 at each index. torch's is int64 and refuses classes out of range; TF1's is float32 (or `dtype`), with `on_value`/`off_value` and `axis`, and gives all-off rows for classes out of range."""
+    return _ops['one_hot'](self, num_classes, None, None, None, None, False)
+
+Tensor.one_hot = _one_hot_method  # type: ignore[method-assign]
+
+def boolean_mask(tensor: Tensor, mask: Tensor, axis: Optional[int] = None) -> Tensor:
+    """The slices where the bool `mask` (over the dims from `axis` on) is true, its dims becoming one: tensor[mask] for axis 0."""
+    return _ops['boolean_mask'](tensor, mask, axis)
+
+
+def _boolean_mask_method(self: Tensor, mask: Tensor, axis: Optional[int] = None) -> Tensor:
+    """The slices where the bool `mask` (over the dims from `axis` on) is true, its dims becoming one: tensor[mask] for axis 0."""
+    return _ops['boolean_mask'](self, mask, axis)
+
+Tensor.boolean_mask = _boolean_mask_method  # type: ignore[method-assign]
+
+def gather_nd(params: Tensor, indices: Tensor, batch_dims: int = 0) -> Tensor:
+    """Slices of params at the coordinates in the last dim of indices: out[i...] = params[indices[i..., :]], of shape indices.shape[:-1] + params.shape[k:] for k coordinates."""
+    return _ops['gather_nd'](params, indices, batch_dims)
+
+
+def _gather_nd_method(self: Tensor, indices: Tensor, batch_dims: int = 0) -> Tensor:
+    """Slices of params at the coordinates in the last dim of indices: out[i...] = params[indices[i..., :]], of shape indices.shape[:-1] + params.shape[k:] for k coordinates."""
+    return _ops['gather_nd'](self, indices, batch_dims)
+
+Tensor.gather_nd = _gather_nd_method  # type: ignore[method-assign]
+
+def scatter_nd(indices: Tensor, updates: Tensor, shape: Union[int, Sequence[int], None]) -> Tensor:
+    """Zeros of `shape` with the updates added at the coordinates in the last dim of indices; updates for one element add up in order, the same at every thread count."""
+    return _ops['scatter_nd'](indices, updates, shape)
+
+
+def _scatter_nd_method(self: Tensor, updates: Tensor, shape: Union[int, Sequence[int], None]) -> Tensor:
+    """Zeros of `shape` with the updates added at the coordinates in the last dim of indices; updates for one element add up in order, the same at every thread count."""
+    return _ops['scatter_nd'](self, updates, shape)
+
+Tensor.scatter_nd = _scatter_nd_method  # type: ignore[method-assign]
+
 __all__ = [
     "abs", "absolute", "acos", "acosh", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh",
-    "asin", "asinh", "atan", "atanh", "cat", "ceil", "concat", "concatenate", "cos", "cosh", "cumsum",
-    "erf", "exp", "exp2", "expm1", "fix", "floor", "log", "log10", "log1p", "log2", "logsumexp", "neg",
-    "negative", "reciprocal", "relu", "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt",
-    "square", "tan", "tanh", "trunc"
+    "argwhere", "asin", "asinh", "atan", "atanh", "boolean_mask", "cat", "ceil", "concat", "concatenate",
+    "cos", "cosh", "cumsum", "erf", "exp", "exp2", "expm1", "fix", "floor", "gather", "gather_nd",
+    "index_add", "index_select", "log", "log10", "log1p", "log2", "logsumexp", "masked_fill", "neg",
+    "negative", "one_hot", "reciprocal", "relu", "round", "rsqrt", "scatter", "scatter_add", "scatter_nd",
+    "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "take", "tan", "tanh", "trunc"
 ]

@@ -180,6 +180,12 @@ enum Target {
     Rows(crate::indexing::advanced::Plan),
 }
 
+/// `dst = op(dst, others...)` in place, for an op of the table whose result has
+/// dst's shape (`masked_fill_`, `scatter_`, `index_add_`); recorded when needed.
+pub fn table_op(dst: &Tensor, op: Op, others: &[&Tensor], op_name: &str) -> Result<()> {
+    apply_in_place(dst, op, others, op_name)
+}
+
 /// Refuses in-place writes that would break the tape, with PyTorch's wording.
 fn check_in_place(dst: &Tensor, op_name: &str) -> Result<()> {
     if !grad_mode::is_enabled() {

@@ -446,7 +446,7 @@ mod tests {
 
     #[test]
     fn indices_out_of_bounds_name_the_dim_and_its_size() {
-        let index = Tensor::from_vec(vec![5i64], [1]).unwrap();
+        let index = Tensor::from_vec(vec![5i64], &[1usize][..]).unwrap();
         let err = plan(&[3], &[1], 0, &[IndexItem::Tensor], &[&index], Negatives::Wrap).err().unwrap();
         assert_eq!(err.to_string(), "index 5 is out of bounds for dimension 0 with size 3");
     }

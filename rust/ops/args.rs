@@ -13,6 +13,14 @@ pub enum Kind {
     OptDims,
     Bool,
     Float,
+    /// An int or None.
+    OptInt,
+    /// A float or None.
+    OptFloat,
+    /// A string or None (a mode's name).
+    OptStr,
+    /// A dtype or None.
+    OptDType,
 }
 
 impl Kind {
@@ -23,6 +31,10 @@ impl Kind {
             Kind::OptDims => "Union[int, Sequence[int], None]",
             Kind::Bool => "bool",
             Kind::Float => "float",
+            Kind::OptInt => "Optional[int]",
+            Kind::OptFloat => "Optional[float]",
+            Kind::OptStr => "Optional[str]",
+            Kind::OptDType => "Any",
         }
     }
 }
@@ -50,6 +62,10 @@ pub enum Value {
     Dims(Option<Vec<isize>>),
     Bool(bool),
     Float(f64),
+    OptInt(Option<isize>),
+    OptFloat(Option<f64>),
+    OptStr(Option<String>),
+    OptDType(Option<crate::dtype::DType>),
 }
 
 /// An op's converted arguments, in the order its spec declares them.
@@ -93,6 +109,34 @@ impl Args {
         match self.get(i)? {
             Value::Float(v) => Ok(*v),
             _ => Err(self.mismatch(i, "a float")),
+        }
+    }
+
+    pub fn opt_int(&self, i: usize) -> Result<Option<isize>> {
+        match self.get(i)? {
+            Value::OptInt(v) => Ok(*v),
+            _ => Err(self.mismatch(i, "an int or None")),
+        }
+    }
+
+    pub fn opt_float(&self, i: usize) -> Result<Option<f64>> {
+        match self.get(i)? {
+            Value::OptFloat(v) => Ok(*v),
+            _ => Err(self.mismatch(i, "a float or None")),
+        }
+    }
+
+    pub fn opt_text(&self, i: usize) -> Result<Option<&str>> {
+        match self.get(i)? {
+            Value::OptStr(v) => Ok(v.as_deref()),
+            _ => Err(self.mismatch(i, "a str or None")),
+        }
+    }
+
+    pub fn opt_dtype(&self, i: usize) -> Result<Option<crate::dtype::DType>> {
+        match self.get(i)? {
+            Value::OptDType(v) => Ok(*v),
+            _ => Err(self.mismatch(i, "a dtype or None")),
         }
     }
 }

@@ -15,9 +15,13 @@
 //! `docs/contributing.md` walks through adding an op.
 
 pub mod args;
+pub mod gather;
 pub mod indexing;
+pub mod nd;
+pub mod picks;
 pub mod reduce;
 pub mod scan;
+pub mod select;
 pub mod shape;
 pub mod unary;
 
@@ -129,6 +133,9 @@ pub trait TableOp: Clone + std::fmt::Debug + Send + Sync + Sized + 'static {
     const SPEC: Spec;
     /// The role of each tensor input, in order; empty (the default) when all are data.
     const ROLES: &'static [Role] = &[];
+    /// torch's order of the arguments, by name, when a param comes between tensors
+    /// (`gather(input, dim, index)`); empty (the default): the tensors, then the params.
+    const TORCH_ORDER: &'static [&'static str] = &[];
     /// The op from its arguments (`SPEC.params`, converted by kind).
     fn build(args: &Args) -> Result<Self>;
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor>;
@@ -160,8 +167,8 @@ macro_rules! table {
             $((&<$ty as TableOp>::SPEC, |args| Ok(TableOps::$variant(<$ty as TableOp>::build(args)?)))),*
         ];
 
-        /// The roles of each public table op's inputs, in the order of `TABLE`.
-        pub const TABLE_ROLES: &[&[Role]] = &[$(<$ty as TableOp>::ROLES),*];
+        /// The roles of each public table op's inputs and its torch argument order, in the order of `TABLE`.
+        pub const TABLE_EXTRAS: &[(&[Role], &[&str])] = &[$((<$ty as TableOp>::ROLES, <$ty as TableOp>::TORCH_ORDER)),*];
 
         impl TableOps {
             pub fn spec(&self) -> &'static Spec {
@@ -211,10 +218,23 @@ table! {
         Cumsum(scan::Cumsum),
         Logsumexp(reduce::Logsumexp),
         Cat(shape::Cat),
+        Gather(gather::Gather),
+        Scatter(gather::Scatter),
+        ScatterAdd(gather::ScatterAdd),
+        IndexSelect(gather::IndexSelect),
+        IndexAdd(gather::IndexAdd),
+        Take(gather::Take),
+        MaskedFill(select::MaskedFill),
+        Argwhere(select::Argwhere),
+        OneHot(select::OneHot),
+        BooleanMask(select::BooleanMask),
+        GatherNd(nd::GatherNd),
+        ScatterNd(nd::ScatterNd),
     ],
     internal: [
         CatGrad(shape::CatGrad),
         PickRows(indexing::PickRows),
         PutRows(indexing::PutRows),
+        ScatterSourceGrad(gather::ScatterSourceGrad),
     ],
 }

@@ -558,6 +558,10 @@ impl ArgType for usize {
     const EXPECTED: &'static str = "a non-negative int";
 }
 
+impl ArgType for String {
+    const EXPECTED: &'static str = "a str";
+}
+
 impl ArgType for Vec<isize> {
     const EXPECTED: &'static str = "an int or a sequence of ints";
 }

@@ -8,7 +8,7 @@ use crate::error::Error;
 use crate::op::Op;
 use crate::ops::args::Value;
 use crate::ops::unary::UnaryOp;
-use crate::ops::{Args, Builder, Kind, Spec, TABLE};
+use crate::ops::{Args, Builder, Kind, Role, Spec, TABLE, TABLE_EXTRAS};
 use crate::tensor::Tensor;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -16,7 +16,7 @@ use pyo3::types::{PyDict, PyTuple};
 #[derive(Clone, Copy)]
 enum Entry {
     Unary(UnaryOp),
-    Table(&'static Spec, Builder),
+    Table(&'static Spec, Builder, &'static [Role], &'static [&'static str]),
 }
 
 #[pyclass(frozen, name = "OpSpec", module = "rustgrad._rustgrad")]
@@ -35,7 +35,15 @@ impl PyOpSpec {
     fn spec(&self) -> &'static Spec {
         match self.entry {
             Entry::Unary(op) => op.spec(),
-            Entry::Table(spec, _) => spec,
+            Entry::Table(spec, ..) => spec,
+        }
+    }
+
+    /// The role of input `i` (data unless the op says otherwise).
+    fn role(&self, i: usize) -> Role {
+        match self.entry {
+            Entry::Table(_, _, roles, _) => roles.get(i).copied().unwrap_or(Role::Data),
+            Entry::Unary(_) => Role::Data,
         }
     }
 
@@ -53,7 +61,7 @@ impl PyOpSpec {
         }
         match self.entry {
             Entry::Unary(op) => Ok(Op::Unary(op)),
-            Entry::Table(spec, build) => {
+            Entry::Table(spec, build, ..) => {
                 let values = spec
                     .params
                     .iter()
@@ -69,8 +77,11 @@ impl PyOpSpec {
     }
 }
 
-/// The eager tensors of a call: one per input, or every tensor of a list input.
-fn eager_inputs(spec: &Spec, objs: &[Bound<'_, PyAny>]) -> PyResult<Vec<Tensor>> {
+/// The eager tensors of a call: one per input, or every tensor of a list input. A
+/// data input after the first may be a Python number (`scatter(x, 1, index, 2.0)`):
+/// it becomes a 0-d tensor of the first input's dtype.
+fn eager_inputs(this: &PyOpSpec, objs: &[Bound<'_, PyAny>]) -> PyResult<Vec<Tensor>> {
+    let spec = this.spec();
     let tensor = |obj: &Bound<'_, PyAny>, name: &str| Ok(tensor_arg(obj, spec.name, name)?.get().inner.clone());
     match (spec.inputs, objs) {
         ([only], [list]) if only.list => {
@@ -98,7 +109,20 @@ fn eager_inputs(spec: &Spec, objs: &[Bound<'_, PyAny>]) -> PyResult<Vec<Tensor>>
             }
             Ok(tensors)
         }
-        _ => spec.inputs.iter().zip(objs).map(|(input, obj)| tensor(obj, input.torch)).collect(),
+        _ => {
+            let mut tensors: Vec<Tensor> = Vec::with_capacity(objs.len());
+            for (i, (input, obj)) in spec.inputs.iter().zip(objs).enumerate() {
+                let number = match (i, this.role(i), obj.is_instance_of::<PyTensor>()) {
+                    (1.., Role::Data, false) => convert::scalar_value(obj)?,
+                    _ => None,
+                };
+                tensors.push(match (number, tensors.first()) {
+                    (Some(n), Some(first)) => Tensor::scalar(n, first.dtype()),
+                    _ => tensor(obj, input.torch)?,
+                });
+            }
+            Ok(tensors)
+        }
     }
 }
 
@@ -107,12 +131,25 @@ fn convert_value(obj: &Bound<'_, PyAny>, kind: Kind, op: &str, name: &str) -> Py
         Kind::Int => Value::Int(convert::arg(obj, op, name)?),
         Kind::Bool => Value::Bool(convert::arg(obj, op, name)?),
         Kind::Float => Value::Float(convert::arg(obj, op, name)?),
+        Kind::OptInt => Value::OptInt(optional(obj, |o| convert::arg(o, op, name))?),
+        Kind::OptFloat => Value::OptFloat(optional(obj, |o| convert::arg(o, op, name))?),
+        Kind::OptStr => Value::OptStr(optional(obj, |o| convert::arg(o, op, name))?),
+        Kind::OptDType => Value::OptDType(optional(obj, convert::parse_dtype)?),
         Kind::OptDims if obj.is_none() => Value::Dims(None),
         Kind::OptDims => match obj.extract::<isize>() {
             Ok(single) => Value::Dims(Some(vec![single])),
             Err(_) => Value::Dims(Some(convert::arg::<Vec<isize>>(obj, op, name)?)),
         },
     })
+}
+
+/// None, or `obj` converted.
+fn optional<T>(obj: &Bound<'_, PyAny>, convert: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<T>) -> PyResult<Option<T>> {
+    if obj.is_none() {
+        Ok(None)
+    } else {
+        convert(obj).map(Some)
+    }
 }
 
 #[pymethods]
@@ -153,6 +190,23 @@ impl PyOpSpec {
         self.spec().differentiable
     }
 
+    /// The role of each tensor argument: `"data"`, `"index"` (an integer tensor of
+    /// positions) or `"mask"` (a bool tensor).
+    #[getter]
+    fn roles(&self) -> Vec<&'static str> {
+        (0..self.spec().inputs.len()).map(|i| self.role(i).name()).collect()
+    }
+
+    /// torch's argument names in the order of its signature, when a param comes between
+    /// tensors (`gather(input, dim, index)`); empty: the tensors, then the params.
+    #[getter]
+    fn torch_order(&self) -> Vec<&'static str> {
+        match self.entry {
+            Entry::Table(_, _, _, order) => order.to_vec(),
+            Entry::Unary(_) => Vec::new(),
+        }
+    }
+
     /// The tensor arguments as `(torch name, TF1 name, is a list of tensors)`.
     #[getter]
     fn inputs(&self) -> Vec<(&'static str, &'static str, bool)> {
@@ -189,10 +243,27 @@ impl PyOpSpec {
             ))
             .into());
         }
-        let tensors = eager_inputs(spec, &args[..n])?;
+        let tensors = eager_inputs(self, &args[..n])?;
         let op = self.op(&args[n..], Front::Torch)?;
         let refs: Vec<&Tensor> = tensors.iter().collect();
         run_op(py, op, &refs)
+    }
+
+    /// The op's in-place form (`masked_fill_`, `scatter_`, `index_add_`): like a call,
+    /// with the result written into the first tensor, which it must fit.
+    #[pyo3(signature = (*args))]
+    fn in_place(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<()> {
+        let spec = self.spec();
+        let args: Vec<Bound<'_, PyAny>> = args.iter().collect();
+        let n = spec.inputs.len();
+        if args.len() < n || spec.inputs.iter().any(|i| i.list) {
+            return Err(Error::InvalidArgument(format!("{}_: expected {n} tensor arguments", spec.name)).into());
+        }
+        let tensors = eager_inputs(self, &args[..n])?;
+        let op = self.op(&args[n..], Front::Torch)?;
+        let (dst, others) = (&tensors[0], tensors[1..].iter().collect::<Vec<&Tensor>>());
+        let name = format!("{}_", spec.name);
+        super::tensor::in_place_kernel(py, dst, || crate::autograd::in_place::table_op(dst, op, &others, &name))
     }
 
     fn __repr__(&self) -> String {
@@ -206,8 +277,8 @@ pub fn op_table(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     for &op in UnaryOp::ALL {
         table.set_item(op.name(), PyOpSpec { entry: Entry::Unary(op) })?;
     }
-    for &(spec, build) in TABLE {
-        table.set_item(spec.name, PyOpSpec { entry: Entry::Table(spec, build) })?;
+    for (&(spec, build), &(roles, order)) in TABLE.iter().zip(TABLE_EXTRAS) {
+        table.set_item(spec.name, PyOpSpec { entry: Entry::Table(spec, build, roles, order) })?;
     }
     Ok(table)
 }

@@ -63,7 +63,7 @@ fn run_core(
 
 /// Runs an in-place kernel that writes `t` under the panic guard, with the GIL
 /// released when `t` is large (as `run_op` does), so other Python threads run.
-fn in_place_kernel(
+pub(super) fn in_place_kernel(
     py: Python<'_>,
     t: &Tensor,
     kernel: impl FnOnce() -> crate::error::Result<()> + Send,

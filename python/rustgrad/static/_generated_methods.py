@@ -195,3 +195,51 @@ class TensorOps:
     def logsumexp(self: Tensor, dim: Union[int, Sequence[int], None], keepdim: bool = False) -> Tensor:
         """log(sum(exp(x))) over `dim`, without overflow: the largest element is factored out first."""
         return self.graph._apply(_ops['logsumexp'], [self], None, (dim, keepdim))
+
+    def gather(self: Tensor, dim: int, index: Tensor) -> Tensor:
+        """Picks one element along `dim` per element of `index` (of the input's rank): out[i][j] = input[index[i][j]][j] for dim 0. In rustgrad.static it is `gather_elements` (an extension): TF1's `gather` is `index_select`."""
+        return self.graph._apply(_ops['gather'], [self, index], None, (dim,))
+
+    def scatter(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: Optional[str] = None) -> Tensor:
+        """A copy of the input with src[i][j] written at [index[i][j]][j] (for dim 0); src may be a number, and reduce='add' or 'multiply' combines instead of writing. Of several values for one element the last wins (torch leaves that order undefined)."""
+        return self.graph._apply(_ops['scatter'], [self, index, src], None, (dim, reduce))
+
+    def scatter_add(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+        """A copy of the input with src[i][j] added at [index[i][j]][j] (for dim 0); values for one element add up in order, the same at every thread count."""
+        return self.graph._apply(_ops['scatter_add'], [self, index, src], None, (dim,))
+
+    def index_select(self: Tensor, dim: Optional[int], index: Tensor) -> Tensor:
+        """Whole slices along `dim`, one per element of `index`: input.shape[:dim] + index.shape + input.shape[dim + 1:]. torch's index takes one dim; TF1's `gather` takes indices of any shape and `batch_dims`."""
+        return self.graph._apply(_ops['index_select'], [self, index], None, (dim, 0, False))
+
+    def index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, alpha: float = 1) -> Tensor:
+        """A copy of the input with alpha * source added along `dim` at the positions in `index` (a vector); repeated indices add up in order, the same at every thread count."""
+        return self.graph._apply(_ops['index_add'], [self, index, source], None, (dim, alpha))
+
+    def take(self: Tensor, index: Tensor) -> Tensor:
+        """Elements of the input as if it were 1-D, in the shape of `index`; negative indices count from the end."""
+        return self.graph._apply(_ops['take'], [self, index], None, ())
+
+    def masked_fill(self: Tensor, mask: Tensor, value: float) -> Tensor:
+        """`value` where the bool `mask` (broadcast with the input) is true, the input elsewhere."""
+        return self.graph._apply(_ops['masked_fill'], [self, mask], None, (value,))
+
+    def argwhere(self: Tensor) -> Tensor:
+        """The coordinates of the non-zero (true) elements, one row each in row-major order: an int64 tensor of shape (count, input.dim()). `nonzero(input)` and TF1's `where(condition)` are this op."""
+        return self.graph._apply(_ops['argwhere'], [self], None, ())
+
+    def one_hot(self: Tensor, num_classes: int = -1) -> Tensor:
+        """One-hot rows: a new last dim of `num_classes` (TF: `depth`) with 1 at each index. torch's is int64 and refuses classes out of range; TF1's is float32 (or `dtype`), with `on_value`/`off_value` and `axis`, and gives all-off rows for classes out of range."""
+        return self.graph._apply(_ops['one_hot'], [self], None, (num_classes, None, None, None, None, False))
+
+    def boolean_mask(self: Tensor, mask: Tensor, axis: Optional[int] = None) -> Tensor:
+        """The slices where the bool `mask` (over the dims from `axis` on) is true, its dims becoming one: tensor[mask] for axis 0."""
+        return self.graph._apply(_ops['boolean_mask'], [self, mask], None, (axis,))
+
+    def gather_nd(self: Tensor, indices: Tensor, batch_dims: int = 0) -> Tensor:
+        """Slices of params at the coordinates in the last dim of indices: out[i...] = params[indices[i..., :]], of shape indices.shape[:-1] + params.shape[k:] for k coordinates."""
+        return self.graph._apply(_ops['gather_nd'], [self, indices], None, (batch_dims,))
+
+    def scatter_nd(self: Tensor, updates: Tensor, shape: Union[int, Sequence[int], None]) -> Tensor:
+        """Zeros of `shape` with the updates added at the coordinates in the last dim of indices; updates for one element add up in order, the same at every thread count."""
+        return self.graph._apply(_ops['scatter_nd'], [self, updates], None, (shape,))

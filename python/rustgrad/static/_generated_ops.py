@@ -195,9 +195,104 @@ def concat(values: Any, axis: int, name: Optional[str] = None) -> Tensor:
     return _apply(_ops['cat'], list(values), name, (axis,))
 
 
+def gather_elements(params: Any, indices: Any, axis: int, name: Optional[str] = None) -> Tensor:
+    """Picks one element along `dim` per element of `index` (of the input's rank): out[i][j] = input[index[i][j]][j] for dim 0. In rustgrad.static it is `gather_elements` (an extension): TF1's `gather` is `index_select`."""
+    return _apply(_ops['gather'], [params, indices], name, (axis,))
+
+
+def scatter_elements(
+    params: Any,
+    indices: Any,
+    updates: Any,
+    axis: int,
+    reduction: Optional[str] = None,
+    name: Optional[str] = None,
+) -> Tensor:
+    """A copy of the input with src[i][j] written at [index[i][j]][j] (for dim 0); src may be a number, and reduce='add' or 'multiply' combines instead of writing. Of several values for one element the last wins (torch leaves that order undefined)."""
+    return _apply(_ops['scatter'], [params, indices, updates], name, (axis, reduction))
+
+
+def scatter_elements_add(params: Any, indices: Any, updates: Any, axis: int, name: Optional[str] = None) -> Tensor:
+    """A copy of the input with src[i][j] added at [index[i][j]][j] (for dim 0); values for one element add up in order, the same at every thread count."""
+    return _apply(_ops['scatter_add'], [params, indices, updates], name, (axis,))
+
+
+def gather(
+    params: Any,
+    indices: Any,
+    axis: Optional[int] = None,
+    batch_dims: int = 0,
+    name: Optional[str] = None,
+) -> Tensor:
+    """Whole slices along `dim`, one per element of `index`: input.shape[:dim] + index.shape + input.shape[dim + 1:]. torch's index takes one dim; TF1's `gather` takes indices of any shape and `batch_dims`."""
+    return _apply(_ops['index_select'], [params, indices], name, (axis, batch_dims, True))
+
+
+def index_add(
+    params: Any,
+    indices: Any,
+    source: Any,
+    axis: int,
+    alpha: float = 1,
+    name: Optional[str] = None,
+) -> Tensor:
+    """A copy of the input with alpha * source added along `dim` at the positions in `index` (a vector); repeated indices add up in order, the same at every thread count."""
+    return _apply(_ops['index_add'], [params, indices, source], name, (axis, alpha))
+
+
+def take(params: Any, indices: Any, name: Optional[str] = None) -> Tensor:
+    """Elements of the input as if it were 1-D, in the shape of `index`; negative indices count from the end."""
+    return _apply(_ops['take'], [params, indices], name, ())
+
+
+def masked_fill(input: Any, mask: Any, value: float, name: Optional[str] = None) -> Tensor:
+    """`value` where the bool `mask` (broadcast with the input) is true, the input elsewhere."""
+    return _apply(_ops['masked_fill'], [input, mask], name, (value,))
+
+
+def argwhere(condition: Any, name: Optional[str] = None) -> Tensor:
+    """The coordinates of the non-zero (true) elements, one row each in row-major order: an int64 tensor of shape (count, input.dim()). `nonzero(input)` and TF1's `where(condition)` are this op."""
+    return _apply(_ops['argwhere'], [condition], name, ())
+
+
+def one_hot(
+    indices: Any,
+    depth: int,
+    on_value: Optional[float] = None,
+    off_value: Optional[float] = None,
+    axis: Optional[int] = None,
+    dtype: Any = None,
+    name: Optional[str] = None,
+) -> Tensor:
+    """One-hot rows: a new last dim of `num_classes` (TF: `depth`) with 1 at each index. torch's is int64 and refuses classes out of range; TF1's is float32 (or `dtype`), with `on_value`/`off_value` and `axis`, and gives all-off rows for classes out of range."""
+    return _apply(_ops['one_hot'], [indices], name, (depth, on_value, off_value, axis, dtype, True))
+
+
+def boolean_mask(tensor: Any, mask: Any, axis: Optional[int] = None, name: Optional[str] = None) -> Tensor:
+    """The slices where the bool `mask` (over the dims from `axis` on) is true, its dims becoming one: tensor[mask] for axis 0."""
+    return _apply(_ops['boolean_mask'], [tensor, mask], name, (axis,))
+
+
+def gather_nd(params: Any, indices: Any, batch_dims: int = 0, name: Optional[str] = None) -> Tensor:
+    """Slices of params at the coordinates in the last dim of indices: out[i...] = params[indices[i..., :]], of shape indices.shape[:-1] + params.shape[k:] for k coordinates."""
+    return _apply(_ops['gather_nd'], [params, indices], name, (batch_dims,))
+
+
+def scatter_nd(
+    indices: Any,
+    updates: Any,
+    shape: Union[int, Sequence[int], None],
+    name: Optional[str] = None,
+) -> Tensor:
+    """Zeros of `shape` with the updates added at the coordinates in the last dim of indices; updates for one element add up in order, the same at every thread count."""
+    return _apply(_ops['scatter_nd'], [indices, updates], name, (shape,))
+
+
 __all__ = [
-    "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "ceil", "concat", "cos", "cosh", "cumsum",
-    "erf", "exp", "exp2", "expm1", "floor", "log", "log10", "log1p", "log2", "negative", "reciprocal",
-    "reduce_logsumexp", "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "tan",
-    "tanh", "trunc"
+    "abs", "acos", "acosh", "argwhere", "asin", "asinh", "atan", "atanh", "boolean_mask", "ceil",
+    "concat", "cos", "cosh", "cumsum", "erf", "exp", "exp2", "expm1", "floor", "gather",
+    "gather_elements", "gather_nd", "index_add", "log", "log10", "log1p", "log2", "masked_fill",
+    "negative", "one_hot", "reciprocal", "reduce_logsumexp", "round", "rsqrt", "scatter_elements",
+    "scatter_elements_add", "scatter_nd", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "take",
+    "tan", "tanh", "trunc"
 ]

@@ -123,10 +123,13 @@ class Graph:
         ids = [self._own(t)._id for t in inputs]
         return Tensor(self, self._core.op(kind, args, ids, name))
 
-    def _apply(self, spec: OpSpec, inputs: Sequence[Tensor], name: Optional[str] = None,
+    def _apply(self, spec: OpSpec, inputs: Sequence[Any], name: Optional[str] = None,
                args: tuple = ()) -> Tensor:
-        """A node applying an op of the table (``rustgrad._rustgrad.ops``) to ``inputs``, with its other arguments."""
-        ids = [self._own(t)._id for t in inputs]
+        """A node applying an op of the table (``rustgrad._rustgrad.ops``) to ``inputs``, with its other
+        arguments. Inputs that are not graph tensors become constants: of the first data tensor's dtype
+        for data inputs, and typed as TF1 types constants for index and mask inputs."""
+        tensors = _converted_inputs(spec, inputs, self)
+        ids = [self._own(t)._id for t in tensors]
         return Tensor(self, self._core.apply(spec, ids, name, args))
 
     def _own(self, t: Tensor) -> Tensor:
@@ -297,13 +300,31 @@ def convert_to_tensor(value: Any, dtype: Any = None, graph: Optional[Graph] = No
 
 
 def _apply(spec: OpSpec, inputs: Sequence[Any], name: Optional[str] = None, args: tuple = ()) -> Tensor:
-    """The TF1 function of an op of the table: its inputs converted (numbers and arrays take
-    the first graph tensor's dtype), then one node."""
+    """The TF1 function of an op of the table: its inputs converted (see ``Graph._apply``), then one node."""
     first = next((t for t in inputs if isinstance(t, Tensor)), None)
-    if first is None:
-        first = convert_to_tensor(inputs[0])
-    tensors = [convert_to_tensor(t, first.dtype, first.graph) for t in inputs]
-    return first.graph._apply(spec, tensors, name, args)
+    graph = first.graph if first is not None else get_default_graph()
+    return graph._apply(spec, inputs, name, args)
+
+
+def _converted_inputs(spec: OpSpec, inputs: Sequence[Any], graph: Graph) -> list[Tensor]:
+    """An op's inputs as graph tensors. A data input that is not one takes the dtype of the
+    first data input that is (or, when none is, the first data input is typed as TF1 types a
+    constant, and the others take its dtype); an index or mask input that is not one becomes
+    a constant typed as TF1 types it (int32 for Python ints) or a bool one."""
+    roles = spec.roles * len(inputs) if spec.inputs[0][2] else spec.roles
+    data = [i for i, role in enumerate(roles) if role == "data"]
+    out = list(inputs)
+    anchor = next((out[i] for i in data if isinstance(out[i], Tensor)), None)
+    if anchor is None and data:
+        anchor = out[data[0]] = convert_to_tensor(out[data[0]], None, graph)
+    for i, role in enumerate(roles):
+        if isinstance(out[i], Tensor):
+            continue
+        if role == "data":
+            out[i] = convert_to_tensor(out[i], anchor.dtype, graph)
+        else:
+            out[i] = convert_to_tensor(out[i], bool_ if role == "mask" else None, graph)
+    return out
 
 
 def _renamed(op: str, name: str, value: Any, old_name: str, old_value: Any, default: Any) -> Any:
