@@ -40,6 +40,13 @@ class TableReference:
     integer_inputs: bool = True
     # A rename of torch kwargs for the numpy reference, when numpy spells them differently.
     numpy_names: Optional[dict] = None
+    # indices(data, data input shapes, torch kwargs) -> {input position: integer or bool array}:
+    # the op's index and mask inputs, drawn to fit the data inputs (which ``shapes`` then
+    # gives alone). They are constants of the graph in static mode, and the numpy reference
+    # gets them as they are.
+    indices: Optional[Callable[[Any, list[tuple[int, ...]], dict], dict]] = None
+    # The result's numpy dtype when it is not the data inputs' (int64 for coordinates).
+    result_dtype: Optional[Any] = None
 
 
 TF_TO_TORCH = {"axis": "dim", "reduction_indices": "dim", "keepdims": "keepdim", "keep_dims": "keepdim"}

@@ -21,8 +21,14 @@ pub const DIM: Param =
     Param { torch: "dim", tf: "axis", tf_aliases: &[], kind: Kind::Int, torch_default: None, tf_default: None };
 
 /// An argument neither front spells: which front called (TF1's rules where they differ).
-pub const TF_SEMANTICS: Param =
-    Param { torch: "", tf: "", tf_aliases: &[], kind: Kind::Bool, torch_default: Some("False"), tf_default: Some("True") };
+pub const TF_SEMANTICS: Param = Param {
+    torch: "",
+    tf: "",
+    tf_aliases: &[],
+    kind: Kind::Bool,
+    torch_default: Some("False"),
+    tf_default: Some("True"),
+};
 
 const INPUT: Input = Input { torch: "input", tf: "params", list: false };
 const INDEX: Input = Input { torch: "index", tf: "indices", list: false };

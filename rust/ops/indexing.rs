@@ -12,7 +12,7 @@
 pub use super::picks::{check_index_dtype, infer_pick, plan, Pick};
 use super::{internal, no_double_backward, nth, Args, Meta, Spec, TableOp, TableOps};
 use crate::dtype::{dispatch, numeric_dispatch, DType, Number};
-use crate::error::{dtype_err, Error, Result};
+use crate::error::{Error, Result};
 use crate::forward;
 use crate::graph::PartialShape;
 use crate::indexing::advanced::Plan;
@@ -176,16 +176,11 @@ impl TableOp for PutRows {
         Ok(out)
     }
 
+    /// The values are cast to the base's dtype (item assignment in a static graph converts
+    /// them to it first, as TF1 would; derivative rules put zeros of the index's dtype).
     fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
         let (base, dtype) = *nth(inputs, 0, "index_put")?;
-        let (_, value_dtype) = *nth(inputs, 1, "index_put")?;
-        if value_dtype != dtype {
-            return dtype_err(format!(
-                "index_put: the values have dtype {} but the tensor has dtype {}; cast one with tf.cast",
-                value_dtype.name(),
-                dtype.name()
-            ));
-        }
+        nth(inputs, 1, "index_put")?;
         infer_pick("index_put", &self.pick, base, &inputs[2..])?;
         Ok((base.clone(), dtype))
     }

@@ -30,7 +30,10 @@ impl TableOp for GatherNd {
         doc: "Slices of params at the coordinates in the last dim of indices: out[i...] = params[indices[i..., :]], \
               of shape indices.shape[:-1] + params.shape[k:] for k coordinates.",
         differentiable: true,
-        inputs: &[Input { torch: "params", tf: "params", list: false }, Input { torch: "indices", tf: "indices", list: false }],
+        inputs: &[
+            Input { torch: "params", tf: "params", list: false },
+            Input { torch: "indices", tf: "indices", list: false },
+        ],
         params: &[Param {
             torch: "batch_dims",
             tf: "batch_dims",
@@ -80,7 +83,10 @@ impl TableOp for ScatterNd {
         doc: "Zeros of `shape` with the updates added at the coordinates in the last dim of indices; updates for \
               one element add up in order, the same at every thread count.",
         differentiable: true,
-        inputs: &[Input { torch: "indices", tf: "indices", list: false }, Input { torch: "updates", tf: "updates", list: false }],
+        inputs: &[
+            Input { torch: "indices", tf: "indices", list: false },
+            Input { torch: "updates", tf: "updates", list: false },
+        ],
         params: &[Param {
             torch: "shape",
             tf: "shape",
@@ -94,11 +100,10 @@ impl TableOp for ScatterNd {
 
     fn build(args: &Args) -> Result<Self> {
         let dims = args.dims(0)?.ok_or_else(|| Error::InvalidArgument("scatter_nd: shape is required".into()))?;
-        let shape = dims
-            .iter()
-            .map(|&d| usize::try_from(d))
-            .collect::<std::result::Result<Vec<usize>, _>>()
-            .map_err(|_| Error::InvalidArgument(format!("scatter_nd: the shape must be non-negative, got {dims:?}")))?;
+        let shape =
+            dims.iter().map(|&d| usize::try_from(d)).collect::<std::result::Result<Vec<usize>, _>>().map_err(|_| {
+                Error::InvalidArgument(format!("scatter_nd: the shape must be non-negative, got {dims:?}"))
+            })?;
         Ok(ScatterNd { shape })
     }
 

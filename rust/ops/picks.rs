@@ -86,7 +86,9 @@ fn offsets(shape: &[usize], strides: &[isize], base: usize) -> Vec<usize> {
 fn batch_count(op: &str, batch_dims: isize, index_rank: usize) -> Result<usize> {
     let b = if batch_dims < 0 { batch_dims + index_rank as isize } else { batch_dims };
     usize::try_from(b).map_err(|_| {
-        Error::InvalidArgument(format!("{op}: batch_dims {batch_dims} is out of range for indices of rank {index_rank}"))
+        Error::InvalidArgument(format!(
+            "{op}: batch_dims {batch_dims} is out of range for indices of rank {index_rank}"
+        ))
     })
 }
 
@@ -240,7 +242,12 @@ fn nd(op: &str, x: Layout<'_>, batch_dims: isize, index: &Tensor) -> Result<Plan
 }
 
 /// The coordinates per index row (None: unknown yet) and the batch dims of an `Nd` pick.
-fn nd_dims(op: &str, x: &[Option<usize>], batch_dims: isize, index: &[Option<usize>]) -> Result<(Option<usize>, usize)> {
+fn nd_dims(
+    op: &str,
+    x: &[Option<usize>],
+    batch_dims: isize,
+    index: &[Option<usize>],
+) -> Result<(Option<usize>, usize)> {
     let Some(&k) = index.last() else {
         return Err(Error::Index(format!("{op}: indices must have at least one dimension, got a 0-d tensor")));
     };

@@ -172,7 +172,9 @@ impl OneHot {
         }
         match values.iter().max() {
             Some(&max) => Ok(usize::try_from(max).map_or(0, |m| m + 1)),
-            None => Err(Error::InvalidArgument("one_hot: Can not infer total number of classes from empty tensor.".into())),
+            None => {
+                Err(Error::InvalidArgument("one_hot: Can not infer total number of classes from empty tensor.".into()))
+            }
         }
     }
 }
@@ -224,15 +226,17 @@ impl TableOp for OneHot {
                 x.dtype().name()
             ));
         }
-        let values: Vec<i64> =
-            integer_dispatch!(x.dtype(), "one_hot", |T| x.with_contiguous(|s: &[T]| s.iter().map(|v| v.to_i64()).collect())?);
+        let values: Vec<i64> = integer_dispatch!(x.dtype(), "one_hot", |T| x
+            .with_contiguous(|s: &[T]| s.iter().map(|v| v.to_i64()).collect())?);
         let classes = self.classes(&values)?;
         if !self.tf {
             if values.iter().any(|&v| v < 0) {
                 return Err(Error::Index("one_hot: Class values must be non-negative.".into()));
             }
             if values.iter().any(|&v| v as u64 >= classes as u64) {
-                return Err(Error::Index(format!("one_hot: Class values must be smaller than num_classes ({classes}).")));
+                return Err(Error::Index(format!(
+                    "one_hot: Class values must be smaller than num_classes ({classes})."
+                )));
             }
         }
         let rank = x.rank() + 1;
@@ -294,7 +298,10 @@ impl TableOp for BooleanMask {
         doc: "The slices where the bool `mask` (over the dims from `axis` on) is true, its dims becoming one: \
               tensor[mask] for axis 0.",
         differentiable: true,
-        inputs: &[Input { torch: "tensor", tf: "tensor", list: false }, Input { torch: "mask", tf: "mask", list: false }],
+        inputs: &[
+            Input { torch: "tensor", tf: "tensor", list: false },
+            Input { torch: "mask", tf: "mask", list: false },
+        ],
         params: &[Param {
             torch: "axis",
             tf: "axis",
