@@ -276,7 +276,8 @@ REFERENCES = {
     ),
     "scatter": TableReference(
         scatter,
-        lambda data, shapes_in: {"dim": dim(data, len(shapes_in[0])), "reduce": data.draw(st.sampled_from([None, "add"]))},
+        lambda data, shapes_in: {"dim": dim(data, len(shapes_in[0])),
+                                 "reduce": data.draw(st.sampled_from([None, "add"]))},
         lambda data, kw: {"axis": kw["dim"], "reduction": kw["reduce"]},
         shapes=scatter_shapes,
         indices=scatter_indices,

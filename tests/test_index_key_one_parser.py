@@ -12,7 +12,7 @@ import pytest
 import rustgrad as rg
 import rustgrad.static as tf
 from rustgrad import _rustgrad
-from rustgrad.errors import IndexOutOfRangeError, InvalidArgumentError
+from rustgrad.errors import IndexOutOfRangeError
 
 A = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
 STATIC_DIR = Path(tf.__file__).resolve().parent

@@ -152,7 +152,7 @@ def doc_line(spec: Any, indent: str) -> str:
 
 def eager_module(ops: dict[str, Any]) -> str:
     lines = header("The op table's ops as eager functions and ``Tensor`` methods.",
-                   ["from typing import Sequence, Union  # noqa: F401 - in some signatures", "",
+                   ["from typing import Optional, Sequence, Union  # noqa: F401 - in some signatures", "",
                     "from rustgrad._rustgrad import Tensor", "from rustgrad._rustgrad import ops as _ops"])
     exported = []
     for spec in ops.values():
@@ -213,7 +213,7 @@ def static_module(ops: dict[str, Any], namespace: str, doc: str) -> str:
 def static_methods(ops: dict[str, Any]) -> str:
     lines = header("Torch-named methods of graph tensors, one per op of the table, so code written against\n"
                    "``Tensor`` methods (a custom Function's forward, say) builds graphs too.",
-                   ["from typing import TYPE_CHECKING, Sequence, Union  # noqa: F401 - in some signatures", "",
+                   ["from typing import TYPE_CHECKING, Optional, Sequence, Union  # noqa: F401 - in signatures", "",
                     "from rustgrad._rustgrad import ops as _ops", "",
                     "if TYPE_CHECKING:", "    from rustgrad.static._graph import Graph, Tensor"])
     lines += ["", "class TensorOps:", '    """The op table\'s methods of ``rustgrad.static.Tensor``."""', "",

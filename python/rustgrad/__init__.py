@@ -65,7 +65,6 @@ from rustgrad._functions import (
 )
 from rustgrad._generated_ops import *  # noqa: F403 - the op table's functions
 from rustgrad._generated_ops import __all__ as _op_table_names
-from rustgrad._indexing import nonzero
 from rustgrad._grad_mode import (
     enable_grad,
     inference_mode,
@@ -73,6 +72,7 @@ from rustgrad._grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from rustgrad._indexing import nonzero
 from rustgrad._rustgrad import (
     Tensor,
     device,

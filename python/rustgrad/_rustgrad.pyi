@@ -344,29 +344,29 @@ class Tensor:
     ) -> Tensor:
         """log(sum(exp(x))) over `dim`, without overflow: the largest element is factored out first."""
     def gather(self, dim: builtins.int, index: Tensor) -> Tensor:
-        """Picks one element along `dim` per element of `index` (of the input's rank): out[i][j] = input[index[i][j]][j] for dim 0. In rustgrad.static it is `gather_elements` (an extension): TF1's `gather` is `index_select`."""
+        """One element along `dim` per index element: out[i][j] = input[index[i][j]][j] for dim 0."""
     def scatter(self, dim: builtins.int, index: Tensor, src: Tensor, reduce: Optional[str] = None) -> Tensor:
-        """A copy of the input with src[i][j] written at [index[i][j]][j] (for dim 0); src may be a number, and reduce='add' or 'multiply' combines instead of writing. Of several values for one element the last wins (torch leaves that order undefined)."""
+        """A copy of the input with src[i][j] (or a number) written at [index[i][j]][j] for dim 0."""
     def scatter_add(self, dim: builtins.int, index: Tensor, src: Tensor) -> Tensor:
-        """A copy of the input with src[i][j] added at [index[i][j]][j] (for dim 0); values for one element add up in order, the same at every thread count."""
+        """A copy of the input with src[i][j] added at [index[i][j]][j] for dim 0 (in order: deterministic)."""
     def index_select(self, dim: Optional[builtins.int], index: Tensor) -> Tensor:
-        """Whole slices along `dim`, one per element of `index`: input.shape[:dim] + index.shape + input.shape[dim + 1:]. torch's index takes one dim; TF1's `gather` takes indices of any shape and `batch_dims`."""
+        """Whole slices along `dim`, one per index element (TF1's gather: any index shape, batch_dims)."""
     def index_add(self, dim: builtins.int, index: Tensor, source: Tensor, alpha: builtins.float = 1) -> Tensor:
-        """A copy of the input with alpha * source added along `dim` at the positions in `index` (a vector); repeated indices add up in order, the same at every thread count."""
+        """A copy of the input with alpha * source added along `dim` at `index` (in order: deterministic)."""
     def take(self, index: Tensor) -> Tensor:
-        """Elements of the input as if it were 1-D, in the shape of `index`; negative indices count from the end."""
+        """Elements of the input as if it were 1-D, in the shape of `index` (negative ones count from the end)."""
     def masked_fill(self, mask: Tensor, value: builtins.float) -> Tensor:
         """`value` where the bool `mask` (broadcast with the input) is true, the input elsewhere."""
     def argwhere(self) -> Tensor:
-        """The coordinates of the non-zero (true) elements, one row each in row-major order: an int64 tensor of shape (count, input.dim()). `nonzero(input)` and TF1's `where(condition)` are this op."""
+        """The coordinates of the non-zero elements, an int64 (count, input.dim()) tensor (TF1: where(cond))."""
     def one_hot(self, num_classes: builtins.int = -1) -> Tensor:
-        """One-hot rows: a new last dim of `num_classes` (TF: `depth`) with 1 at each index. torch's is int64 and refuses classes out of range; TF1's is float32 (or `dtype`), with `on_value`/`off_value` and `axis`, and gives all-off rows for classes out of range."""
+        """One-hot rows along a new dim of `num_classes` (torch: int64; TF1: float32, off rows out of range)."""
     def boolean_mask(self, mask: Tensor, axis: Optional[builtins.int] = None) -> Tensor:
-        """The slices where the bool `mask` (over the dims from `axis` on) is true, its dims becoming one: tensor[mask] for axis 0."""
+        """The slices where the bool `mask` over the dims from `axis` on is true (tensor[mask] for axis 0)."""
     def gather_nd(self, indices: Tensor, batch_dims: builtins.int = 0) -> Tensor:
-        """Slices of params at the coordinates in the last dim of indices: out[i...] = params[indices[i..., :]], of shape indices.shape[:-1] + params.shape[k:] for k coordinates."""
+        """Slices of params at the coordinates in the last dim of indices: out[i...] = params[indices[i...]]."""
     def scatter_nd(self, updates: Tensor, shape: Union[builtins.int, Sequence[builtins.int], None]) -> Tensor:
-        """Zeros of `shape` with the updates added at the coordinates in the last dim of indices; updates for one element add up in order, the same at every thread count."""
+        """Zeros of `shape` with updates added at the coordinates in indices' last dim (in order: deterministic)."""
     # --- end of generated methods ---
     def __neg__(self) -> Tensor: ...
     def __abs__(self) -> Tensor: ...

@@ -218,7 +218,7 @@ fn broadcast_all(shapes: &[PartialShape]) -> Result<PartialShape> {
             *slot = match (*slot, size) {
                 (Some(1), other) | (other, Some(1)) => other,
                 (Some(a), Some(b)) if a != b => {
-                    let text: Vec<String> = shapes.iter().map(crate::graph::fmt_partial).collect();
+                    let text: Vec<String> = shapes.iter().map(torch_style).collect();
                     return Err(Error::Index(format!(
                         "shape mismatch: indexing tensors could not be broadcast together with shapes {}",
                         text.join(", ")
@@ -230,6 +230,17 @@ fn broadcast_all(shapes: &[PartialShape]) -> Result<PartialShape> {
         }
     }
     Ok(Some(out))
+}
+
+/// A shape as torch writes it in index errors (`[2, 3]`), with `?` for a size not known yet.
+fn torch_style(shape: &PartialShape) -> String {
+    match shape {
+        None => "[?]".to_string(),
+        Some(dims) => {
+            let sizes: Vec<String> = dims.iter().map(|d| d.map_or("?".to_string(), |n| n.to_string())).collect();
+            format!("[{}]", sizes.join(", "))
+        }
+    }
 }
 
 /// `x[key]` as a row plan over x's storage, and the result's shape.
@@ -413,8 +424,8 @@ fn check_mask_dims(mask: &PartialShape, x: &[Option<usize>], first_dim: usize) -
         return Err(Error::Index(format!(
             "The shape of the mask {} at index {first_dim} does not match the shape of the indexed tensor {} at \
              index {first_dim}",
-            crate::graph::fmt_partial(mask),
-            crate::graph::fmt_partial(&Some(covered.to_vec()))
+            torch_style(mask),
+            torch_style(&Some(covered.to_vec()))
         )));
     }
     Ok(())

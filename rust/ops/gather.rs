@@ -72,9 +72,7 @@ impl TableOp for Gather {
         name: "gather",
         torch_aliases: &[],
         tf: &["gather_elements"],
-        doc: "Picks one element along `dim` per element of `index` (of the input's rank): out[i][j] = \
-              input[index[i][j]][j] for dim 0. In rustgrad.static it is `gather_elements` (an extension): TF1's \
-              `gather` is `index_select`.",
+        doc: "One element along `dim` per index element: out[i][j] = input[index[i][j]][j] for dim 0.",
         differentiable: true,
         inputs: &[INPUT, INDEX],
         params: &[DIM],
@@ -140,9 +138,7 @@ impl TableOp for IndexSelect {
         name: "index_select",
         torch_aliases: &[],
         tf: &["gather"],
-        doc: "Whole slices along `dim`, one per element of `index`: input.shape[:dim] + index.shape + \
-              input.shape[dim + 1:]. torch's index takes one dim; TF1's `gather` takes indices of any shape and \
-              `batch_dims`.",
+        doc: "Whole slices along `dim`, one per index element (TF1's gather: any index shape, batch_dims).",
         differentiable: true,
         inputs: &[INPUT, INDEX],
         params: &[
@@ -210,7 +206,7 @@ impl TableOp for Take {
         name: "take",
         torch_aliases: &[],
         tf: &[],
-        doc: "Elements of the input as if it were 1-D, in the shape of `index`; negative indices count from the end.",
+        doc: "Elements of the input as if it were 1-D, in the shape of `index` (negative ones count from the end).",
         differentiable: true,
         inputs: &[INPUT, INDEX],
         params: &[],
@@ -335,9 +331,7 @@ fn scatter_saves(needs: &[bool]) -> Saves {
     keep_indices_from(1, needs)
 }
 
-const SCATTER_DOC: &str = "A copy of the input with src[i][j] written at [index[i][j]][j] (for dim 0); src may be a \
-                           number, and reduce='add' or 'multiply' combines instead of writing. Of several values \
-                           for one element the last wins (torch leaves that order undefined).";
+const SCATTER_DOC: &str = "A copy of the input with src[i][j] (or a number) written at [index[i][j]][j] for dim 0.";
 
 impl TableOp for Scatter {
     const SPEC: Spec = Spec {
@@ -398,8 +392,7 @@ impl TableOp for ScatterAdd {
         name: "scatter_add",
         torch_aliases: &[],
         tf: &["scatter_elements_add"],
-        doc: "A copy of the input with src[i][j] added at [index[i][j]][j] (for dim 0); values for one element \
-              add up in order, the same at every thread count.",
+        doc: "A copy of the input with src[i][j] added at [index[i][j]][j] for dim 0 (in order: deterministic).",
         differentiable: true,
         inputs: &[INPUT, INDEX, SRC],
         params: &[DIM],
@@ -486,8 +479,7 @@ impl TableOp for IndexAdd {
         name: "index_add",
         torch_aliases: &[],
         tf: &[],
-        doc: "A copy of the input with alpha * source added along `dim` at the positions in `index` (a vector); \
-              repeated indices add up in order, the same at every thread count.",
+        doc: "A copy of the input with alpha * source added along `dim` at `index` (in order: deterministic).",
         differentiable: true,
         inputs: &[INPUT, INDEX, Input { torch: "source", tf: "source", list: false }],
         params: &[

@@ -27,8 +27,7 @@ impl TableOp for GatherNd {
         name: "gather_nd",
         torch_aliases: &[],
         tf: &["gather_nd"],
-        doc: "Slices of params at the coordinates in the last dim of indices: out[i...] = params[indices[i..., :]], \
-              of shape indices.shape[:-1] + params.shape[k:] for k coordinates.",
+        doc: "Slices of params at the coordinates in the last dim of indices: out[i...] = params[indices[i...]].",
         differentiable: true,
         inputs: &[
             Input { torch: "params", tf: "params", list: false },
@@ -80,8 +79,7 @@ impl TableOp for ScatterNd {
         name: "scatter_nd",
         torch_aliases: &[],
         tf: &["scatter_nd"],
-        doc: "Zeros of `shape` with the updates added at the coordinates in the last dim of indices; updates for \
-              one element add up in order, the same at every thread count.",
+        doc: "Zeros of `shape` with updates added at the coordinates in indices' last dim (in order: deterministic).",
         differentiable: true,
         inputs: &[
             Input { torch: "indices", tf: "indices", list: false },

@@ -85,8 +85,7 @@ impl TableOp for Argwhere {
         name: "argwhere",
         torch_aliases: &[],
         tf: &[],
-        doc: "The coordinates of the non-zero (true) elements, one row each in row-major order: an int64 tensor \
-              of shape (count, input.dim()). `nonzero(input)` and TF1's `where(condition)` are this op.",
+        doc: "The coordinates of the non-zero elements, an int64 (count, input.dim()) tensor (TF1: where(cond)).",
         differentiable: false,
         inputs: &[Input { torch: "input", tf: "condition", list: false }],
         params: &[],
@@ -184,9 +183,7 @@ impl TableOp for OneHot {
         name: "one_hot",
         torch_aliases: &[],
         tf: &["one_hot"],
-        doc: "One-hot rows: a new last dim of `num_classes` (TF: `depth`) with 1 at each index. torch's is int64 and \
-              refuses classes out of range; TF1's is float32 (or `dtype`), with `on_value`/`off_value` and \
-              `axis`, and gives all-off rows for classes out of range.",
+        doc: "One-hot rows along a new dim of `num_classes` (torch: int64; TF1: float32, off rows out of range).",
         differentiable: false,
         inputs: &[Input { torch: "tensor", tf: "indices", list: false }],
         params: &[
@@ -295,8 +292,7 @@ impl TableOp for BooleanMask {
         name: "boolean_mask",
         torch_aliases: &[],
         tf: &["boolean_mask"],
-        doc: "The slices where the bool `mask` (over the dims from `axis` on) is true, its dims becoming one: \
-              tensor[mask] for axis 0.",
+        doc: "The slices where the bool `mask` over the dims from `axis` on is true (tensor[mask] for axis 0).",
         differentiable: true,
         inputs: &[
             Input { torch: "tensor", tf: "tensor", list: false },

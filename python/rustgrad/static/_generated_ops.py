@@ -196,7 +196,7 @@ def concat(values: Any, axis: int, name: Optional[str] = None) -> Tensor:
 
 
 def gather_elements(params: Any, indices: Any, axis: int, name: Optional[str] = None) -> Tensor:
-    """Picks one element along `dim` per element of `index` (of the input's rank): out[i][j] = input[index[i][j]][j] for dim 0. In rustgrad.static it is `gather_elements` (an extension): TF1's `gather` is `index_select`."""
+    """One element along `dim` per index element: out[i][j] = input[index[i][j]][j] for dim 0."""
     return _apply(_ops['gather'], [params, indices], name, (axis,))
 
 
@@ -208,12 +208,12 @@ def scatter_elements(
     reduction: Optional[str] = None,
     name: Optional[str] = None,
 ) -> Tensor:
-    """A copy of the input with src[i][j] written at [index[i][j]][j] (for dim 0); src may be a number, and reduce='add' or 'multiply' combines instead of writing. Of several values for one element the last wins (torch leaves that order undefined)."""
+    """A copy of the input with src[i][j] (or a number) written at [index[i][j]][j] for dim 0."""
     return _apply(_ops['scatter'], [params, indices, updates], name, (axis, reduction))
 
 
 def scatter_elements_add(params: Any, indices: Any, updates: Any, axis: int, name: Optional[str] = None) -> Tensor:
-    """A copy of the input with src[i][j] added at [index[i][j]][j] (for dim 0); values for one element add up in order, the same at every thread count."""
+    """A copy of the input with src[i][j] added at [index[i][j]][j] for dim 0 (in order: deterministic)."""
     return _apply(_ops['scatter_add'], [params, indices, updates], name, (axis,))
 
 
@@ -224,7 +224,7 @@ def gather(
     batch_dims: int = 0,
     name: Optional[str] = None,
 ) -> Tensor:
-    """Whole slices along `dim`, one per element of `index`: input.shape[:dim] + index.shape + input.shape[dim + 1:]. torch's index takes one dim; TF1's `gather` takes indices of any shape and `batch_dims`."""
+    """Whole slices along `dim`, one per index element (TF1's gather: any index shape, batch_dims)."""
     return _apply(_ops['index_select'], [params, indices], name, (axis, batch_dims, True))
 
 
@@ -236,12 +236,12 @@ def index_add(
     alpha: float = 1,
     name: Optional[str] = None,
 ) -> Tensor:
-    """A copy of the input with alpha * source added along `dim` at the positions in `index` (a vector); repeated indices add up in order, the same at every thread count."""
+    """A copy of the input with alpha * source added along `dim` at `index` (in order: deterministic)."""
     return _apply(_ops['index_add'], [params, indices, source], name, (axis, alpha))
 
 
 def take(params: Any, indices: Any, name: Optional[str] = None) -> Tensor:
-    """Elements of the input as if it were 1-D, in the shape of `index`; negative indices count from the end."""
+    """Elements of the input as if it were 1-D, in the shape of `index` (negative ones count from the end)."""
     return _apply(_ops['take'], [params, indices], name, ())
 
 
@@ -251,7 +251,7 @@ def masked_fill(input: Any, mask: Any, value: float, name: Optional[str] = None)
 
 
 def argwhere(condition: Any, name: Optional[str] = None) -> Tensor:
-    """The coordinates of the non-zero (true) elements, one row each in row-major order: an int64 tensor of shape (count, input.dim()). `nonzero(input)` and TF1's `where(condition)` are this op."""
+    """The coordinates of the non-zero elements, an int64 (count, input.dim()) tensor (TF1: where(cond))."""
     return _apply(_ops['argwhere'], [condition], name, ())
 
 
@@ -264,17 +264,17 @@ def one_hot(
     dtype: Any = None,
     name: Optional[str] = None,
 ) -> Tensor:
-    """One-hot rows: a new last dim of `num_classes` (TF: `depth`) with 1 at each index. torch's is int64 and refuses classes out of range; TF1's is float32 (or `dtype`), with `on_value`/`off_value` and `axis`, and gives all-off rows for classes out of range."""
+    """One-hot rows along a new dim of `num_classes` (torch: int64; TF1: float32, off rows out of range)."""
     return _apply(_ops['one_hot'], [indices], name, (depth, on_value, off_value, axis, dtype, True))
 
 
 def boolean_mask(tensor: Any, mask: Any, axis: Optional[int] = None, name: Optional[str] = None) -> Tensor:
-    """The slices where the bool `mask` (over the dims from `axis` on) is true, its dims becoming one: tensor[mask] for axis 0."""
+    """The slices where the bool `mask` over the dims from `axis` on is true (tensor[mask] for axis 0)."""
     return _apply(_ops['boolean_mask'], [tensor, mask], name, (axis,))
 
 
 def gather_nd(params: Any, indices: Any, batch_dims: int = 0, name: Optional[str] = None) -> Tensor:
-    """Slices of params at the coordinates in the last dim of indices: out[i...] = params[indices[i..., :]], of shape indices.shape[:-1] + params.shape[k:] for k coordinates."""
+    """Slices of params at the coordinates in the last dim of indices: out[i...] = params[indices[i...]]."""
     return _apply(_ops['gather_nd'], [params, indices], name, (batch_dims,))
 
 
@@ -284,7 +284,7 @@ def scatter_nd(
     shape: Union[int, Sequence[int], None],
     name: Optional[str] = None,
 ) -> Tensor:
-    """Zeros of `shape` with the updates added at the coordinates in the last dim of indices; updates for one element add up in order, the same at every thread count."""
+    """Zeros of `shape` with updates added at the coordinates in indices' last dim (in order: deterministic)."""
     return _apply(_ops['scatter_nd'], [indices, updates], name, (shape,))
 
 
