@@ -293,6 +293,34 @@ def test_a_value_that_does_not_fit_the_picked_shape_is_refused_and_changes_nothi
     assert x.sum().item() == 0.0
 
 
+def test_a_key_of_five_index_tensors_sends_each_gradient_to_its_element():
+    x = np.random.default_rng(0).standard_normal((2, 3, 2, 3, 2))
+    index = (np.array([1, 0]), np.array([2, 2]), np.array([0, 1]), np.array([1, 1]), np.array([0, 0]))
+    t = torch.tensor(x, requires_grad=True)
+    (t[tuple(torch.tensor(i) for i in index)] * torch.tensor([1.0, 2.0])).sum().backward()
+    expected = np.zeros_like(x)
+    np.add.at(expected, index, [1.0, 2.0])
+    np.testing.assert_array_equal(t.grad.numpy(), expected)
+
+
+def test_a_value_with_extra_leading_ones_is_assigned_as_numpy_does():
+    x, expected = torch.zeros(3, requires_grad=True), np.zeros(3)
+    value = torch.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+    y = x * 1.0
+    y[[2, 1, 0]] = value
+    expected[[2, 1, 0]] = value.detach().numpy()
+    assert y.tolist() == expected.tolist()
+    (y * torch.tensor([1.0, 2.0, 3.0])).sum().backward()
+    assert value.grad.tolist() == [[3.0, 2.0, 1.0]]
+
+
+def test_a_static_value_that_cannot_fit_the_key_fails_when_the_node_is_built():
+    p = tf.placeholder(tf.float32, [3, 4])
+    with pytest.raises(ShapeError, match=r"value tensor of shape \(3,\) cannot be broadcast to indexing result of "
+                                         r"shape \(2, 4\)"):
+        p[[0, 1]] = tf.ones([3])
+
+
 def test_lists_of_bools_are_masks_and_empty_lists_pick_nothing():
     x = torch.tensor(A)
     assert x[[True, False]].tolist() == A[[True, False]].tolist()
@@ -610,6 +638,7 @@ def test_scatter_adds_are_bitwise_the_same_at_every_thread_count(threads):
         grad = x.grad.numpy()
     finally:
         torch.set_num_threads(before)
+        torch.empty_cache()  # later tests measure memory: leave no large buffers in the reuse pool
     assert got.tobytes() == expected.tobytes()
     assert via_scatter.tobytes() == expected.tobytes()
     zero_start = np.zeros(size, np.float32)
@@ -624,3 +653,4 @@ def test_large_gathers_match_numpy():
     np.testing.assert_array_equal(torch.tensor(x)[rows, cols].numpy(), x[rows, cols])
     t = torch.tensor(x).t()
     np.testing.assert_array_equal(t[:, [5, 1, 5]].numpy(), x.T[:, [5, 1, 5]])
+    torch.empty_cache()  # later tests measure memory: leave no large buffers in the reuse pool

@@ -53,6 +53,16 @@ pub fn put(op: &str, which: &Pick, dst: &Tensor, indices: &[&Tensor], values: &T
 
 /// `put` with the plan already made (against `dst`'s layout).
 pub fn put_planned(op: &str, plan: &Plan, dst: &Tensor, values: &Tensor, combine: Combine) -> Result<()> {
+    // Leading dims of size 1 beyond the picked shape's rank are dropped, as numpy and torch do.
+    let extra = values.rank().saturating_sub(plan.shape.len());
+    let trimmed;
+    let values = if extra > 0 && values.shape()[..extra].iter().all(|&d| d == 1) {
+        let dims: Vec<isize> = values.shape()[extra..].iter().map(|&d| d as isize).collect();
+        trimmed = forward::reshape(values, &dims)?;
+        &trimmed
+    } else {
+        values
+    };
     let fits = broadcast_shapes(op, values.shape(), &plan.shape).is_ok_and(|s| s[..] == plan.shape[..]);
     if !fits {
         return Err(Error::Shape(format!(
@@ -107,12 +117,27 @@ pub struct PutRows {
     pub onto: Onto,
 }
 
-/// Keeps the index inputs from `first` on: the rules read their values, and only the
-/// shapes of the others.
-pub fn keep_indices_from(first: usize, needs: &[bool]) -> Saves {
-    let n = needs.len().clamp(first, 32) as u32;
-    let all = if n >= 32 { u32::MAX } else { (1u32 << n) - 1 };
-    Saves { inputs: all & !((1u32 << first) - 1), output: false }
+/// Keeps the index inputs, all those from `first` on: the rules read their values,
+/// and only the shapes of the others. (Every bit from `first` is set: the tape may
+/// show a rule's `saves` only the first few inputs' needs, and a key may hold more.)
+pub fn keep_indices_from(first: usize, _needs: &[bool]) -> Saves {
+    Saves { inputs: u32::MAX.checked_shl(first as u32).unwrap_or(0), output: false }
+}
+
+/// Refuses, where the sizes are known, values that cannot broadcast to the picked shape.
+fn check_values_fit(values: &PartialShape, picked: &PartialShape) -> Result<()> {
+    let (Some(v), Some(p)) = (values, picked) else { return Ok(()) };
+    let extra = v.len().saturating_sub(p.len());
+    let v = if v[..extra].iter().all(|d| *d == Some(1)) { &v[extra..] } else { &v[..] };
+    let clash = |(a, b): (&Option<usize>, &Option<usize>)| matches!((a, b), (Some(x), Some(y)) if *x != 1 && x != y);
+    if v.len() > p.len() || v.iter().rev().zip(p.iter().rev()).any(clash) {
+        return Err(Error::Shape(format!(
+            "index_put_: shape mismatch: value tensor of shape {} cannot be broadcast to indexing result of shape {}",
+            crate::graph::fmt_partial(values),
+            crate::graph::fmt_partial(picked)
+        )));
+    }
+    Ok(())
 }
 
 /// The gradient of `pick_rows`: the output's gradient added back where it was picked.
@@ -180,8 +205,9 @@ impl TableOp for PutRows {
     /// them to it first, as TF1 would; derivative rules put zeros of the index's dtype).
     fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
         let (base, dtype) = *nth(inputs, 0, "index_put")?;
-        nth(inputs, 1, "index_put")?;
-        infer_pick("index_put", &self.pick, base, &inputs[2..])?;
+        let (values, _) = *nth(inputs, 1, "index_put")?;
+        let picked = infer_pick("index_put", &self.pick, base, &inputs[2..])?;
+        check_values_fit(values, &picked)?;
         Ok((base.clone(), dtype))
     }
 
