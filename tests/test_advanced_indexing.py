@@ -533,6 +533,20 @@ def test_in_place_forms_write_into_the_tensor_and_return_it():
         x.scatter_(1, torch.tensor([[1]]))
 
 
+def test_index_put_writes_or_accumulates_and_records_the_gradient():
+    x = torch.zeros(3)
+    assert x.index_put_((torch.tensor([0, 0, 2]),), torch.tensor([1.0, 2.0, 3.0]), accumulate=True) is x
+    assert x.tolist() == [3.0, 0.0, 3.0]
+    copy = torch.index_put(x, (torch.tensor([1]),), torch.tensor(9.0))
+    assert (x.tolist(), copy.tolist()) == ([3.0, 0.0, 3.0], [3.0, 9.0, 3.0])
+    w = torch.ones(2, 3, requires_grad=True)
+    v = torch.tensor([1.0, 2.0], requires_grad=True)
+    z = (w * 2).index_put((torch.tensor([0, 0]), torch.tensor([1, 1])), v, accumulate=True)
+    assert z.tolist() == [[2.0, 5.0, 2.0], [2.0, 2.0, 2.0]]
+    (z * torch.arange(6.0).reshape(2, 3)).sum().backward()
+    assert w.grad.tolist() == [[0.0, 2.0, 4.0], [6.0, 8.0, 10.0]] and v.grad.tolist() == [1.0, 1.0]
+
+
 def test_in_place_forms_are_recorded_on_non_leaves():
     w = torch.ones(3, requires_grad=True)
     y = w * 2.0

@@ -72,7 +72,7 @@ from rustgrad._grad_mode import (
     no_grad,
     set_grad_enabled,
 )
-from rustgrad._indexing import nonzero
+from rustgrad._indexing import index_put, nonzero
 from rustgrad._rustgrad import (
     Tensor,
     device,
@@ -108,7 +108,8 @@ __all__ = [
     "clip", "cuda",
     "device", "div", "double", "dtype", "empty", "empty_cache", "enable_grad", "eq", "errors", "eye",
     "flatten", "float", "float32", "float64", "floor_divide", "from_numpy", "full", "full_like", "ge",
-    "get_num_threads", "gt", "inference_mode", "int", "int32", "int64", "is_grad_enabled", "is_tensor", "le",
+    "get_num_threads", "gt", "index_put", "inference_mode", "int", "int32", "int64", "is_grad_enabled",
+    "is_tensor", "le",
     "linspace", "long", "lt", "manual_seed", "matmul", "maximum", "mean", "memory_cached", "minimum", "mm", "mul", "ne",
     "no_grad", "nonzero", "numel", "ones", "ones_like", "pow", "rand", "rand_like", "randn", "randn_like",
     "remainder", "reshape", "set_grad_enabled", "set_num_threads",

@@ -1,6 +1,7 @@
-"""Index functions of the eager front that are compositions of op-table ops: ``nonzero``
-(``argwhere``, or its columns), and the in-place forms ``masked_fill_``, ``scatter_``,
-``scatter_add_`` and ``index_add_`` (each the table op, written into the tensor)."""
+"""Index functions of the eager front that are compositions: ``nonzero`` (``argwhere``, or
+its columns), ``index_put`` (a copy, then ``index_put_``), and the in-place forms
+``masked_fill_``, ``scatter_``, ``scatter_add_`` and ``index_add_`` (each the table op,
+written into the tensor)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from rustgrad._rustgrad import Tensor
 from rustgrad._rustgrad import ops as _ops
 from rustgrad.errors import ArgumentTypeError
 
-__all__ = ["nonzero"]
+__all__ = ["index_put", "nonzero"]
 
 
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Union[Tensor, tuple[Tensor, ...]]:
@@ -22,6 +23,16 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Union[Tensor, tuple[Ten
     flat = input.reshape(1) if input.dim() == 0 else input
     coordinates = _ops["argwhere"](flat)
     return tuple(coordinates[:, d] for d in range(flat.dim()))
+
+
+def index_put(input: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+    """A copy of ``input`` with ``values`` written at ``input[indices]`` (a tuple of index tensors),
+    or added there with ``accumulate=True`` (repeated indices add up, in order)."""
+    return input.clone().index_put_(indices, values, accumulate)
+
+
+def _index_put_method(self: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+    return index_put(self, indices, values, accumulate)
 
 
 def _nonzero_method(self: Tensor, *, as_tuple: bool = False) -> Union[Tensor, tuple[Tensor, ...]]:
@@ -55,6 +66,7 @@ def _index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha:
     return self
 
 
+Tensor.index_put = _index_put_method  # type: ignore[method-assign]
 Tensor.nonzero = _nonzero_method  # type: ignore[method-assign,assignment]
 Tensor.masked_fill_ = _masked_fill_  # type: ignore[method-assign]
 Tensor.scatter_ = _scatter_  # type: ignore[method-assign]

@@ -148,11 +148,19 @@ pub fn masked_put(dst: &Tensor, mask: &Tensor, value: &Tensor) -> Result<()> {
 /// `put_rows(dst, value, indices...)`: the gradient of what `dst` held is zero where
 /// the key writes, and `value` gets the gradient of where it landed (of each
 /// duplicate index, as torch does, though the last write is the one kept).
-pub fn index_put(dst: &Tensor, items: &[IndexItem], indices: &[Tensor], value: &Tensor) -> Result<()> {
+/// With `Combine::Add` (`index_put_(..., accumulate=True)`) the values add up, repeated
+/// indices too, in order.
+pub fn index_put(
+    dst: &Tensor,
+    items: &[IndexItem],
+    indices: &[Tensor],
+    value: &Tensor,
+    combine: Combine,
+) -> Result<()> {
     let refs: Vec<&Tensor> = indices.iter().collect();
     let pick = Pick::Key(items.to_vec());
     // A bad index is reported first, as PyTorch does. A basic key writes through a view.
-    let target = match indices.is_empty() {
+    let target = match indices.is_empty() && combine == Combine::Set {
         true => Target::View(forward::index(dst, items)?),
         false => Target::Rows(crate::ops::indexing::plan("index_put_", &pick, dst, &refs)?),
     };
@@ -160,7 +168,7 @@ pub fn index_put(dst: &Tensor, items: &[IndexItem], indices: &[Tensor], value: &
     if should_record(&[dst, value]) {
         check_recordable_target(dst, "index_put_")?;
         let old = snapshot_with_history(dst)?;
-        let op = Op::Table(TableOps::PutRows(PutRows { pick, combine: Combine::Set, onto: Onto::Copy }));
+        let op = Op::Table(TableOps::PutRows(PutRows { pick, combine, onto: Onto::Copy }));
         let mut inputs: Vec<&Tensor> = vec![&old, value];
         inputs.extend(refs);
         let out = apply(op, &inputs)?;
@@ -170,7 +178,7 @@ pub fn index_put(dst: &Tensor, items: &[IndexItem], indices: &[Tensor], value: &
     }
     match target {
         Target::View(view) => forward::write_into(&view, value),
-        Target::Rows(plan) => put_planned("index_put_", &plan, dst, value, Combine::Set),
+        Target::Rows(plan) => put_planned("index_put_", &plan, dst, value, combine),
     }
 }
 

@@ -11,7 +11,7 @@ use crate::dtype::{result_type, DType, Participant, Scalar};
 use crate::error::Error;
 use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
 use crate::op::Op;
-use crate::ops::indexing::{Pick, PickRows};
+use crate::ops::indexing::{Combine, Pick, PickRows};
 use crate::ops::TableOps;
 use crate::shape::fmt_shape;
 use crate::tensor::Tensor;
@@ -983,9 +983,32 @@ impl PyTensor {
         let (t, key) = (&self.inner, index_key(key)?);
         in_place_kernel(py, t, || match key {
             IndexKey::Mask(mask) => in_place::masked_put(t, &mask, &value),
-            IndexKey::Items(items) => in_place::index_put(t, &items, &[], &value),
-            IndexKey::Advanced(items, indices) => in_place::index_put(t, &items, &indices, &value),
+            IndexKey::Items(items) => in_place::index_put(t, &items, &[], &value, Combine::Set),
+            IndexKey::Advanced(items, indices) => in_place::index_put(t, &items, &indices, &value, Combine::Set),
         })
+    }
+
+    /// torch's `index_put_(indices, values, accumulate=False)`: `self[indices] = values`, or,
+    /// with `accumulate`, `values` added (repeated indices add up, in order).
+    #[pyo3(signature = (indices, values, accumulate=None))]
+    fn index_put_<'py>(
+        slf: Bound<'py, Self>,
+        indices: &Bound<'py, PyAny>,
+        values: &Bound<'py, PyAny>,
+        accumulate: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let t = &slf.get().inner;
+        let accumulate = convert::flag(accumulate, false, "index_put_", "accumulate")?;
+        let key = PyTuple::new(slf.py(), indices.try_iter()?.collect::<PyResult<Vec<_>>>()?)?;
+        let value = value_tensor(values, t.dtype())?;
+        let combine = if accumulate { Combine::Add } else { Combine::Set };
+        let (items, indices) = match index_key(key.as_any())? {
+            IndexKey::Items(items) => (items, Vec::new()),
+            IndexKey::Mask(mask) => (vec![crate::op::IndexItem::Tensor], vec![mask]),
+            IndexKey::Advanced(items, indices) => (items, indices),
+        };
+        in_place_kernel(slf.py(), t, || in_place::index_put(t, &items, &indices, &value, combine))?;
+        Ok(slf)
     }
 
     fn __len__(&self) -> PyResult<usize> {
