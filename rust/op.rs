@@ -6,7 +6,7 @@ use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
 use std::fmt;
 use std::sync::Arc;
 
-/// One entry of a basic-indexing key, after `...` has been expanded.
+/// One entry of an index key (`x[key]`), as the key parser gives it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum IndexItem {
     Int(isize),
@@ -20,6 +20,10 @@ pub enum IndexItem {
     Ellipsis,
     /// `True`/`False`: numpy's 0-d bool index, a new dim of size 1 or 0 (see `indexing`).
     Bool(bool),
+    /// An index tensor: the next of the op's index inputs, in key order. Integer tensors
+    /// pick along one dim, bool (and, as in torch, uint8) masks along as many dims as
+    /// they have; a key holding any is advanced (`indexing::advanced`).
+    Tensor,
 }
 
 /// A user-defined op whose backward lives outside the core (a Python

@@ -49,8 +49,8 @@ class TableReference:
     # grad_inputs(data, input shapes) -> float64 arrays where the op is smooth, for the
     # gradient check (default: uniform in [-grad_bound, grad_bound]).
     grad_inputs: Optional[Callable[[Any, list[tuple[int, ...]]], list[Any]]] = None
-    # The result's numpy dtype when it is not the inputs' (np.bool_ for comparisons, int64
-    # for indices): compared exactly.
+    # The result's numpy dtype when it is not the data inputs' (np.bool_ for comparisons,
+    # int64 for indices and coordinates): compared exactly.
     result_dtype: Optional[Any] = None
     # Whether numpy computes the reference in float64 (then rounded); False: in the inputs' dtype,
     # for ops whose float32 result is defined by float32 arithmetic (isclose's tolerance test).
@@ -61,6 +61,11 @@ class TableReference:
     tf_numpy: Optional[Callable[..., Any]] = None
     # Whether the inputs are bool arrays (``reduce_all`` takes bool tensors only).
     bool_inputs: bool = False
+    # indices(data, data input shapes, torch kwargs) -> {input position: integer or bool array}:
+    # the op's index and mask inputs, drawn to fit the data inputs (which ``shapes`` then
+    # gives alone). They are constants of the graph in static mode, and the numpy reference
+    # gets them as they are.
+    indices: Optional[Callable[[Any, list[tuple[int, ...]], dict], dict]] = None
 
 
 TF_TO_TORCH = {"axis": "dim", "reduction_indices": "dim", "keepdims": "keepdim", "keep_dims": "keepdim"}

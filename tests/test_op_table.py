@@ -260,11 +260,34 @@ def _list_op(spec: Any) -> bool:
     return spec.inputs[0][2]
 
 
-def _call(spec: Any, function: Callable[..., Any], kwargs: dict) -> Callable[..., Any]:
-    """``function`` taking the inputs as separate arguments, as ``evaluate`` and ``check_grad`` pass them."""
+def _call(spec: Any, function: Callable[..., Any], kwargs: dict, by_name: bool = False) -> Callable[..., Any]:
+    """``function`` taking the inputs as separate arguments, as ``evaluate`` and ``check_grad`` pass them.
+    ``by_name``: the inputs after the first go by their torch names (for an op whose torch signature
+    puts a param between tensors, such as ``gather(input, dim, index)``)."""
     if _list_op(spec):
         return lambda *tensors: function(list(tensors), **kwargs)
+    if by_name and spec.torch_order:
+        names = [torch for torch, _, _ in spec.inputs[1:]]
+        return lambda first, *rest: function(first, **dict(zip(names, rest)), **kwargs)
     return lambda *tensors: function(*tensors, **kwargs)
+
+
+def _with_indices(function: Callable[..., Any], indices: dict, make: Callable[[Any], Any]) -> Callable[..., Any]:
+    """``function`` of all the op's inputs as a function of its data inputs: the index inputs
+    (``TableReference.indices``) are made by ``make`` and put in their places."""
+    if not indices:
+        return function
+
+    def call(*data_inputs: Any, **kwargs: Any) -> Any:
+        rest = iter(data_inputs)
+        every = [make(indices[i]) if i in indices else next(rest) for i in range(len(data_inputs) + len(indices))]
+        return function(*every, **kwargs)
+
+    return call
+
+
+def _index_maker(mode: str) -> Callable[[np.ndarray], Any]:
+    return rustgrad.tensor if mode == "eager" else tf.constant
 
 
 def _draw_inputs(data: Any, reference: TableReference, shapes: list) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -288,11 +311,12 @@ def test_ops_with_arguments_match_numpy(spec, mode, data):
     pairs = _draw_inputs(data, reference, shapes_in)
     kwargs = reference.torch_args(data, shapes_in)
     numpy_reference = reference.numpy
+    indices = reference.indices(data, shapes_in, kwargs) if reference.indices else {}
     if mode == "eager":
         name = data.draw(st.sampled_from([spec.name, *spec.torch_aliases]))
         as_method = not _list_op(spec) and data.draw(st.booleans())
-        fn = (lambda *ts: getattr(ts[0], name)(*ts[1:], **kwargs)) if as_method else \
-            _call(spec, getattr(rustgrad, name), kwargs)
+        fn = _call(spec, (lambda first, *rest, **kw: getattr(first, name)(*rest, **kw)) if as_method else
+                   getattr(rustgrad, name), kwargs, by_name=True)
         expected_kwargs = kwargs
     else:
         tf_kwargs = reference.tf_args(data, kwargs)
@@ -301,11 +325,13 @@ def test_ops_with_arguments_match_numpy(spec, mode, data):
             fn, expected_kwargs = _call(spec, function, tf_kwargs), torch_spelling(tf_kwargs)
             numpy_reference = reference.tf_numpy or numpy_reference
         else:
-            fn, expected_kwargs = (lambda *ts: getattr(ts[0], spec.name)(*ts[1:], **kwargs)), kwargs
-    dtype = pairs[0][0].dtype
+            method = _call(spec, lambda first, *rest, **kw: getattr(first, spec.name)(*rest, **kw), kwargs, True)
+            fn, expected_kwargs = method, kwargs
+    fn = _with_indices(fn, indices, _index_maker(mode))
+    dtype = pairs[0][0].dtype if pairs else np.dtype(np.float64)
     with np.errstate(all="ignore"):
         wide = [r.astype(np.float64) if reference.reference_in_float64 else r for r, _ in pairs]
-        expected = np.asarray(numpy_reference(*wide, **expected_kwargs))
+        expected = np.asarray(_with_indices(numpy_reference, indices, lambda a: a)(*wide, **expected_kwargs))
     got = evaluate(mode, data, fn, [given for _, given in pairs])
     result_dtype = np.dtype(reference.result_dtype or dtype)
     with np.errstate(over="ignore"):  # what overflows float32 is inf there too
@@ -322,7 +348,7 @@ def test_ops_with_arguments_match_numpy(spec, mode, data):
 @given(data=st.data())
 def test_ops_with_arguments_have_gradients_matching_finite_differences(spec, mode, data):
     reference = TABLE_REFERENCES[spec.name]
-    shapes_in = [shape for shape in reference.shapes(data)]
+    shapes_in = reference.shapes(data)
     bound = reference.grad_bound
     if reference.grad_inputs is not None:
         arrays = reference.grad_inputs(data, shapes_in)
@@ -331,11 +357,13 @@ def test_ops_with_arguments_have_gradients_matching_finite_differences(spec, mod
         arrays = [data.draw(hnp.arrays(np.float64, shape, elements=elements)) for shape in shapes_in]
     assume(sum(a.size for a in arrays) <= 40)  # finite differences cost one evaluation per element
     kwargs = reference.torch_args(data, shapes_in)
+    indices = reference.indices(data, shapes_in, kwargs) if reference.indices else {}
     if mode == "eager":
-        check_grad(mode, _call(spec, getattr(rustgrad, spec.name), kwargs), None, None, arrays)
+        eager = _call(spec, getattr(rustgrad, spec.name), kwargs, by_name=True)
+        check_grad(mode, _with_indices(eager, indices, rustgrad.tensor), None, None, arrays)
     else:
         tf_kwargs = reference.tf_args(data, kwargs)
         function = _resolve(tf, _tf_names(spec)[0])
-        numpy_reference = reference.tf_numpy or reference.numpy
-        check_grad(mode, None, _call(spec, function, tf_kwargs),
-                   lambda *xs: numpy_reference(*xs, **torch_spelling(tf_kwargs)), arrays)
+        static = _with_indices(_call(spec, function, tf_kwargs), indices, tf.constant)
+        numpy = _with_indices(reference.tf_numpy or reference.numpy, indices, lambda a: a)
+        check_grad(mode, None, static, lambda *xs: numpy(*xs, **torch_spelling(tf_kwargs)), arrays)

@@ -258,12 +258,16 @@ def static_grad_check(fn: Callable[..., Any], ref: Callable[..., np.ndarray], ar
     with graph.as_default():
         phs = [tf.placeholder(tf.float64, shape=a.shape) for a in arrays]
         out = fn(*phs)
-        w = np.random.default_rng(0).uniform(0.5, 1.5, size=tuple(out.shape)).astype(np.float64)
-        loss = tf.reduce_sum(out * tf.constant(w, dtype=tf.float64))
+        feeds = dict(zip(phs, arrays))
+        # The weights' shape: the output's, known at build time, or (a mask's count) at run time.
+        weights = tf.placeholder(tf.float64)
+        loss = tf.reduce_sum(out * weights)
         grads = tf.gradients(loss, phs)
         fetch = [g if g is not None else tf.zeros_like(p) for g, p in zip(grads, phs)]
         with tf.Session(graph=graph) as sess:
-            got = sess.run(fetch, feed_dict=dict(zip(phs, arrays)))
+            shape = out.shape.as_list() if out.shape.is_fully_defined() else sess.run(out, feeds).shape
+            w = np.random.default_rng(0).uniform(0.5, 1.5, size=tuple(shape)).astype(np.float64)
+            got = sess.run(fetch, feed_dict={**feeds, weights: w})
     for i, a in enumerate(arrays):
         numerical = np.zeros_like(a)
         for k in np.ndindex(a.shape):

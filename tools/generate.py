@@ -136,6 +136,9 @@ def torch_parameters(spec: Any, first: str) -> tuple[list[Parameter], list[str]]
             values.append(torch)
         else:
             values.append(own_default(torch_default, tf_default))
+    if spec.torch_order:  # torch's order when a param comes between tensors: gather(input, dim, index)
+        by_name = {p.name: p for p in params}
+        params = [by_name[first if name == spec.inputs[0][0] else name] for name in spec.torch_order]
     return params, values
 
 

@@ -64,6 +64,7 @@ from rustgrad._grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from rustgrad._indexing import index_put, nonzero
 from rustgrad._reductions import max, min, sort, std_mean, topk, var_mean
 from rustgrad._rustgrad import (
     Tensor,
@@ -102,9 +103,9 @@ __all__ = [
     "clamp", "clip", "cuda", "equal",
     "device", "div", "double", "dtype", "empty", "empty_cache", "enable_grad", "errors", "eye",
     "float", "float32", "float64", "floor_divide", "from_numpy", "full", "full_like",
-    "get_num_threads", "inference_mode", "int", "int32", "int64", "is_grad_enabled", "is_tensor",
+    "get_num_threads", "index_put", "inference_mode", "int", "int32", "int64", "is_grad_enabled", "is_tensor",
     "linspace", "long", "manual_seed", "matmul", "maximum", "mean", "memory_cached", "minimum", "mm", "mul",
-    "no_grad", "numel", "ones", "ones_like", "rand", "rand_like", "randn", "randn_like",
+    "no_grad", "nonzero", "numel", "ones", "ones_like", "rand", "rand_like", "randn", "randn_like",
     "remainder", "reshape", "set_grad_enabled", "set_num_threads", "split",
     "sub", "sum", "t", "tensor", "transpose", "uint8", "unbind", "where", "zeros",
     "zeros_like", "_dtype_from_name", "load", "nn", "optim", "save", "viz",

@@ -1346,18 +1346,194 @@ def _take_along_dim_method(
 
 Tensor.take_along_dim = _take_along_dim_method  # type: ignore[method-assign]
 
+def gather(input: Union[Tensor, float], dim: int, index: Union[Tensor, float]) -> Tensor:
+    """One element along `dim` per index element: out[i][j] = input[index[i][j]][j] for dim 0."""
+    return _ops['gather'](input, index, dim)
+
+
+def _gather_method(self: Union[Tensor, float], dim: int, index: Union[Tensor, float]) -> Tensor:
+    """One element along `dim` per index element: out[i][j] = input[index[i][j]][j] for dim 0."""
+    return _ops['gather'](self, index, dim)
+
+Tensor.gather = _gather_method  # type: ignore[method-assign]
+
+def scatter(
+    input: Union[Tensor, float],
+    dim: int,
+    index: Union[Tensor, float],
+    src: Union[Tensor, float],
+    reduce: Optional[str] = None,
+) -> Tensor:
+    """A copy of the input with src[i][j] (or a number) written at [index[i][j]][j] for dim 0."""
+    return _ops['scatter'](input, index, src, dim, reduce)
+
+
+def _scatter_method(
+    self: Union[Tensor, float],
+    dim: int,
+    index: Union[Tensor, float],
+    src: Union[Tensor, float],
+    reduce: Optional[str] = None,
+) -> Tensor:
+    """A copy of the input with src[i][j] (or a number) written at [index[i][j]][j] for dim 0."""
+    return _ops['scatter'](self, index, src, dim, reduce)
+
+Tensor.scatter = _scatter_method  # type: ignore[method-assign]
+
+def scatter_add(
+    input: Union[Tensor, float],
+    dim: int,
+    index: Union[Tensor, float],
+    src: Union[Tensor, float],
+) -> Tensor:
+    """A copy of the input with src[i][j] added at [index[i][j]][j] for dim 0 (in order: deterministic)."""
+    return _ops['scatter_add'](input, index, src, dim)
+
+
+def _scatter_add_method(
+    self: Union[Tensor, float],
+    dim: int,
+    index: Union[Tensor, float],
+    src: Union[Tensor, float],
+) -> Tensor:
+    """A copy of the input with src[i][j] added at [index[i][j]][j] for dim 0 (in order: deterministic)."""
+    return _ops['scatter_add'](self, index, src, dim)
+
+Tensor.scatter_add = _scatter_add_method  # type: ignore[method-assign]
+
+def index_select(input: Union[Tensor, float], dim: Optional[int], index: Union[Tensor, float]) -> Tensor:
+    """Whole slices along `dim`, one per index element (TF1's gather: any index shape, batch_dims)."""
+    return _ops['index_select'](input, index, dim, 0, False)
+
+
+def _index_select_method(self: Union[Tensor, float], dim: Optional[int], index: Union[Tensor, float]) -> Tensor:
+    """Whole slices along `dim`, one per index element (TF1's gather: any index shape, batch_dims)."""
+    return _ops['index_select'](self, index, dim, 0, False)
+
+Tensor.index_select = _index_select_method  # type: ignore[method-assign]
+
+def index_add(
+    input: Union[Tensor, float],
+    dim: int,
+    index: Union[Tensor, float],
+    source: Union[Tensor, float],
+    alpha: float = 1,
+) -> Tensor:
+    """A copy of the input with alpha * source added along `dim` at `index` (in order: deterministic)."""
+    return _ops['index_add'](input, index, source, dim, alpha)
+
+
+def _index_add_method(
+    self: Union[Tensor, float],
+    dim: int,
+    index: Union[Tensor, float],
+    source: Union[Tensor, float],
+    alpha: float = 1,
+) -> Tensor:
+    """A copy of the input with alpha * source added along `dim` at `index` (in order: deterministic)."""
+    return _ops['index_add'](self, index, source, dim, alpha)
+
+Tensor.index_add = _index_add_method  # type: ignore[method-assign]
+
+def take(input: Union[Tensor, float], index: Union[Tensor, float]) -> Tensor:
+    """Elements of the input as if it were 1-D, in the shape of `index` (negative ones count from the end)."""
+    return _ops['take'](input, index)
+
+
+def _take_method(self: Union[Tensor, float], index: Union[Tensor, float]) -> Tensor:
+    """Elements of the input as if it were 1-D, in the shape of `index` (negative ones count from the end)."""
+    return _ops['take'](self, index)
+
+Tensor.take = _take_method  # type: ignore[method-assign]
+
+def masked_fill(input: Union[Tensor, float], mask: Union[Tensor, float], value: float) -> Tensor:
+    """`value` where the bool `mask` (broadcast with the input) is true, the input elsewhere."""
+    return _ops['masked_fill'](input, mask, value)
+
+
+def _masked_fill_method(self: Union[Tensor, float], mask: Union[Tensor, float], value: float) -> Tensor:
+    """`value` where the bool `mask` (broadcast with the input) is true, the input elsewhere."""
+    return _ops['masked_fill'](self, mask, value)
+
+Tensor.masked_fill = _masked_fill_method  # type: ignore[method-assign]
+
+def argwhere(input: Tensor) -> Tensor:
+    """The coordinates of the non-zero elements, an int64 (count, input.dim()) tensor (TF1: where(cond))."""
+    return _ops['argwhere'](input)
+
+
+def _argwhere_method(self: Tensor) -> Tensor:
+    """The coordinates of the non-zero elements, an int64 (count, input.dim()) tensor (TF1: where(cond))."""
+    return _ops['argwhere'](self)
+
+Tensor.argwhere = _argwhere_method  # type: ignore[method-assign]
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """One-hot rows along a new dim of `num_classes` (torch: int64; TF1: float32, off rows out of range)."""
+    return _ops['one_hot'](tensor, num_classes, None, None, None, None, False)
+
+
+def _one_hot_method(self: Tensor, num_classes: int = -1) -> Tensor:
+    """One-hot rows along a new dim of `num_classes` (torch: int64; TF1: float32, off rows out of range)."""
+    return _ops['one_hot'](self, num_classes, None, None, None, None, False)
+
+Tensor.one_hot = _one_hot_method  # type: ignore[method-assign]
+
+def boolean_mask(tensor: Union[Tensor, float], mask: Union[Tensor, float], axis: Optional[int] = None) -> Tensor:
+    """The slices where the bool `mask` over the dims from `axis` on is true (tensor[mask] for axis 0)."""
+    return _ops['boolean_mask'](tensor, mask, axis)
+
+
+def _boolean_mask_method(self: Union[Tensor, float], mask: Union[Tensor, float], axis: Optional[int] = None) -> Tensor:
+    """The slices where the bool `mask` over the dims from `axis` on is true (tensor[mask] for axis 0)."""
+    return _ops['boolean_mask'](self, mask, axis)
+
+Tensor.boolean_mask = _boolean_mask_method  # type: ignore[method-assign]
+
+def gather_nd(params: Union[Tensor, float], indices: Union[Tensor, float], batch_dims: int = 0) -> Tensor:
+    """Slices of params at the coordinates in the last dim of indices: out[i...] = params[indices[i...]]."""
+    return _ops['gather_nd'](params, indices, batch_dims)
+
+
+def _gather_nd_method(self: Union[Tensor, float], indices: Union[Tensor, float], batch_dims: int = 0) -> Tensor:
+    """Slices of params at the coordinates in the last dim of indices: out[i...] = params[indices[i...]]."""
+    return _ops['gather_nd'](self, indices, batch_dims)
+
+Tensor.gather_nd = _gather_nd_method  # type: ignore[method-assign]
+
+def scatter_nd(
+    indices: Union[Tensor, float],
+    updates: Union[Tensor, float],
+    shape: Union[int, Sequence[int], None],
+) -> Tensor:
+    """Zeros of `shape` with updates added at the coordinates in indices' last dim (in order: deterministic)."""
+    return _ops['scatter_nd'](indices, updates, shape)
+
+
+def _scatter_nd_method(
+    self: Union[Tensor, float],
+    updates: Union[Tensor, float],
+    shape: Union[int, Sequence[int], None],
+) -> Tensor:
+    """Zeros of `shape` with updates added at the coordinates in indices' last dim (in order: deterministic)."""
+    return _ops['scatter_nd'](self, updates, shape)
+
+Tensor.scatter_nd = _scatter_nd_method  # type: ignore[method-assign]
+
 __all__ = [
     "abs", "absolute", "acos", "acosh", "all", "any", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
-    "arctan2", "arctanh", "argmax", "argmin", "argsort", "asin", "asinh", "atan", "atan2", "atanh",
-    "band_part", "broadcast_to", "cat", "ceil", "clamp_max", "clamp_min", "concat", "concatenate",
-    "copysign", "cos", "cosh", "count_nonzero", "cumprod", "cumsum", "diag", "diag_embed", "diagonal",
-    "eq", "erf", "exp", "exp2", "expand", "expand_as", "expm1", "fix", "flatten", "flip", "fliplr",
-    "flipud", "floor", "fmax", "fmin", "fmod", "ge", "greater", "greater_equal", "gt", "hypot", "isclose",
-    "isfinite", "isinf", "isnan", "isneginf", "isposinf", "le", "lerp", "less", "less_equal", "log",
-    "log10", "log1p", "log2", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor",
-    "logsumexp", "lt", "moveaxis", "movedim", "nan_to_num", "narrow", "ne", "neg", "negative", "norm",
-    "not_equal", "pad", "permute", "pow", "prod", "reciprocal", "relu", "repeat", "reshape_as", "roll",
-    "round", "rsqrt", "select", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "squared_difference",
-    "squeeze", "stack", "std", "swapaxes", "swapdims", "take_along_dim", "tan", "tanh", "tile", "trace",
-    "tril", "triu", "trunc", "unflatten", "unsqueeze", "var", "view_as", "xlogy"
+    "arctan2", "arctanh", "argmax", "argmin", "argsort", "argwhere", "asin", "asinh", "atan", "atan2",
+    "atanh", "band_part", "boolean_mask", "broadcast_to", "cat", "ceil", "clamp_max", "clamp_min",
+    "concat", "concatenate", "copysign", "cos", "cosh", "count_nonzero", "cumprod", "cumsum", "diag",
+    "diag_embed", "diagonal", "eq", "erf", "exp", "exp2", "expand", "expand_as", "expm1", "fix",
+    "flatten", "flip", "fliplr", "flipud", "floor", "fmax", "fmin", "fmod", "gather", "gather_nd", "ge",
+    "greater", "greater_equal", "gt", "hypot", "index_add", "index_select", "isclose", "isfinite",
+    "isinf", "isnan", "isneginf", "isposinf", "le", "lerp", "less", "less_equal", "log", "log10", "log1p",
+    "log2", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "lt",
+    "masked_fill", "moveaxis", "movedim", "nan_to_num", "narrow", "ne", "neg", "negative", "norm",
+    "not_equal", "one_hot", "pad", "permute", "pow", "prod", "reciprocal", "relu", "repeat", "reshape_as",
+    "roll", "round", "rsqrt", "scatter", "scatter_add", "scatter_nd", "select", "sigmoid", "sign", "sin",
+    "sinh", "sqrt", "square", "squared_difference", "squeeze", "stack", "std", "swapaxes", "swapdims",
+    "take", "take_along_dim", "tan", "tanh", "tile", "trace", "tril", "triu", "trunc", "unflatten",
+    "unsqueeze", "var", "view_as", "xlogy"
 ]

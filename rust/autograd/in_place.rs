@@ -11,6 +11,8 @@ use crate::error::{dtype_err, grad_err, shape_err, Result};
 use crate::forward;
 use crate::kernels::elementwise::{BinaryOp, ScalarOp};
 use crate::op::{IndexItem, Op};
+use crate::ops::indexing::{put_planned, Combine, Onto, Pick, PutRows};
+use crate::ops::TableOps;
 use crate::tensor::Tensor;
 
 /// A tensor or a Python number: the right-hand side of an in-place op, and the other
@@ -142,18 +144,55 @@ pub fn masked_put(dst: &Tensor, mask: &Tensor, value: &Tensor) -> Result<()> {
     forward::masked_fill(dst, mask, value)
 }
 
-/// `dst[items] = value` (slices and ints). Not recordable: refused when the tape would need it.
-pub fn index_put(dst: &Tensor, items: &[IndexItem], value: &Tensor) -> Result<()> {
-    // A bad index is reported first, as PyTorch does.
-    let target = forward::index(dst, items)?;
+/// `dst[items] = value`, for any key but a whole-key mask: ints, slices, `None`, `...`,
+/// bools and index tensors (`indices`, in key order). Recorded, when needed, as
+/// `put_rows(dst, value, indices...)`: the gradient of what `dst` held is zero where
+/// the key writes, and `value` gets the gradient of where it landed (of each
+/// duplicate index, as torch does, though the last write is the one kept).
+/// With `Combine::Add` (`index_put_(..., accumulate=True)`) the values add up, repeated
+/// indices too, in order.
+pub fn index_put(
+    dst: &Tensor,
+    items: &[IndexItem],
+    indices: &[Tensor],
+    value: &Tensor,
+    combine: Combine,
+) -> Result<()> {
+    let refs: Vec<&Tensor> = indices.iter().collect();
+    let pick = Pick::Key(items.to_vec());
+    // A bad index is reported first, as PyTorch does. A basic key writes through a view.
+    let target = match indices.is_empty() && combine == Combine::Set {
+        true => Target::View(forward::index(dst, items)?),
+        false => Target::Rows(crate::ops::indexing::plan("index_put_", &pick, dst, &refs)?),
+    };
     check_in_place(dst, "index_put_")?;
     if should_record(&[dst, value]) {
-        return grad_err(
-            "index_put_: assigning into a slice of a tensor that requires grad is not supported while \
-             recording; use a bool mask (x[mask] = v), or do it under rustgrad.no_grad()",
-        );
+        check_recordable_target(dst, "index_put_")?;
+        let old = snapshot_with_history(dst)?;
+        let op = Op::Table(TableOps::PutRows(PutRows { pick, combine, onto: Onto::Copy }));
+        let mut inputs: Vec<&Tensor> = vec![&old, value];
+        inputs.extend(refs);
+        let out = apply(op, &inputs)?;
+        forward::write_into(dst, &out)?;
+        dst.set_history(out.grad_fn(), 0);
+        return Ok(());
     }
-    forward::write_into(&target, value)
+    match target {
+        Target::View(view) => forward::write_into(&view, value),
+        Target::Rows(plan) => put_planned("index_put_", &plan, dst, value, combine),
+    }
+}
+
+/// Where item assignment writes: a view of the tensor, or rows of its storage.
+enum Target {
+    View(Tensor),
+    Rows(crate::indexing::advanced::Plan),
+}
+
+/// `dst = op(dst, others...)` in place, for an op of the table whose result has
+/// dst's shape (`masked_fill_`, `scatter_`, `index_add_`); recorded when needed.
+pub fn table_op(dst: &Tensor, op: Op, others: &[&Tensor], op_name: &str) -> Result<()> {
+    apply_in_place(dst, op, others, op_name)
 }
 
 /// Refuses a write into a tensor whose elements share memory (an `expand`ed view, which

@@ -118,6 +118,12 @@ pub fn sum_to(g: &Tensor, shape: &[usize], dtype: DType) -> Result<Tensor> {
     if g.shape() == shape {
         return as_dtype(g, dtype);
     }
+    // Extra leading dims of size 1 (a value assigned with them, as numpy allows) are added back.
+    let extra = shape.len().saturating_sub(g.rank());
+    if extra > 0 && shape[..extra].iter().all(|&d| d == 1) {
+        let padded: Vec<isize> = shape[..extra].iter().chain(g.shape()).map(|&d| d as isize).collect();
+        return sum_to(&reshape(g, &padded)?, shape, dtype);
+    }
     let lead = g.rank().checked_sub(shape.len()).ok_or_else(|| {
         Error::Shape(format!("sum_to: cannot reduce shape {} to {}", fmt_shape(g.shape()), fmt_shape(shape)))
     })?;

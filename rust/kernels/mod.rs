@@ -5,6 +5,7 @@
 pub mod binary;
 pub mod elementwise;
 pub mod fold;
+pub mod gather;
 pub mod layout;
 pub mod logical;
 pub mod matmul;

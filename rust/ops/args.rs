@@ -26,6 +26,10 @@ pub enum Kind {
     NumberOrName,
     /// A string (a mode's name, TF's `direction='ASCENDING'`).
     Str,
+    /// A string or None (a mode's name).
+    OptStr,
+    /// An int or None.
+    OptInt,
     /// None or a dtype (TF's `output_type`).
     OptDType,
 }
@@ -44,6 +48,8 @@ impl Kind {
             Kind::OptFloat => "Optional[float]",
             Kind::NumberOrName => "Union[float, str]",
             Kind::Str => "str",
+            Kind::OptStr => "Optional[str]",
+            Kind::OptInt => "Optional[int]",
             Kind::OptDType => "Any",
         }
     }
@@ -77,6 +83,8 @@ pub enum Value {
     OptFloat(Option<f64>),
     NumberOrName(NumberOrName),
     Str(String),
+    OptStr(Option<String>),
+    OptInt(Option<isize>),
     DType(Option<crate::dtype::DType>),
 }
 
@@ -152,10 +160,24 @@ impl Args {
         })
     }
 
+    pub fn opt_int(&self, i: usize) -> Result<Option<isize>> {
+        match self.get(i)? {
+            Value::OptInt(v) => Ok(*v),
+            _ => Err(self.mismatch(i, "an int or None")),
+        }
+    }
+
     pub fn opt_float(&self, i: usize) -> Result<Option<f64>> {
         match self.get(i)? {
             Value::OptFloat(v) => Ok(*v),
             _ => Err(self.mismatch(i, "a float or None")),
+        }
+    }
+
+    pub fn opt_text(&self, i: usize) -> Result<Option<&str>> {
+        match self.get(i)? {
+            Value::OptStr(v) => Ok(v.as_deref()),
+            _ => Err(self.mismatch(i, "a str or None")),
         }
     }
 

@@ -18,17 +18,22 @@
 pub mod args;
 pub mod binary;
 pub mod compare;
+pub mod gather;
+pub mod indexing;
 pub mod layout;
 pub mod logical;
 pub mod matrix;
 pub mod moments;
+pub mod nd;
 pub mod norm;
 pub mod ordering;
 pub mod pad;
+pub mod picks;
 pub mod reduce;
 pub mod reorder;
 pub mod reshapes;
 pub mod scan;
+pub mod select;
 pub mod shape;
 pub mod slicing;
 pub mod unary;
@@ -62,6 +67,29 @@ pub struct Input {
 
 /// The one input of a unary op: torch's `input`, TF's `x`.
 pub const ONE_INPUT: &[Input] = &[Input { torch: "input", tf: "x", list: false }];
+
+/// What a tensor input of an op holds. Index and mask inputs take no gradient, and a
+/// static graph makes a Python value given for one an integer constant (int32 for
+/// Python ints, as TF1) or a bool one, where a data input takes the dtype of the
+/// op's first data tensor.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Role {
+    Data,
+    /// An int64 or int32 tensor of positions.
+    Index,
+    /// A bool tensor.
+    Mask,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Data => "data",
+            Role::Index => "index",
+            Role::Mask => "mask",
+        }
+    }
+}
 
 /// What an elementwise op does with an integer tensor, as torch: `Promote` computes
 /// in float32 (`sin`, `exp`, `sqrt`, ...), `Keep` has integer kernels and keeps the
@@ -117,26 +145,33 @@ pub enum Operand {
     Number(Scalar),
 }
 
-/// The tensors an eager call runs on when some of its inputs are Python numbers. A number
-/// takes its dtype from torch's promotion with the tensors (it is "weak": `atan2(x, 2)` of a
-/// float32 `x` is float32, but a float number beside int or bool tensors makes the call float32),
-/// and every input is cast to that dtype. None: no input is a tensor.
-pub fn numbers_as_tensors(inputs: Vec<Operand>) -> Result<Option<Vec<Tensor>>> {
-    if !inputs.iter().any(|i| matches!(i, Operand::Tensor(_))) {
-        return Ok(None);
-    }
+/// The tensors an eager call runs on. Data inputs are promoted together as torch does: a
+/// number is "weak" (`atan2(x, 2)` of a float32 `x` is float32, but a float number beside int
+/// or bool tensors makes the call float32), and every data input is cast to the result dtype.
+/// Index and mask inputs (`roles`; data when absent) keep their dtype: the op checks it.
+/// None: data inputs are given, and none of them is a tensor.
+pub fn numbers_as_tensors(inputs: Vec<Operand>, roles: &[Role]) -> Result<Option<Vec<Tensor>>> {
+    let is_data = |i: usize| roles.get(i).is_none_or(|&r| r == Role::Data);
     let participants: Vec<Participant> = inputs
         .iter()
-        .map(|i| match i {
+        .enumerate()
+        .filter(|&(i, _)| is_data(i))
+        .map(|(_, input)| match input {
             Operand::Tensor(t) => Participant::tensor(t.dtype(), t.rank()),
             Operand::Number(s) => Participant::Number(s.kind()),
         })
         .collect();
-    let dtype = result_type(&participants);
+    let numbers_only = participants.iter().all(|p| matches!(p, Participant::Number(_)));
+    if numbers_only && !participants.is_empty() {
+        return Ok(None);
+    }
+    let dtype = if numbers_only { DType::F32 } else { result_type(&participants) };
     inputs
         .into_iter()
-        .map(|i| match i {
-            Operand::Tensor(t) => crate::forward::as_dtype(&t, dtype),
+        .enumerate()
+        .map(|(i, input)| match input {
+            Operand::Tensor(t) if is_data(i) => crate::forward::as_dtype(&t, dtype),
+            Operand::Tensor(t) => Ok(t),
             Operand::Number(s) => Ok(Tensor::scalar(s, dtype)),
         })
         .collect::<Result<Vec<Tensor>>>()
@@ -149,6 +184,11 @@ pub type Meta<'a> = (&'a PartialShape, DType);
 /// An op of the table other than the unary ones: its whole behaviour in one place.
 pub trait TableOp: Clone + std::fmt::Debug + Send + Sync + Sized + 'static {
     const SPEC: Spec;
+    /// The role of each tensor input, in order; empty (the default) when all are data.
+    const ROLES: &'static [Role] = &[];
+    /// torch's order of the arguments, by name, when a param comes between tensors
+    /// (`gather(input, dim, index)`); empty (the default): the tensors, then the params.
+    const TORCH_ORDER: &'static [&'static str] = &[];
     /// The op from its arguments (`SPEC.params`, converted by kind).
     fn build(args: &Args) -> Result<Self>;
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor>;
@@ -191,6 +231,9 @@ macro_rules! table {
         pub const TABLE: &[(&Spec, Builder)] = &[
             $((&<$ty as TableOp>::SPEC, |args| Ok(TableOps::$variant(<$ty as TableOp>::build(args)?)))),*
         ];
+
+        /// The roles of each public table op's inputs and its torch argument order, in the order of `TABLE`.
+        pub const TABLE_EXTRAS: &[(&[Role], &[&str])] = &[$((<$ty as TableOp>::ROLES, <$ty as TableOp>::TORCH_ORDER)),*];
 
         impl TableOps {
             pub fn spec(&self) -> &'static Spec {
@@ -324,6 +367,18 @@ table! {
         Argmin(ordering::ArgExtreme<false>),
         Argsort(ordering::Argsort),
         TakeAlongDim(ordering::TakeAlongDim),
+        Gather(gather::Gather),
+        Scatter(gather::Scatter),
+        ScatterAdd(gather::ScatterAdd),
+        IndexSelect(gather::IndexSelect),
+        IndexAdd(gather::IndexAdd),
+        Take(gather::Take),
+        MaskedFill(select::MaskedFill),
+        Argwhere(select::Argwhere),
+        OneHot(select::OneHot),
+        BooleanMask(select::BooleanMask),
+        GatherNd(nd::GatherNd),
+        ScatterNd(nd::ScatterNd),
     ],
     internal: [
         CatGrad(shape::CatGrad),
@@ -336,5 +391,8 @@ table! {
         CumprodGrad(scan::CumprodGrad),
         VarGrad(moments::VarGrad),
         TakeAlongDimGrad(ordering::TakeAlongDimGrad),
+        PickRows(indexing::PickRows),
+        PutRows(indexing::PutRows),
+        ScatterSourceGrad(gather::ScatterSourceGrad),
     ],
 }

@@ -2,7 +2,7 @@
 //! `take_along_dim`, which reads elements at such positions. `max(dim)`, `topk` and
 //! `sort` (torch) and `math.top_k` and `sort` (TF1) are compositions of them in Python.
 
-use super::{internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps};
+use super::{internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Role, Spec, TableOp, TableOps};
 use crate::dtype::{dispatch, float_dispatch, numeric_dispatch, DType};
 use crate::error::{dtype_err, Error, Result};
 use crate::forward;
@@ -386,6 +386,7 @@ impl TableOp for TakeAlongDim {
             tf_default: Some("None"),
         }],
     };
+    const ROLES: &'static [Role] = &[Role::Data, Role::Index];
 
     fn build(args: &Args) -> Result<Self> {
         Ok(TakeAlongDim { dim: single_dim("take_along_dim", args.dims(0)?)? })

@@ -558,16 +558,16 @@ impl ArgType for usize {
     const EXPECTED: &'static str = "a non-negative int";
 }
 
+impl ArgType for String {
+    const EXPECTED: &'static str = "a str";
+}
+
 impl ArgType for Vec<isize> {
     const EXPECTED: &'static str = "an int or a sequence of ints";
 }
 
 impl ArgType for Vec<Vec<isize>> {
     const EXPECTED: &'static str = "a sequence of (before, after) pairs of ints";
-}
-
-impl ArgType for String {
-    const EXPECTED: &'static str = "a str";
 }
 
 /// Converts an argument of a public function or method with PyO3's rules, but a

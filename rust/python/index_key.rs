@@ -10,54 +10,99 @@ use crate::dtype::DType;
 use crate::error::Error;
 use crate::op::IndexItem;
 use crate::tensor::Tensor;
-use numpy::{PyUntypedArray, PyUntypedArrayMethods};
+use numpy::PyUntypedArray;
 use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyEllipsis, PySlice, PyTuple, PyType};
+use pyo3::types::{PyBool, PyEllipsis, PyList, PySlice, PyTuple, PyType};
 
 /// A key as either front reads it.
 pub enum ParsedKey<'py> {
     /// Basic items: ints, slices, None, `...`, bools.
     Items(Vec<IndexItem>),
-    /// A bool tensor or numpy bool array with at least one dim.
+    /// A bool tensor or numpy bool array with at least one dim, as the whole key.
     Mask(Tensor),
     /// A static graph tensor of dtype bool as the whole key.
     GraphMask(Bound<'py, PyAny>),
+    /// Items with index tensors (`IndexItem::Tensor`), and those tensors in key order.
+    Advanced(Vec<IndexItem>, Vec<IndexTensor<'py>>),
 }
 
-/// An eager key: basic items or a bool mask.
+/// An index tensor of a key: an eager tensor (from a tensor, a numpy array or a list),
+/// or a static graph tensor.
+pub enum IndexTensor<'py> {
+    Eager(Tensor),
+    Graph(Bound<'py, PyAny>),
+}
+
+/// An eager key: basic items, a bool mask, or items with index tensors.
 pub enum IndexKey {
     Items(Vec<IndexItem>),
     Mask(Tensor),
+    Advanced(Vec<IndexItem>, Vec<Tensor>),
+}
+
+fn graph_in_eager_key(obj: &Bound<'_, PyAny>) -> PyErr {
+    Error::Index(format!(
+        "a static graph tensor cannot index an eager tensor (got {}); run it in a Session and index with the result",
+        repr(obj)
+    ))
+    .into()
 }
 
 pub fn index_key(key: &Bound<'_, PyAny>) -> PyResult<IndexKey> {
     match parse_key(key)? {
         ParsedKey::Items(items) => Ok(IndexKey::Items(items)),
         ParsedKey::Mask(mask) => Ok(IndexKey::Mask(mask)),
-        ParsedKey::GraphMask(mask) => Err(Error::Index(format!(
-            "a static graph tensor cannot index an eager tensor (got {}); run it in a Session and index with the result",
-            repr(&mask)
-        ))
-        .into()),
+        ParsedKey::GraphMask(mask) => Err(graph_in_eager_key(&mask)),
+        ParsedKey::Advanced(items, tensors) => {
+            let eager = tensors
+                .into_iter()
+                .map(|t| match t {
+                    IndexTensor::Eager(t) => Ok(t),
+                    IndexTensor::Graph(g) => Err(graph_in_eager_key(&g)),
+                })
+                .collect::<PyResult<Vec<Tensor>>>()?;
+            Ok(IndexKey::Advanced(items, eager))
+        }
     }
 }
 
+/// One part of a key, as parsed.
+enum Part<'py> {
+    Item(IndexItem),
+    Tensor(IndexTensor<'py>, DType),
+}
+
 pub fn parse_key<'py>(key: &Bound<'py, PyAny>) -> PyResult<ParsedKey<'py>> {
-    if let Some(mask) = mask(key)? {
-        return Ok(mask);
-    }
+    let whole = !key.is_instance_of::<PyTuple>();
     let parts: Vec<Bound<'_, PyAny>> = match key.cast::<PyTuple>() {
         Ok(t) => t.iter().collect(),
         Err(_) => vec![key.clone()],
     };
-    let items = parts.iter().map(index_item).collect::<PyResult<Vec<_>>>()?;
+    let parts = parts.iter().map(part).collect::<PyResult<Vec<_>>>()?;
+    let mut items = Vec::with_capacity(parts.len());
+    let mut tensors = Vec::new();
+    for part in parts {
+        match part {
+            // A bool mask as the whole key: numpy's x[mask], which a 1-D selection serves.
+            Part::Tensor(IndexTensor::Eager(mask), DType::Bool) if whole => return Ok(ParsedKey::Mask(mask)),
+            Part::Tensor(IndexTensor::Graph(mask), DType::Bool) if whole => return Ok(ParsedKey::GraphMask(mask)),
+            Part::Tensor(tensor, _) => {
+                items.push(IndexItem::Tensor);
+                tensors.push(tensor);
+            }
+            Part::Item(item) => items.push(item),
+        }
+    }
     crate::indexing::check_key(&items)?;
-    Ok(ParsedKey::Items(items))
+    if tensors.is_empty() {
+        return Ok(ParsedKey::Items(items));
+    }
+    Ok(ParsedKey::Advanced(items, tensors))
 }
 
-/// The core index items of a basic key, for a static graph's `index` op.
+/// The core index items of a key, for a static graph's index ops.
 #[pyclass(frozen, name = "IndexItems", module = "rustgrad._rustgrad")]
 pub struct PyIndexItems {
     pub items: Vec<IndexItem>,
@@ -71,7 +116,9 @@ impl PyIndexItems {
 }
 
 /// Parses a key for the static front: `IndexItems` for a basic key, a bool eager
-/// `Tensor` for a numpy or eager mask, or the graph tensor that is the whole key.
+/// `Tensor` for a numpy or eager mask, the graph tensor that is the whole key, or
+/// `(IndexItems, [index tensors])` for a key with index tensors (eager tensors, from
+/// tensors, arrays and lists, or graph tensors).
 #[pyfunction]
 pub fn _parse_index_key<'py>(key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     let py = key.py();
@@ -79,44 +126,60 @@ pub fn _parse_index_key<'py>(key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyA
         ParsedKey::Items(items) => Bound::new(py, PyIndexItems { items })?.into_any(),
         ParsedKey::Mask(mask) => Bound::new(py, PyTensor::wrap(mask))?.into_any(),
         ParsedKey::GraphMask(mask) => mask,
+        ParsedKey::Advanced(items, tensors) => {
+            let objects = tensors
+                .into_iter()
+                .map(|t| match t {
+                    IndexTensor::Eager(t) => Ok(Bound::new(py, PyTensor::wrap(t))?.into_any()),
+                    IndexTensor::Graph(g) => Ok(g),
+                })
+                .collect::<PyResult<Vec<_>>>()?;
+            let items = Bound::new(py, PyIndexItems { items })?.into_any();
+            PyTuple::new(py, [items, PyList::new(py, objects)?.into_any()])?.into_any()
+        }
     })
 }
 
-fn index_item(part: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
-    if part.is_none() {
-        return Ok(IndexItem::NewAxis);
+fn part<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Part<'py>> {
+    if obj.is_none() {
+        return Ok(Part::Item(IndexItem::NewAxis));
     }
-    if part.is_instance_of::<PyEllipsis>() {
-        return Ok(IndexItem::Ellipsis);
+    if obj.is_instance_of::<PyEllipsis>() {
+        return Ok(Part::Item(IndexItem::Ellipsis));
     }
-    if let Ok(slice) = part.cast::<PySlice>() {
+    if let Ok(slice) = obj.cast::<PySlice>() {
         let step = slice_bound(&slice.getattr("step")?)?.unwrap_or(1);
         let (start, stop) = (slice_bound(&slice.getattr("start")?)?, slice_bound(&slice.getattr("stop")?)?);
-        return Ok(IndexItem::Slice { start, stop, step });
+        return Ok(Part::Item(IndexItem::Slice { start, stop, step }));
     }
     // Before ints: `True` is an int to Python, but a 0-d bool index to numpy.
-    if let Some(b) = bool_scalar(part)? {
-        return Ok(IndexItem::Bool(b));
+    if let Some(b) = bool_scalar(obj)? {
+        return Ok(Part::Item(IndexItem::Bool(b)));
     }
-    if mask(part)?.is_some() {
-        return Err(Error::Index("a bool mask must be the whole index (x[mask]), not part of a tuple".into()).into());
+    if let Some(tensor) = index_tensor(obj)? {
+        return Ok(tensor);
     }
-    match part.extract::<isize>() {
-        Ok(i) => return Ok(IndexItem::Int(i)),
-        Err(e) if e.is_instance_of::<PyOverflowError>(part.py()) => {
+    match obj.extract::<isize>() {
+        Ok(i) => return Ok(Part::Item(IndexItem::Int(i))),
+        Err(e) if e.is_instance_of::<PyOverflowError>(obj.py()) => {
             return Err(Error::Index(format!(
                 "index {} is out of bounds: it does not fit in a 64-bit integer",
-                repr(part)
+                repr(obj)
             ))
             .into());
         }
         Err(_) => {}
     }
-    Err(Error::Index(format!(
-        "only integers, slices (`:`), ellipsis (`...`), None, bools and bool masks are valid indices (got {})",
-        repr(part)
+    Err(not_an_index(obj))
+}
+
+fn not_an_index(obj: &Bound<'_, PyAny>) -> PyErr {
+    Error::Index(format!(
+        "only integers, slices (`:`), ellipsis (`...`), None, bools, and integer or bool tensors, arrays and lists \
+         are valid indices (got {})",
+        repr(obj)
     ))
-    .into())
+    .into()
 }
 
 fn is_numpy(obj: &Bound<'_, PyAny>) -> bool {
@@ -148,40 +211,77 @@ fn numpy_kind(obj: &Bound<'_, PyAny>) -> Option<char> {
     obj.getattr("dtype").and_then(|d| d.getattr("kind")).and_then(|k| k.extract::<char>()).ok()
 }
 
-fn not_a_mask() -> PyErr {
-    Error::Index(
-        "tensors used as indices must be bool masks; integer-tensor (advanced) indexing is not supported, use slices"
-            .into(),
-    )
+fn not_an_index_dtype(dtype: &str) -> PyErr {
+    Error::Index(format!(
+        "tensors used as indices must be long, int, byte or bool tensors, got a {dtype} tensor; convert it with \
+         .long()"
+    ))
     .into()
 }
 
-/// A bool tensor, graph tensor or numpy bool array with at least one dim (0-d ones
-/// are bool scalars, and a 0-d integer tensor is an integer); a tensor of another dtype
-/// is an error.
-fn mask<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<ParsedKey<'py>>> {
+/// torch 2 reads a uint8 index tensor as a mask, and warns that this is deprecated.
+fn warn_uint8_mask(py: Python<'_>) -> PyResult<()> {
+    let message = c"indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.";
+    PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyUserWarning>(), message, 1)
+}
+
+/// An index tensor given as a tensor, a graph tensor, a numpy array or a list
+/// (None for anything else). A 0-d integer tensor or array is an int (read
+/// through `__index__`), as numpy reads it; a float tensor is an error.
+fn index_tensor<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Part<'py>>> {
+    let py = obj.py();
     if let Ok(t) = obj.cast::<PyTensor>() {
         let inner = t.get().inner.clone();
-        return match (inner.dtype(), inner.rank()) {
-            // A 0-d bool is a bool scalar, a 0-d integer tensor an integer (read through `__index__`).
-            (DType::Bool, 0) => Ok(None),
-            (dtype, 0) if dtype.is_integer() => Ok(None),
-            (DType::Bool, _) => Ok(Some(ParsedKey::Mask(inner))),
-            _ => Err(not_a_mask()),
+        return match inner.dtype() {
+            dtype if dtype.is_float() => Err(not_an_index_dtype(dtype.name())),
+            _ if inner.rank() == 0 => Ok(None),
+            DType::U8 => {
+                warn_uint8_mask(py)?;
+                Ok(Some(Part::Tensor(IndexTensor::Eager(inner), DType::U8)))
+            }
+            dtype => Ok(Some(Part::Tensor(IndexTensor::Eager(inner), dtype))),
         };
     }
     if is_graph_tensor(obj)? {
-        return match parse_dtype(&obj.getattr("dtype")?)? {
-            DType::Bool => Ok(Some(ParsedKey::GraphMask(obj.clone()))),
-            _ => Err(not_a_mask()),
-        };
-    }
-    if let Ok(array) = obj.cast::<PyUntypedArray>() {
-        if array.ndim() > 0 && numpy_kind(obj) == Some('b') {
-            return tensor_from_numpy(obj).map(|t| Some(ParsedKey::Mask(t)));
+        let dtype = parse_dtype(&obj.getattr("dtype")?)?;
+        if dtype.is_float() {
+            return Err(not_an_index_dtype(dtype.name()));
         }
+        if dtype == DType::U8 {
+            warn_uint8_mask(py)?;
+        }
+        return Ok(Some(Part::Tensor(IndexTensor::Graph(obj.clone()), dtype)));
     }
-    Ok(None)
+    let array = if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        let array = py.import("numpy")?.getattr("asarray")?.call1((obj,))?;
+        // An empty list holds no dtype: numpy reads it as float64, indexing as integers.
+        let empty = array.getattr("size")?.extract::<usize>()? == 0;
+        if empty {
+            array.call_method1("astype", ("int64",))?
+        } else {
+            array
+        }
+    } else if obj.is_instance_of::<PyUntypedArray>() {
+        if obj.getattr("ndim")?.extract::<usize>()? == 0 {
+            return Ok(None);
+        }
+        obj.clone()
+    } else {
+        return Ok(None);
+    };
+    match numpy_kind(&array) {
+        Some('b') => Ok(Some(Part::Tensor(IndexTensor::Eager(tensor_from_numpy(&array)?), DType::Bool))),
+        Some('i' | 'u') => {
+            let ints = array.call_method1("astype", ("int64",))?;
+            Ok(Some(Part::Tensor(IndexTensor::Eager(tensor_from_numpy(&ints)?), DType::I64)))
+        }
+        Some(_) if obj.is_instance_of::<PyUntypedArray>() => Err(Error::Index(format!(
+            "arrays used as indices must be of integer (or boolean) type, got an array of dtype {}",
+            repr(&array.getattr("dtype")?)
+        ))
+        .into()),
+        _ => Err(not_an_index(obj)),
+    }
 }
 
 /// A slice bound as Python reads it: None, or an integer clamped to the isize

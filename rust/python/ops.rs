@@ -8,7 +8,7 @@ use crate::error::Error;
 use crate::op::Op;
 use crate::ops::args::{NumberOrName, Value};
 use crate::ops::unary::UnaryOp;
-use crate::ops::{numbers_as_tensors, Args, Builder, Kind, Operand, Spec, TABLE};
+use crate::ops::{numbers_as_tensors, Args, Builder, Kind, Operand, Role, Spec, TABLE, TABLE_EXTRAS};
 use crate::tensor::Tensor;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyString, PyTuple};
@@ -16,7 +16,7 @@ use pyo3::types::{PyBool, PyDict, PyString, PyTuple};
 #[derive(Clone, Copy)]
 enum Entry {
     Unary(UnaryOp),
-    Table(&'static Spec, Builder),
+    Table(&'static Spec, Builder, &'static [Role], &'static [&'static str]),
 }
 
 #[pyclass(frozen, name = "OpSpec", module = "rustgrad._rustgrad")]
@@ -35,8 +35,21 @@ impl PyOpSpec {
     fn spec(&self) -> &'static Spec {
         match self.entry {
             Entry::Unary(op) => op.spec(),
-            Entry::Table(spec, _) => spec,
+            Entry::Table(spec, ..) => spec,
         }
+    }
+
+    /// The roles of the inputs; an empty list (or a missing entry) means data.
+    fn input_roles(&self) -> &'static [Role] {
+        match self.entry {
+            Entry::Table(_, _, roles, _) => roles,
+            Entry::Unary(_) => &[],
+        }
+    }
+
+    /// The role of input `i` (data unless the op says otherwise).
+    fn role(&self, i: usize) -> Role {
+        self.input_roles().get(i).copied().unwrap_or(Role::Data)
     }
 
     /// The core op for these non-tensor arguments (all of the spec's params, in order).
@@ -53,7 +66,7 @@ impl PyOpSpec {
         }
         match self.entry {
             Entry::Unary(op) => Ok(Op::Unary(op)),
-            Entry::Table(spec, build) => {
+            Entry::Table(spec, build, ..) => {
                 let values = spec
                     .params
                     .iter()
@@ -69,8 +82,11 @@ impl PyOpSpec {
     }
 }
 
-/// The eager inputs of a call: one per input, or every tensor of a list input.
-fn eager_inputs(spec: &Spec, objs: &[Bound<'_, PyAny>]) -> PyResult<Vec<Operand>> {
+/// The eager inputs of a call: one per input, or every tensor of a list input. Data inputs
+/// may be Python numbers (`atan2(x, 2)`, `scatter(x, 1, index, 2.0)`); index and mask inputs
+/// are tensors.
+fn eager_inputs(this: &PyOpSpec, objs: &[Bound<'_, PyAny>]) -> PyResult<Vec<Operand>> {
+    let spec = this.spec();
     let tensor = |obj: &Bound<'_, PyAny>, name: &str| Ok(tensor_arg(obj, spec.name, name)?.get().inner.clone());
     match (spec.inputs, objs) {
         ([only], [list]) if only.list => {
@@ -99,7 +115,12 @@ fn eager_inputs(spec: &Spec, objs: &[Bound<'_, PyAny>]) -> PyResult<Vec<Operand>
             Ok(tensors.into_iter().map(Operand::Tensor).collect())
         }
         ([_], [obj]) => Ok(vec![Operand::Tensor(tensor(obj, spec.inputs[0].torch)?)]),
-        _ => spec.inputs.iter().zip(objs).map(|(input, obj)| tensor_or_number(spec, input.torch, obj)).collect(),
+        _ => (spec.inputs.iter().zip(objs).enumerate())
+            .map(|(i, (input, obj))| match this.role(i) {
+                Role::Data => tensor_or_number(spec, input.torch, obj),
+                _ => tensor(obj, input.torch).map(Operand::Tensor),
+            })
+            .collect(),
     }
 }
 
@@ -121,10 +142,11 @@ fn tensor_or_number(spec: &Spec, name: &str, obj: &Bound<'_, PyAny>) -> PyResult
 
 /// Runs `op` on eager inputs: through the op's cheaper form for numbers where it has one,
 /// else with each number as a 0-d tensor (`ops::numbers_as_tensors`).
-fn run_eager(py: Python<'_>, spec: &Spec, op: Op, inputs: Vec<Operand>) -> PyResult<PyTensor> {
+fn run_eager(py: Python<'_>, this: &PyOpSpec, op: Op, inputs: Vec<Operand>) -> PyResult<PyTensor> {
+    let spec = this.spec();
     let numbers: Vec<Option<crate::dtype::Scalar>> =
         inputs.iter().map(|i| if let Operand::Number(value) = i { Some(*value) } else { None }).collect();
-    let Some(tensors) = numbers_as_tensors(inputs)? else {
+    let Some(tensors) = numbers_as_tensors(inputs, this.input_roles())? else {
         let first = spec.inputs.first().map_or("input", |i| i.torch);
         return Err(super::errors::argument_type_error(format!(
             "{}: argument '{first}' must be a Tensor, got a number; one of the inputs must be a Tensor",
@@ -155,6 +177,8 @@ fn convert_value(obj: &Bound<'_, PyAny>, kind: Kind, op: &str, name: &str) -> Py
                 "{op}: argument '{name}' must be None, an int or a sequence of ints, got bool; pass flags by keyword"
             )))
         }
+        Kind::OptInt => Value::OptInt(optional(obj, |o| convert::arg(o, op, name))?),
+        Kind::OptStr => Value::OptStr(optional(obj, |o| convert::arg(o, op, name))?),
         Kind::OptDims | Kind::Ints => match obj.extract::<isize>() {
             Ok(single) => Value::Dims(Some(vec![single])),
             Err(_) => Value::Dims(Some(convert::arg::<Vec<isize>>(obj, op, name)?)),
@@ -191,6 +215,15 @@ fn pairs(obj: &Bound<'_, PyAny>, op: &str, name: &str) -> PyResult<Vec<isize>> {
         .into());
     }
     Ok(rows.into_iter().flatten().collect())
+}
+
+/// None, or `obj` converted.
+fn optional<T>(obj: &Bound<'_, PyAny>, convert: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<T>) -> PyResult<Option<T>> {
+    if obj.is_none() {
+        Ok(None)
+    } else {
+        convert(obj).map(Some)
+    }
 }
 
 #[pymethods]
@@ -239,6 +272,23 @@ impl PyOpSpec {
         self.spec().differentiable
     }
 
+    /// The role of each tensor argument: `"data"`, `"index"` (an integer tensor of
+    /// positions) or `"mask"` (a bool tensor).
+    #[getter]
+    fn roles(&self) -> Vec<&'static str> {
+        (0..self.spec().inputs.len()).map(|i| self.role(i).name()).collect()
+    }
+
+    /// torch's argument names in the order of its signature, when a param comes between
+    /// tensors (`gather(input, dim, index)`); empty: the tensors, then the params.
+    #[getter]
+    fn torch_order(&self) -> Vec<&'static str> {
+        match self.entry {
+            Entry::Table(_, _, _, order) => order.to_vec(),
+            Entry::Unary(_) => Vec::new(),
+        }
+    }
+
     /// The tensor arguments as `(torch name, TF1 name, is a list of tensors)`.
     #[getter]
     fn inputs(&self) -> Vec<(&'static str, &'static str, bool)> {
@@ -275,9 +325,40 @@ impl PyOpSpec {
             ))
             .into());
         }
-        let inputs = eager_inputs(spec, &args[..n])?;
+        let inputs = eager_inputs(self, &args[..n])?;
         let op = self.op(&args[n..], Front::Torch)?;
-        run_eager(py, spec, op, inputs)
+        run_eager(py, self, op, inputs)
+    }
+
+    /// The op's in-place form (`masked_fill_`, `scatter_`, `index_add_`): like a call,
+    /// with the result written into the first tensor, which it must fit.
+    #[pyo3(signature = (*args))]
+    fn in_place(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<()> {
+        let spec = self.spec();
+        let args: Vec<Bound<'_, PyAny>> = args.iter().collect();
+        let n = spec.inputs.len();
+        if args.len() < n || spec.inputs.iter().any(|i| i.list) {
+            return Err(Error::InvalidArgument(format!("{}_: expected {n} tensor arguments", spec.name)).into());
+        }
+        let mut inputs = eager_inputs(self, &args[..n])?.into_iter();
+        let Some(Operand::Tensor(dst)) = inputs.next() else {
+            return Err(super::errors::argument_type_error(format!(
+                "{}_: the first argument must be a Tensor",
+                spec.name
+            )));
+        };
+        // Numbers take the destination's dtype: an in-place op never changes it.
+        let others: Vec<Tensor> = inputs
+            .map(|input| match input {
+                Operand::Tensor(t) => t,
+                Operand::Number(value) => Tensor::scalar(value, dst.dtype()),
+            })
+            .collect();
+        let others: Vec<&Tensor> = others.iter().collect();
+        let op = self.op(&args[n..], Front::Torch)?;
+        let dst = &dst;
+        let name = format!("{}_", spec.name);
+        super::tensor::in_place_kernel(py, dst, || crate::autograd::in_place::table_op(dst, op, &others, &name))
     }
 
     fn __repr__(&self) -> String {
@@ -291,8 +372,8 @@ pub fn op_table(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     for &op in UnaryOp::ALL {
         table.set_item(op.name(), PyOpSpec { entry: Entry::Unary(op) })?;
     }
-    for &(spec, build) in TABLE {
-        table.set_item(spec.name, PyOpSpec { entry: Entry::Table(spec, build) })?;
+    for (&(spec, build), &(roles, order)) in TABLE.iter().zip(TABLE_EXTRAS) {
+        table.set_item(spec.name, PyOpSpec { entry: Entry::Table(spec, build, roles, order) })?;
     }
     Ok(table)
 }

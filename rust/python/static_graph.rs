@@ -14,6 +14,8 @@ use crate::graph::session::{RunHooks, Session, PLAN_CACHE_CAPACITY};
 use crate::graph::{fmt_partial, gradients::gradients, AssignMode, Graph, GraphFunction, NodeId, PartialShape};
 use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp};
 use crate::op::Op;
+use crate::ops::indexing::{Combine, Onto, Pick, PickRows, PutRows};
+use crate::ops::TableOps;
 use crate::random::Distribution;
 use parking_lot::RwLock;
 use pyo3::prelude::*;
@@ -90,6 +92,14 @@ fn parse_op(kind: &str, args: &Bound<'_, PyTuple>) -> PyResult<Op> {
         "transpose" => Op::Transpose(arg(0)?.extract()?, arg(1)?.extract()?),
         "index" => Op::Index(arg(0)?.cast::<PyIndexItems>()?.get().items.clone()),
         "masked_select" => Op::MaskedSelect,
+        "advanced_index" => {
+            let pick = Pick::Key(arg(0)?.cast::<PyIndexItems>()?.get().items.clone());
+            Op::Table(TableOps::PickRows(PickRows { pick }))
+        }
+        "index_put" => {
+            let pick = Pick::Key(arg(0)?.cast::<PyIndexItems>()?.get().items.clone());
+            Op::Table(TableOps::PutRows(PutRows { pick, combine: Combine::Set, onto: Onto::Copy }))
+        }
         "cast" => Op::Cast(parse_dtype(&arg(0)?)?),
         "identity" => Op::Copy,
         "stop_gradient" => Op::StopGradient,

@@ -11,6 +11,7 @@ use crate::dtype::{result_type, DType, Participant, Scalar};
 use crate::error::Error;
 use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
 use crate::op::Op;
+use crate::ops::indexing::{Combine, Pick, PickRows};
 use crate::ops::{binary, TableOps};
 use crate::shape::fmt_shape;
 use crate::tensor::Tensor;
@@ -62,7 +63,7 @@ fn run_core(
 
 /// Runs an in-place kernel that writes `t` under the panic guard, with the GIL
 /// released when `t` is large (as `run_op` does), so other Python threads run.
-fn in_place_kernel(
+pub(super) fn in_place_kernel(
     py: Python<'_>,
     t: &Tensor,
     kernel: impl FnOnce() -> crate::error::Result<()> + Send,
@@ -968,6 +969,12 @@ impl PyTensor {
         match index_key(key)? {
             IndexKey::Mask(mask) => run_op(py, Op::MaskedSelect, &[&self.inner, &mask]),
             IndexKey::Items(items) => run_op(py, Op::Index(items), &[&self.inner]),
+            IndexKey::Advanced(items, indices) => {
+                let op = Op::Table(TableOps::PickRows(PickRows { pick: Pick::Key(items) }));
+                let mut inputs = vec![&self.inner];
+                inputs.extend(&indices);
+                run_op(py, op, &inputs)
+            }
         }
     }
 
@@ -976,8 +983,32 @@ impl PyTensor {
         let (t, key) = (&self.inner, index_key(key)?);
         in_place_kernel(py, t, || match key {
             IndexKey::Mask(mask) => in_place::masked_put(t, &mask, &value),
-            IndexKey::Items(items) => in_place::index_put(t, &items, &value),
+            IndexKey::Items(items) => in_place::index_put(t, &items, &[], &value, Combine::Set),
+            IndexKey::Advanced(items, indices) => in_place::index_put(t, &items, &indices, &value, Combine::Set),
         })
+    }
+
+    /// torch's `index_put_(indices, values, accumulate=False)`: `self[indices] = values`, or,
+    /// with `accumulate`, `values` added (repeated indices add up, in order).
+    #[pyo3(signature = (indices, values, accumulate=None))]
+    fn index_put_<'py>(
+        slf: Bound<'py, Self>,
+        indices: &Bound<'py, PyAny>,
+        values: &Bound<'py, PyAny>,
+        accumulate: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let t = &slf.get().inner;
+        let accumulate = convert::flag(accumulate, false, "index_put_", "accumulate")?;
+        let key = PyTuple::new(slf.py(), indices.try_iter()?.collect::<PyResult<Vec<_>>>()?)?;
+        let value = value_tensor(values, t.dtype())?;
+        let combine = if accumulate { Combine::Add } else { Combine::Set };
+        let (items, indices) = match index_key(key.as_any())? {
+            IndexKey::Items(items) => (items, Vec::new()),
+            IndexKey::Mask(mask) => (vec![crate::op::IndexItem::Tensor], vec![mask]),
+            IndexKey::Advanced(items, indices) => (items, indices),
+        };
+        in_place_kernel(slf.py(), t, || in_place::index_put(t, &items, &indices, &value, combine))?;
+        Ok(slf)
     }
 
     fn __len__(&self) -> PyResult<usize> {

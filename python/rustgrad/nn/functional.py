@@ -13,10 +13,12 @@ import numpy as np
 
 from rustgrad import _rustgrad
 from rustgrad._creation import _resolve_dtype
-from rustgrad._generated_ops import pad
+from rustgrad._generated_ops import one_hot, pad
 from rustgrad._rustgrad import Tensor
 
-__all__ = ["cross_entropy", "log_softmax", "mse_loss", "nll_loss", "pad", "relu", "sigmoid", "softmax", "tanh"]
+__all__ = [
+    "cross_entropy", "log_softmax", "mse_loss", "nll_loss", "one_hot", "pad", "relu", "sigmoid", "softmax", "tanh",
+]
 
 _REDUCTIONS = ("none", "mean", "sum")
 

@@ -600,3 +600,72 @@ class TensorOps:
         dims broadcasting: what `argmax(dim, keepdim=True)` and `argsort` point at.
         """
         return self.graph._apply(_ops['take_along_dim'], [self, indices], None, (dim,))
+
+    def gather(self: Union[Tensor, float], dim: int, index: Union[Tensor, float]) -> Tensor:
+        """One element along `dim` per index element: out[i][j] = input[index[i][j]][j] for dim 0."""
+        return self.graph._apply(_ops['gather'], [self, index], None, (dim,))
+
+    def scatter(
+        self: Union[Tensor, float],
+        dim: int,
+        index: Union[Tensor, float],
+        src: Union[Tensor, float],
+        reduce: Optional[str] = None,
+    ) -> Tensor:
+        """A copy of the input with src[i][j] (or a number) written at [index[i][j]][j] for dim 0."""
+        return self.graph._apply(_ops['scatter'], [self, index, src], None, (dim, reduce))
+
+    def scatter_add(
+        self: Union[Tensor, float],
+        dim: int,
+        index: Union[Tensor, float],
+        src: Union[Tensor, float],
+    ) -> Tensor:
+        """A copy of the input with src[i][j] added at [index[i][j]][j] for dim 0 (in order: deterministic)."""
+        return self.graph._apply(_ops['scatter_add'], [self, index, src], None, (dim,))
+
+    def index_select(self: Union[Tensor, float], dim: Optional[int], index: Union[Tensor, float]) -> Tensor:
+        """Whole slices along `dim`, one per index element (TF1's gather: any index shape, batch_dims)."""
+        return self.graph._apply(_ops['index_select'], [self, index], None, (dim, 0, False))
+
+    def index_add(
+        self: Union[Tensor, float],
+        dim: int,
+        index: Union[Tensor, float],
+        source: Union[Tensor, float],
+        alpha: float = 1,
+    ) -> Tensor:
+        """A copy of the input with alpha * source added along `dim` at `index` (in order: deterministic)."""
+        return self.graph._apply(_ops['index_add'], [self, index, source], None, (dim, alpha))
+
+    def take(self: Union[Tensor, float], index: Union[Tensor, float]) -> Tensor:
+        """Elements of the input as if it were 1-D, in the shape of `index` (negative ones count from the end)."""
+        return self.graph._apply(_ops['take'], [self, index], None, ())
+
+    def masked_fill(self: Union[Tensor, float], mask: Union[Tensor, float], value: float) -> Tensor:
+        """`value` where the bool `mask` (broadcast with the input) is true, the input elsewhere."""
+        return self.graph._apply(_ops['masked_fill'], [self, mask], None, (value,))
+
+    def argwhere(self: Tensor) -> Tensor:
+        """The coordinates of the non-zero elements, an int64 (count, input.dim()) tensor (TF1: where(cond))."""
+        return self.graph._apply(_ops['argwhere'], [self], None, ())
+
+    def one_hot(self: Tensor, num_classes: int = -1) -> Tensor:
+        """One-hot rows along a new dim of `num_classes` (torch: int64; TF1: float32, off rows out of range)."""
+        return self.graph._apply(_ops['one_hot'], [self], None, (num_classes, None, None, None, None, False))
+
+    def boolean_mask(self: Union[Tensor, float], mask: Union[Tensor, float], axis: Optional[int] = None) -> Tensor:
+        """The slices where the bool `mask` over the dims from `axis` on is true (tensor[mask] for axis 0)."""
+        return self.graph._apply(_ops['boolean_mask'], [self, mask], None, (axis,))
+
+    def gather_nd(self: Union[Tensor, float], indices: Union[Tensor, float], batch_dims: int = 0) -> Tensor:
+        """Slices of params at the coordinates in the last dim of indices: out[i...] = params[indices[i...]]."""
+        return self.graph._apply(_ops['gather_nd'], [self, indices], None, (batch_dims,))
+
+    def scatter_nd(
+        self: Union[Tensor, float],
+        updates: Union[Tensor, float],
+        shape: Union[int, Sequence[int], None],
+    ) -> Tensor:
+        """Zeros of `shape` with updates added at the coordinates in indices' last dim (in order: deterministic)."""
+        return self.graph._apply(_ops['scatter_nd'], [self, updates], None, (shape,))

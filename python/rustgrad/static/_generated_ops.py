@@ -667,17 +667,112 @@ def take_along_dim(
     return _apply(_ops['take_along_dim'], [input, indices], name, (dim,))
 
 
+def gather_elements(params: Any, indices: Any, axis: int, name: Optional[str] = None) -> Tensor:
+    """One element along `dim` per index element: out[i][j] = input[index[i][j]][j] for dim 0."""
+    return _apply(_ops['gather'], [params, indices], name, (axis,))
+
+
+def scatter_elements(
+    params: Any,
+    indices: Any,
+    updates: Any,
+    axis: int,
+    reduction: Optional[str] = None,
+    name: Optional[str] = None,
+) -> Tensor:
+    """A copy of the input with src[i][j] (or a number) written at [index[i][j]][j] for dim 0."""
+    return _apply(_ops['scatter'], [params, indices, updates], name, (axis, reduction))
+
+
+def scatter_elements_add(params: Any, indices: Any, updates: Any, axis: int, name: Optional[str] = None) -> Tensor:
+    """A copy of the input with src[i][j] added at [index[i][j]][j] for dim 0 (in order: deterministic)."""
+    return _apply(_ops['scatter_add'], [params, indices, updates], name, (axis,))
+
+
+def gather(
+    params: Any,
+    indices: Any,
+    axis: Optional[int] = None,
+    batch_dims: int = 0,
+    name: Optional[str] = None,
+) -> Tensor:
+    """Whole slices along `dim`, one per index element (TF1's gather: any index shape, batch_dims)."""
+    return _apply(_ops['index_select'], [params, indices], name, (axis, batch_dims, True))
+
+
+def index_add(
+    params: Any,
+    indices: Any,
+    source: Any,
+    axis: int,
+    alpha: float = 1,
+    name: Optional[str] = None,
+) -> Tensor:
+    """A copy of the input with alpha * source added along `dim` at `index` (in order: deterministic)."""
+    return _apply(_ops['index_add'], [params, indices, source], name, (axis, alpha))
+
+
+def take(params: Any, indices: Any, name: Optional[str] = None) -> Tensor:
+    """Elements of the input as if it were 1-D, in the shape of `index` (negative ones count from the end)."""
+    return _apply(_ops['take'], [params, indices], name, ())
+
+
+def masked_fill(input: Any, mask: Any, value: float, name: Optional[str] = None) -> Tensor:
+    """`value` where the bool `mask` (broadcast with the input) is true, the input elsewhere."""
+    return _apply(_ops['masked_fill'], [input, mask], name, (value,))
+
+
+def argwhere(condition: Any, name: Optional[str] = None) -> Tensor:
+    """The coordinates of the non-zero elements, an int64 (count, input.dim()) tensor (TF1: where(cond))."""
+    return _apply(_ops['argwhere'], [condition], name, ())
+
+
+def one_hot(
+    indices: Any,
+    depth: int,
+    on_value: Optional[float] = None,
+    off_value: Optional[float] = None,
+    axis: Optional[int] = None,
+    dtype: Any = None,
+    name: Optional[str] = None,
+) -> Tensor:
+    """One-hot rows along a new dim of `num_classes` (torch: int64; TF1: float32, off rows out of range)."""
+    return _apply(_ops['one_hot'], [indices], name, (depth, on_value, off_value, axis, dtype, True))
+
+
+def boolean_mask(tensor: Any, mask: Any, axis: Optional[int] = None, name: Optional[str] = None) -> Tensor:
+    """The slices where the bool `mask` over the dims from `axis` on is true (tensor[mask] for axis 0)."""
+    return _apply(_ops['boolean_mask'], [tensor, mask], name, (axis,))
+
+
+def gather_nd(params: Any, indices: Any, batch_dims: int = 0, name: Optional[str] = None) -> Tensor:
+    """Slices of params at the coordinates in the last dim of indices: out[i...] = params[indices[i...]]."""
+    return _apply(_ops['gather_nd'], [params, indices], name, (batch_dims,))
+
+
+def scatter_nd(
+    indices: Any,
+    updates: Any,
+    shape: Union[int, Sequence[int], None],
+    name: Optional[str] = None,
+) -> Tensor:
+    """Zeros of `shape` with updates added at the coordinates in indices' last dim (in order: deterministic)."""
+    return _apply(_ops['scatter_nd'], [indices, updates], name, (shape,))
+
+
 __all__ = [
-    "abs", "acos", "acosh", "argmax", "argmin", "argsort", "asin", "asinh", "atan", "atan2", "atanh",
-    "broadcast_to", "ceil", "clamp_max", "clamp_min", "concat", "copysign", "cos", "cosh",
-    "count_nonzero", "cumprod", "cumsum", "diag", "equal", "erf", "exp", "exp2", "expand_as",
-    "expand_dims", "expm1", "flatten", "fliplr", "flipud", "floor", "fmax", "fmin", "greater",
-    "greater_equal", "hypot", "is_finite", "is_inf", "is_nan", "isclose", "isneginf", "isposinf", "lerp",
-    "less", "less_equal", "log", "log10", "log1p", "log2", "logaddexp", "logical_and", "logical_not",
-    "logical_or", "logical_xor", "matrix_band_part", "matrix_diag", "matrix_diag_part", "movedim",
-    "nan_to_num", "narrow", "negative", "norm", "not_equal", "pad", "pow", "reciprocal", "reduce_all",
+    "abs", "acos", "acosh", "argmax", "argmin", "argsort", "argwhere", "asin", "asinh", "atan", "atan2",
+    "atanh", "boolean_mask", "broadcast_to", "ceil", "clamp_max", "clamp_min", "concat", "copysign",
+    "cos", "cosh", "count_nonzero", "cumprod", "cumsum", "diag", "equal", "erf", "exp", "exp2",
+    "expand_as", "expand_dims", "expm1", "flatten", "fliplr", "flipud", "floor", "fmax", "fmin", "gather",
+    "gather_elements", "gather_nd", "greater", "greater_equal", "hypot", "index_add", "is_finite",
+    "is_inf", "is_nan", "isclose", "isneginf", "isposinf", "lerp", "less", "less_equal", "log", "log10",
+    "log1p", "log2", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor",
+    "masked_fill", "matrix_band_part", "matrix_diag", "matrix_diag_part", "movedim", "nan_to_num",
+    "narrow", "negative", "norm", "not_equal", "one_hot", "pad", "pow", "reciprocal", "reduce_all",
     "reduce_any", "reduce_logsumexp", "reduce_prod", "repeat", "reshape_as", "reverse", "reverse_v2",
-    "roll", "round", "rsqrt", "select", "sigmoid", "sign", "sin", "sinh", "sqrt", "square",
-    "squared_difference", "squeeze", "stack", "swapaxes", "take_along_dim", "tan", "tanh", "tile",
-    "trace", "transpose", "tril", "triu", "trunc", "truncatemod", "unflatten", "view_as"
+    "roll", "round", "rsqrt", "scatter_elements", "scatter_elements_add", "scatter_nd", "select",
+    "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "squared_difference", "squeeze", "stack",
+    "swapaxes", "take", "take_along_dim", "tan", "tanh", "tile", "trace", "transpose", "tril", "triu",
+    "trunc", "truncatemod", "unflatten", "view_as"
 ]

@@ -126,16 +126,14 @@ class Graph:
     def _apply(self, spec: OpSpec, inputs: Sequence[Any], name: Optional[str] = None,
                args: tuple = ()) -> Tensor:
         """A node applying an op of the table (``rustgrad._rustgrad.ops``) to ``inputs``, with its other
-        arguments. Inputs that are not graph tensors become constants: eager tensors keep their dtype,
-        numbers and arrays take the first graph tensor's; the op may take a cheaper form for a Python
-        number (``tf.pow(x, 2.0)`` is a scalar op)."""
-        first = next((t for t in inputs if isinstance(t, Tensor)), None)
-        dtype = first.dtype if first is not None else None
-        numbers = [t if _is_scalar(t) else None for t in inputs]
-        # Graph tensors are not converted: the op's inference names a dtype mismatch as TF does.
-        ids = [self._own(t if isinstance(t, Tensor) else
-                         convert_to_tensor(t, None if isinstance(t, _rustgrad.Tensor) else dtype, self))._id
-               for t in inputs]
+        arguments. Inputs that are not graph tensors become constants: eager tensors keep their dtype;
+        numbers and arrays take the first data tensor's dtype for data inputs, and are typed as TF1
+        types constants for index and mask inputs. The op may take a cheaper form for a Python number
+        given as data (``tf.pow(x, 2.0)`` is a scalar op)."""
+        tensors = _converted_inputs(spec, inputs, self)
+        ids = [self._own(t)._id for t in tensors]
+        roles = _roles(spec, len(inputs))
+        numbers = [t if _is_scalar(t) and role == "data" else None for t, role in zip(inputs, roles)]
         if any(n is not None for n in numbers):
             return Tensor(self, self._core.apply(spec, ids, name, args, numbers))
         return Tensor(self, self._core.apply(spec, ids, name, args))
@@ -308,13 +306,37 @@ def convert_to_tensor(value: Any, dtype: Any = None, graph: Optional[Graph] = No
 
 
 def _apply(spec: OpSpec, inputs: Sequence[Any], name: Optional[str] = None, args: tuple = ()) -> Tensor:
-    """The TF1 function of an op of the table: its inputs converted (numbers and arrays take
-    the first graph tensor's dtype; tensors keep theirs, which the op checks), then one node."""
+    """The TF1 function of an op of the table: its inputs converted (see ``Graph._apply``), then one node."""
     first = next((t for t in inputs if isinstance(t, Tensor)), None)
-    if first is None:
-        first = convert_to_tensor(inputs[0])
-        inputs = [first, *inputs[1:]]
-    return first.graph._apply(spec, inputs, name, args)
+    graph = first.graph if first is not None else get_default_graph()
+    return graph._apply(spec, inputs, name, args)
+
+
+def _converted_inputs(spec: OpSpec, inputs: Sequence[Any], graph: Graph) -> list[Tensor]:
+    """An op's inputs as graph tensors. A data input that is not one takes the dtype of the
+    first data input that is (or, when none is, the first data input is typed as TF1 types a
+    constant, and the others take its dtype); an index or mask input that is not one becomes
+    a constant typed as TF1 types it (int32 for Python ints) or a bool one."""
+    roles = _roles(spec, len(inputs))
+    data = [i for i, role in enumerate(roles) if role == "data"]
+    out = list(inputs)
+    anchor = next((out[i] for i in data if isinstance(out[i], Tensor)), None)
+    if anchor is None and data:
+        anchor = out[data[0]] = convert_to_tensor(out[data[0]], None, graph)
+    for i, role in enumerate(roles):
+        if isinstance(out[i], Tensor):
+            continue
+        if role == "data":
+            own_dtype = isinstance(out[i], _rustgrad.Tensor)
+            out[i] = convert_to_tensor(out[i], None if own_dtype else anchor.dtype, graph)
+        else:
+            out[i] = convert_to_tensor(out[i], bool_ if role == "mask" else None, graph)
+    return out
+
+
+def _roles(spec: OpSpec, count: int) -> list[str]:
+    """The role of each of ``count`` inputs: a list op's one role repeats."""
+    return list(spec.roles) * count if spec.inputs[0][2] else list(spec.roles)
 
 
 def _renamed(op: str, name: str, value: Any, old_name: str, old_value: Any, default: Any) -> Any:
@@ -508,24 +530,35 @@ class Tensor(TensorOps, GraphValue):
     # ----- indexing -----
 
     def __getitem__(self, key: Any) -> Tensor:
-        # The key is parsed by the same code as eager keys: it gives core index items or a bool mask.
+        # The key is parsed by the same code as eager keys: core index items, a bool mask, or
+        # items with index tensors (advanced indexing).
         parsed = _rustgrad._parse_index_key(key)
         if isinstance(parsed, _rustgrad.IndexItems):
             return self.graph._op("index", (parsed,), [self])
+        if isinstance(parsed, tuple):
+            items, indices = parsed
+            return self.graph._op("advanced_index", (items,), [self, *self._index_tensors(indices)])
         return self.graph._op("masked_select", (), [self, convert_to_tensor(parsed, bool_, self.graph)])
 
-    def __setitem__(self, key: Any, value: Any) -> None:
-        """Graph tensors are immutable; ``t[mask] = v`` rebinds ``t`` to ``where(mask, v, t)``.
+    def _index_tensors(self, indices: list) -> list[Tensor]:
+        """The index tensors of a key as graph tensors: eager ones become constants of their dtype."""
+        return [t if isinstance(t, Tensor) else self.graph._constant(t.numpy()) for t in indices]
 
-        This lets PyTorch-style custom Function code (``grad[x < 0] = 0``) build graphs.
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """Graph tensors are immutable; ``t[key] = v`` rebinds ``t`` to a new node: ``t`` with
+        ``v`` written where the key says (``where(mask, v, t)`` for a bool mask).
+
+        This lets PyTorch-style code (``grad[x < 0] = 0``, ``out[:, idx] = v``) build graphs.
         """
         parsed = _rustgrad._parse_index_key(key)
-        if isinstance(parsed, _rustgrad.IndexItems):
-            raise InvalidArgumentError("graph tensors support item assignment only with a bool mask")
-        mask = convert_to_tensor(parsed, bool_, self.graph)
         value_t = convert_to_tensor(value, self.dtype, self.graph)
-        _check_mask_assignment(self.shape, mask.shape, value_t.shape)
-        replaced = self.graph._op("where", (), [mask, value_t, self])
+        if isinstance(parsed, (_rustgrad.IndexItems, tuple)):
+            items, indices = (parsed, []) if isinstance(parsed, _rustgrad.IndexItems) else parsed
+            replaced = self.graph._op("index_put", (items,), [self, value_t, *self._index_tensors(indices)])
+        else:
+            mask = convert_to_tensor(parsed, bool_, self.graph)
+            _check_mask_assignment(self.shape, mask.shape, value_t.shape)
+            replaced = self.graph._op("where", (), [mask, value_t, self])
         self._id = replaced._id
 
     # ----- PyTorch-style methods, so custom Functions run on graph tensors -----

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence
 
 from rustgrad import _rustgrad
+from rustgrad.errors import InvalidArgumentError
 from rustgrad.static._graph import (
     _TRUEDIV_DTYPES,
     Tensor,
+    _apply,
     _axes,
     _default_constant_dtype,
     _is_scalar,
@@ -206,7 +208,13 @@ def clip_by_value(t: Any, clip_value_min: Any, clip_value_max: Any,
     return x.graph._apply(_rustgrad.ops["clamp_min"], [lowered, clip_value_min], name)
 
 
-def where(condition: Tensor, x: Any, y: Any, name: Optional[str] = None) -> Tensor:
+def where(condition: Any, x: Any = None, y: Any = None, name: Optional[str] = None) -> Tensor:
+    """``x`` where ``condition`` is true, else ``y``. With ``condition`` alone, as TF1: the
+    coordinates of its true (non-zero) elements, an int64 tensor of shape (count, rank)."""
+    if x is None and y is None:
+        return _apply(_rustgrad.ops["argwhere"], [condition], name or "Where")
+    if x is None or y is None:
+        raise InvalidArgumentError("where: x and y must both be non-None or both be None")
     a, b = _pair(x, y)
     return a.graph._op("where", (), [condition, a, b], name)
 

@@ -1,6 +1,9 @@
 //! Basic indexing with numpy's rules: ints, slices (any non-zero step, any
 //! bounds), `None`, one `...` and bool scalars. The result is always a view,
 //! described by its layout; eager tensors and static shape inference share it.
+//! Keys with index tensors are `advanced`.
+
+pub mod advanced;
 
 use crate::error::{Error, Result};
 use crate::op::IndexItem;
@@ -117,6 +120,9 @@ fn plan(items: &[IndexItem], rank: usize) -> Result<Plan> {
                 }
             }
             IndexItem::Bool(_) => {}
+            IndexItem::Tensor => {
+                return Err(Error::Internal("a key with index tensors reached basic indexing".into()));
+            }
         }
     }
     let mut bools = items.iter().filter_map(|i| if let IndexItem::Bool(b) = i { Some(*b) } else { None }).peekable();
