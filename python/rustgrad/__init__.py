@@ -72,14 +72,29 @@ from rustgrad._grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from rustgrad._random import (
+    bernoulli,
+    default_generator,
+    empty_like,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    multinomial,
+    normal,
+    randint,
+    randint_like,
+    randperm,
+    seed,
+    set_rng_state,
+)
 from rustgrad._rustgrad import (
+    Generator,
     Tensor,
     device,
     dtype,
     empty_cache,
     from_dlpack,
     get_num_threads,
-    manual_seed,
     memory_cached,
     set_num_threads,
 )
@@ -113,5 +128,10 @@ __all__ = [
     "remainder", "reshape", "set_grad_enabled", "set_num_threads",
     "squeeze", "sub", "sum", "t", "tensor", "transpose", "uint8", "unsqueeze", "where", "zeros",
     "zeros_like", "_dtype_from_name", "load", "nn", "optim", "save", "viz",
+]
+# Random numbers (rustgrad/_random.py).
+__all__ += [
+    "Generator", "bernoulli", "default_generator", "empty_like", "get_rng_state", "initial_seed", "multinomial",
+    "normal", "randint", "randint_like", "randperm", "seed", "set_rng_state",
 ]
 __all__ += _op_table_names

@@ -15,6 +15,7 @@
 //! `docs/contributing.md` walks through adding an op.
 
 pub mod args;
+pub mod creation;
 pub mod reduce;
 pub mod scan;
 pub mod shape;
@@ -185,5 +186,7 @@ table! {
     ],
     internal: [
         CatGrad(shape::CatGrad),
+        Range(creation::Range),
+        Fill(creation::Fill),
     ],
 }
