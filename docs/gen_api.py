@@ -29,6 +29,7 @@ MODULES = [
     "rustgrad.static.losses",
     "rustgrad.static.nn",
     "rustgrad.static.math",
+    "rustgrad.static.random",
 ]
 
 HEADER = """# API reference
