@@ -30,6 +30,7 @@ MODULES = [
     "rustgrad.static.nn",
     "rustgrad.static.math",
     "rustgrad.static.linalg",
+    "rustgrad.static.random",
 ]
 
 HEADER = """# API reference

@@ -65,15 +65,30 @@ from rustgrad._grad_mode import (
     set_grad_enabled,
 )
 from rustgrad._indexing import index_put, nonzero
+from rustgrad._random import (
+    bernoulli,
+    default_generator,
+    empty_like,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    multinomial,
+    normal,
+    randint,
+    randint_like,
+    randperm,
+    seed,
+    set_rng_state,
+)
 from rustgrad._reductions import max, min, sort, std_mean, topk, var_mean
 from rustgrad._rustgrad import (
+    Generator,
     Tensor,
     device,
     dtype,
     empty_cache,
     from_dlpack,
     get_num_threads,
-    manual_seed,
     memory_cached,
     set_num_threads,
 )
@@ -110,5 +125,10 @@ __all__ = [
     "sub", "sum", "t", "tensor", "transpose", "uint8", "unbind", "where", "zeros",
     "zeros_like", "_dtype_from_name", "load", "nn", "optim", "save", "viz",
     "max", "min", "return_types", "sort", "std_mean", "topk", "var_mean",
+]
+# Random numbers (rustgrad/_random.py).
+__all__ += [
+    "Generator", "bernoulli", "default_generator", "empty_like", "get_rng_state", "initial_seed", "multinomial",
+    "normal", "randint", "randint_like", "randperm", "seed", "set_rng_state",
 ]
 __all__ += _op_table_names

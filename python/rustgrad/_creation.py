@@ -219,17 +219,18 @@ def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-          generator: Optional[int] = None) -> Tensor:
-    """Samples from N(0, 1). ``manual_seed`` makes the sequence reproducible."""
+def randn(*size: Any, generator: Any = None, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False) -> Tensor:
+    """Samples from N(0, 1), drawn from ``generator`` (default: the default generator, which
+    ``manual_seed`` seeds)."""
     _check_device(device)
     dt = _resolve_dtype(dtype)
     return _rustgrad._random(_shape("randn", size, dt), dt, "normal", 0.0, 1.0, requires_grad, generator)
 
 
-def rand(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-         generator: Optional[int] = None) -> Tensor:
-    """Samples from U[0, 1)."""
+def rand(*size: Any, generator: Any = None, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    """Samples from U[0, 1), drawn from ``generator`` (default: the default generator)."""
     _check_device(device)
     dt = _resolve_dtype(dtype)
     return _rustgrad._random(_shape("rand", size, dt), dt, "uniform", 0.0, 1.0, requires_grad, generator)
@@ -259,16 +260,18 @@ def full_like(t: Tensor, fill_value: float, *, dtype: Any = None, device: Any = 
     return full(shape, fill_value, dtype=dt, device=device, requires_grad=requires_grad)
 
 
-def randn_like(t: Tensor, *, dtype: Any = None, device: Any = None,
+def randn_like(t: Tensor, *, generator: Any = None, dtype: Any = None, device: Any = None,
                requires_grad: bool = False) -> Tensor:
+    """``randn`` in ``t``'s shape and (unless ``dtype`` says otherwise) dtype."""
     shape, dt = _like(t, dtype, "randn_like")
-    return randn(shape, dtype=dt, device=device, requires_grad=requires_grad)
+    return randn(shape, generator=generator, dtype=dt, device=device, requires_grad=requires_grad)
 
 
-def rand_like(t: Tensor, *, dtype: Any = None, device: Any = None,
+def rand_like(t: Tensor, *, generator: Any = None, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
+    """``rand`` in ``t``'s shape and (unless ``dtype`` says otherwise) dtype."""
     shape, dt = _like(t, dtype, "rand_like")
-    return rand(shape, dtype=dt, device=device, requires_grad=requires_grad)
+    return rand(shape, generator=generator, dtype=dt, device=device, requires_grad=requires_grad)
 
 
 # Elements computed at a time by the sequence factories, so that their float64

@@ -45,9 +45,16 @@ __all__ = [
     "bool",
     "_full",
     "_random",
+    "_fill_random",
+    "_randperm",
+    "_bernoulli",
+    "_multinomial",
+    "_normal",
+    "_range_values",
+    "Generator",
+    "default_generator",
     "_from_numpy",
     "from_dlpack",
-    "manual_seed",
     "set_num_threads",
     "get_num_threads",
     "empty_cache",
@@ -840,6 +847,27 @@ class Tensor:
     def __imod__(self, other: _Operand, /) -> Self: ...
     def floor_divide_(self, other: _Operand) -> Self: ...
     def remainder_(self, other: _Operand) -> Self: ...
+    # random (set by rustgrad._random)
+    def uniform_(self, a: builtins.float = 0.0, b: builtins.float = 1.0, *, generator: _GeneratorLike = None) -> Self:
+        """Samples from U[a, b)."""
+    def normal_(
+        self, mean: builtins.float = 0.0, std: builtins.float = 1.0, *, generator: _GeneratorLike = None
+    ) -> Self:
+        """Samples from N(mean, std²)."""
+    def bernoulli_(self, p: Union[builtins.float, Tensor] = 0.5, *, generator: _GeneratorLike = None) -> Self:
+        """1 with probability ``p`` (a number or a tensor that broadcasts to self), else 0."""
+    def random_(
+        self,
+        from_: Optional[builtins.int] = None,
+        to: Optional[builtins.int] = None,
+        *,
+        generator: _GeneratorLike = None,
+    ) -> Self:
+        """Integers from [from, to), [0, to), or 0 to the largest integer the dtype holds exactly."""
+    def bernoulli(self, p: Optional[builtins.float] = None, *, generator: _GeneratorLike = None) -> Tensor: ...
+    def multinomial(
+        self, num_samples: builtins.int, replacement: builtins.bool = False, *, generator: _GeneratorLike = None
+    ) -> Tensor: ...
 
     # indexing
     def __getitem__(self, key: _Index, /) -> Tensor: ...
@@ -950,14 +978,33 @@ class GraphCore:
     def constant(self, array: NDArray[Any], name: Optional[str] = None) -> builtins.int: ...
     def random(
         self,
-        kind: Literal["normal", "uniform"],
-        a: builtins.float,
-        b: builtins.float,
+        kind: Literal["normal", "uniform", "truncated_normal", "integers"],
+        a: Union[builtins.float, builtins.int],
+        b: Union[builtins.float, builtins.int],
         shape: Sequence[builtins.int],
         dtype: _DTypeLike,
-        seed: Optional[builtins.int] = None,
+        seed: Optional[tuple[builtins.int, builtins.int]] = None,
         name: Optional[str] = None,
-    ) -> builtins.int: ...
+        dims: Optional[builtins.int] = None,
+    ) -> builtins.int:
+        """A random node (``integers``: ints in [a, b)); ``seed`` is TF1's (graph seed, op seed)
+        pair. With ``dims``, a 1-D integer node, the shape is its value at run time."""
+    def shuffle(
+        self, input: builtins.int, seed: Optional[tuple[builtins.int, builtins.int]] = None, name: Optional[str] = None
+    ) -> builtins.int:
+        """A random node: ``input`` with its first dim shuffled."""
+    def range(
+        self, start: builtins.int, limit: builtins.int, delta: builtins.int, name: Optional[str] = None
+    ) -> builtins.int:
+        """TF's ``Range`` of three 0-d nodes of one dtype."""
+    def fill(
+        self,
+        value: builtins.int,
+        dims: Optional[builtins.int] = None,
+        shape: Optional[Sequence[builtins.int]] = None,
+        name: Optional[str] = None,
+    ) -> builtins.int:
+        """TF's ``Fill`` of the 0-d node ``value`` over ``shape``, or over the values of the 1-D node ``dims``."""
     def variable(
         self, dtype: _DTypeLike, shape: Sequence[builtins.int], name: Optional[str] = None
     ) -> tuple[builtins.int, builtins.int]:
@@ -1047,18 +1094,66 @@ class SessionCore:
 def _full(
     shape: Sequence[builtins.int], value: _Scalar, dtype: _DTypeLike, requires_grad: builtins.bool
 ) -> Tensor: ...
+
+_GeneratorLike: TypeAlias = Union["Generator", builtins.int, None]
+"""A ``Generator``, None for the default one, or an int seeding a private generator for one call."""
+_Distribution: TypeAlias = Literal["normal", "uniform", "truncated_normal", "integers", "bernoulli"]
+
+@final
+class Generator:
+    """torch's ``Generator``: a seedable source of random numbers for ``generator=``; threads may share one."""
+
+    def __new__(cls, device: Optional[_DeviceLike] = None) -> Self:
+        """A new generator, seeded with torch's default seed (67280421310721)."""
+    def manual_seed(self, seed: builtins.int) -> Self:
+        """Restarts the sequence from ``seed``, an int in [-2**63, 2**64) (negative seeds wrap)."""
+    def seed(self) -> builtins.int:
+        """Restarts the sequence from a non-deterministic seed; returns it."""
+    def initial_seed(self) -> builtins.int:
+        """The seed the current sequence started from."""
+    def get_state(self) -> Tensor:
+        """The state as a uint8 tensor, for ``set_state``."""
+    def set_state(self, new_state: Tensor) -> Self:
+        """Restores a state from ``get_state``."""
+    @property
+    def device(self) -> _device: ...
+
+default_generator: Generator
+
 def _random(
     shape: Sequence[builtins.int],
     dtype: _DTypeLike,
-    kind: Literal["normal", "uniform"],
-    a: builtins.float,
-    b: builtins.float,
+    kind: _Distribution,
+    a: Union[builtins.float, builtins.int],
+    b: Union[builtins.float, builtins.int],
     requires_grad: builtins.bool,
-    seed: Optional[builtins.int] = None,
+    generator: _GeneratorLike = None,
+    op: Optional[str] = None,
+) -> Tensor:
+    """Draws of a distribution (``integers``: ints in [a, b); ``bernoulli``: p = a); ``op`` names the call."""
+def _fill_random(
+    tensor: Tensor,
+    op: str,
+    kind: _Distribution,
+    a: Union[builtins.float, builtins.int],
+    b: Union[builtins.float, builtins.int],
+    generator: _GeneratorLike = None,
+) -> None:
+    """Overwrites ``tensor`` with draws of a distribution, as ``_random`` describes them."""
+def _randperm(
+    n: builtins.int, dtype: _DTypeLike, requires_grad: builtins.bool, generator: _GeneratorLike = None
 ) -> Tensor: ...
+def _bernoulli(input: Tensor, generator: _GeneratorLike = None, into: Optional[Tensor] = None) -> Optional[Tensor]:
+    """Coin flips of the probabilities ``input``; with ``into``, written into it (broadcast) and None returned."""
+def _multinomial(
+    input: Tensor, num_samples: builtins.int, replacement: builtins.bool, generator: _GeneratorLike = None
+) -> Tensor: ...
+def _normal(mean: Tensor, std: Tensor, generator: _GeneratorLike = None) -> Tensor: ...
+def _range_values(
+    start: builtins.float, limit: builtins.float, delta: builtins.float, dtype: _DTypeLike
+) -> Tensor:
+    """TF's ``range`` of numbers in ``dtype``."""
 def _from_numpy(array: NDArray[Any], requires_grad: builtins.bool, share: builtins.bool = False) -> Tensor: ...
-def manual_seed(seed: builtins.int) -> None:
-    """Seeds the generator; ``seed`` is an int in [-2**63, 2**64) (negative seeds wrap, as in torch)."""
 def from_dlpack(obj: Any) -> Tensor:
     """A tensor sharing memory with any DLPack producer (copied when the layout does not allow sharing)."""
 def set_num_threads(threads: builtins.int) -> None: ...

@@ -118,6 +118,12 @@ pub fn fill_with_tensor(dst: &Tensor, value: &Tensor) -> Result<()> {
     copy_as(dst, value, "fill_")
 }
 
+/// `dst` overwritten with the values of `src` by the op `op_name` (`uniform_`,
+/// `normal_`, ...), with the checks and the tape record of `copy_`.
+pub fn overwrite(dst: &Tensor, src: &Tensor, op_name: &str) -> Result<()> {
+    copy_as(dst, src, op_name)
+}
+
 fn copy_as(dst: &Tensor, src: &Tensor, op_name: &str) -> Result<()> {
     check_in_place(dst, op_name)?;
     if should_record(&[dst, src]) {

@@ -371,13 +371,16 @@ fn run_step(
         StepKind::Fed(k) => Some(ctx.feeds[*k].clone()),
         StepKind::Constant(t) => Some(t.clone()),
         StepKind::ReadVar(v) => Some(read_var(ctx, plan, *v)?),
-        StepKind::Random { dist, shape, seed, dtype } => {
-            let draw_seed = seed.map(|base| {
+        StepKind::Random { sampler, seed, dtype } => {
+            // A seeded node's n-th draw in a session comes from its own generator, so every
+            // session repeats the node's sequence; an unseeded one draws from the global generator.
+            let seeded = seed.map(|base| {
                 let count = ctx.random_draws.entry(step.node).or_insert(0);
                 *count += 1;
-                base.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(*count)
+                random::Generator::new(random::combine_seeds(base, *count))
             });
-            Some(random::sample(shape, *dtype, *dist, draw_seed)?)
+            let generator = seeded.as_ref().unwrap_or_else(|| random::default_generator());
+            Some(sampler.run(*dtype, inputs, generator)?)
         }
         StepKind::Op(op) => Some(forward(op, inputs)?),
         StepKind::MatMulUpdate { alpha, transpose_a, transpose_b, copy_for_fetch, .. } => {

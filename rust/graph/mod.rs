@@ -11,7 +11,7 @@ pub mod session;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::Op;
-use crate::random::Distribution;
+use crate::random::{Distribution, Sampler};
 use crate::tensor::Tensor;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -64,9 +64,10 @@ pub enum NodeKind {
     Constant(Tensor),
     /// Reads a variable's value as it was at the start of the run.
     VariableRead(VarId),
+    /// Draws new values each time a run reaches it; inputs: what the sampler reads
+    /// (the tensor `ShuffleRows` shuffles). With a seed, each session repeats the same sequence.
     Random {
-        dist: Distribution,
-        shape: Vec<usize>,
+        sampler: Sampler,
         seed: Option<u64>,
     },
     Op(Op),
@@ -98,8 +99,7 @@ impl NodeKind {
             NodeKind::Placeholder => "Placeholder".into(),
             NodeKind::Constant(_) => "Const".into(),
             NodeKind::VariableRead(_) => "VariableV2".into(),
-            NodeKind::Random { dist: Distribution::Normal { .. }, .. } => "RandomStandardNormal".into(),
-            NodeKind::Random { dist: Distribution::Uniform { .. }, .. } => "RandomUniform".into(),
+            NodeKind::Random { sampler, .. } => sampler.type_name().into(),
             NodeKind::Op(op) => tf_op_name(op),
             NodeKind::Assign { mode: AssignMode::Set, .. } => "Assign".into(),
             NodeKind::Assign { mode: AssignMode::Add, .. } => "AssignAdd".into(),
@@ -293,6 +293,7 @@ impl Graph {
         self.push(NodeKind::Constant(value), vec![], Some(name.unwrap_or("Const")), dtype, shape)
     }
 
+    /// A random node drawing `dist` in `shape` and `dtype`.
     pub fn random(
         &mut self,
         dist: Distribution,
@@ -300,9 +301,36 @@ impl Graph {
         dtype: DType,
         seed: Option<u64>,
         name: Option<&str>,
-    ) -> NodeId {
+    ) -> Result<NodeId> {
         let partial = known(&shape);
-        self.push(NodeKind::Random { dist, shape, seed }, vec![], name, dtype, partial)
+        let sampler = Sampler::Draw { dist, shape };
+        dist.check(sampler.type_name(), dtype)?;
+        Ok(self.push(NodeKind::Random { sampler, seed }, vec![], name, dtype, partial))
+    }
+
+    /// A random node drawing `dist` in `dtype` and in the shape the 1-D integer node `dims` holds.
+    pub fn random_shaped(
+        &mut self,
+        dist: Distribution,
+        dims: NodeId,
+        dtype: DType,
+        seed: Option<u64>,
+        name: Option<&str>,
+    ) -> Result<NodeId> {
+        self.check_inputs(&[dims])?;
+        let sampler = Sampler::DrawShaped { dist };
+        dist.check(sampler.type_name(), dtype)?;
+        let node = self.node(dims)?;
+        let shape = crate::ops::creation::infer_dims((&node.shape, node.dtype), sampler.type_name())?;
+        Ok(self.push(NodeKind::Random { sampler, seed }, vec![dims], name, dtype, shape))
+    }
+
+    /// A random node giving `input` with its first dim shuffled (TF's `random_shuffle`).
+    pub fn shuffle(&mut self, input: NodeId, seed: Option<u64>, name: Option<&str>) -> Result<NodeId> {
+        self.check_inputs(&[input])?;
+        let node = self.node(input)?;
+        let (dtype, shape) = (node.dtype, node.shape.clone());
+        Ok(self.push(NodeKind::Random { sampler: Sampler::ShuffleRows, seed }, vec![input], name, dtype, shape))
     }
 
     /// A new variable and the node that reads it.

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
 use crate::kernels::matmul::SecondOutput;
 use crate::op::Op;
-use crate::random::Distribution;
+use crate::random::Sampler;
 use crate::tensor::Tensor;
 use std::collections::{HashMap, HashSet};
 
@@ -20,8 +20,7 @@ pub enum StepKind {
     Constant(Tensor),
     ReadVar(VarId),
     Random {
-        dist: Distribution,
-        shape: Vec<usize>,
+        sampler: Sampler,
         seed: Option<u64>,
         dtype: DType,
     },
@@ -489,8 +488,8 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
                 NodeKind::Placeholder => return Err(missing_feed(graph, id)),
                 NodeKind::Constant(t) => StepKind::Constant(t.clone()),
                 NodeKind::VariableRead(v) => StepKind::ReadVar(*v),
-                NodeKind::Random { dist, shape, seed } => {
-                    StepKind::Random { dist: *dist, shape: shape.clone(), seed: *seed, dtype: node.dtype }
+                NodeKind::Random { sampler, seed } => {
+                    StepKind::Random { sampler: sampler.clone(), seed: *seed, dtype: node.dtype }
                 }
                 NodeKind::Op(Op::Copy | Op::StopGradient) => StepKind::PassThrough,
                 NodeKind::Op(op) => StepKind::Op(op.clone()),

@@ -18,6 +18,7 @@
 pub mod args;
 pub mod binary;
 pub mod compare;
+pub mod creation;
 pub mod gather;
 pub mod indexing;
 pub mod layout;
@@ -394,5 +395,7 @@ table! {
         PickRows(indexing::PickRows),
         PutRows(indexing::PutRows),
         ScatterSourceGrad(gather::ScatterSourceGrad),
+        Range(creation::Range),
+        Fill(creation::Fill),
     ],
 }

@@ -5,7 +5,6 @@ use super::convert::{parse_dtype, repr, share_from_numpy, tensor_from_numpy, typ
 use super::errors::{argument_type_error, guard};
 use super::tensor::PyTensor;
 use crate::error::Error;
-use crate::random::{self, Distribution};
 use crate::shape::Shape;
 use crate::tensor::Tensor;
 use pyo3::prelude::*;
@@ -21,7 +20,7 @@ fn checked_shape(shape: &[i64]) -> PyResult<Shape> {
 
 /// A shape from the Python layer. A size that does not fit in 64 bits cannot be
 /// allocated (or, negative, is no size at all): PyO3 would raise a bare OverflowError.
-fn user_shape(shape: &Bound<'_, PyAny>) -> PyResult<Shape> {
+pub(super) fn user_shape(shape: &Bound<'_, PyAny>) -> PyResult<Shape> {
     if let Ok(dims) = shape.extract::<Vec<i64>>() {
         return checked_shape(&dims);
     }
@@ -45,13 +44,13 @@ fn user_shape(shape: &Bound<'_, PyAny>) -> PyResult<Shape> {
 }
 
 /// `requires_grad=` of a factory: a bool (Python's or numpy's), as in torch.
-fn requires_grad_flag(value: &Bound<'_, PyAny>) -> PyResult<bool> {
+pub(super) fn requires_grad_flag(value: &Bound<'_, PyAny>) -> PyResult<bool> {
     value
         .extract::<bool>()
         .map_err(|_| argument_type_error(format!("requires_grad must be a bool, got {}", type_name(value))))
 }
 
-fn finish(t: Tensor, requires_grad: bool) -> PyResult<PyTensor> {
+pub(super) fn finish(t: Tensor, requires_grad: bool) -> PyResult<PyTensor> {
     if requires_grad {
         if !t.dtype().is_float() {
             return Err(Error::Gradient(format!(
@@ -84,36 +83,6 @@ pub fn _full(
     finish(t, requires_grad)
 }
 
-#[pyfunction]
-#[pyo3(signature = (shape, dtype, kind, a, b, requires_grad, seed=None))]
-#[allow(clippy::too_many_arguments)]
-pub fn _random(
-    py: Python<'_>,
-    shape: &Bound<'_, PyAny>,
-    dtype: &Bound<'_, PyAny>,
-    kind: &str,
-    a: f64,
-    b: f64,
-    requires_grad: &Bound<'_, PyAny>,
-    seed: Option<&Bound<'_, PyAny>>,
-) -> PyResult<PyTensor> {
-    let requires_grad = requires_grad_flag(requires_grad)?;
-    let seed = match seed {
-        Some(s) if !s.is_none() => Some(seed_value(s, kind_op(kind), "generator")?),
-        _ => None,
-    };
-    let shape = user_shape(shape)?;
-    let dtype = parse_dtype(dtype)?;
-    let dist = match kind {
-        "normal" => Distribution::Normal { mean: a, std: b },
-        "uniform" => Distribution::Uniform { low: a, high: b },
-        other => return Err(Error::InvalidArgument(format!("unknown distribution '{other}'")).into()),
-    };
-    let _ctrl_c = crate::interrupt::Armed::on_main_thread();
-    let t = guard(|| Ok(py.detach(|| random::sample(&shape, dtype, dist, seed))?))?;
-    finish(t, requires_grad)
-}
-
 /// A tensor from a numpy array (float32, float64 or bool). With `share`, it uses the
 /// array's memory when the layout allows (C-contiguous, aligned, writeable, float);
 /// otherwise, and without `share`, it copies.
@@ -129,41 +98,22 @@ pub fn _from_numpy(array: &Bound<'_, PyAny>, requires_grad: &Bound<'_, PyAny>, s
     finish(tensor, requires_grad)
 }
 
-fn kind_op(kind: &str) -> &'static str {
-    if kind == "normal" {
-        "randn"
-    } else {
-        "rand"
-    }
-}
-
-/// A seed as torch takes it: an int in [-2**63, 2**64); a negative one wraps to
-/// its two's complement (so -1 is 2**64 - 1).
-fn seed_value(seed: &Bound<'_, PyAny>, op: &str, name: &str) -> PyResult<u64> {
-    let int = seed.cast::<PyInt>().map(|i| i.clone().into_any()).or_else(|_| {
-        seed.call_method0("__index__").map_err(|_| {
-            argument_type_error(format!("{op}: argument '{name}' must be an int, got {}", type_name(seed)))
-        })
-    })?;
-    if let Ok(unsigned) = int.extract::<u64>() {
-        return Ok(unsigned);
-    }
-    match int.extract::<i64>() {
-        // A negative seed wraps to its two's complement, as in torch.
-        Ok(negative) => Ok(negative as u64),
-        Err(_) => Err(Error::InvalidArgument(format!(
-            "{op}: the seed must be an int in [-2**63, 2**64) (negative seeds wrap around), got {}",
-            repr(&int)
-        ))
-        .into()),
-    }
-}
-
-/// Seeds the generator behind `randn`, `rand` and friends.
+/// TF's `range(start, limit, delta)` of numbers, in `dtype`: the value of a constant
+/// `rustgrad.static.range` node (the same values as its `Range` op for graph tensors).
 #[pyfunction]
-pub fn manual_seed(seed: &Bound<'_, PyAny>) -> PyResult<()> {
-    random::manual_seed(seed_value(seed, "manual_seed", "seed")?);
-    Ok(())
+pub fn _range_values(
+    start: &Bound<'_, PyAny>,
+    limit: &Bound<'_, PyAny>,
+    delta: &Bound<'_, PyAny>,
+    dtype: &Bound<'_, PyAny>,
+) -> PyResult<PyTensor> {
+    let number = |v: &Bound<'_, PyAny>, name: &str| {
+        super::convert::scalar_value(v)?
+            .ok_or_else(|| argument_type_error(format!("range: {name} must be a number, got {}", type_name(v))))
+    };
+    let (start, limit, delta) = (number(start, "start")?, number(limit, "limit")?, number(delta, "delta")?);
+    let dtype = parse_dtype(dtype)?;
+    Ok(PyTensor::wrap(guard(|| Ok(crate::ops::creation::range_values(start, limit, delta, dtype)?))?))
 }
 
 #[pyfunction]

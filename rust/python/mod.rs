@@ -8,6 +8,7 @@ mod dlpack;
 mod errors;
 mod index_key;
 mod ops;
+mod random;
 mod static_graph;
 mod tensor;
 
@@ -30,9 +31,16 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(dtype.name(), convert::dtype_object(py, dtype)?)?;
     }
     m.add_function(wrap_pyfunction!(creation::_full, m)?)?;
-    m.add_function(wrap_pyfunction!(creation::_random, m)?)?;
+    m.add_function(wrap_pyfunction!(creation::_range_values, m)?)?;
+    m.add_class::<random::PyGenerator>()?;
+    m.add("default_generator", random::default_generator(py)?)?;
+    m.add_function(wrap_pyfunction!(random::_random, m)?)?;
+    m.add_function(wrap_pyfunction!(random::_fill_random, m)?)?;
+    m.add_function(wrap_pyfunction!(random::_randperm, m)?)?;
+    m.add_function(wrap_pyfunction!(random::_bernoulli, m)?)?;
+    m.add_function(wrap_pyfunction!(random::_multinomial, m)?)?;
+    m.add_function(wrap_pyfunction!(random::_normal, m)?)?;
     m.add_function(wrap_pyfunction!(creation::_from_numpy, m)?)?;
-    m.add_function(wrap_pyfunction!(creation::manual_seed, m)?)?;
     m.add_function(wrap_pyfunction!(creation::set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(creation::get_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(creation::empty_cache, m)?)?;

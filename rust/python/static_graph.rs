@@ -15,8 +15,8 @@ use crate::graph::{fmt_partial, gradients::gradients, AssignMode, Graph, GraphFu
 use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp};
 use crate::op::Op;
 use crate::ops::indexing::{Combine, Onto, Pick, PickRows, PutRows};
-use crate::ops::TableOps;
-use crate::random::Distribution;
+use crate::ops::{creation, TableOps};
+use crate::random::{combine_seeds, Distribution};
 use parking_lot::RwLock;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
@@ -177,24 +177,65 @@ impl PyGraph {
         self.with_mut(|g| Ok(g.constant(value, name.as_deref())))
     }
 
-    #[pyo3(signature = (kind, a, b, shape, dtype, seed=None, name=None))]
+    /// A random node: `kind` "normal", "uniform", "truncated_normal" (floats `a`, `b`) or
+    /// "integers" (ints `low` = `a` ≤ values < `b`). `seed` is TF1's (graph seed, op seed)
+    /// pair (`tf.get_seed`): with it, each session repeats the node's sequence.
+    /// With `dims`, a 1-D integer node, the samples take the shape it holds at run time
+    /// instead of `shape`.
+    #[pyo3(signature = (kind, a, b, shape, dtype, seed=None, name=None, dims=None))]
     #[allow(clippy::too_many_arguments)]
     fn random(
         &self,
         kind: &str,
-        a: f64,
-        b: f64,
+        a: &Bound<'_, PyAny>,
+        b: &Bound<'_, PyAny>,
         shape: Vec<usize>,
         dtype: &Bound<'_, PyAny>,
-        seed: Option<u64>,
+        seed: Option<(u64, u64)>,
         name: Option<String>,
+        dims: Option<NodeId>,
     ) -> PyResult<NodeId> {
         let dtype = parse_dtype(dtype)?;
         let dist = match kind {
-            "normal" => Distribution::Normal { mean: a, std: b },
-            _ => Distribution::Uniform { low: a, high: b },
+            "normal" => Distribution::Normal { mean: a.extract()?, std: b.extract()? },
+            "uniform" => Distribution::Uniform { low: a.extract()?, high: b.extract()? },
+            "truncated_normal" => Distribution::TruncatedNormal { mean: a.extract()?, std: b.extract()? },
+            "integers" => Distribution::Integers { low: a.extract()?, high: b.extract()? },
+            other => return Err(Error::InvalidArgument(format!("unknown distribution '{other}'")).into()),
         };
-        self.with_mut(|g| Ok(g.random(dist, shape, dtype, seed, name.as_deref())))
+        let seed = seed.map(|(graph, op)| combine_seeds(graph, op));
+        if let Some(dims) = dims {
+            return self.with_mut(|g| g.random_shaped(dist, dims, dtype, seed, name.as_deref()));
+        }
+        self.with_mut(|g| g.random(dist, shape, dtype, seed, name.as_deref()))
+    }
+
+    /// A random node: `input` with its first dim shuffled (TF's `random_shuffle`).
+    #[pyo3(signature = (input, seed=None, name=None))]
+    fn shuffle(&self, input: NodeId, seed: Option<(u64, u64)>, name: Option<String>) -> PyResult<NodeId> {
+        let seed = seed.map(|(graph, op)| combine_seeds(graph, op));
+        self.with_mut(|g| g.shuffle(input, seed, name.as_deref()))
+    }
+
+    /// TF's `Range` of three 0-d graph tensors of one dtype.
+    #[pyo3(signature = (start, limit, delta, name=None))]
+    fn range(&self, start: NodeId, limit: NodeId, delta: NodeId, name: Option<String>) -> PyResult<NodeId> {
+        let op = Op::Table(TableOps::Range(creation::Range));
+        self.with_mut(|g| g.op(op, vec![start, limit, delta], name.as_deref()))
+    }
+
+    /// TF's `Fill` of a 0-d `value` over `shape` when it is known, else over the values of the 1-D `dims`.
+    #[pyo3(signature = (value, dims=None, shape=None, name=None))]
+    fn fill(
+        &self,
+        value: NodeId,
+        dims: Option<NodeId>,
+        shape: Option<Vec<usize>>,
+        name: Option<String>,
+    ) -> PyResult<NodeId> {
+        let inputs = dims.into_iter().chain([value]).collect();
+        let op = Op::Table(TableOps::Fill(creation::Fill::new(shape)));
+        self.with_mut(|g| g.op(op, inputs, name.as_deref()))
     }
 
     #[pyo3(signature = (dtype, shape, name=None))]

@@ -9,9 +9,10 @@ it in Rust with the same kernels and derivative rules as eager mode.
 from __future__ import annotations
 
 from rustgrad import _rustgrad
-from rustgrad.static import errors, linalg, losses, math, nn, train
+from rustgrad.static import errors, linalg, losses, math, nn, random, train
 from rustgrad.static._comparisons import allclose
 from rustgrad.static._composites import split, unstack
+from rustgrad.static._creation import fill, range
 from rustgrad.static._generated_ops import *  # noqa: F403 - the op table's TF1 functions
 from rustgrad.static._generated_ops import __all__ as _op_table_names
 from rustgrad.static._gradients import gradients
@@ -50,8 +51,6 @@ from rustgrad.static._ops import (
     ones,
     ones_like,
     placeholder,
-    random_normal,
-    random_uniform,
     reduce_max,
     reduce_mean,
     reduce_min,
@@ -63,6 +62,14 @@ from rustgrad.static._ops import (
     where,
     zeros,
     zeros_like,
+)
+from rustgrad.static._random import (
+    get_seed,
+    random_normal,
+    random_shuffle,
+    random_uniform,
+    set_random_seed,
+    truncated_normal,
 )
 from rustgrad.static._reductions import sort
 from rustgrad.static._session import InteractiveSession, RunMetadata, RunOptions, Session, get_default_session
@@ -105,5 +112,9 @@ __all__ = [
     "reshape", "split", "stop_gradient", "subtract",
     "trainable_variables", "truediv", "uint8", "unstack", "variables_initializer", "where", "zeros",
     "zeros_like", "linalg", "losses", "train", "math", "sort",
+]
+# Creation and random ops (static/_creation.py, static/_random.py).
+__all__ += [
+    "fill", "get_seed", "random", "random_shuffle", "range", "set_random_seed", "truncated_normal",
 ]
 __all__ += _op_table_names

@@ -75,6 +75,8 @@ class Graph:
         self._core = GraphCore()
         self._variables: list[Any] = []
         self._trainable: list[Any] = []
+        # The graph-level random seed (``tf.set_random_seed``), as TF1's ``Graph.seed``.
+        self.seed: Optional[int] = None
 
     @contextlib.contextmanager
     def as_default(self) -> Iterator[Graph]:

@@ -72,23 +72,6 @@ def _shape(shape: Any) -> tuple[int, ...]:
     return tuple(int(d) for d in shape)
 
 
-def random_normal(shape: Any, mean: float = 0.0, stddev: float = 1.0, dtype: Any = float32,
-                  seed: Optional[int] = None, name: Optional[str] = None) -> Tensor:
-    """Fresh samples from N(mean, stddev²) every time a run computes it. ``seed`` makes them repeat."""
-    graph = get_default_graph()
-    return Tensor(graph, graph._core.random("normal", float(mean), float(stddev), list(_shape(shape)),
-                                            as_dtype(dtype), seed, name))
-
-
-def random_uniform(shape: Any, minval: float = 0.0, maxval: Optional[float] = None,
-                   dtype: Any = float32, seed: Optional[int] = None,
-                   name: Optional[str] = None) -> Tensor:
-    graph = get_default_graph()
-    high = 1.0 if maxval is None else float(maxval)
-    return Tensor(graph, graph._core.random("uniform", float(minval), high, list(_shape(shape)),
-                                            as_dtype(dtype), seed, name))
-
-
 # ----- math -----
 
 def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,
