@@ -34,6 +34,7 @@ from rustgrad._functions import (
     add,
     amax,
     amin,
+    bmm,
     clamp,
     clip,
     div,
@@ -104,7 +105,7 @@ if hasattr(_os, "register_at_fork"):
     _os.register_at_fork(after_in_child=_rustgrad._after_fork_in_child)
 
 __all__ = [
-    "Tensor", "abs", "add", "from_dlpack", "amax", "amin", "arange", "as_tensor", "autograd", "bool", "clamp",
+    "Tensor", "abs", "add", "from_dlpack", "amax", "amin", "arange", "as_tensor", "autograd", "bmm", "bool", "clamp",
     "clip", "cuda",
     "device", "div", "double", "dtype", "empty", "empty_cache", "enable_grad", "eq", "errors", "exp", "eye",
     "flatten", "float", "float32", "float64", "from_numpy", "full", "full_like", "ge",
