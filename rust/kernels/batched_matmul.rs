@@ -1,18 +1,19 @@
 //! Batches of matrix products (numpy's `matmul` over leading dims). Every product
-//! runs on the 2-D kernels of matmul.rs. A batch of small products is split across
-//! threads by matrix, each product on one thread: cutting each small product into
-//! bands instead costs a wake-up and a wait per matrix. Large products keep the
+//! runs on the 2-D kernels of matmul.rs. A batch of small and mid-size products is
+//! split across threads by matrix, each product on one thread: cutting each product
+//! into bands instead costs a wake-up and a wait per matrix. Large products keep the
 //! 2-D kernels' own threading.
 
-use super::matmul::{matmul_into, matmul_into_on_this_thread, MatRef};
+use super::matmul::{matmul_into, matmul_into_as_part_of_batch, MatRef};
 use crate::dtype::Float;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Products of at least this many multiply-adds run one after another, each on all
 /// threads (the 2-D kernels then split them into bands); smaller ones run one per
-/// thread. Measured on two cores, release build: one per thread was faster at
-/// 128³ and 256³ and still as fast at 512³ (see `pick_split`'s test below).
+/// thread. Measured on two cores (AVX-512 Xeon, release build), one per thread against
+/// bands: 64×128³ in 0.8–0.9 against 1.3–1.4 ms, 16×512³ in 11–16 against 19 ms; but
+/// 3×1024³ in 22–23 against 18–19 ms, where two threads share three products unevenly.
 const SPLIT_BY_MATRIX_MAX_MACS: usize = 1 << 28;
 
 /// `out[i] = a_i·b_i` for each pair, all of the same m×k by k×n shape, where `out`
@@ -29,29 +30,36 @@ pub fn batched_matmul_into<T: Float>(pairs: &[(MatRef<'_, T>, MatRef<'_, T>)], o
         return;
     }
     let poller = crate::interrupt::Poller::here();
-    let workers = super::threads::num_threads().min(pairs.len());
-    if !split_by_matrix(workers, m.saturating_mul(k).saturating_mul(n)) {
+    if m.saturating_mul(k).saturating_mul(n) >= split_limit() {
         for (&(a, b), product) in pairs.iter().zip(out.chunks_mut(mn)) {
             poller.poll();
             matmul_into(a, b, product, T::ONE, T::ZERO);
         }
         return;
     }
+    one_product_per_thread(pairs, out, mn, super::threads::num_threads());
+}
+
+/// The products on `workers` threads, each product on one of them. Workers claim
+/// products as they come free, so a helper that starts late still takes what is left.
+/// Each product runs on a kernel chosen by its shape alone, so the results do not
+/// depend on the number of threads.
+fn one_product_per_thread<T: Float>(
+    pairs: &[(MatRef<'_, T>, MatRef<'_, T>)],
+    out: &mut [T],
+    mn: usize,
+    workers: usize,
+) {
+    let poller = crate::interrupt::Poller::here();
     // Each slot is locked by the one worker that claims its matrix, so the locks never wait.
     let products: Vec<Mutex<&mut [T]>> = out.chunks_mut(mn).map(Mutex::new).collect();
     let next = AtomicUsize::new(0);
-    // Workers claim matrices as they come free, so a helper that starts late still takes
-    // what is left; which thread computes a product never changes its result.
-    super::spin_pool::run(workers, &|_| loop {
+    super::spin_pool::run(workers.min(pairs.len()), &|_| loop {
         let claimed = next.fetch_add(1, Ordering::Relaxed);
         let (Some(&(a, b)), Some(product)) = (pairs.get(claimed), products.get(claimed)) else { break };
         poller.poll();
-        matmul_into_on_this_thread(a, b, &mut product.lock(), T::ONE, T::ZERO);
+        matmul_into_as_part_of_batch(a, b, &mut product.lock(), T::ONE, T::ZERO);
     });
-}
-
-fn split_by_matrix(workers: usize, macs_per_product: usize) -> bool {
-    workers >= 2 && macs_per_product < split_limit()
 }
 
 /// `RUSTGRAD_BATCH_SPLIT=bands` runs every product of a batch on all threads in turn
@@ -60,6 +68,7 @@ fn split_limit() -> usize {
     static LIMIT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *LIMIT.get_or_init(|| match std::env::var("RUSTGRAD_BATCH_SPLIT").as_deref() {
         Ok("bands") => 0,
+        Ok("matrix") => usize::MAX,
         _ => SPLIT_BY_MATRIX_MAX_MACS,
     })
 }
@@ -86,7 +95,7 @@ mod tests {
     }
 
     #[test]
-    fn each_product_of_a_batch_matches_a_naive_loop_whether_split_or_not() {
+    fn each_product_of_a_batch_matches_a_naive_loop() {
         // 9 products of 5×7 by 7×3, b shared by all (a broadcast batch) and read transposed.
         let (batch, m, k, n) = (9, 5, 7, 3);
         let a = values(batch * m * k, 0.2);
@@ -104,11 +113,23 @@ mod tests {
     }
 
     #[test]
-    fn small_products_are_split_by_matrix_and_large_ones_by_bands() {
-        assert!(split_by_matrix(2, 128 * 128 * 128));
-        assert!(split_by_matrix(2, 512 * 512 * 512));
-        assert!(!split_by_matrix(1, 128 * 128 * 128));
-        assert!(!split_by_matrix(2, 2048 * 2048 * 2048));
+    fn results_do_not_depend_on_the_number_of_threads() {
+        let (batch, m, k, n) = (5, 40, 70, 50);
+        let a: Vec<f32> = values(batch * m * k, 0.1).iter().map(|&v| v as f32).collect();
+        let b: Vec<f32> = values(batch * k * n, 0.5).iter().map(|&v| v as f32).collect();
+        let pairs: Vec<_> = (0..batch)
+            .map(|i| {
+                let a_i = MatRef::new(&a, i * m * k, (m, k), (k as isize, 1)).unwrap();
+                (a_i, MatRef::new(&b, i * k * n, (k, n), (n as isize, 1)).unwrap())
+            })
+            .collect();
+        let run = |threads: usize| {
+            let mut out = vec![0.0f32; batch * m * n];
+            one_product_per_thread(&pairs, &mut out, m * n, threads);
+            out
+        };
+        assert_eq!(run(1), run(2));
+        assert_eq!(run(1), run(3));
     }
 
     #[test]

@@ -68,17 +68,32 @@ fn parallelism(m: usize, n: usize, k: usize) -> Parallelism {
 /// `out = beta·out + alpha·a·b` for a row-major `out` of shape (a.rows, b.cols).
 /// With `beta == 0` the previous contents of `out` are ignored (even NaN).
 pub fn matmul_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, beta: T) {
-    product_into(a, b, out, alpha, beta, true);
+    product_into(a, b, out, alpha, beta, Role::Whole);
 }
 
-/// `matmul_into` on the calling thread alone: for the products of a batch that is
-/// split across threads by matrix (see batched_matmul.rs).
-pub fn matmul_into_on_this_thread<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, beta: T) {
-    product_into(a, b, out, alpha, beta, false);
+/// `matmul_into` for one product of a batch that is split across threads by matrix
+/// (see batched_matmul.rs): on the calling thread alone.
+pub fn matmul_into_as_part_of_batch<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, beta: T) {
+    product_into(a, b, out, alpha, beta, Role::PartOfBatch);
 }
 
-/// `matmul_into`, on all threads where the product is large enough when `may_thread`.
-fn product_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, beta: T, may_thread: bool) {
+/// Who runs a product: a call of its own (on all threads where that pays), or one
+/// thread, as one product of a batch whose products run side by side.
+#[derive(Copy, Clone, PartialEq)]
+enum Role {
+    Whole,
+    PartOfBatch,
+}
+
+/// The products of a batch above this many multiply-adds run on the `gemm` crate, not
+/// on our own kernel: one thread per product, the crate was faster from 32³ up (87
+/// against 76 GFLOP/s; 183 against 140 at 256³; on par at 16³, behind at 8³), measured
+/// on an AVX-512 Xeon, release build. Our kernel is tuned for a training step's products,
+/// which run one at a time on all threads.
+const PART_OF_BATCH_OWN_KERNEL_MAX_MACS: usize = 1 << 12;
+
+/// `matmul_into`, run as `role` says.
+fn product_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, beta: T, role: Role) {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     // invariant: forward::matmul checks the inner dimensions and sizes `out` from the checked shapes;
     // the kernels below write m×n elements through a raw pointer, so this check must hold in release builds.
@@ -93,21 +108,26 @@ fn product_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, b
         }
         return;
     }
-    let (ptr, null) = (out.as_mut_ptr(), std::ptr::null_mut());
-    // SAFETY: `out` holds the m×n outputs and may be read as the initial values.
-    if unsafe { try_own_sgemm(a, b, ptr, [ptr, null], SecondOutput::Copy, alpha, beta, may_thread) }.is_some() {
+    let own_kernel_may_run =
+        role == Role::Whole || m.saturating_mul(k).saturating_mul(n) <= PART_OF_BATCH_OWN_KERNEL_MAX_MACS;
+    let ptr = out.as_mut_ptr();
+    // SAFETY: `out` holds the m×n outputs and may be read as the initial values. (A product
+    // that small runs on one thread: try_own_sgemm threads from 2^20 multiply-adds.)
+    if own_kernel_may_run
+        && unsafe { try_own_sgemm(a, b, ptr, [ptr, std::ptr::null_mut()], SecondOutput::Copy, alpha, beta) }.is_some()
+    {
         return;
     }
     if let Some(dense_a) = dense_copy_of_transposed(a, n) {
         let a_ref = MatRef { data: &dense_a, offset: 0, rows: m, cols: k, row_stride: k as isize, col_stride: 1 };
-        product_into(a_ref, b, out, alpha, beta, may_thread);
+        product_into(a_ref, b, out, alpha, beta, role);
         crate::buffer_pool::give(dense_a);
         return;
     }
     if !read_dst && m > 1 && m.saturating_mul(n).saturating_mul(k) > INTERRUPTIBLE_BLOCK_MACS {
-        return product_in_row_blocks(a, b, out, alpha, may_thread);
+        return product_in_row_blocks(a, b, out, alpha, role);
     }
-    let par = if may_thread { parallelism(m, n, k) } else { Parallelism::None };
+    let par = if role == Role::Whole { parallelism(m, n, k) } else { Parallelism::None };
     let mut run = move || {
         // SAFETY: `out` holds m×n elements (asserted above); every element `a` and `b`
         // address lies inside their slices, checked by `MatRef::new` when they were made.
@@ -147,7 +167,7 @@ fn product_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, b
 const INTERRUPTIBLE_BLOCK_MACS: usize = 1 << 33;
 
 /// `out = alpha·a·b` (a fresh output: nothing is read from it), block by block.
-fn product_in_row_blocks<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, may_thread: bool) {
+fn product_in_row_blocks<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, role: Role) {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     let block = (INTERRUPTIBLE_BLOCK_MACS / n.saturating_mul(k).max(1)).clamp(1, m);
     let poller = crate::interrupt::Poller::here();
@@ -157,7 +177,7 @@ fn product_in_row_blocks<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], al
         // Rows first.. of `a`: inside `a.data` because all of `a` is (checked by `MatRef::new`).
         let offset = (a.offset as isize + first as isize * a.row_stride) as usize;
         let rows = MatRef { offset, rows: out_rows.len() / n, ..a };
-        product_into(rows, b, out_rows, alpha, T::ZERO, may_thread);
+        product_into(rows, b, out_rows, alpha, T::ZERO, role);
     }
 }
 
@@ -256,7 +276,7 @@ unsafe fn own_kernel_update<T: Float>(
     }
     let copy_ptr = copy.map_or(std::ptr::null_mut(), |c| c.as_mut_ptr().cast::<T>());
     // SAFETY: the caller's contract on `init` and `out`; `copy` is a slice of m×n slots.
-    unsafe { try_own_sgemm(a, b, init, [out, copy_ptr], SecondOutput::Copy, alpha, T::ONE, true) }.is_some()
+    unsafe { try_own_sgemm(a, b, init, [out, copy_ptr], SecondOutput::Copy, alpha, T::ONE) }.is_some()
 }
 
 /// `target += alpha·a·b` through `matmul_into`, then `copy = target` when given.
@@ -292,7 +312,7 @@ pub fn matmul_two_outputs_into<T: Float>(
     }
     let outs = [out.as_mut_ptr().cast::<T>(), second.as_mut_ptr().cast::<T>()];
     // SAFETY: both outputs hold m×n writable slots; with beta = 0 nothing is read from `init`.
-    unsafe { try_own_sgemm(a, b, outs[0], outs, what, T::ONE, T::ZERO, true) }.is_some()
+    unsafe { try_own_sgemm(a, b, outs[0], outs, what, T::ONE, T::ZERO) }.is_some()
 }
 
 /// Copies `values` into `slots` (of the same length) and returns them as initialised.
@@ -333,13 +353,11 @@ pub fn own_kernel_runs<T: Float>(a: MatRef<T>, b: MatRef<T>) -> bool {
 }
 
 /// `out = beta·init + alpha·a·b` on the AVX-512 float32 kernel, for the products it
-/// is faster at; None (and nothing written) when it does not apply. Without
-/// `may_thread` it runs on the calling thread alone.
+/// is faster at; None (and nothing written) when it does not apply.
 ///
 /// # Safety
 /// `init` must be valid for m×n reads and `outs[0]` (and a non-null `outs[1]`) for
 /// m×n writes (`outs[0]` may equal `init`).
-#[allow(clippy::too_many_arguments)]
 unsafe fn try_own_sgemm<T: Float>(
     a: MatRef<T>,
     b: MatRef<T>,
@@ -348,7 +366,6 @@ unsafe fn try_own_sgemm<T: Float>(
     second: SecondOutput,
     alpha: T,
     beta: T,
-    may_thread: bool,
 ) -> Option<()> {
     #[cfg(target_arch = "x86_64")]
     {
@@ -370,7 +387,7 @@ unsafe fn try_own_sgemm<T: Float>(
         let product = |parallel| unsafe {
             super::sgemm_avx512::sgemm_from(a32, b32, init.cast(), outs32, second, alpha32, beta32, parallel)
         };
-        if may_thread && work >= (1 << 20) && super::threads::num_threads() > 1 {
+        if work >= (1 << 20) && super::threads::num_threads() > 1 {
             super::thread_choice::run_timed((a.rows, a.cols, b.cols), product);
         } else {
             product(false);
@@ -379,7 +396,7 @@ unsafe fn try_own_sgemm<T: Float>(
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (a, b, init, outs, second, alpha, beta, may_thread);
+        let _ = (a, b, init, outs, second, alpha, beta);
         None
     }
 }
