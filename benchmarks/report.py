@@ -118,7 +118,7 @@ def section_batched_matmul(m: dict) -> list[str]:
     lines = ["## float32 batched matmul (all threads)", "",
              "| batch×m×k×n | rustgrad `bmm` | rustgrad `@` | numpy `matmul` | `bmm` × numpy | `@` × numpy |",
              "|---|---|---|---|---|---|"]
-    shapes = sorted({k.split("[")[1].split("-")[0] for k in m if k.startswith("test_numpy_batched_matmul")},
+    shapes = sorted({k.split("[")[1].rstrip("]") for k in m if k.startswith("test_numpy_batched_matmul[")},
                     key=lambda s: [int(v) for v in s.split("x")])
     for shape in shapes:
         keys = [f"test_rustgrad_batched_matmul[{shape}-bmm]", f"test_rustgrad_batched_matmul[{shape}-at]",

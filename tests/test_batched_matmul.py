@@ -158,6 +158,14 @@ def test_batches_of_mid_size_products_on_one_or_all_threads_match_numpy(shape_a,
     np.testing.assert_allclose(product.numpy(), np.matmul(a, b), rtol=1e-4, atol=1e-4)
 
 
+def test_a_batch_of_thousands_of_tiny_products_matches_numpy():
+    rng = np.random.default_rng(11)
+    a, b = rng.standard_normal((3, 3000, 2, 3)), rng.standard_normal((3000, 3, 4))
+    # (3000, 3, 2, 3) @ (3000, 1, 3, 4): 9000 products, the first operand read through a transposed batch
+    product = rustgrad.tensor(a).transpose(0, 1) @ rustgrad.tensor(b).unsqueeze(1)
+    np.testing.assert_allclose(product.numpy(), np.matmul(np.swapaxes(a, 0, 1), b[:, None]), rtol=1e-12)
+
+
 def test_each_product_of_a_batch_on_all_threads_in_turn_matches_numpy():
     # RUSTGRAD_BATCH_SPLIT=bands turns splitting by matrix off: every product runs on the 2-D kernels' threads.
     code = (
@@ -405,3 +413,11 @@ def test_static_mismatch_known_only_at_run_time_raises_a_shape_error():
             sess.run(product, {a: np.ones((2, 2, 3)), b: np.ones((3, 4, 5))})
         with pytest.raises(errors.ShapeError, match=re.escape("(2x3 and 4x5)")):
             sess.run(product, {a: np.ones((2, 2, 3)), b: np.ones((2, 4, 5))})
+
+
+def test_static_vector_fed_to_an_unknown_rank_placeholder_raises_at_run_time():
+    a, b = tf.placeholder(tf.float32), tf.placeholder(tf.float32)
+    product = tf.matmul(a, b)
+    with tf.Session() as sess:
+        with pytest.raises(errors.ShapeError, match=r"at least 2 dimensions, got shapes \[3\] and \[2, 3, 4\]"):
+            sess.run(product, {a: np.ones(3), b: np.ones((2, 3, 4))})

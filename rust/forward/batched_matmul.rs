@@ -43,8 +43,7 @@ fn batched_shape(a: &Tensor, b: &Tensor, transpose_a: bool, transpose_b: bool) -
     let shapes = || format!("{} and {}", fmt_shape(a.shape()), fmt_shape(b.shape()));
     if a.rank() < 2 || b.rank() < 2 {
         return shape_err(format!(
-            "matmul: both operands need at least 2 dimensions, got shapes {}; a vector operand is promoted \
-             by rustgrad.matmul",
+            "matmul: both operands need at least 2 dimensions, got shapes {}; reshape a vector to a matrix first",
             shapes()
         ));
     }
@@ -157,8 +156,16 @@ fn multiply<T: Float>(a: &Side<'_, T>, b: &Side<'_, T>, batch: &[usize], out: &m
             return Ok(());
         }
     }
-    let count = crate::shape::numel(batch);
-    let pairs = (0..count).map(|i| Ok((a.matrix(batch, i)?, b.matrix(batch, i)?))).collect::<Result<Vec<_>>>()?;
-    batched_matmul_into(&pairs, out);
+    let mn = a.dims.0 * b.dims.1;
+    for (chunk, products) in out.chunks_mut(PRODUCTS_PER_CALL.saturating_mul(mn)).enumerate() {
+        let first = chunk * PRODUCTS_PER_CALL;
+        let indices = first..first + products.len() / mn;
+        let pairs = indices.map(|i| Ok((a.matrix(batch, i)?, b.matrix(batch, i)?))).collect::<Result<Vec<_>>>()?;
+        batched_matmul_into(&pairs, products);
+    }
     Ok(())
 }
+
+/// Products per call of the batch kernel: bounds the list of matrix views it takes
+/// (about 100 bytes a product) for batches of very many small matrices.
+const PRODUCTS_PER_CALL: usize = 4096;
