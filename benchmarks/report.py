@@ -128,6 +128,23 @@ def section_ops(m: dict) -> list[str]:
     return lines + [""]
 
 
+def section_batched_matmul(m: dict) -> list[str]:
+    lines = ["## float32 batched matmul (all threads)", "",
+             "| batch×m×k×n | rustgrad `bmm` | rustgrad `@` | numpy `matmul` | `bmm` × numpy | `@` × numpy |",
+             "|---|---|---|---|---|---|"]
+    shapes = sorted({k.split("[")[1].rstrip("]") for k in m if k.startswith("test_numpy_batched_matmul[")},
+                    key=lambda s: [int(v) for v in s.split("x")])
+    for shape in shapes:
+        keys = [f"test_rustgrad_batched_matmul[{shape}-bmm]", f"test_rustgrad_batched_matmul[{shape}-at]",
+                f"test_numpy_batched_matmul[{shape}]"]
+        if not all(k in m for k in keys):
+            continue
+        bmm, at, ref = (m[k]["median"] for k in keys)
+        lines.append(f"| {shape} | {fmt_time(bmm)} | {fmt_time(at)} | {fmt_time(ref)} | {bmm / ref:.2f} "
+                     f"| {at / ref:.2f} |")
+    return lines + [""]
+
+
 def section_overhead(m: dict) -> list[str]:
     base = m["test_numpy_one_element_add"]["median"]
     rows = [("numpy one-element `a + b`", "test_numpy_one_element_add"),
@@ -207,7 +224,8 @@ def main() -> None:
              "from the same run). Do not edit by hand.", "", *machine(data), ""]
     if has_chart:
         lines += ["![seed step](benchmarks.png)", ""]
-    lines += step_lines + section_matmul(m) + section_ops(m) + section_overhead(m) + section_scaling(m)
+    lines += (step_lines + section_matmul(m) + section_batched_matmul(m) + section_ops(m) + section_overhead(m)
+              + section_scaling(m))
     (DOCS / "benchmarks.md").write_text("\n".join(lines))
     print(f"wrote {DOCS / 'benchmarks.md'}")
 

@@ -1,4 +1,5 @@
-"""float32 matmul against numpy, on 1 and 2 threads (GFLOP/s in the report)."""
+"""float32 matmul against numpy, on 1 and 2 threads (GFLOP/s in the report), and batched
+products (`bmm`, `@` on 3-D operands) against numpy's `matmul` on all threads."""
 
 from __future__ import annotations
 
@@ -40,3 +41,30 @@ def test_numpy_matmul(benchmark, shape, threads):
     benchmark.extra_info["flops"] = 2 * shape[0] * shape[1] * shape[2]
     with _numpy_threads(threads):
         benchmark(np.matmul, a, b)
+
+
+BATCHES = [(64, 128, 128, 128), (16, 512, 512, 512)]
+
+
+def _batched_operands(batch: int, m: int, k: int, n: int):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((batch, m, k)).astype(np.float32)
+    return a, rng.standard_normal((batch, k, n)).astype(np.float32)
+
+
+@pytest.mark.parametrize("spelling", ["bmm", "at"])
+@pytest.mark.parametrize("shape", BATCHES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.benchmark(group="batched matmul")
+def test_rustgrad_batched_matmul(benchmark, shape, spelling):
+    a, b = _batched_operands(*shape)
+    ta, tb = rustgrad.from_numpy(a), rustgrad.from_numpy(b)
+    benchmark.extra_info["flops"] = 2 * shape[0] * shape[1] * shape[2] * shape[3]
+    benchmark(ta.bmm if spelling == "bmm" else ta.__matmul__, tb)
+
+
+@pytest.mark.parametrize("shape", BATCHES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.benchmark(group="batched matmul")
+def test_numpy_batched_matmul(benchmark, shape):
+    a, b = _batched_operands(*shape)
+    benchmark.extra_info["flops"] = 2 * shape[0] * shape[1] * shape[2] * shape[3]
+    benchmark(np.matmul, a, b)

@@ -49,7 +49,8 @@ pub enum Op {
     Compare(CmpOp),
     /// `where(cond, x, y)`, broadcasting all three.
     Where,
-    /// 2-D product of op(a) and op(b), where op transposes when asked.
+    /// Product of op(a) and op(b), where op transposes the last two dims when asked:
+    /// two matrices, or batches of them whose leading dims broadcast (numpy's matmul).
     MatMul {
         transpose_a: bool,
         transpose_b: bool,

@@ -34,6 +34,10 @@ pub trait Differentiator {
     fn zeros_like(&mut self, x: &Self::Value) -> Result<Self::Value> {
         self.apply(Op::FullLike(0.0), &[x])
     }
+    /// The rank of `value` where it is known before run time (a rule may then skip work).
+    fn rank(&self, _value: &Self::Value) -> Option<usize> {
+        None
+    }
 }
 
 /// What the rule for one op needs: its inputs, its output and the output's gradient.
@@ -332,6 +336,9 @@ fn matmul_rule<D: Differentiator>(
         d.apply(Op::MatMul { transpose_a: tp, transpose_b: tq }, &[p, q])
     };
     // C = op(A)·op(B); each case reads the stored operands through transposed views.
+    // Batched, an operand's gradient is summed over the batch dims it was broadcast along;
+    // two matrices (the common case) need no sum.
+    let matrices = d.rank(a) == Some(2) && d.rank(b) == Some(2);
     let ga = if !need[0] {
         None
     } else {
@@ -352,5 +359,8 @@ fn matmul_rule<D: Differentiator>(
             (true, true) => mm(d, g, a, true, true)?,
         })
     };
-    Ok(vec![ga, gb])
+    if matrices {
+        return Ok(vec![ga, gb]);
+    }
+    Ok(vec![ga.map(|g| sum_to(d, g, a)).transpose()?, gb.map(|g| sum_to(d, g, b)).transpose()?])
 }

@@ -35,6 +35,7 @@ from rustgrad._functions import (
     add,
     amax,
     amin,
+    bmm,
     clamp,
     clip,
     div,
@@ -114,8 +115,8 @@ if hasattr(_os, "register_at_fork"):
     _os.register_at_fork(after_in_child=_rustgrad._after_fork_in_child)
 
 __all__ = [
-    "Tensor", "add", "allclose", "chunk", "from_dlpack", "amax", "amin", "arange", "as_tensor", "autograd", "bool",
-    "clamp", "clip", "cuda", "equal",
+    "Tensor", "add", "allclose", "chunk", "from_dlpack", "amax", "amin", "arange", "as_tensor", "autograd", "bmm",
+    "bool", "clamp", "clip", "cuda", "equal",
     "device", "div", "double", "dtype", "empty", "empty_cache", "enable_grad", "errors", "eye",
     "float", "float32", "float64", "floor_divide", "from_numpy", "full", "full_like",
     "get_num_threads", "index_put", "inference_mode", "int", "int32", "int64", "is_grad_enabled", "is_tensor",

@@ -16,6 +16,10 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     return input.mm(mat2)
 
 
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    return input.bmm(mat2)
+
+
 def t(input: Tensor) -> Tensor:
     return input.t()
 

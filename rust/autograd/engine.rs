@@ -78,6 +78,10 @@ impl Differentiator for EagerDifferentiator<'_> {
         let tensors: Vec<&Tensor> = inputs.iter().map(|v| &v.tensor).collect();
         Ok(EagerValue::fresh(forward(&op, &tensors)?))
     }
+
+    fn rank(&self, value: &EagerValue) -> Option<usize> {
+        Some(value.tensor.rank())
+    }
 }
 
 /// Max-heap entry: among nodes whose gradients are complete, the deepest (highest

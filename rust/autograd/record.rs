@@ -104,25 +104,36 @@ pub fn record_custom(custom: Arc<dyn CustomBackward>, inputs: &[Tensor], outputs
     }
 }
 
-/// torch.matmul for 1-D and 2-D operands: a vector is promoted to a matrix (a row
-/// on the left, a column on the right), and the added dimension is dropped from the
-/// product; each step is recorded.
+const PRODUCT: Op = Op::MatMul { transpose_a: false, transpose_b: false };
+
+/// torch.matmul: two matrices, or batches of them whose leading dims broadcast. A
+/// vector is promoted to a matrix (a row on the left, a column on the right) and the
+/// added dimension is dropped from the product; each step is recorded.
 pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let mm = Op::MatMul { transpose_a: false, transpose_b: false };
     match (a.rank(), b.rank()) {
-        (2, 2) => apply(mm, &[a, b]),
-        (1 | 2, 1 | 2) => {
-            let a2 = if a.rank() == 1 { apply(Op::Reshape(vec![1, -1]), &[a])? } else { a.clone() };
-            let b2 = if b.rank() == 1 { apply(Op::Reshape(vec![-1, 1]), &[b])? } else { b.clone() };
-            let product = apply(mm, &[&a2, &b2])?;
-            let squeezed = if a.rank() == 1 && b.rank() == 1 { vec![] } else { vec![-1] };
-            apply(Op::Reshape(squeezed), &[&product])
-        }
-        _ => shape_err(format!(
-            "matmul: only 1-D and 2-D operands are supported, got shapes {} and {}",
+        (0, _) | (_, 0) => shape_err(format!(
+            "matmul: both arguments to matmul need to be at least 1D, but they are {}D and {}D (shapes {} and {})",
+            a.rank(),
+            b.rank(),
             fmt_shape(a.shape()),
             fmt_shape(b.shape())
         )),
+        (1, _) | (_, 1) => {
+            let a2 = if a.rank() == 1 { apply(Op::Reshape(vec![1, -1]), &[a])? } else { a.clone() };
+            let b2 = if b.rank() == 1 { apply(Op::Reshape(vec![-1, 1]), &[b])? } else { b.clone() };
+            let product = apply(PRODUCT, &[&a2, &b2])?;
+            let mut kept: Vec<isize> = product.shape().iter().map(|&d| d as isize).collect();
+            let r = kept.len();
+            // The promoted dims are the last two of the product: a's row, then b's column.
+            if b.rank() == 1 {
+                kept.remove(r - 1);
+            }
+            if a.rank() == 1 {
+                kept.remove(r - 2);
+            }
+            apply(Op::Reshape(kept), &[&product])
+        }
+        _ => apply(PRODUCT, &[a, b]),
     }
 }
 
@@ -164,4 +175,42 @@ pub fn clamp(x: &Tensor, min: Option<Value>, max: Option<Value>) -> Result<Tenso
         };
     }
     Ok(out)
+}
+
+/// torch.mm: the product of two matrices, and nothing else.
+pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if a.rank() != 2 || b.rank() != 2 {
+        return shape_err(format!(
+            "mm: expected 2-D matrices, got shapes {} and {}; use matmul for vectors and batches",
+            fmt_shape(a.shape()),
+            fmt_shape(b.shape())
+        ));
+    }
+    apply(PRODUCT, &[a, b])
+}
+
+/// torch.bmm: two batches of matrices, both 3-D with the same batch size (no broadcasting).
+pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    for (t, name) in [(a, "batch1"), (b, "batch2")] {
+        if t.rank() != 3 {
+            return shape_err(format!(
+                "bmm: {name} must be a 3D tensor, got shape {}; use matmul for other ranks",
+                fmt_shape(t.shape())
+            ));
+        }
+    }
+    let (sa, sb) = (a.shape(), b.shape());
+    if sb[0] != sa[0] || sb[1] != sa[2] {
+        return shape_err(format!(
+            "bmm: Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}]. \
+             (shapes {} and {})",
+            sa[0],
+            sa[2],
+            sb[0],
+            sb[1],
+            fmt_shape(sa),
+            fmt_shape(sb)
+        ));
+    }
+    apply(PRODUCT, &[a, b])
 }

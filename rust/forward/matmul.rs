@@ -73,7 +73,7 @@ pub fn matmul_activation(
             return Ok(both);
         }
     }
-    let h = matmul2d(a, b, transpose_a, transpose_b)?;
+    let h = super::batched_matmul::matmul(a, b, transpose_a, transpose_b)?;
     let activated = match activation {
         matmul::SecondOutput::Copy => copy(&h)?,
         matmul::SecondOutput::AtLeast(c) => scalar(ScalarOp::Max, &h, Scalar::Float(c))?,

@@ -3,9 +3,11 @@
 //!
 //! By concern: `elementwise` (unary, scalar, binary, compare, where and dtype
 //! promotion), `matmul` (2-D products and the fused update/activation kernels),
+//! `batched_matmul` (products with batch dims, numpy's `matmul`),
 //! `reduce` (sums, means, extremes and their gradients), `layout` (views, casts,
 //! copies, broadcasting, masks) and `in_place` (writers into existing storage).
 
+mod batched_matmul;
 mod elementwise;
 mod in_place;
 mod layout;
@@ -55,7 +57,7 @@ fn evaluate(op: &Op, inputs: &[&Tensor]) -> Result<Tensor> {
         Op::Binary(b) => binary(*b, arg(0)?, arg(1)?),
         Op::Compare(c) => compare(*c, arg(0)?, arg(1)?),
         Op::Where => where_select(arg(0)?, arg(1)?, arg(2)?),
-        Op::MatMul { transpose_a, transpose_b } => matmul2d(arg(0)?, arg(1)?, *transpose_a, *transpose_b),
+        Op::MatMul { transpose_a, transpose_b } => batched_matmul::matmul(arg(0)?, arg(1)?, *transpose_a, *transpose_b),
         Op::Sum { dims, keepdim } => sum(arg(0)?, dims.as_deref(), *keepdim, false),
         Op::Mean { dims, keepdim } => sum(arg(0)?, dims.as_deref(), *keepdim, true),
         Op::Extreme { largest, dims, keepdim } => extreme(arg(0)?, dims.as_deref(), *keepdim, *largest),

@@ -23,6 +23,10 @@ impl Differentiator for GraphDifferentiator<'_> {
         let name = format!("gradients/{}", op.backward_name().trim_end_matches("Backward0"));
         self.graph.write().op(op, inputs.iter().map(|&&i| i).collect(), Some(&name))
     }
+
+    fn rank(&self, value: &NodeId) -> Option<usize> {
+        self.graph.read().node(*value).ok()?.shape.as_ref().map(Vec::len)
+    }
 }
 
 /// Nodes on some path from an x to a y that does not pass through a stop node.

@@ -126,32 +126,73 @@ pub fn reduce(op: &str, shape: &PartialShape, dims: Option<&[isize]>, keepdim: b
     ))
 }
 
-fn matmul(op: &Op, a: &PartialShape, b: &PartialShape, ta: bool, tb: bool) -> Result<PartialShape> {
-    let oriented = |s: &PartialShape, t: bool| -> Result<Option<(Option<usize>, Option<usize>)>> {
-        match s {
-            None => Ok(None),
-            Some(d) if d.len() == 2 => Ok(Some(if t { (d[1], d[0]) } else { (d[0], d[1]) })),
-            Some(_) => shape_err(format!(
-                "{}: Shape must be rank 2 but is rank {} (input shapes: {}, {})",
-                op.name(),
-                rank(s).unwrap_or(0),
-                fmt_partial(a),
-                fmt_partial(b)
-            )),
+/// TF's `matmul`: two matrices (MatMul), or batches of them whose leading dims
+/// broadcast (BatchMatMulV2, which `tf.matmul` builds for rank > 2).
+fn matmul(a: &PartialShape, b: &PartialShape, ta: bool, tb: bool) -> Result<PartialShape> {
+    let shapes = || format!("input shapes: {}, {}", fmt_partial(a), fmt_partial(b));
+    let batched = [a, b].iter().any(|s| rank(s).is_none_or(|r| r > 2));
+    for s in [a, b] {
+        match rank(s) {
+            Some(r) if r < 2 && batched => {
+                return shape_err(format!(
+                    "MatMul: Shape must be at least rank 2 but is rank {r} for 'MatMul' with {}",
+                    shapes()
+                ))
+            }
+            Some(r) if r < 2 => {
+                return shape_err(format!(
+                    "MatMul: Shape must be rank 2 but is rank {r} for 'MatMul' with {}",
+                    shapes()
+                ))
+            }
+            _ => {}
+        }
+    }
+    let (Some(a_dims), Some(b_dims)) = (a, b) else { return Ok(None) };
+    let oriented = |d: &[Option<usize>], t: bool| {
+        let (r, c) = (d[d.len() - 2], d[d.len() - 1]);
+        if t {
+            (c, r)
+        } else {
+            (r, c)
         }
     };
-    let (oa, ob) = (oriented(a, ta)?, oriented(b, tb)?);
-    if let (Some((_, Some(k1))), Some((Some(k2), _))) = (oa, ob) {
+    let ((m, k1), (k2, n)) = (oriented(a_dims, ta), oriented(b_dims, tb));
+    if let (Some(k1), Some(k2)) = (k1, k2) {
         if k1 != k2 {
             return shape_err(format!(
-                "MatMul: Dimensions must be equal, but are {k1} and {k2} for 'MatMul' with input shapes: {}, {} \
+                "MatMul: Dimensions must be equal, but are {k1} and {k2} for 'MatMul' with {} \
                  (transpose_a={ta}, transpose_b={tb})",
-                fmt_partial(a),
-                fmt_partial(b)
+                shapes()
             ));
         }
     }
-    Ok(Some(vec![oa.and_then(|(m, _)| m), ob.and_then(|(_, n)| n)]))
+    let mut out = batch_dims(&a_dims[..a_dims.len() - 2], &b_dims[..b_dims.len() - 2]).map_err(|(p, q)| {
+        Error::Shape(format!(
+            "MatMul: Dimensions must be equal, but are {p} and {q} for 'MatMul' with {}; the batch dimensions \
+             (all but the last two) must be equal or 1",
+            shapes()
+        ))
+    })?;
+    out.extend([m, n]);
+    Ok(Some(out))
+}
+
+/// The broadcast of two known-rank batch shapes, or the first pair of dims that cannot broadcast.
+fn batch_dims(a: &[Option<usize>], b: &[Option<usize>]) -> std::result::Result<Vec<Option<usize>>, (usize, usize)> {
+    let rank = a.len().max(b.len());
+    let at =
+        |dims: &[Option<usize>], i: usize| if i + dims.len() >= rank { dims[i + dims.len() - rank] } else { Some(1) };
+    (0..rank)
+        .map(|i| match (at(a, i), at(b, i)) {
+            (Some(p), Some(q)) if p == q => Ok(Some(p)),
+            (Some(1), other) | (other, Some(1)) => Ok(other),
+            (Some(p), Some(q)) => Err((p, q)),
+            // An unknown dim against a known one other than 1 can only be that one (or 1).
+            (Some(p), None) | (None, Some(p)) => Ok(Some(p)),
+            (None, None) => Ok(None),
+        })
+        .collect()
 }
 
 fn reshape(input: &PartialShape, target: &[isize]) -> Result<PartialShape> {
@@ -206,7 +247,7 @@ pub fn infer(op: &Op, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
         }
         Op::MatMul { transpose_a, transpose_b } => {
             let dtype = same_dtype(op, ("a", float_input(op, x(0)?)?), ("b", x(1)?.1))?;
-            (matmul(op, x(0)?.0, x(1)?.0, *transpose_a, *transpose_b)?, dtype)
+            (matmul(x(0)?.0, x(1)?.0, *transpose_a, *transpose_b)?, dtype)
         }
         Op::Sum { dims, keepdim } | Op::Mean { dims, keepdim } | Op::Extreme { dims, keepdim, .. } => {
             (reduce(&op.name(), x(0)?.0, dims.as_deref(), *keepdim)?, numeric_input(op, x(0)?)?)
@@ -270,6 +311,30 @@ mod tests {
         let c: PartialShape = Some(vec![Some(2), Some(4)]);
         let err = infer(&Op::Binary(BinaryOp::Add), &[(&a, DType::F32), (&c, DType::F32)]).unwrap_err().to_string();
         assert!(err.contains("3 and 4"), "{err}");
+    }
+
+    #[test]
+    fn batched_products_broadcast_their_batch_dims() {
+        let op = Op::MatMul { transpose_a: true, transpose_b: false };
+        let a: PartialShape = Some(vec![Some(2), Some(1), Some(4), Some(3)]);
+        let b: PartialShape = Some(vec![None, Some(4), Some(6)]);
+        let (shape, _) = infer(&op, &[(&a, DType::F64), (&b, DType::F64)]).unwrap();
+        assert_eq!(shape, Some(vec![Some(2), None, Some(3), Some(6)]));
+        let unknown_rank: PartialShape = None;
+        let (shape, _) = infer(&op, &[(&unknown_rank, DType::F64), (&b, DType::F64)]).unwrap();
+        assert_eq!(shape, None);
+    }
+
+    #[test]
+    fn batched_mismatches_name_both_shapes() {
+        let op = Op::MatMul { transpose_a: false, transpose_b: false };
+        let a: PartialShape = Some(vec![Some(2), Some(3), Some(4)]);
+        let b: PartialShape = Some(vec![Some(3), Some(4), Some(5)]);
+        let err = infer(&op, &[(&a, DType::F32), (&b, DType::F32)]).unwrap_err().to_string();
+        assert!(err.contains("2 and 3") && err.contains("(2, 3, 4), (3, 4, 5)"), "{err}");
+        let vector: PartialShape = Some(vec![Some(4)]);
+        let err = infer(&op, &[(&vector, DType::F32), (&b, DType::F32)]).unwrap_err().to_string();
+        assert!(err.contains("at least rank 2 but is rank 1"), "{err}");
     }
 
     #[test]

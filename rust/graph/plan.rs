@@ -441,7 +441,9 @@ fn update_fusion(view: &FusionView<'_>, id: NodeId) -> Option<Fusion> {
     let Some(&Op::Scalar(ScalarOp::Mul, c)) = view.op_of(*scaled) else { return None };
     let product = graph.nodes[*scaled].inputs[0];
     let Some(&Op::MatMul { transpose_a, transpose_b }) = view.op_of(product) else { return None };
-    let same_shape = graph.nodes[*w].shape.is_some() && graph.nodes[*w].shape == graph.nodes[product].shape;
+    // A product of two matrices only (a 2-D product shape means 2-D operands; see infer::matmul).
+    let same_shape = graph.nodes[*w].shape.as_ref().is_some_and(|d| d.len() == 2)
+        && graph.nodes[*w].shape == graph.nodes[product].shape;
     let same_dtype = graph.nodes[*w].dtype == graph.nodes[product].dtype;
     let fused = view.sole_use(*scaled)
         && view.sole_use(product)

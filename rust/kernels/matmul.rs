@@ -68,6 +68,32 @@ fn parallelism(m: usize, n: usize, k: usize) -> Parallelism {
 /// `out = beta·out + alpha·a·b` for a row-major `out` of shape (a.rows, b.cols).
 /// With `beta == 0` the previous contents of `out` are ignored (even NaN).
 pub fn matmul_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, beta: T) {
+    product_into(a, b, out, alpha, beta, Role::Whole);
+}
+
+/// `matmul_into` for one product of a batch that is split across threads by matrix
+/// (see batched_matmul.rs): on the calling thread alone.
+pub fn matmul_into_as_part_of_batch<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, beta: T) {
+    product_into(a, b, out, alpha, beta, Role::PartOfBatch);
+}
+
+/// Who runs a product: a call of its own (on all threads where that pays), or one
+/// thread, as one product of a batch whose products run side by side.
+#[derive(Copy, Clone, PartialEq)]
+enum Role {
+    Whole,
+    PartOfBatch,
+}
+
+/// The products of a batch above this many multiply-adds run on the `gemm` crate, not
+/// on our own kernel: one thread per product, the crate was faster from 32³ up (87
+/// against 76 GFLOP/s; 183 against 140 at 256³; on par at 16³, behind at 8³), measured
+/// on an AVX-512 Xeon, release build. Our kernel is tuned for a training step's products,
+/// which run one at a time on all threads.
+const PART_OF_BATCH_OWN_KERNEL_MAX_MACS: usize = 1 << 12;
+
+/// `matmul_into`, run as `role` says.
+fn product_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, beta: T, role: Role) {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     // invariant: forward::matmul checks the inner dimensions and sizes `out` from the checked shapes;
     // the kernels below write m×n elements through a raw pointer, so this check must hold in release builds.
@@ -82,21 +108,26 @@ pub fn matmul_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T
         }
         return;
     }
+    let own_kernel_may_run =
+        role == Role::Whole || m.saturating_mul(k).saturating_mul(n) <= PART_OF_BATCH_OWN_KERNEL_MAX_MACS;
     let ptr = out.as_mut_ptr();
-    // SAFETY: `out` holds the m×n outputs and may be read as the initial values.
-    if unsafe { try_own_sgemm(a, b, ptr, [ptr, std::ptr::null_mut()], SecondOutput::Copy, alpha, beta) }.is_some() {
+    // SAFETY: `out` holds the m×n outputs and may be read as the initial values. (A product
+    // that small runs on one thread: try_own_sgemm threads from 2^20 multiply-adds.)
+    if own_kernel_may_run
+        && unsafe { try_own_sgemm(a, b, ptr, [ptr, std::ptr::null_mut()], SecondOutput::Copy, alpha, beta) }.is_some()
+    {
         return;
     }
     if let Some(dense_a) = dense_copy_of_transposed(a, n) {
         let a_ref = MatRef { data: &dense_a, offset: 0, rows: m, cols: k, row_stride: k as isize, col_stride: 1 };
-        matmul_into(a_ref, b, out, alpha, beta);
+        product_into(a_ref, b, out, alpha, beta, role);
         crate::buffer_pool::give(dense_a);
         return;
     }
     if !read_dst && m > 1 && m.saturating_mul(n).saturating_mul(k) > INTERRUPTIBLE_BLOCK_MACS {
-        return product_in_row_blocks(a, b, out, alpha);
+        return product_in_row_blocks(a, b, out, alpha, role);
     }
-    let par = parallelism(m, n, k);
+    let par = if role == Role::Whole { parallelism(m, n, k) } else { Parallelism::None };
     let mut run = move || {
         // SAFETY: `out` holds m×n elements (asserted above); every element `a` and `b`
         // address lies inside their slices, checked by `MatRef::new` when they were made.
@@ -136,7 +167,7 @@ pub fn matmul_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T
 const INTERRUPTIBLE_BLOCK_MACS: usize = 1 << 33;
 
 /// `out = alpha·a·b` (a fresh output: nothing is read from it), block by block.
-fn product_in_row_blocks<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T) {
+fn product_in_row_blocks<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, role: Role) {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     let block = (INTERRUPTIBLE_BLOCK_MACS / n.saturating_mul(k).max(1)).clamp(1, m);
     let poller = crate::interrupt::Poller::here();
@@ -146,7 +177,7 @@ fn product_in_row_blocks<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], al
         // Rows first.. of `a`: inside `a.data` because all of `a` is (checked by `MatRef::new`).
         let offset = (a.offset as isize + first as isize * a.row_stride) as usize;
         let rows = MatRef { offset, rows: out_rows.len() / n, ..a };
-        matmul_into(rows, b, out_rows, alpha, T::ZERO);
+        product_into(rows, b, out_rows, alpha, T::ZERO, role);
     }
 }
 

@@ -2,6 +2,7 @@
 //! autograd, graphs or Python, so a faster kernel can replace one here without
 //! touching the tape.
 
+pub mod batched_matmul;
 pub mod binary;
 pub mod elementwise;
 pub mod fold;

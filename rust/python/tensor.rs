@@ -373,8 +373,13 @@ impl PyTensor {
     // ----- shape and matmul -----
 
     fn mm(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        let other = &convert::tensor_arg(other, "mm", "other")?.get().inner;
-        run_op(py, Op::MatMul { transpose_a: false, transpose_b: false }, &[&self.inner, other])
+        let (a, b) = (&self.inner, &convert::tensor_arg(other, "mm", "other")?.get().inner);
+        run_core(py, &[a, b], true, || record::mm(a, b))
+    }
+
+    fn bmm(&self, py: Python<'_>, mat2: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        let (a, b) = (&self.inner, &convert::tensor_arg(mat2, "bmm", "mat2")?.get().inner);
+        run_core(py, &[a, b], true, || record::bmm(a, b))
     }
 
     fn matmul(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
@@ -1143,7 +1148,7 @@ fn tensor_type_name(dtype: DType) -> &'static str {
     }
 }
 
-/// torch.matmul for 1-D and 2-D operands (`record::matmul` promotes the vectors).
+/// torch.matmul (`record::matmul` promotes vectors and broadcasts batches).
 pub fn matmul_any(py: Python<'_>, a: &Tensor, b: &Tensor) -> PyResult<PyTensor> {
     run_core(py, &[a, b], true, || record::matmul(a, b))
 }
