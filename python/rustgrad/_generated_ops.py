@@ -395,12 +395,12 @@ Tensor.fix = _trunc_method  # type: ignore[method-assign]
 
 def cumsum(input: Tensor, dim: int) -> Tensor:
     """Running sums along `dim`."""
-    return _ops['cumsum'](input, dim, False, False, True)
+    return _ops['cumsum'](input, dim, False, False, False)
 
 
 def _cumsum_method(self: Tensor, dim: int) -> Tensor:
     """Running sums along `dim`."""
-    return _ops['cumsum'](self, dim, False, False, True)
+    return _ops['cumsum'](self, dim, False, False, False)
 
 Tensor.cumsum = _cumsum_method  # type: ignore[method-assign]
 
@@ -1148,23 +1148,23 @@ Tensor.isclose = _isclose_method  # type: ignore[method-assign]
 
 def prod(input: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
     """The product of the elements over `dim` (all of them by default)."""
-    return _ops['prod'](input, dim, keepdim, True)
+    return _ops['prod'](input, dim, keepdim, False)
 
 
 def _prod_method(self: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
     """The product of the elements over `dim` (all of them by default)."""
-    return _ops['prod'](self, dim, keepdim, True)
+    return _ops['prod'](self, dim, keepdim, False)
 
 Tensor.prod = _prod_method  # type: ignore[method-assign]
 
 def cumprod(input: Tensor, dim: int) -> Tensor:
     """Running products along `dim`."""
-    return _ops['cumprod'](input, dim, False, False, True)
+    return _ops['cumprod'](input, dim, False, False, False)
 
 
 def _cumprod_method(self: Tensor, dim: int) -> Tensor:
     """Running products along `dim`."""
-    return _ops['cumprod'](self, dim, False, False, True)
+    return _ops['cumprod'](self, dim, False, False, False)
 
 Tensor.cumprod = _cumprod_method  # type: ignore[method-assign]
 

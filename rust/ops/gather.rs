@@ -5,7 +5,9 @@
 
 use super::indexing::{keep_indices_from, pick, pick_rule, picked, put, Combine, Onto, PutRows};
 use super::picks::{check_index_dtype, infer_pick, Pick};
-use super::{internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Role, Spec, TableOp, TableOps};
+use super::{
+    internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Role, Spec, TableOp, TableOps, TF_SEMANTICS,
+};
 use crate::dtype::{DType, Scalar};
 use crate::error::{dtype_err, Error, Result};
 use crate::forward;
@@ -19,16 +21,6 @@ use crate::tensor::Tensor;
 /// torch's `dim`, TF's `axis`, required on both fronts.
 pub const DIM: Param =
     Param { torch: "dim", tf: "axis", tf_aliases: &[], kind: Kind::Int, torch_default: None, tf_default: None };
-
-/// An argument neither front spells: which front called (TF1's rules where they differ).
-pub const TF_SEMANTICS: Param = Param {
-    torch: "",
-    tf: "",
-    tf_aliases: &[],
-    kind: Kind::Bool,
-    torch_default: Some("False"),
-    tf_default: Some("True"),
-};
 
 const INPUT: Input = Input { torch: "input", tf: "params", list: false };
 const INDEX: Input = Input { torch: "index", tf: "indices", list: false };

@@ -3,8 +3,8 @@
 //! (TF `linalg.band_part`). Batched ops act on the last two dims.
 
 use super::layout::{meta, only, reshaped, same_as};
-use super::reshapes::TF_SEMANTICS;
 use super::slicing::{embed, Diagonal};
+use super::TF_SEMANTICS;
 use super::{internal, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps};
 use crate::dtype::DType;
 use crate::error::{dtype_err, shape_err, Error, Result};

@@ -66,6 +66,18 @@ pub struct Input {
     pub list: bool,
 }
 
+/// A parameter that no front spells: each front passes its own default, so the op knows
+/// which front's semantics to follow where they differ beyond argument names (TF1's
+/// `squeeze` refuses a named dim that is not 1; torch's `cumsum` gives integers int64).
+pub const TF_SEMANTICS: Param = Param {
+    torch: "",
+    tf: "",
+    tf_aliases: &[],
+    kind: Kind::Bool,
+    torch_default: Some("False"),
+    tf_default: Some("True"),
+};
+
 /// The one input of a unary op: torch's `input`, TF's `x`.
 pub const ONE_INPUT: &[Input] = &[Input { torch: "input", tf: "x", list: false }];
 

@@ -1,7 +1,7 @@
 //! Reductions declared in the table: `logsumexp`, `prod` (and its gradient, which its
 //! rule emits), `all` and `any`.
 
-use super::{internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps};
+use super::{internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps, TF_SEMANTICS};
 use crate::dtype::{dispatch, float_dispatch, numeric_dispatch};
 use crate::dtype::{DType, Float, Number};
 use crate::error::{dtype_err, Error, Result};
@@ -40,18 +40,8 @@ pub(super) const fn reduce_params(torch_dims_default: Option<&'static str>) -> [
     ]
 }
 
-/// Neither front names this argument: torch gives integer (and bool) inputs of a sum or
-/// product an int64 result; TF1 keeps an integer dtype and refuses bool.
-pub(super) const WIDEN_INTEGERS: Param = Param {
-    torch: "",
-    tf: "",
-    tf_aliases: &[],
-    kind: Kind::Bool,
-    torch_default: Some("True"),
-    tf_default: Some("False"),
-};
-
-/// The dtype a sum or product of `dtype` gives (see `WIDEN_INTEGERS`).
+/// The dtype a sum or product of `dtype` gives (`widen`: torch gives integer and bool inputs an int64
+/// result; TF1 keeps an integer dtype and refuses bool).
 pub(super) fn accumulated_dtype(op: &str, dtype: DType, widen: bool) -> Result<DType> {
     match dtype {
         d if d.is_float() => Ok(d),
@@ -82,7 +72,7 @@ const LOGSUMEXP_PARAMS: [Param; 2] = reduce_params(None);
 const ALL_DIMS_PARAMS: [Param; 2] = reduce_params(Some("None"));
 const PROD_PARAMS: [Param; 3] = {
     let [dims, keepdim] = reduce_params(Some("None"));
-    [dims, keepdim, WIDEN_INTEGERS]
+    [dims, keepdim, TF_SEMANTICS]
 };
 /// TF1's reductions name their tensor `input_tensor`.
 pub(super) const INPUT_TENSOR: &[Input] = &[Input { torch: "input", tf: "input_tensor", list: false }];
@@ -187,7 +177,7 @@ impl TableOp for Prod {
     };
 
     fn build(args: &Args) -> Result<Self> {
-        Ok(Prod { dims: args.dims(0)?, keepdim: args.flag(1)?, widen: args.flag(2)? })
+        Ok(Prod { dims: args.dims(0)?, keepdim: args.flag(1)?, widen: !args.flag(2)? })
     }
 
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {

@@ -5,7 +5,7 @@
 
 use super::layout::{meta, only, product, reshaped, static_dim};
 use super::views::WITH_OTHER;
-use super::{Args, Input, Kind, Meta, Param, Spec, TableOp, ONE_INPUT};
+use super::{Args, Input, Kind, Meta, Param, Spec, TableOp, ONE_INPUT, TF_SEMANTICS};
 use crate::dtype::DType;
 use crate::error::{shape_err, Error, Result};
 use crate::graph::PartialShape;
@@ -30,17 +30,6 @@ pub struct Squeeze {
     /// TF's rule: a named dim that is not 1 is an error (torch leaves it).
     strict: bool,
 }
-
-/// A parameter that no front spells: each front passes its own default, so the op
-/// knows which front's semantics to follow where they differ beyond argument names.
-pub const TF_SEMANTICS: Param = Param {
-    torch: "",
-    tf: "",
-    tf_aliases: &[],
-    kind: Kind::Bool,
-    torch_default: Some("False"),
-    tf_default: Some("True"),
-};
 
 impl Squeeze {
     /// Which dims go, given their sizes; None when that depends on a size unknown at build time.

@@ -1,6 +1,7 @@
 //! Scans along one dim: `cumsum` and `cumprod` (and `cumprod`'s gradient, which its rule emits).
 
-use super::reduce::{accumulated_dtype, WIDEN_INTEGERS};
+use super::reduce::accumulated_dtype;
+use super::TF_SEMANTICS;
 use super::{internal, no_double_backward, nth, Args, Kind, Meta, Param, Spec, TableOp, TableOps, ONE_INPUT};
 use crate::dtype::DType;
 use crate::dtype::{float_dispatch, numeric_dispatch};
@@ -32,7 +33,7 @@ const SCAN_PARAMS: &[Param] = &[
         torch_default: None,
         tf_default: Some("False"),
     },
-    WIDEN_INTEGERS,
+    TF_SEMANTICS,
 ];
 
 #[derive(Clone, Debug)]
@@ -73,7 +74,7 @@ impl TableOp for Cumsum {
 
     fn build(args: &Args) -> Result<Self> {
         let order = ScanOrder { exclusive: args.flag(1)?, reverse: args.flag(2)? };
-        Ok(Cumsum { dim: args.int(0)?, order, widen: args.flag(3)? })
+        Ok(Cumsum { dim: args.int(0)?, order, widen: !args.flag(3)? })
     }
 
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
@@ -123,7 +124,7 @@ impl TableOp for Cumprod {
 
     fn build(args: &Args) -> Result<Self> {
         let order = ScanOrder { exclusive: args.flag(1)?, reverse: args.flag(2)? };
-        Ok(Cumprod { dim: args.int(0)?, order, widen: args.flag(3)? })
+        Ok(Cumprod { dim: args.int(0)?, order, widen: !args.flag(3)? })
     }
 
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {

@@ -1,9 +1,9 @@
 //! Ops that select by masks or make index data: `masked_fill`, `argwhere` (torch's
 //! `nonzero`, TF1's one-argument `where`), `one_hot` and TF1's `boolean_mask`.
 
-use super::gather::TF_SEMANTICS;
 use super::indexing::{keep_indices_from, pick, pick_rule};
 use super::picks::{infer_pick, Pick};
+use super::TF_SEMANTICS;
 use super::{nth, Args, Input, Kind, Meta, Param, Role, Spec, TableOp};
 use crate::dtype::{dispatch, integer_dispatch, DType};
 use crate::error::{dtype_err, Error, Result};

@@ -191,7 +191,7 @@ class TensorOps:
 
     def cumsum(self: Tensor, dim: int) -> Tensor:
         """Running sums along `dim`."""
-        return self.graph._apply(_ops['cumsum'], [self], None, (dim, False, False, True))
+        return self.graph._apply(_ops['cumsum'], [self], None, (dim, False, False, False))
 
     def logsumexp(self: Tensor, dim: Union[int, Sequence[int], None], keepdim: bool = False) -> Tensor:
         """log(sum(exp(x))) over `dim`, without overflow: the largest element is factored out first."""
@@ -517,11 +517,11 @@ class TensorOps:
 
     def prod(self: Tensor, dim: Union[int, Sequence[int], None] = None, keepdim: bool = False) -> Tensor:
         """The product of the elements over `dim` (all of them by default)."""
-        return self.graph._apply(_ops['prod'], [self], None, (dim, keepdim, True))
+        return self.graph._apply(_ops['prod'], [self], None, (dim, keepdim, False))
 
     def cumprod(self: Tensor, dim: int) -> Tensor:
         """Running products along `dim`."""
-        return self.graph._apply(_ops['cumprod'], [self], None, (dim, False, False, True))
+        return self.graph._apply(_ops['cumprod'], [self], None, (dim, False, False, False))
 
     def var(
         self: Tensor,

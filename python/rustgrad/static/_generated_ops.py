@@ -173,7 +173,7 @@ def trunc(x: Any, name: Optional[str] = None) -> Tensor:
 
 def cumsum(x: Any, axis: int = 0, exclusive: bool = False, reverse: bool = False, name: Optional[str] = None) -> Tensor:
     """Running sums along `dim`."""
-    return _apply(_ops['cumsum'], [x], name, (axis, exclusive, reverse, False))
+    return _apply(_ops['cumsum'], [x], name, (axis, exclusive, reverse, True))
 
 
 def reduce_logsumexp(
@@ -541,7 +541,7 @@ def reduce_prod(
     """The product of the elements over `dim` (all of them by default)."""
     axis = _renamed('reduce_prod', 'axis', axis, 'reduction_indices', reduction_indices, None)
     keepdims = _renamed('reduce_prod', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
-    return _apply(_ops['prod'], [input_tensor], name, (axis, keepdims, False))
+    return _apply(_ops['prod'], [input_tensor], name, (axis, keepdims, True))
 
 
 def cumprod(
@@ -552,7 +552,7 @@ def cumprod(
     name: Optional[str] = None,
 ) -> Tensor:
     """Running products along `dim`."""
-    return _apply(_ops['cumprod'], [x], name, (axis, exclusive, reverse, False))
+    return _apply(_ops['cumprod'], [x], name, (axis, exclusive, reverse, True))
 
 
 def norm(
