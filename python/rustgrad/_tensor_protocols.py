@@ -1,5 +1,5 @@
 """Python protocols of ``rustgrad.Tensor`` written in Python, called from
-``rust/python/tensor.rs``: the legacy constructor ``Tensor(...)``, pickling and
+``rust/python/tensor/``: the legacy constructor ``Tensor(...)``, pickling and
 ``copy.deepcopy``."""
 
 from __future__ import annotations
