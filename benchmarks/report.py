@@ -128,6 +128,39 @@ def section_ops(m: dict) -> list[str]:
     return lines + [""]
 
 
+def section_reductions(m: dict) -> list[str]:
+    import test_bench_reductions
+
+    lines = ["## float32 reductions and scans (all threads)", "",
+             "`_dim0`/`_dim1`/`_rows`: along one dim of an (n/1024, 1024) matrix; otherwise over all elements.", "",
+             "| op | size | rustgrad | numpy | × numpy |", "|---|---|---|---|---|"]
+    for name, _, _ in test_bench_reductions.OPS:
+        for size in test_bench_reductions.IDS:
+            keys = (f"test_reduction_rustgrad[{size}-{name}]", f"test_reduction_numpy[{size}-{name}]")
+            if all(k in m for k in keys):
+                ours, ref = (m[k]["median"] for k in keys)
+                lines.append(f"| `{name}` | {size} | {fmt_time(ours)} | {fmt_time(ref)} | {ours / ref:.2f} |")
+    return lines + [""]
+
+
+def section_strided(m: dict) -> list[str]:
+    lines = ["## Strided views (float32, all threads)", "",
+             "A view read in place against the same op after `.contiguous()`, and numpy's strided op.", "",
+             "| operands | side | view | copy, then op | numpy | view × numpy |", "|---|---|---|---|---|---|"]
+    rows = [("transposed view + matrix", "test_transposed_view_plus_matrix",
+             "test_transposed_view_copied_then_plus_matrix", "test_numpy_transposed_plus_matrix"),
+            ("expanded row + matrix", "test_expanded_row_plus_matrix",
+             "test_expanded_row_copied_then_plus_matrix", "test_numpy_row_plus_matrix")]
+    for label, *names in rows:
+        for side in ("1024x1024", "4096x4096"):
+            keys = [f"{n}[{side}]" for n in names]
+            if all(k in m for k in keys):
+                view, copied, ref = (m[k]["median"] for k in keys)
+                lines.append(f"| {label} | {side} | {fmt_time(view)} | {fmt_time(copied)} | {fmt_time(ref)} "
+                             f"| {view / ref:.2f} |")
+    return lines + [""]
+
+
 def section_batched_matmul(m: dict) -> list[str]:
     lines = ["## float32 batched matmul (all threads)", "",
              "| batch×m×k×n | rustgrad `bmm` | rustgrad `@` | numpy `matmul` | `bmm` × numpy | `@` × numpy |",
@@ -224,8 +257,8 @@ def main() -> None:
              "from the same run). Do not edit by hand.", "", *machine(data), ""]
     if has_chart:
         lines += ["![seed step](benchmarks.png)", ""]
-    lines += (step_lines + section_matmul(m) + section_batched_matmul(m) + section_ops(m) + section_overhead(m)
-              + section_scaling(m))
+    lines += (step_lines + section_matmul(m) + section_batched_matmul(m) + section_ops(m) + section_reductions(m)
+              + section_strided(m) + section_overhead(m) + section_scaling(m))
     (DOCS / "benchmarks.md").write_text("\n".join(lines))
     print(f"wrote {DOCS / 'benchmarks.md'}")
 

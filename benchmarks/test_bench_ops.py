@@ -27,6 +27,8 @@ OPS = {
     "sin": (lambda a, b: np.sin(a), lambda x, y: x.sin()),
     "sum": (lambda a, b: a.sum(), lambda x, y: x.sum()),
     "amax(dim)": (lambda a, b: a.max(axis=1), lambda x, y: x.amax(dim=1)),
+    # torch's max(dim) also gives the indices (numpy's max(axis) only the values).
+    "max(dim)": (lambda a, b: a.max(axis=1), lambda x, y: x.max(dim=1)),
     "cumsum": (lambda a, b: np.cumsum(a, axis=1), lambda x, y: x.cumsum(1)),
 }
 
