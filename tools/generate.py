@@ -250,11 +250,22 @@ def static_module(ops: dict[str, Any], namespace: str, doc: str) -> str:
                          "from rustgrad.static._graph import Tensor, _apply, _renamed  # noqa: F401",
                          *(f"from {module} import {', '.join(names)}" for module, names in extras)])
     exported = [name for _, names in extras for name in names]
+    shared = []  # TF1's functions under both names (``tf.math.exp`` is ``tf.exp``) are defined once
     for spec in ops.values():
-        for tf in tf_names(spec):
-            if tf.namespace == namespace:
+        names = tf_names(spec)
+        for tf in (tf for tf in names if tf.namespace == namespace):
+            if namespace and any(top.namespace == "" and (top.name, top.argument) == (tf.name, tf.argument)
+                                 for top in names):
+                shared.append(tf.name)
+            else:
                 lines += static_function(tf.name, spec, tf.argument)
-                exported.append(tf.name)
+            exported.append(tf.name)
+    if shared:
+        imports = f"from rustgrad.static._generated_ops import {', '.join(sorted(shared))}  # noqa: F401"
+        if len(imports) > 120:
+            imports = "\n".join(["from rustgrad.static._generated_ops import (  # noqa: F401",
+                                 *(f"    {name}," for name in sorted(shared)), ")"])
+        lines.insert(lines.index("from rustgrad._rustgrad import ops as _ops") + 1, imports)
     lines += all_list(exported)
     return "\n".join(lines) + "\n"
 

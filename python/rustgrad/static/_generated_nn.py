@@ -8,17 +8,8 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence, Union  # noqa: F401 - in some signatures
 
 from rustgrad._rustgrad import ops as _ops
+from rustgrad.static._generated_ops import sigmoid, tanh  # noqa: F401
 from rustgrad.static._graph import Tensor, _apply, _renamed  # noqa: F401
-
-
-def tanh(x: Any, name: Optional[str] = None) -> Tensor:
-    """The hyperbolic tangent."""
-    return _apply(_ops['tanh'], [x], name, ())
-
-
-def sigmoid(x: Any, name: Optional[str] = None) -> Tensor:
-    """The logistic function 1/(1 + e^-x)."""
-    return _apply(_ops['sigmoid'], [x], name, ())
 
 
 def relu(features: Any, name: Optional[str] = None) -> Tensor:

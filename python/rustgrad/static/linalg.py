@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence, Union  # noqa: F401 - in some signatures
 
 from rustgrad._rustgrad import ops as _ops
+from rustgrad.static._generated_ops import trace  # noqa: F401
 from rustgrad.static._graph import Tensor, _apply, _renamed  # noqa: F401
 
 
@@ -21,11 +22,6 @@ def diag_part(input: Any, name: Optional[str] = None) -> Tensor:
 def diag(diagonal: Any, name: Optional[str] = None) -> Tensor:
     """Matrices (in the dims `dim1`, `dim2`) whose diagonal `offset` holds the last dim of the input, zero elsewhere."""
     return _apply(_ops['diag_embed'], [diagonal], name, (0, -2, -1))
-
-
-def trace(x: Any, name: Optional[str] = None) -> Tensor:
-    """The sum of a matrix's main diagonal; TF1's takes the matrices in the last two dims."""
-    return _apply(_ops['trace'], [x], name, (True,))
 
 
 def band_part(input: Any, num_lower: int, num_upper: int, name: Optional[str] = None) -> Tensor:

@@ -8,283 +8,70 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence, Union  # noqa: F401 - in some signatures
 
 from rustgrad._rustgrad import ops as _ops
+from rustgrad.static._generated_ops import (  # noqa: F401
+    abs,
+    acos,
+    acosh,
+    argmax,
+    argmin,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
+    ceil,
+    cos,
+    cosh,
+    count_nonzero,
+    cumprod,
+    cumsum,
+    equal,
+    erf,
+    exp,
+    expm1,
+    floor,
+    greater,
+    greater_equal,
+    is_finite,
+    is_inf,
+    is_nan,
+    less,
+    less_equal,
+    log,
+    log1p,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    negative,
+    not_equal,
+    pow,
+    reciprocal,
+    reduce_all,
+    reduce_any,
+    reduce_logsumexp,
+    reduce_prod,
+    round,
+    rsqrt,
+    sigmoid,
+    sign,
+    sin,
+    sinh,
+    sqrt,
+    square,
+    squared_difference,
+    tan,
+    tanh,
+    truncatemod,
+)
 from rustgrad.static._graph import Tensor, _apply, _renamed  # noqa: F401
 from rustgrad.static._ops import reduce_max, reduce_mean, reduce_min, reduce_sum
 from rustgrad.static._reductions import top_k
 
 
-def negative(x: Any, name: Optional[str] = None) -> Tensor:
-    """The negation -x."""
-    return _apply(_ops['neg'], [x], name, ())
-
-
-def abs(x: Any, name: Optional[str] = None) -> Tensor:
-    """The absolute value |x|; its gradient at 0 is 0."""
-    return _apply(_ops['abs'], [x], name, ())
-
-
-def exp(x: Any, name: Optional[str] = None) -> Tensor:
-    """The exponential e^x."""
-    return _apply(_ops['exp'], [x], name, ())
-
-
-def expm1(x: Any, name: Optional[str] = None) -> Tensor:
-    """e^x - 1, exact for small x."""
-    return _apply(_ops['expm1'], [x], name, ())
-
-
-def log(x: Any, name: Optional[str] = None) -> Tensor:
-    """The natural logarithm."""
-    return _apply(_ops['log'], [x], name, ())
-
-
-def log1p(x: Any, name: Optional[str] = None) -> Tensor:
-    """log(1 + x), exact for small x."""
-    return _apply(_ops['log1p'], [x], name, ())
-
-
-def sqrt(x: Any, name: Optional[str] = None) -> Tensor:
-    """The square root."""
-    return _apply(_ops['sqrt'], [x], name, ())
-
-
-def rsqrt(x: Any, name: Optional[str] = None) -> Tensor:
-    """The reciprocal square root 1/sqrt(x)."""
-    return _apply(_ops['rsqrt'], [x], name, ())
-
-
-def reciprocal(x: Any, name: Optional[str] = None) -> Tensor:
-    """The reciprocal 1/x."""
-    return _apply(_ops['reciprocal'], [x], name, ())
-
-
-def square(x: Any, name: Optional[str] = None) -> Tensor:
-    """The square x²."""
-    return _apply(_ops['square'], [x], name, ())
-
-
-def sin(x: Any, name: Optional[str] = None) -> Tensor:
-    """The sine, in radians."""
-    return _apply(_ops['sin'], [x], name, ())
-
-
-def cos(x: Any, name: Optional[str] = None) -> Tensor:
-    """The cosine, in radians."""
-    return _apply(_ops['cos'], [x], name, ())
-
-
-def tan(x: Any, name: Optional[str] = None) -> Tensor:
-    """The tangent, in radians."""
-    return _apply(_ops['tan'], [x], name, ())
-
-
-def asin(x: Any, name: Optional[str] = None) -> Tensor:
-    """The inverse sine, in radians; NaN outside [-1, 1]."""
-    return _apply(_ops['asin'], [x], name, ())
-
-
-def acos(x: Any, name: Optional[str] = None) -> Tensor:
-    """The inverse cosine, in radians; NaN outside [-1, 1]."""
-    return _apply(_ops['acos'], [x], name, ())
-
-
-def atan(x: Any, name: Optional[str] = None) -> Tensor:
-    """The inverse tangent, in radians."""
-    return _apply(_ops['atan'], [x], name, ())
-
-
-def sinh(x: Any, name: Optional[str] = None) -> Tensor:
-    """The hyperbolic sine."""
-    return _apply(_ops['sinh'], [x], name, ())
-
-
-def cosh(x: Any, name: Optional[str] = None) -> Tensor:
-    """The hyperbolic cosine."""
-    return _apply(_ops['cosh'], [x], name, ())
-
-
-def tanh(x: Any, name: Optional[str] = None) -> Tensor:
-    """The hyperbolic tangent."""
-    return _apply(_ops['tanh'], [x], name, ())
-
-
-def asinh(x: Any, name: Optional[str] = None) -> Tensor:
-    """The inverse hyperbolic sine."""
-    return _apply(_ops['asinh'], [x], name, ())
-
-
-def acosh(x: Any, name: Optional[str] = None) -> Tensor:
-    """The inverse hyperbolic cosine; NaN below 1."""
-    return _apply(_ops['acosh'], [x], name, ())
-
-
-def atanh(x: Any, name: Optional[str] = None) -> Tensor:
-    """The inverse hyperbolic tangent; NaN outside [-1, 1]."""
-    return _apply(_ops['atanh'], [x], name, ())
-
-
-def sigmoid(x: Any, name: Optional[str] = None) -> Tensor:
-    """The logistic function 1/(1 + e^-x)."""
-    return _apply(_ops['sigmoid'], [x], name, ())
-
-
-def erf(x: Any, name: Optional[str] = None) -> Tensor:
-    """The error function."""
-    return _apply(_ops['erf'], [x], name, ())
-
-
-def sign(x: Any, name: Optional[str] = None) -> Tensor:
-    """-1, 0 or 1 by the sign of x (NaN stays NaN); its gradient is 0."""
-    return _apply(_ops['sign'], [x], name, ())
-
-
-def floor(x: Any, name: Optional[str] = None) -> Tensor:
-    """The largest integer not above x; its gradient is 0."""
-    return _apply(_ops['floor'], [x], name, ())
-
-
-def ceil(x: Any, name: Optional[str] = None) -> Tensor:
-    """The smallest integer not below x; its gradient is 0."""
-    return _apply(_ops['ceil'], [x], name, ())
-
-
-def round(x: Any, name: Optional[str] = None) -> Tensor:
-    """The nearest integer, halves to even (as numpy, torch and TF); its gradient is 0."""
-    return _apply(_ops['round'], [x], name, ())
-
-
-def cumsum(x: Any, axis: int = 0, exclusive: bool = False, reverse: bool = False, name: Optional[str] = None) -> Tensor:
-    """Running sums along `dim`."""
-    return _apply(_ops['cumsum'], [x], name, (axis, exclusive, reverse, True))
-
-
-def reduce_logsumexp(
-    input_tensor: Any,
-    axis: Any = None,
-    keepdims: Any = None,
-    name: Optional[str] = None,
-    reduction_indices: Any = None,
-    keep_dims: Any = None,
-) -> Tensor:
-    """log(sum(exp(x))) over `dim`, without overflow: the largest element is factored out first."""
-    axis = _renamed('reduce_logsumexp', 'axis', axis, 'reduction_indices', reduction_indices, None)
-    keepdims = _renamed('reduce_logsumexp', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
-    return _apply(_ops['logsumexp'], [input_tensor], name, (axis, keepdims))
-
-
-def atan2(y: Any, x: Any, name: Optional[str] = None) -> Tensor:
-    """The angle of the point (other, input) in radians, in [-pi, pi]."""
-    return _apply(_ops['atan2'], [y, x], name, ())
-
-
-def truncatemod(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
-    """The remainder of input / other rounded toward zero: it has the sign of input (C's fmod)."""
-    return _apply(_ops['fmod'], [x, y], name, ())
-
-
-def pow(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
-    """input raised to the power exponent; either may be a number."""
-    return _apply(_ops['pow'], [x, y], name, ())
-
-
 def xlogy(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
     """input·log(other), and 0 where input is 0 (unless other is NaN)."""
     return _apply(_ops['xlogy'], [x, y], name, ())
-
-
-def squared_difference(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
-    """(input - other)², elementwise."""
-    return _apply(_ops['squared_difference'], [x, y], name, ())
-
-
-def logical_and(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
-    """Whether both input and other are true (nonzero), elementwise."""
-    return _apply(_ops['logical_and'], [x, y], name, ())
-
-
-def logical_or(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
-    """Whether input or other is true (nonzero), elementwise."""
-    return _apply(_ops['logical_or'], [x, y], name, ())
-
-
-def logical_xor(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
-    """Whether exactly one of input and other is true (nonzero), elementwise."""
-    return _apply(_ops['logical_xor'], [x, y], name, ())
-
-
-def logical_not(x: Any, name: Optional[str] = None) -> Tensor:
-    """Whether input is false (zero), elementwise."""
-    return _apply(_ops['logical_not'], [x], name, ())
-
-
-def is_nan(x: Any, name: Optional[str] = None) -> Tensor:
-    """Whether each element is NaN."""
-    return _apply(_ops['isnan'], [x], name, ())
-
-
-def is_inf(x: Any, name: Optional[str] = None) -> Tensor:
-    """Whether each element is +inf or -inf."""
-    return _apply(_ops['isinf'], [x], name, ())
-
-
-def is_finite(x: Any, name: Optional[str] = None) -> Tensor:
-    """Whether each element is finite: neither NaN nor infinite."""
-    return _apply(_ops['isfinite'], [x], name, ())
-
-
-def equal(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
-    """Whether input equals other, elementwise (NaN equals nothing)."""
-    return _apply(_ops['eq'], [x, y], name, ())
-
-
-def not_equal(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
-    """Whether input differs from other, elementwise (NaN differs from everything)."""
-    return _apply(_ops['ne'], [x, y], name, ())
-
-
-def less(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
-    """Whether input < other, elementwise."""
-    return _apply(_ops['lt'], [x, y], name, ())
-
-
-def less_equal(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
-    """Whether input <= other, elementwise."""
-    return _apply(_ops['le'], [x, y], name, ())
-
-
-def greater(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
-    """Whether input > other, elementwise."""
-    return _apply(_ops['gt'], [x, y], name, ())
-
-
-def greater_equal(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
-    """Whether input >= other, elementwise."""
-    return _apply(_ops['ge'], [x, y], name, ())
-
-
-def reduce_prod(
-    input_tensor: Any,
-    axis: Any = None,
-    keepdims: Any = None,
-    name: Optional[str] = None,
-    reduction_indices: Any = None,
-    keep_dims: Any = None,
-) -> Tensor:
-    """The product of the elements over `dim` (all of them by default)."""
-    axis = _renamed('reduce_prod', 'axis', axis, 'reduction_indices', reduction_indices, None)
-    keepdims = _renamed('reduce_prod', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
-    return _apply(_ops['prod'], [input_tensor], name, (axis, keepdims, True))
-
-
-def cumprod(
-    x: Any,
-    axis: int = 0,
-    exclusive: bool = False,
-    reverse: bool = False,
-    name: Optional[str] = None,
-) -> Tensor:
-    """Running products along `dim`."""
-    return _apply(_ops['cumprod'], [x], name, (axis, exclusive, reverse, True))
 
 
 def reduce_variance(
@@ -307,77 +94,6 @@ def reduce_std(
 ) -> Tensor:
     """The standard deviation over `dim`: the square root of `var` with the same arguments."""
     return _apply(_ops['std'], [input_tensor], name, (axis, None, keepdims, 0))
-
-
-def reduce_all(
-    input_tensor: Any,
-    axis: Any = None,
-    keepdims: Any = None,
-    name: Optional[str] = None,
-    reduction_indices: Any = None,
-    keep_dims: Any = None,
-) -> Tensor:
-    """Whether every element over `dim` is true (nonzero); a bool tensor. TF1's `reduce_all` takes bool tensors only."""
-    axis = _renamed('reduce_all', 'axis', axis, 'reduction_indices', reduction_indices, None)
-    keepdims = _renamed('reduce_all', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
-    return _apply(_ops['all'], [input_tensor], name, (axis, keepdims))
-
-
-def reduce_any(
-    input_tensor: Any,
-    axis: Any = None,
-    keepdims: Any = None,
-    name: Optional[str] = None,
-    reduction_indices: Any = None,
-    keep_dims: Any = None,
-) -> Tensor:
-    """Whether some element over `dim` is true (nonzero); a bool tensor. TF1's `reduce_any` takes bool tensors only."""
-    axis = _renamed('reduce_any', 'axis', axis, 'reduction_indices', reduction_indices, None)
-    keepdims = _renamed('reduce_any', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
-    return _apply(_ops['any'], [input_tensor], name, (axis, keepdims))
-
-
-def count_nonzero(
-    input_tensor: Any,
-    axis: Any = None,
-    keepdims: Any = None,
-    dtype: Any = None,
-    name: Optional[str] = None,
-    reduction_indices: Any = None,
-    keep_dims: Any = None,
-) -> Tensor:
-    """The number of nonzero (true, NaN) elements over `dim` (all of them by default), as int64 (TF1: `dtype`)."""
-    axis = _renamed('count_nonzero', 'axis', axis, 'reduction_indices', reduction_indices, None)
-    keepdims = _renamed('count_nonzero', 'keepdims', keepdims, 'keep_dims', keep_dims, False)
-    return _apply(_ops['count_nonzero'], [input_tensor], name, (axis, keepdims, dtype))
-
-
-def argmax(
-    input: Any,
-    axis: Any = None,
-    output_type: Any = None,
-    name: Optional[str] = None,
-    dimension: Any = None,
-) -> Tensor:
-    """The index of the largest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None` is
-    dim 0), as int64; the first of equal elements, and NaN counts as the largest.
-    """
-    axis = _renamed('argmax', 'axis', axis, 'dimension', dimension, None)
-    return _apply(_ops['argmax'], [input], name, (axis, False, output_type, True))
-
-
-def argmin(
-    input: Any,
-    axis: Any = None,
-    output_type: Any = None,
-    name: Optional[str] = None,
-    dimension: Any = None,
-) -> Tensor:
-    """The index of the smallest element along `dim` (of the flattened tensor when `dim` is None; TF1's `axis=None` is
-    dim 0), as int64; the first of equal elements, and a NaN is picked as in `argmax`.
-    """
-    axis = _renamed('argmin', 'axis', axis, 'dimension', dimension, None)
-    return _apply(_ops['argmin'], [input], name, (axis, False, output_type, True))
 
 
 __all__ = [
