@@ -3,7 +3,7 @@
 //! keepdims=None)`, where a two-element `axis` asks for a matrix norm.
 
 use super::reduce::float_only;
-use super::{nth, Args, Input, Kind, Meta, Param, Spec, TableOp};
+use super::{nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TF_SEMANTICS};
 use crate::dtype::float_dispatch;
 use crate::dtype::{DType, Float};
 use crate::error::{Error, Result};
@@ -45,14 +45,7 @@ const NORM_PARAMS: &[Param] = &[
     },
     // Neither front names this: it says whose rules read `p` and `dim`. TF1 reads a
     // two-element axis as a matrix norm; torch's `norm` with a number is a vector norm.
-    Param {
-        torch: "",
-        tf: "",
-        tf_aliases: &[],
-        kind: Kind::Bool,
-        torch_default: Some("False"),
-        tf_default: Some("True"),
-    },
+    TF_SEMANTICS,
 ];
 
 /// Which norm.

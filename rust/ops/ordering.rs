@@ -2,7 +2,9 @@
 //! `take_along_dim`, which reads elements at such positions. `max(dim)`, `topk` and
 //! `sort` (torch) and `math.top_k` and `sort` (TF1) are compositions of them in Python.
 
-use super::{internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Role, Spec, TableOp, TableOps};
+use super::{
+    internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Role, Spec, TableOp, TableOps, TF_SEMANTICS,
+};
 use crate::dtype::{dispatch, float_dispatch, numeric_dispatch, DType};
 use crate::error::{dtype_err, Error, Result};
 use crate::forward;
@@ -82,14 +84,7 @@ const ARG_PARAMS: &[Param] = &[
         tf_default: Some("None"),
     },
     // Neither front names this: TF1 reads `axis=None` as dim 0, torch as every dim.
-    Param {
-        torch: "",
-        tf: "",
-        tf_aliases: &[],
-        kind: Kind::Bool,
-        torch_default: Some("False"),
-        tf_default: Some("True"),
-    },
+    TF_SEMANTICS,
 ];
 
 impl<const LARGEST: bool> ArgExtreme<LARGEST> {
