@@ -17,41 +17,99 @@ fn ascending<T: Number>(a: T, b: T) -> Ordering {
     a.partial_cmp(&b).unwrap_or_else(|| a.is_nan().cmp(&b.is_nan()))
 }
 
-/// The index of the largest (or smallest) element of `line` (not empty), in eight lanes
-/// whose updates are selects (no branches), so the loop vectorises. A NaN never wins a
-/// comparison there, so a line holding one is searched again for its first NaN.
+/// The index of the largest (or smallest) element of `line` (not empty): the first of
+/// equal ones, or the first NaN.
 fn line_arg_extreme<T: Number>(line: &[T], largest: bool) -> usize {
-    const LANES: usize = 8;
-    let better = |v: T, b: T| if largest { v > b } else { v < b };
+    if u32::try_from(line.len()).is_err() {
+        return line_scan(line, largest); // 2^32 elements and more: element by element
+    }
+    use super::vecmath::{simd, Simd};
+    match (largest, simd()) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `simd()` returns Avx512 only when the CPU reported avx512f.
+        (true, Simd::Avx512) => unsafe { line_arg_avx512::<T, true>(line) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        (false, Simd::Avx512) => unsafe { line_arg_avx512::<T, false>(line) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `simd()` returns Avx2 only when the CPU reported avx2 (and fma).
+        (true, Simd::Avx2) => unsafe { line_arg_avx2::<T, true>(line) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        (false, Simd::Avx2) => unsafe { line_arg_avx2::<T, false>(line) },
+        (true, _) => line_arg::<T, true>(line),
+        (false, _) => line_arg::<T, false>(line),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn line_arg_avx512<T: Number, const LARGEST: bool>(line: &[T]) -> usize {
+    line_arg::<T, LARGEST>(line)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn line_arg_avx2<T: Number, const LARGEST: bool>(line: &[T]) -> usize {
+    line_arg::<T, LARGEST>(line)
+}
+
+/// `line_arg_extreme` in sixteen lanes whose updates are selects on 32-bit indices (no
+/// branches, `LARGEST` known at compile time), so the loop vectorises. A NaN never wins
+/// a comparison there, so a line holding one is searched again for its first NaN.
+#[inline(always)]
+fn line_arg<T: Number, const LARGEST: bool>(line: &[T]) -> usize {
+    const LANES: usize = 16;
+    let better = |v: T, b: T| if LARGEST { v > b } else { v < b };
     let mut best = [line[0]; LANES];
-    let mut index = [0usize; LANES];
-    let mut nan = false;
+    let mut index = [0u32; LANES];
+    let mut nan = [0u32; LANES];
     let mut blocks = line.chunks_exact(LANES);
-    for (block_index, block) in (&mut blocks).enumerate() {
-        let base = block_index * LANES;
-        for (lane, &v) in block.iter().enumerate() {
+    let mut base = 0u32;
+    let lanes: [u32; LANES] = std::array::from_fn(|lane| lane as u32);
+    for block in &mut blocks {
+        let Ok(block) = <&[T; LANES]>::try_from(block) else { continue }; // chunks_exact: always LANES
+        for lane in 0..LANES {
+            let v = block[lane];
             let wins = better(v, best[lane]);
             best[lane] = if wins { v } else { best[lane] };
-            index[lane] = if wins { base + lane } else { index[lane] };
-            nan |= v.is_nan();
+            index[lane] = if wins { base + lanes[lane] } else { index[lane] };
+            nan[lane] |= u32::from(v.is_nan());
         }
+        base = base.wrapping_add(LANES as u32);
     }
-    let (mut winner, mut at) = (line[0], 0);
+    let (mut winner, mut at) = (line[0], 0usize);
     for lane in 0..LANES {
-        let (v, i) = (best[lane], index[lane]);
+        let (v, i) = (best[lane], index[lane] as usize);
         if better(v, winner) || (v == winner && i < at) {
             (winner, at) = (v, i);
         }
     }
     let tail = line.len() - blocks.remainder().len();
+    let mut any_nan = nan.iter().any(|&n| n != 0) || line[0].is_nan();
     for (k, &v) in blocks.remainder().iter().enumerate() {
-        nan |= v.is_nan();
+        any_nan |= v.is_nan();
         if better(v, winner) {
             (winner, at) = (v, tail + k);
         }
     }
-    if nan || line[0].is_nan() {
+    if any_nan {
         return line.iter().position(|v| v.is_nan()).unwrap_or(at);
+    }
+    at
+}
+
+/// `line_arg_extreme` one element at a time.
+fn line_scan<T: Number>(line: &[T], largest: bool) -> usize {
+    if let Some(first_nan) = line.iter().position(|v| v.is_nan()) {
+        return first_nan;
+    }
+    let better = |v: T, b: T| if largest { v > b } else { v < b };
+    let mut at = 0;
+    for (i, &v) in line.iter().enumerate() {
+        if better(v, line[at]) {
+            at = i;
+        }
     }
     at
 }

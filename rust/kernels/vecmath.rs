@@ -191,13 +191,13 @@ fn fill_avx2(out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl Fn(f32) -> f32) {
 
 /// The widest instruction set the CPU runs, checked once.
 #[derive(Copy, Clone, PartialEq, Eq)]
-enum Simd {
+pub enum Simd {
     Avx512,
     Avx2,
     Baseline,
 }
 
-fn simd() -> Simd {
+pub fn simd() -> Simd {
     static LEVEL: std::sync::OnceLock<Simd> = std::sync::OnceLock::new();
     *LEVEL.get_or_init(|| {
         #[cfg(target_arch = "x86_64")]
