@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence, Union  # noqa: F401 - in some signatures
 
+from rustgrad._op_args import _star_operands  # noqa: F401 - in some functions
 from rustgrad._rustgrad import ops as _ops
 from rustgrad.static._graph import Tensor, _apply, _renamed  # noqa: F401
 
@@ -33,6 +34,26 @@ def band_part(input: Any, num_lower: int, num_upper: int, name: Optional[str] = 
     return _apply(_ops['band_part'], [input], name, (num_lower, num_upper))
 
 
+def einsum(equation: str, *inputs: Any, name: Optional[str] = None) -> Tensor:
+    """The sum of products of the operands' elements that the equation names, in Einstein notation (`'bij,bjk->bik'`;
+    `...` broadcasts; without `->` the output is the labels seen once, in alphabetical order). More than two
+    operands are contracted from the left.
+    """
+    return _apply(_ops['einsum'], _star_operands('einsum', inputs), name, (equation, True))
+
+
+def tensordot(
+    a: Any,
+    b: Any,
+    axes: Union[int, Sequence[Union[int, Sequence[int]]]],
+    name: Optional[str] = None,
+) -> Tensor:
+    """The sum of products over the last `dims` dims of `a` and the first `dims` of `b`, or over the dims paired by two
+    lists; the output has `a`'s other dims, then `b`'s.
+    """
+    return _apply(_ops['tensordot'], [a, b], name, (axes,))
+
+
 __all__ = [
-    "band_part", "diag", "diag_part", "trace"
+    "band_part", "diag", "diag_part", "einsum", "tensordot", "trace"
 ]
