@@ -253,3 +253,14 @@ def test_the_fixed_products_are_static_extensions_under_torch_names():
     np.testing.assert_allclose(run(tf.mv(tf.constant(m), tf.constant(v))), m @ v)
     with pytest.raises(ShapeError, match=r"mv: expected a matrix and a 1-D vector"):
         tf.mv(tf.constant(v), tf.constant(v))
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda t: rustgrad.einsum("i,i->", t, t), "einsum"),
+    (lambda t: rustgrad.tensordot(t, t, dims=1), "tensordot"),
+    (lambda t: rustgrad.dot(t, t), "dot"),
+    (lambda t: rustgrad.outer(t, t), "outer"),
+])
+def test_products_of_bool_tensors_are_refused_naming_the_op(call, name):
+    with pytest.raises(DTypeError, match=rf"{name}: expected numeric tensors, got bool"):
+        call(rustgrad.tensor([True, False]))

@@ -385,8 +385,8 @@ impl Term {
         labels.iter().filter_map(|&l| self.position(l)).map(|i| self.tensor.shape()[i]).collect()
     }
 
-    /// The term in the order of `output`, with output labels it lacks... (none: every output
-    /// label is in some operand and kept) broadcast to their sizes.
+    /// The term's dims in the order of `output` (which has exactly its labels), each at its
+    /// broadcast size.
     fn ordered(self, output: &[Label], sizes: &[(Label, usize)]) -> Result<Term> {
         let view = self.permuted(output)?;
         let want: Vec<usize> = output.iter().map(|&l| size_of(sizes, l)).collect();

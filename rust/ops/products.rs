@@ -65,6 +65,16 @@ fn same_dtype(op: &str, inputs: &[Meta<'_>]) -> Result<DType> {
     Ok(first)
 }
 
+/// Products multiply and sum: bool tensors are refused, naming the op.
+fn numeric(op: &str, inputs: &[&Tensor]) -> Result<()> {
+    if inputs.iter().any(|t| t.dtype() == DType::Bool) {
+        return dtype_err(format!(
+            "{op}: expected numeric tensors, got bool; convert them with .int() or .float() first"
+        ));
+    }
+    Ok(())
+}
+
 fn apply<D: Differentiator>(d: &mut D, op: TableOps, inputs: &[&D::Value]) -> Result<D::Value> {
     d.apply(Op::Table(op), inputs)
 }
@@ -135,6 +145,7 @@ impl TableOp for Einsum {
     }
 
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        numeric("einsum", inputs)?;
         self.contraction.evaluate(inputs)
     }
 
@@ -281,6 +292,7 @@ impl TableOp for Tensordot {
 
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let (a, b) = (*nth(inputs, 0, "tensordot")?, *nth(inputs, 1, "tensordot")?);
+        numeric("tensordot", inputs)?;
         let known = |t: &Tensor| t.shape().iter().map(|&n| Some(n)).collect::<Vec<_>>();
         self.check(&known(a), &known(b))?;
         Contraction::Tensordot(self.axes.clone()).evaluate(&[a, b])
@@ -366,6 +378,7 @@ macro_rules! fixed_product {
             }
 
             fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+                numeric($name, inputs)?;
                 let shapes: Vec<PartialShape> =
                     inputs.iter().map(|t| Some(t.shape().iter().map(|&n| Some(n)).collect())).collect();
                 check_fixed($name, &self.equation, $what, &shapes.iter().collect::<Vec<_>>())?;
@@ -443,6 +456,7 @@ macro_rules! add_product {
             }
 
             fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+                numeric($name, inputs)?;
                 let (input, operands) = (*nth(inputs, 0, $name)?, &inputs[1..]);
                 let shapes: Vec<PartialShape> =
                     operands.iter().map(|t| Some(t.shape().iter().map(|&n| Some(n)).collect())).collect();
