@@ -264,3 +264,19 @@ def test_the_fixed_products_are_static_extensions_under_torch_names():
 def test_products_of_bool_tensors_are_refused_naming_the_op(call, name):
     with pytest.raises(DTypeError, match=rf"{name}: expected numeric tensors, got bool"):
         call(rustgrad.tensor([True, False]))
+
+
+def test_static_einsum_gradients_can_be_differentiated_again():
+    # einsum_backward is linear in the output's gradient and in the other operands: its own rule
+    # is einsum again, so a static graph can take gradients of gradients.
+    a_value, b_value, g_value, h_value = arr(2, 3), arr(3, 4), arr(2, 4), arr(2, 3)
+    a, b, g = (tf.placeholder(tf.float64, None) for _ in range(3))
+    (ga,) = tf.gradients(tf.einsum("ij,jk->ik", a, b), [a], grad_ys=[g])  # g @ b.T
+    gb, gg = tf.gradients(ga, [b, g], grad_ys=[tf.constant(h_value)])
+    got_b, got_g = run([gb, gg], {a: a_value, b: b_value, g: g_value})
+    np.testing.assert_allclose(got_b, h_value.T @ g_value, rtol=1e-12)
+    np.testing.assert_allclose(got_g, h_value @ b_value, rtol=1e-12)
+    x, gz = tf.placeholder(tf.float64, [3, 3]), tf.placeholder(tf.float64, [3])
+    (gx,) = tf.gradients(tf.einsum("ii->i", x), [x], grad_ys=[gz])
+    (ggz,) = tf.gradients(gx, [gz], grad_ys=[tf.constant(np.arange(9.0).reshape(3, 3))])
+    np.testing.assert_array_equal(run(ggz, {x: np.eye(3), gz: np.ones(3)}), [0.0, 4.0, 8.0])

@@ -6,7 +6,7 @@
 use super::args::Axes;
 use super::einsum::{gradient, infer_with, Equation, Label, Plan};
 use super::layout::meta;
-use super::{internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps};
+use super::{internal, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps};
 use crate::dtype::DType;
 use crate::error::{dtype_err, shape_err, Error, Result};
 use crate::graph::infer::broadcast;
@@ -190,12 +190,37 @@ impl TableOp for EinsumGrad {
         Ok((shape.clone(), dtype))
     }
 
-    fn saves(&self, _needs: &[bool]) -> Saves {
-        Saves { inputs: 0, output: false }
+    /// Reads every input but operand `which`, whose shape alone mattered.
+    fn saves(&self, needs: &[bool]) -> Saves {
+        let all = (0..needs.len().min(32)).fold(0u32, |bits, i| bits | 1 << i);
+        Saves { inputs: all & !(1u32.checked_shl(self.which as u32 + 1).unwrap_or(0)), output: false }
     }
 
-    fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
-        Err(no_double_backward("einsum_backward"))
+    /// Linear in `g` and in each other operand. With `h` the gradient of this output, put in
+    /// operand `which`'s place: `g`'s gradient is the contraction itself, another operand's
+    /// is its own `einsum_backward`; operand `which` (read for its shape) has none.
+    fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        let (g, operands) =
+            a.inputs.split_first().ok_or_else(|| Error::Internal("einsum_backward: no inputs".into()))?;
+        let need = |i: usize| a.needs.get(i).copied().unwrap_or(false);
+        let replaced: Vec<&D::Value> =
+            operands.iter().enumerate().map(|(k, x)| if k == self.which { a.grad } else { x }).collect();
+        let mut grads = Vec::with_capacity(a.inputs.len());
+        grads.push(if need(0) {
+            Some(apply(d, TableOps::Einsum(Einsum { contraction: self.contraction.clone() }), &replaced)?)
+        } else {
+            None
+        });
+        for k in 0..operands.len() {
+            grads.push(if k != self.which && need(k + 1) {
+                let op = TableOps::EinsumGrad(EinsumGrad { contraction: self.contraction.clone(), which: k });
+                let inputs: Vec<&D::Value> = std::iter::once(g).chain(replaced.iter().copied()).collect();
+                Some(apply(d, op, &inputs)?)
+            } else {
+                None
+            });
+        }
+        Ok(grads)
     }
 }
 
