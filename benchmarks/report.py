@@ -178,6 +178,25 @@ def section_batched_matmul(m: dict) -> list[str]:
     return lines + [""]
 
 
+def section_einsum(m: dict) -> list[str]:
+    lines = ["## float32 einsum `bij,bjk->bik` (all threads)", "",
+             "| batch×m×k×n | rustgrad `einsum` | rustgrad `bmm` | numpy `einsum(optimize=True)` | numpy `matmul` "
+             "| `einsum` × `bmm` | `einsum` × numpy `matmul` |",
+             "|---|---|---|---|---|---|---|"]
+    shapes = sorted({k.split("[")[1].split("-")[0] for k in m if k.startswith("test_numpy_einsum_batched_matmul[")},
+                    key=lambda s: [int(v) for v in s.split("x")])
+    for shape in shapes:
+        ours_key = f"test_rustgrad_einsum_batched_matmul[{shape}"
+        numpy_key = f"test_numpy_einsum_batched_matmul[{shape}"
+        keys = [f"{ours_key}-einsum]", f"{ours_key}-bmm]", f"{numpy_key}-einsum]", f"{numpy_key}-matmul]"]
+        if not all(k in m for k in keys):
+            continue
+        ours, bmm, np_einsum, np_matmul = (m[k]["median"] for k in keys)
+        lines.append(f"| {shape} | {fmt_time(ours)} | {fmt_time(bmm)} | {fmt_time(np_einsum)} | {fmt_time(np_matmul)} "
+                     f"| {ours / bmm:.2f} | {ours / np_matmul:.2f} |")
+    return lines + [""]
+
+
 def section_overhead(m: dict) -> list[str]:
     base = m["test_numpy_one_element_add"]["median"]
     rows = [("numpy one-element `a + b`", "test_numpy_one_element_add"),
@@ -257,8 +276,8 @@ def main() -> None:
              "from the same run). Do not edit by hand.", "", *machine(data), ""]
     if has_chart:
         lines += ["![seed step](benchmarks.png)", ""]
-    lines += (step_lines + section_matmul(m) + section_batched_matmul(m) + section_ops(m) + section_reductions(m)
-              + section_strided(m) + section_overhead(m) + section_scaling(m))
+    lines += (step_lines + section_matmul(m) + section_batched_matmul(m) + section_einsum(m) + section_ops(m)
+              + section_reductions(m) + section_strided(m) + section_overhead(m) + section_scaling(m))
     (DOCS / "benchmarks.md").write_text("\n".join(lines))
     print(f"wrote {DOCS / 'benchmarks.md'}")
 

@@ -158,7 +158,8 @@ def test_every_op_is_in_the_stubs_and_the_api_docs(spec):
     api = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
     for name in [spec.name, *spec.torch_aliases]:
         assert spec.inputs[0][2] or re.search(rf"    def {name}\(\s*self", stub), name
-        assert f"### `rustgrad.{name}({spec.inputs[0][0]}" in api, name
+        first = spec.torch_order[0] if spec.torch_order else spec.inputs[0][0]
+        assert f"### `rustgrad.{name}({first}" in api, name
     for dotted in _tf_names(spec):
         assert f"`rustgrad.static.{dotted}(" in api, dotted
     assert f"| `{spec.name}` |" in api, "missing from the op table in docs/api.md"
@@ -264,6 +265,10 @@ def _call(spec: Any, function: Callable[..., Any], kwargs: dict, by_name: bool =
     """``function`` taking the inputs as separate arguments, as ``evaluate`` and ``check_grad`` pass them.
     ``by_name``: the inputs after the first go by their torch names (for an op whose torch signature
     puts a param between tensors, such as ``gather(input, dim, index)``)."""
+    if any(name.startswith("*") for name in spec.torch_order):  # einsum(equation, *operands)
+        rest = dict(kwargs)
+        leading = [rest.pop(name) for name in spec.torch_order if name in rest]
+        return lambda *tensors: function(*leading, *tensors, **rest)
     if _list_op(spec):
         return lambda *tensors: function(list(tensors), **kwargs)
     if by_name and spec.torch_order:

@@ -142,6 +142,34 @@ def torch_parameters(spec: Any, first: str) -> tuple[list[Parameter], list[str]]
     return params, values
 
 
+def star_input(spec: Any) -> Optional[str]:
+    """The list input an op takes as ``*args`` after its params (``einsum(equation, *operands)``): named
+    with a leading ``*`` in its torch order; None for other ops."""
+    return next((name[1:] for name in spec.torch_order if name.startswith("*")), None)
+
+
+def star_function(spec: Any, name: str, listed: str, static: bool) -> list[str]:
+    """An op whose params come first and whose tensors are ``*args`` (``einsum(equation, *operands)``,
+    TF's ``einsum(equation, *inputs, name=None)``); one sequence of tensors is taken too."""
+    params, values = [], []
+    for torch, tf, _aliases, annotation, torch_default, tf_default in spec.params:
+        own, default = (tf, tf_default) if static else (torch, torch_default)
+        if own:
+            params.append(Parameter(own, annotation, default))
+            values.append(own)
+        else:
+            values.append(own_default(default, torch_default if static else tf_default))
+    tensors = "Union[Tensor, Sequence[Tensor]]" if not static else "Any"
+    signature = [*joined(spec, params), f"*{listed}: {tensors}"]
+    operands = f"_star_operands({spec.name!r}, {listed})"
+    if static:
+        signature.append(Parameter("name", "Optional[str]", "None").text())
+        call = f"_apply(_ops[{spec.name!r}], {operands}, name, {as_tuple(values)})"
+    else:
+        call = f"_ops[{spec.name!r}]({operands}, {', '.join(values)})"
+    return ["", *def_line("", name, signature), doc_line(spec, "    "), f"    return {call}", ""]
+
+
 def own_default(mine: Optional[str], other: Optional[str]) -> Optional[str]:
     """What a front passes for an argument it does not take: its own default when it has one
     (a parameter neither front spells tells the op which front called it), else the other's."""
@@ -188,7 +216,7 @@ def doc_line(spec: Any, indent: str) -> str:
 def eager_module(ops: dict[str, Any]) -> str:
     lines = header("The op table's ops as eager functions and ``Tensor`` methods.",
                    ["from typing import Optional, Sequence, Union  # noqa: F401 - in some signatures", "",
-                    "from rustgrad._op_args import _varargs  # noqa: F401 - in some methods",
+                    "from rustgrad._op_args import _star_operands, _varargs  # noqa: F401 - in some functions",
                     "from rustgrad._rustgrad import Tensor", "from rustgrad._rustgrad import ops as _ops"])
     exported = []
     for spec in ops.values():
@@ -196,6 +224,9 @@ def eager_module(ops: dict[str, Any]) -> str:
         forms = [(spec.name, spec.inputs[0][0])]
         if not is_list_op(spec):
             forms.append((f"_{spec.name}_method", "self"))
+        if star_input(spec):
+            lines += star_function(spec, spec.name, star_input(spec), static=False)
+            forms = []
         for function, first in forms:
             params, values = torch_parameters(spec, first)
             signature = joined(spec, params)
@@ -246,6 +277,7 @@ NAMESPACE_EXTRAS: dict[str, list[tuple[str, list[str]]]] = {
 def static_module(ops: dict[str, Any], namespace: str, doc: str) -> str:
     extras = NAMESPACE_EXTRAS.get(namespace, [])
     lines = header(doc, ["from typing import Any, Optional, Sequence, Union  # noqa: F401 - in some signatures", "",
+                         "from rustgrad._op_args import _star_operands  # noqa: F401 - in some functions",
                          "from rustgrad._rustgrad import ops as _ops",
                          "from rustgrad.static._graph import Tensor, _apply, _renamed  # noqa: F401",
                          *(f"from {module} import {', '.join(names)}" for module, names in extras)])
@@ -257,6 +289,8 @@ def static_module(ops: dict[str, Any], namespace: str, doc: str) -> str:
             if namespace and any(top.namespace == "" and (top.name, top.argument) == (tf.name, tf.argument)
                                  for top in names):
                 shared.append(tf.name)
+            elif star_input(spec):
+                lines += star_function(spec, tf.name, spec.inputs[0][1], static=True)
             else:
                 lines += static_function(tf.name, spec, tf.argument)
             exported.append(tf.name)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence, Union  # noqa: F401 - in some signatures
 
-from rustgrad._op_args import _varargs  # noqa: F401 - in some methods
+from rustgrad._op_args import _star_operands, _varargs  # noqa: F401 - in some functions
 from rustgrad._rustgrad import Tensor
 from rustgrad._rustgrad import ops as _ops
 
@@ -1520,20 +1520,158 @@ def _scatter_nd_method(
 
 Tensor.scatter_nd = _scatter_nd_method  # type: ignore[method-assign]
 
+def einsum(equation: str, *operands: Union[Tensor, Sequence[Tensor]]) -> Tensor:
+    """The sum of products of the operands' elements that the equation names, in Einstein notation (`'bij,bjk->bik'`;
+    `...` broadcasts; without `->` the output is the labels seen once, in alphabetical order). More than two
+    operands are contracted from the left.
+    """
+    return _ops['einsum'](_star_operands('einsum', operands), equation, False)
+
+
+def tensordot(
+    a: Union[Tensor, float],
+    b: Union[Tensor, float],
+    dims: Union[int, Sequence[Union[int, Sequence[int]]]] = 2,
+) -> Tensor:
+    """The sum of products over the last `dims` dims of `a` and the first `dims` of `b`, or over the dims paired by two
+    lists; the output has `a`'s other dims, then `b`'s.
+    """
+    return _ops['tensordot'](a, b, dims)
+
+
+def _tensordot_method(
+    self: Union[Tensor, float],
+    b: Union[Tensor, float],
+    dims: Union[int, Sequence[Union[int, Sequence[int]]]] = 2,
+) -> Tensor:
+    """The sum of products over the last `dims` dims of `a` and the first `dims` of `b`, or over the dims paired by two
+    lists; the output has `a`'s other dims, then `b`'s.
+    """
+    return _ops['tensordot'](self, b, dims)
+
+Tensor.tensordot = _tensordot_method  # type: ignore[method-assign]
+
+def outer(input: Union[Tensor, float], vec2: Union[Tensor, float]) -> Tensor:
+    """The outer product of two 1-D tensors: `out[i, j] = input[i] * vec2[j]`."""
+    return _ops['outer'](input, vec2)
+
+
+def _outer_method(self: Union[Tensor, float], vec2: Union[Tensor, float]) -> Tensor:
+    """The outer product of two 1-D tensors: `out[i, j] = input[i] * vec2[j]`."""
+    return _ops['outer'](self, vec2)
+
+ger = outer
+Tensor.outer = _outer_method  # type: ignore[method-assign]
+Tensor.ger = _outer_method  # type: ignore[method-assign]
+
+def dot(input: Union[Tensor, float], tensor: Union[Tensor, float]) -> Tensor:
+    """The dot product of two 1-D tensors of the same size."""
+    return _ops['dot'](input, tensor)
+
+
+def _dot_method(self: Union[Tensor, float], tensor: Union[Tensor, float]) -> Tensor:
+    """The dot product of two 1-D tensors of the same size."""
+    return _ops['dot'](self, tensor)
+
+vdot = dot
+Tensor.dot = _dot_method  # type: ignore[method-assign]
+Tensor.vdot = _dot_method  # type: ignore[method-assign]
+
+def mv(input: Union[Tensor, float], vec: Union[Tensor, float]) -> Tensor:
+    """The product of a matrix and a vector."""
+    return _ops['mv'](input, vec)
+
+
+def _mv_method(self: Union[Tensor, float], vec: Union[Tensor, float]) -> Tensor:
+    """The product of a matrix and a vector."""
+    return _ops['mv'](self, vec)
+
+Tensor.mv = _mv_method  # type: ignore[method-assign]
+
+def addmm(
+    input: Union[Tensor, float],
+    mat1: Union[Tensor, float],
+    mat2: Union[Tensor, float],
+    beta: float = 1,
+    alpha: float = 1,
+) -> Tensor:
+    """`beta * input + alpha * (mat1 @ mat2)` for matrices `mat1` and `mat2`; `input` broadcasts."""
+    return _ops['addmm'](input, mat1, mat2, beta, alpha)
+
+
+def _addmm_method(
+    self: Union[Tensor, float],
+    mat1: Union[Tensor, float],
+    mat2: Union[Tensor, float],
+    beta: float = 1,
+    alpha: float = 1,
+) -> Tensor:
+    """`beta * input + alpha * (mat1 @ mat2)` for matrices `mat1` and `mat2`; `input` broadcasts."""
+    return _ops['addmm'](self, mat1, mat2, beta, alpha)
+
+Tensor.addmm = _addmm_method  # type: ignore[method-assign]
+
+def addmv(
+    input: Union[Tensor, float],
+    mat: Union[Tensor, float],
+    vec: Union[Tensor, float],
+    beta: float = 1,
+    alpha: float = 1,
+) -> Tensor:
+    """`beta * input + alpha * (mat @ vec)`; `input` broadcasts."""
+    return _ops['addmv'](input, mat, vec, beta, alpha)
+
+
+def _addmv_method(
+    self: Union[Tensor, float],
+    mat: Union[Tensor, float],
+    vec: Union[Tensor, float],
+    beta: float = 1,
+    alpha: float = 1,
+) -> Tensor:
+    """`beta * input + alpha * (mat @ vec)`; `input` broadcasts."""
+    return _ops['addmv'](self, mat, vec, beta, alpha)
+
+Tensor.addmv = _addmv_method  # type: ignore[method-assign]
+
+def baddbmm(
+    input: Union[Tensor, float],
+    batch1: Union[Tensor, float],
+    batch2: Union[Tensor, float],
+    beta: float = 1,
+    alpha: float = 1,
+) -> Tensor:
+    """`beta * input + alpha * bmm(batch1, batch2)`; `input` broadcasts."""
+    return _ops['baddbmm'](input, batch1, batch2, beta, alpha)
+
+
+def _baddbmm_method(
+    self: Union[Tensor, float],
+    batch1: Union[Tensor, float],
+    batch2: Union[Tensor, float],
+    beta: float = 1,
+    alpha: float = 1,
+) -> Tensor:
+    """`beta * input + alpha * bmm(batch1, batch2)`; `input` broadcasts."""
+    return _ops['baddbmm'](self, batch1, batch2, beta, alpha)
+
+Tensor.baddbmm = _baddbmm_method  # type: ignore[method-assign]
+
 __all__ = [
-    "abs", "absolute", "acos", "acosh", "all", "any", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
-    "arctan2", "arctanh", "argmax", "argmin", "argsort", "argwhere", "asin", "asinh", "atan", "atan2",
-    "atanh", "band_part", "boolean_mask", "broadcast_to", "cat", "ceil", "clamp_max", "clamp_min",
-    "concat", "concatenate", "copysign", "cos", "cosh", "count_nonzero", "cumprod", "cumsum", "diag",
-    "diag_embed", "diagonal", "eq", "erf", "exp", "exp2", "expand", "expand_as", "expm1", "fix",
-    "flatten", "flip", "fliplr", "flipud", "floor", "fmax", "fmin", "fmod", "gather", "gather_nd", "ge",
-    "greater", "greater_equal", "gt", "hypot", "index_add", "index_select", "isclose", "isfinite",
-    "isinf", "isnan", "isneginf", "isposinf", "le", "lerp", "less", "less_equal", "log", "log10", "log1p",
-    "log2", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "lt",
-    "masked_fill", "moveaxis", "movedim", "nan_to_num", "narrow", "ne", "neg", "negative", "norm",
-    "not_equal", "one_hot", "pad", "permute", "pow", "prod", "reciprocal", "relu", "repeat", "reshape_as",
-    "roll", "round", "rsqrt", "scatter", "scatter_add", "scatter_nd", "select", "sigmoid", "sign", "sin",
-    "sinh", "sqrt", "square", "squared_difference", "squeeze", "stack", "std", "swapaxes", "swapdims",
-    "take", "take_along_dim", "tan", "tanh", "tile", "trace", "tril", "triu", "trunc", "unflatten",
-    "unsqueeze", "var", "view_as", "xlogy"
+    "abs", "absolute", "acos", "acosh", "addmm", "addmv", "all", "any", "arccos", "arccosh", "arcsin",
+    "arcsinh", "arctan", "arctan2", "arctanh", "argmax", "argmin", "argsort", "argwhere", "asin", "asinh",
+    "atan", "atan2", "atanh", "baddbmm", "band_part", "boolean_mask", "broadcast_to", "cat", "ceil",
+    "clamp_max", "clamp_min", "concat", "concatenate", "copysign", "cos", "cosh", "count_nonzero",
+    "cumprod", "cumsum", "diag", "diag_embed", "diagonal", "dot", "einsum", "eq", "erf", "exp", "exp2",
+    "expand", "expand_as", "expm1", "fix", "flatten", "flip", "fliplr", "flipud", "floor", "fmax", "fmin",
+    "fmod", "gather", "gather_nd", "ge", "ger", "greater", "greater_equal", "gt", "hypot", "index_add",
+    "index_select", "isclose", "isfinite", "isinf", "isnan", "isneginf", "isposinf", "le", "lerp", "less",
+    "less_equal", "log", "log10", "log1p", "log2", "logaddexp", "logical_and", "logical_not",
+    "logical_or", "logical_xor", "logsumexp", "lt", "masked_fill", "moveaxis", "movedim", "mv",
+    "nan_to_num", "narrow", "ne", "neg", "negative", "norm", "not_equal", "one_hot", "outer", "pad",
+    "permute", "pow", "prod", "reciprocal", "relu", "repeat", "reshape_as", "roll", "round", "rsqrt",
+    "scatter", "scatter_add", "scatter_nd", "select", "sigmoid", "sign", "sin", "sinh", "sqrt", "square",
+    "squared_difference", "squeeze", "stack", "std", "swapaxes", "swapdims", "take", "take_along_dim",
+    "tan", "tanh", "tensordot", "tile", "trace", "tril", "triu", "trunc", "unflatten", "unsqueeze", "var",
+    "vdot", "view_as", "xlogy"
 ]

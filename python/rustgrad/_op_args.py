@@ -19,3 +19,13 @@ def _varargs(op: str, name: str, args: tuple, value: Any) -> Any:
     if len(args) == 1 and not isinstance(args[0], int):
         return args[0]
     return args
+
+
+def _star_operands(op: str, operands: tuple) -> list:
+    """The tensors of an op that takes them as ``*operands`` (``einsum(eq, a, b)``), or as one
+    sequence of them (``einsum(eq, [a, b])``), as torch takes both."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    if not operands:
+        raise ArgumentTypeError(f"{op}(): must specify the equation string and at least one operand")
+    return list(operands)

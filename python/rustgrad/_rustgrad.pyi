@@ -709,6 +709,48 @@ class Tensor:
         shape: Union[builtins.int, Sequence[builtins.int], None],
     ) -> Tensor:
         """Zeros of `shape` with updates added at the coordinates in indices' last dim (in order: deterministic)."""
+    def tensordot(
+        self,
+        b: Union[Tensor, builtins.float],
+        dims: Union[builtins.int, Sequence[Union[builtins.int, Sequence[builtins.int]]]] = 2,
+    ) -> Tensor:
+        """The sum of products over the last `dims` dims of `a` and the first `dims` of `b`, or over the dims paired by
+        two lists; the output has `a`'s other dims, then `b`'s.
+        """
+    def outer(self, vec2: Union[Tensor, builtins.float]) -> Tensor:
+        """The outer product of two 1-D tensors: `out[i, j] = input[i] * vec2[j]`."""
+    def ger(self, vec2: Union[Tensor, builtins.float]) -> Tensor:
+        """The outer product of two 1-D tensors: `out[i, j] = input[i] * vec2[j]`."""
+    def dot(self, tensor: Union[Tensor, builtins.float]) -> Tensor:
+        """The dot product of two 1-D tensors of the same size."""
+    def vdot(self, tensor: Union[Tensor, builtins.float]) -> Tensor:
+        """The dot product of two 1-D tensors of the same size."""
+    def mv(self, vec: Union[Tensor, builtins.float]) -> Tensor:
+        """The product of a matrix and a vector."""
+    def addmm(
+        self,
+        mat1: Union[Tensor, builtins.float],
+        mat2: Union[Tensor, builtins.float],
+        beta: builtins.float = 1,
+        alpha: builtins.float = 1,
+    ) -> Tensor:
+        """`beta * input + alpha * (mat1 @ mat2)` for matrices `mat1` and `mat2`; `input` broadcasts."""
+    def addmv(
+        self,
+        mat: Union[Tensor, builtins.float],
+        vec: Union[Tensor, builtins.float],
+        beta: builtins.float = 1,
+        alpha: builtins.float = 1,
+    ) -> Tensor:
+        """`beta * input + alpha * (mat @ vec)`; `input` broadcasts."""
+    def baddbmm(
+        self,
+        batch1: Union[Tensor, builtins.float],
+        batch2: Union[Tensor, builtins.float],
+        beta: builtins.float = 1,
+        alpha: builtins.float = 1,
+    ) -> Tensor:
+        """`beta * input + alpha * bmm(batch1, batch2)`; `input` broadcasts."""
     # --- end of generated methods ---
     def __neg__(self) -> Tensor: ...
     def __abs__(self) -> Tensor: ...

@@ -32,6 +32,9 @@ pub enum Kind {
     OptInt,
     /// None or a dtype (TF's `output_type`).
     OptDType,
+    /// `tensordot`'s dims: an int (how many trailing dims of `a` meet leading dims of `b`), or
+    /// two sequences of dims (or two dims) paired in order.
+    Axes,
 }
 
 impl Kind {
@@ -51,6 +54,7 @@ impl Kind {
             Kind::OptStr => "Optional[str]",
             Kind::OptInt => "Optional[int]",
             Kind::OptDType => "Any",
+            Kind::Axes => "Union[int, Sequence[Union[int, Sequence[int]]]]",
         }
     }
 }
@@ -86,6 +90,14 @@ pub enum Value {
     OptStr(Option<String>),
     OptInt(Option<isize>),
     DType(Option<crate::dtype::DType>),
+    Axes(Axes),
+}
+
+/// `tensordot`'s dims, as `Kind::Axes` takes them.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Axes {
+    Count(isize),
+    Lists(Vec<isize>, Vec<isize>),
 }
 
 /// A number or a name, as `Kind::NumberOrName` takes.
@@ -185,6 +197,13 @@ impl Args {
         match self.get(i)? {
             Value::DType(v) => Ok(*v),
             _ => Err(self.mismatch(i, "an optional dtype")),
+        }
+    }
+
+    pub fn axes(&self, i: usize) -> Result<Axes> {
+        match self.get(i)? {
+            Value::Axes(v) => Ok(v.clone()),
+            _ => Err(self.mismatch(i, "tensordot dims")),
         }
     }
 

@@ -19,6 +19,7 @@ pub mod args;
 pub mod binary;
 pub mod compare;
 pub mod creation;
+pub mod einsum;
 pub mod gather;
 pub mod indexing;
 pub mod layout;
@@ -30,6 +31,7 @@ pub mod norm;
 pub mod ordering;
 pub mod pad;
 pub mod picks;
+pub mod products;
 pub mod reduce;
 pub mod reorder;
 pub mod reshapes;
@@ -392,6 +394,14 @@ table! {
         BooleanMask(select::BooleanMask),
         GatherNd(nd::GatherNd),
         ScatterNd(nd::ScatterNd),
+        Einsum(products::Einsum),
+        Tensordot(products::Tensordot),
+        Outer(products::Outer),
+        Dot(products::Dot),
+        Mv(products::Mv),
+        Addmm(products::Addmm),
+        Addmv(products::Addmv),
+        Baddbmm(products::Baddbmm),
     ],
     internal: [
         CatGrad(shape::CatGrad),
@@ -409,5 +419,6 @@ table! {
         ScatterSourceGrad(gather::ScatterSourceGrad),
         Range(creation::Range),
         Fill(creation::Fill),
+        EinsumGrad(products::EinsumGrad),
     ],
 }

@@ -6,7 +6,7 @@ use super::convert::{self, tensor_arg};
 use super::tensor::{run_op, PyTensor};
 use crate::error::Error;
 use crate::op::Op;
-use crate::ops::args::{NumberOrName, Value};
+use crate::ops::args::{Axes, NumberOrName, Value};
 use crate::ops::unary::UnaryOp;
 use crate::ops::{numbers_as_tensors, Args, Builder, Kind, Operand, Role, Spec, TABLE, TABLE_EXTRAS};
 use crate::tensor::Tensor;
@@ -197,11 +197,43 @@ fn convert_value(obj: &Bound<'_, PyAny>, kind: Kind, op: &str, name: &str) -> Py
         },
         Kind::OptDType if obj.is_none() => Value::DType(None),
         Kind::OptDType => Value::DType(Some(convert::parse_dtype(obj)?)),
+        Kind::Axes => Value::Axes(axes(obj, op, name)?),
         Kind::NumberOrName => match obj.cast::<PyString>() {
             Ok(text) => Value::NumberOrName(NumberOrName::Name(text.to_cow()?.into_owned())),
             Err(_) => Value::NumberOrName(NumberOrName::Number(convert::arg(obj, op, name)?)),
         },
     })
+}
+
+/// `tensordot`'s dims: an int, or two entries (each a dim or a sequence of dims).
+fn axes(obj: &Bound<'_, PyAny>, op: &str, name: &str) -> PyResult<Axes> {
+    let refused = || {
+        super::errors::argument_type_error(format!(
+            "{op}: argument '{name}' must be an int or a pair of sequences of ints, got {}",
+            convert::type_name(obj)
+        ))
+    };
+    if obj.is_instance_of::<PyBool>() || obj.is_instance_of::<PyString>() {
+        return Err(refused());
+    }
+    if let Ok(count) = obj.extract::<isize>() {
+        return Ok(Axes::Count(count));
+    }
+    let entries: Vec<Bound<'_, PyAny>> = obj.try_iter().map_err(|_| refused())?.collect::<PyResult<_>>()?;
+    let [first, second] = entries.as_slice() else {
+        return Err(Error::InvalidArgument(format!(
+            "{op}: argument '{name}' must hold two lists of dims (one per operand), got {} entries",
+            entries.len()
+        ))
+        .into());
+    };
+    let dims = |entry: &Bound<'_, PyAny>| -> PyResult<Vec<isize>> {
+        match entry.extract::<isize>() {
+            Ok(single) => Ok(vec![single]),
+            Err(_) => convert::arg::<Vec<isize>>(entry, op, name),
+        }
+    };
+    Ok(Axes::Lists(dims(first)?, dims(second)?))
 }
 
 /// A sequence of `(before, after)` pairs, flattened.

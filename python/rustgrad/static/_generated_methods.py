@@ -669,3 +669,63 @@ class TensorOps:
     ) -> Tensor:
         """Zeros of `shape` with updates added at the coordinates in indices' last dim (in order: deterministic)."""
         return self.graph._apply(_ops['scatter_nd'], [self, updates], None, (shape,))
+
+    def tensordot(
+        self: Union[Tensor, float],
+        b: Union[Tensor, float],
+        dims: Union[int, Sequence[Union[int, Sequence[int]]]] = 2,
+    ) -> Tensor:
+        """The sum of products over the last `dims` dims of `a` and the first `dims` of `b`, or over the dims paired by
+        two lists; the output has `a`'s other dims, then `b`'s.
+        """
+        return self.graph._apply(_ops['tensordot'], [self, b], None, (dims,))
+
+    def outer(self: Union[Tensor, float], vec2: Union[Tensor, float]) -> Tensor:
+        """The outer product of two 1-D tensors: `out[i, j] = input[i] * vec2[j]`."""
+        return self.graph._apply(_ops['outer'], [self, vec2], None, ())
+
+    def ger(self: Union[Tensor, float], vec2: Union[Tensor, float]) -> Tensor:
+        """The outer product of two 1-D tensors: `out[i, j] = input[i] * vec2[j]`."""
+        return self.graph._apply(_ops['outer'], [self, vec2], None, ())
+
+    def dot(self: Union[Tensor, float], tensor: Union[Tensor, float]) -> Tensor:
+        """The dot product of two 1-D tensors of the same size."""
+        return self.graph._apply(_ops['dot'], [self, tensor], None, ())
+
+    def vdot(self: Union[Tensor, float], tensor: Union[Tensor, float]) -> Tensor:
+        """The dot product of two 1-D tensors of the same size."""
+        return self.graph._apply(_ops['dot'], [self, tensor], None, ())
+
+    def mv(self: Union[Tensor, float], vec: Union[Tensor, float]) -> Tensor:
+        """The product of a matrix and a vector."""
+        return self.graph._apply(_ops['mv'], [self, vec], None, ())
+
+    def addmm(
+        self: Union[Tensor, float],
+        mat1: Union[Tensor, float],
+        mat2: Union[Tensor, float],
+        beta: float = 1,
+        alpha: float = 1,
+    ) -> Tensor:
+        """`beta * input + alpha * (mat1 @ mat2)` for matrices `mat1` and `mat2`; `input` broadcasts."""
+        return self.graph._apply(_ops['addmm'], [self, mat1, mat2], None, (beta, alpha))
+
+    def addmv(
+        self: Union[Tensor, float],
+        mat: Union[Tensor, float],
+        vec: Union[Tensor, float],
+        beta: float = 1,
+        alpha: float = 1,
+    ) -> Tensor:
+        """`beta * input + alpha * (mat @ vec)`; `input` broadcasts."""
+        return self.graph._apply(_ops['addmv'], [self, mat, vec], None, (beta, alpha))
+
+    def baddbmm(
+        self: Union[Tensor, float],
+        batch1: Union[Tensor, float],
+        batch2: Union[Tensor, float],
+        beta: float = 1,
+        alpha: float = 1,
+    ) -> Tensor:
+        """`beta * input + alpha * bmm(batch1, batch2)`; `input` broadcasts."""
+        return self.graph._apply(_ops['baddbmm'], [self, batch1, batch2], None, (beta, alpha))

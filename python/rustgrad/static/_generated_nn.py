@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence, Union  # noqa: F401 - in some signatures
 
+from rustgrad._op_args import _star_operands  # noqa: F401 - in some functions
 from rustgrad._rustgrad import ops as _ops
 from rustgrad.static._generated_ops import sigmoid, tanh  # noqa: F401
 from rustgrad.static._graph import Tensor, _apply, _renamed  # noqa: F401

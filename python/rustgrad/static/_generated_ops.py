@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence, Union  # noqa: F401 - in some signatures
 
+from rustgrad._op_args import _star_operands  # noqa: F401 - in some functions
 from rustgrad._rustgrad import ops as _ops
 from rustgrad.static._graph import Tensor, _apply, _renamed  # noqa: F401
 
@@ -760,19 +761,77 @@ def scatter_nd(
     return _apply(_ops['scatter_nd'], [indices, updates], name, (shape,))
 
 
+def einsum(equation: str, *inputs: Any, name: Optional[str] = None) -> Tensor:
+    """The sum of products of the operands' elements that the equation names, in Einstein notation (`'bij,bjk->bik'`;
+    `...` broadcasts; without `->` the output is the labels seen once, in alphabetical order). More than two
+    operands are contracted from the left.
+    """
+    return _apply(_ops['einsum'], _star_operands('einsum', inputs), name, (equation, True))
+
+
+def tensordot(
+    a: Any,
+    b: Any,
+    axes: Union[int, Sequence[Union[int, Sequence[int]]]],
+    name: Optional[str] = None,
+) -> Tensor:
+    """The sum of products over the last `dims` dims of `a` and the first `dims` of `b`, or over the dims paired by two
+    lists; the output has `a`'s other dims, then `b`'s.
+    """
+    return _apply(_ops['tensordot'], [a, b], name, (axes,))
+
+
+def outer(input: Any, vec2: Any, name: Optional[str] = None) -> Tensor:
+    """The outer product of two 1-D tensors: `out[i, j] = input[i] * vec2[j]`."""
+    return _apply(_ops['outer'], [input, vec2], name, ())
+
+
+def dot(input: Any, tensor: Any, name: Optional[str] = None) -> Tensor:
+    """The dot product of two 1-D tensors of the same size."""
+    return _apply(_ops['dot'], [input, tensor], name, ())
+
+
+def mv(input: Any, vec: Any, name: Optional[str] = None) -> Tensor:
+    """The product of a matrix and a vector."""
+    return _apply(_ops['mv'], [input, vec], name, ())
+
+
+def addmm(input: Any, mat1: Any, mat2: Any, beta: float = 1, alpha: float = 1, name: Optional[str] = None) -> Tensor:
+    """`beta * input + alpha * (mat1 @ mat2)` for matrices `mat1` and `mat2`; `input` broadcasts."""
+    return _apply(_ops['addmm'], [input, mat1, mat2], name, (beta, alpha))
+
+
+def addmv(input: Any, mat: Any, vec: Any, beta: float = 1, alpha: float = 1, name: Optional[str] = None) -> Tensor:
+    """`beta * input + alpha * (mat @ vec)`; `input` broadcasts."""
+    return _apply(_ops['addmv'], [input, mat, vec], name, (beta, alpha))
+
+
+def baddbmm(
+    input: Any,
+    batch1: Any,
+    batch2: Any,
+    beta: float = 1,
+    alpha: float = 1,
+    name: Optional[str] = None,
+) -> Tensor:
+    """`beta * input + alpha * bmm(batch1, batch2)`; `input` broadcasts."""
+    return _apply(_ops['baddbmm'], [input, batch1, batch2], name, (beta, alpha))
+
+
 __all__ = [
-    "abs", "acos", "acosh", "argmax", "argmin", "argsort", "argwhere", "asin", "asinh", "atan", "atan2",
-    "atanh", "boolean_mask", "broadcast_to", "ceil", "clamp_max", "clamp_min", "concat", "copysign",
-    "cos", "cosh", "count_nonzero", "cumprod", "cumsum", "diag", "equal", "erf", "exp", "exp2",
-    "expand_as", "expand_dims", "expm1", "flatten", "fliplr", "flipud", "floor", "fmax", "fmin", "gather",
-    "gather_elements", "gather_nd", "greater", "greater_equal", "hypot", "index_add", "is_finite",
-    "is_inf", "is_nan", "isclose", "isneginf", "isposinf", "lerp", "less", "less_equal", "log", "log10",
-    "log1p", "log2", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor",
-    "masked_fill", "matrix_band_part", "matrix_diag", "matrix_diag_part", "movedim", "nan_to_num",
-    "narrow", "negative", "norm", "not_equal", "one_hot", "pad", "pow", "reciprocal", "reduce_all",
-    "reduce_any", "reduce_logsumexp", "reduce_prod", "repeat", "reshape_as", "reverse", "reverse_v2",
-    "roll", "round", "rsqrt", "scatter_elements", "scatter_elements_add", "scatter_nd", "select",
-    "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "squared_difference", "squeeze", "stack",
-    "swapaxes", "take", "take_along_dim", "tan", "tanh", "tile", "trace", "transpose", "tril", "triu",
-    "trunc", "truncatemod", "unflatten", "view_as"
+    "abs", "acos", "acosh", "addmm", "addmv", "argmax", "argmin", "argsort", "argwhere", "asin", "asinh",
+    "atan", "atan2", "atanh", "baddbmm", "boolean_mask", "broadcast_to", "ceil", "clamp_max", "clamp_min",
+    "concat", "copysign", "cos", "cosh", "count_nonzero", "cumprod", "cumsum", "diag", "dot", "einsum",
+    "equal", "erf", "exp", "exp2", "expand_as", "expand_dims", "expm1", "flatten", "fliplr", "flipud",
+    "floor", "fmax", "fmin", "gather", "gather_elements", "gather_nd", "greater", "greater_equal",
+    "hypot", "index_add", "is_finite", "is_inf", "is_nan", "isclose", "isneginf", "isposinf", "lerp",
+    "less", "less_equal", "log", "log10", "log1p", "log2", "logaddexp", "logical_and", "logical_not",
+    "logical_or", "logical_xor", "masked_fill", "matrix_band_part", "matrix_diag", "matrix_diag_part",
+    "movedim", "mv", "nan_to_num", "narrow", "negative", "norm", "not_equal", "one_hot", "outer", "pad",
+    "pow", "reciprocal", "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_prod", "repeat",
+    "reshape_as", "reverse", "reverse_v2", "roll", "round", "rsqrt", "scatter_elements",
+    "scatter_elements_add", "scatter_nd", "select", "sigmoid", "sign", "sin", "sinh", "sqrt", "square",
+    "squared_difference", "squeeze", "stack", "swapaxes", "take", "take_along_dim", "tan", "tanh",
+    "tensordot", "tile", "trace", "transpose", "tril", "triu", "trunc", "truncatemod", "unflatten",
+    "view_as"
 ]

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence, Union  # noqa: F401 - in some signatures
 
+from rustgrad._op_args import _star_operands  # noqa: F401 - in some functions
 from rustgrad._rustgrad import ops as _ops
-from rustgrad.static._generated_ops import trace  # noqa: F401
+from rustgrad.static._generated_ops import einsum, tensordot, trace  # noqa: F401
 from rustgrad.static._graph import Tensor, _apply, _renamed  # noqa: F401
 
 
@@ -30,5 +31,5 @@ def band_part(input: Any, num_lower: int, num_upper: int, name: Optional[str] = 
 
 
 __all__ = [
-    "band_part", "diag", "diag_part", "trace"
+    "band_part", "diag", "diag_part", "einsum", "tensordot", "trace"
 ]
