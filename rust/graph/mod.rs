@@ -146,6 +146,7 @@ pub(crate) fn tf_op_name(op: &Op) -> String {
         Op::Reshape(_) => "Reshape",
         Op::Transpose(..) => "Transpose",
         Op::Cast(_) => "Cast",
+        Op::Table(t) if !t.tf_type().is_empty() => t.tf_type(),
         _ => return op.backward_name().trim_end_matches("Backward0").to_string(),
     };
     name.to_string()

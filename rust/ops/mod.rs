@@ -21,6 +21,7 @@ pub mod compare;
 pub mod creation;
 pub mod gather;
 pub mod indexing;
+pub mod introspect;
 pub mod layout;
 pub mod logical;
 pub mod matrix;
@@ -190,6 +191,9 @@ pub trait TableOp: Clone + std::fmt::Debug + Send + Sync + Sized + 'static {
     /// torch's order of the arguments, by name, when a param comes between tensors
     /// (`gather(input, dim, index)`); empty (the default): the tensors, then the params.
     const TORCH_ORDER: &'static [&'static str] = &[];
+    /// TF's node type (`op.type`, and the default node name) when it is not the CamelCase
+    /// of `SPEC.name`: `ConcatV2` for `cat`, `IsNan` for `isnan`. Empty (the default): CamelCase.
+    const TF_TYPE: &'static str = "";
     /// The op from its arguments (`SPEC.params`, converted by kind).
     fn build(args: &Args) -> Result<Self>;
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor>;
@@ -255,6 +259,14 @@ macro_rules! table {
                 match self {
                     $(TableOps::$variant(op) => op.infer(inputs),)*
                     $(TableOps::$ivariant(op) => op.infer(inputs),)*
+                }
+            }
+
+            /// TF's node type when it is not the CamelCase of the op's name; empty otherwise.
+            pub fn tf_type(&self) -> &'static str {
+                match self {
+                    $(TableOps::$variant(_) => <$ty as TableOp>::TF_TYPE,)*
+                    $(TableOps::$ivariant(_) => <$ity as TableOp>::TF_TYPE,)*
                 }
             }
 
@@ -397,5 +409,9 @@ table! {
         ScatterSourceGrad(gather::ScatterSourceGrad),
         Range(creation::Range),
         Fill(creation::Fill),
+        ShapeOf(introspect::ShapeOf),
+        SizeOf(introspect::SizeOf),
+        RankOf(introspect::RankOf),
+        ReshapeTo(introspect::ReshapeTo),
     ],
 }

@@ -55,15 +55,28 @@ def constant(value: Any, dtype: Any = None, shape: Optional[Sequence[int]] = Non
 
 
 def zeros(shape: Any, dtype: Any = float32, name: Optional[str] = None) -> Tensor:
-    import numpy as np
-
-    return get_default_graph()._constant(np.zeros(_shape(shape)), dtype, name or "zeros")
+    """Zeros of ``shape``: a list of ints (a constant), or a 1-D int tensor such as
+    ``tf.shape(x)`` or a list holding 0-d ones (a ``Fill`` node, sized at run time)."""
+    return _filled(shape, 0, dtype, name or "zeros")
 
 
 def ones(shape: Any, dtype: Any = float32, name: Optional[str] = None) -> Tensor:
+    """Ones of ``shape``, given as for ``zeros``."""
+    return _filled(shape, 1, dtype, name or "ones")
+
+
+def _filled(shape: Any, value: int, dtype: Any, name: str) -> Tensor:
     import numpy as np
 
-    return get_default_graph()._constant(np.ones(_shape(shape)), dtype, name or "ones")
+    from rustgrad.static._graph import numpy_dtype
+    from rustgrad.static._shapes import is_shape_tensor, shape_graph, shape_tensor
+
+    if not is_shape_tensor(shape):
+        return get_default_graph()._constant(np.full(_shape(shape), value), dtype, name)
+    graph = shape_graph(shape)
+    dims = shape_tensor(name, shape, graph)
+    scalar = graph._constant(np.asarray(value, dtype=numpy_dtype(dtype)))
+    return Tensor(graph, graph._core.fill(scalar._id, dims._id, None, name))
 
 
 def _shape(shape: Any) -> tuple[int, ...]:
@@ -159,9 +172,17 @@ def reduce_min(input_tensor: Any, axis: Any = None, keepdims: Any = None, name: 
     return _reduce("min", "reduce_min", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
-def reshape(tensor: Any, shape: Sequence[int], name: Optional[str] = None) -> Tensor:
+def reshape(tensor: Any, shape: Any, name: Optional[str] = None) -> Tensor:
+    """``tensor`` with the same values in ``shape``, one dim of which may be -1. ``shape`` is a list
+    of ints, or a 1-D int tensor such as ``tf.shape(y)`` or a list holding 0-d ones
+    (``[tf.shape(x)[0], -1]``), read at run time."""
+    from rustgrad.static._shapes import is_shape_tensor, shape_tensor
+
     x = convert_to_tensor(tensor)
-    return x.graph._op("reshape", ([int(d) for d in shape],), [x], name)
+    if is_shape_tensor(shape):
+        dims = shape_tensor("reshape", shape, x.graph)
+        return Tensor(x.graph, x.graph._core.reshape_to(x._id, dims._id, name))
+    return x.graph._op("reshape", ([int(d) for d in _shape(shape)],), [x], name)
 
 
 def identity(input: Any, name: Optional[str] = None) -> Tensor:  # noqa: A002 - TF's name

@@ -1,0 +1,183 @@
+"""TF1's shape introspection in static graphs (`tf.shape`, `tf.size`, `tf.rank`), the shape
+arguments that take their values at run time (`tf.reshape`, `tf.zeros`, `tf.ones`, `tf.fill`,
+`tf.random_normal`), static `bmm`, and TF's node type names for the op table's ops."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import rustgrad
+import rustgrad.compat.v1 as tf
+import rustgrad.static as static
+from rustgrad import errors
+
+
+@pytest.fixture(autouse=True)
+def _fresh_default_graph():
+    tf.reset_default_graph()
+    yield
+    tf.reset_default_graph()
+
+
+def run(fetches, feed=None):
+    with tf.Session() as sess:
+        return sess.run(fetches, feed or {})
+
+
+# ------------------------------------------------------------------ shape, size, rank
+
+
+def test_shape_of_a_placeholder_is_computed_from_the_fed_value():
+    x = tf.placeholder(tf.float32, [None, None, 3])
+    s = tf.shape(x)
+    assert s.dtype == tf.int32
+    assert s.shape.as_list() == [3]
+    assert s.op.type == "Shape"
+    value = run(s, {x: np.zeros((4, 2, 3), np.float32)})
+    assert value.dtype == np.int32
+    np.testing.assert_array_equal(value, [4, 2, 3])
+    np.testing.assert_array_equal(run(s, {x: np.zeros((1, 5, 3), np.float32)}), [1, 5, 3])
+
+
+def test_shape_of_an_unknown_rank_has_an_unknown_length():
+    x = tf.placeholder(tf.float64)
+    s = tf.shape(x)
+    assert s.shape.as_list() == [None]
+    np.testing.assert_array_equal(run(s, {x: np.zeros((2, 0, 7))}), [2, 0, 7])
+    np.testing.assert_array_equal(run(s, {x: np.float64(1.0)}), np.zeros(0, np.int32))
+
+
+def test_shape_with_out_type_int64():
+    x = tf.placeholder(tf.float32, [None, 2])
+    s = tf.shape(x, out_type=tf.int64)
+    assert s.dtype == tf.int64
+    value = run(s, {x: np.zeros((3, 2), np.float32)})
+    assert value.dtype == np.int64
+    np.testing.assert_array_equal(value, [3, 2])
+
+
+def test_shape_of_a_fully_known_tensor_is_still_a_node():
+    x = tf.constant(np.ones((2, 3), np.float32))
+    s = tf.shape(x, name="dims")
+    assert s.op.type == "Shape"
+    assert s.name == "dims:0"
+    np.testing.assert_array_equal(run(s), [2, 3])
+
+
+def test_shape_refuses_a_float_out_type():
+    x = tf.placeholder(tf.float32, [2])
+    with pytest.raises(errors.DTypeError, match=r"shape: out_type must be int32 or int64, got float32"):
+        tf.shape(x, out_type=tf.float32)
+    with pytest.raises(TypeError, match="size: out_type"):
+        tf.size(x, out_type=tf.bool)
+
+
+def test_size_and_rank_of_a_placeholder():
+    x = tf.placeholder(tf.int64, [None, None])
+    n, r = tf.size(x), tf.rank(x)
+    assert (n.dtype, r.dtype) == (tf.int32, tf.int32)
+    assert n.shape.as_list() == [] and r.shape.as_list() == []
+    assert (n.op.type, r.op.type) == ("Size", "Rank")
+    size, rank = run([n, r], {x: np.zeros((3, 5), np.int64)})
+    assert (int(size), int(rank)) == (15, 2)
+    assert size.dtype == np.int32 and rank.dtype == np.int32
+    assert run(tf.size(x, out_type=tf.int64), {x: np.zeros((0, 5), np.int64)}).dtype == np.int64
+
+
+def test_shape_size_and_rank_are_in_compat_v1_and_static_but_not_eager():
+    for name in ("shape", "size", "rank"):
+        assert getattr(static, name) is getattr(tf, name)
+        assert name in static.__all__
+        assert not callable(getattr(rustgrad, name, None))
+
+
+def test_no_gradient_flows_through_shape_size_and_rank():
+    x = tf.placeholder(tf.float64, [None, 3])
+    counted = tf.cast(tf.reduce_sum(tf.shape(x)) + tf.size(x) + tf.rank(x), tf.float64)
+    assert tf.gradients(counted, [x]) == [None]
+    (grad,) = tf.gradients(tf.reduce_sum(x) * counted, [x])
+    value = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_allclose(run(grad, {x: value}), np.full((2, 3), 2 + 3 + 6 + 2.0))
+
+
+def test_shape_feeds_indexing_and_range():
+    x = tf.placeholder(tf.float32, [None, 4])
+    rows = tf.range(tf.shape(x)[0])
+    np.testing.assert_array_equal(run(rows, {x: np.zeros((3, 4), np.float32)}), [0, 1, 2])
+
+
+# ------------------------------------------------------------------ shapes given as tensors
+
+
+def test_reshape_to_the_shape_of_another_tensor():
+    x = tf.placeholder(tf.float64, [None])
+    y = tf.placeholder(tf.float64, [None, None])
+    r = tf.reshape(x, tf.shape(y))
+    assert r.op.type == "Reshape"
+    assert r.shape.as_list() == [None, None]
+    value = np.arange(6.0)
+    out = run(r, {x: value, y: np.zeros((2, 3))})
+    np.testing.assert_array_equal(out, value.reshape(2, 3))
+
+
+def test_reshape_to_a_list_holding_a_shape_element_and_minus_one():
+    x = tf.placeholder(tf.float32, [None, 2, 3])
+    flat = tf.reshape(x, [tf.shape(x)[0], -1])
+    assert flat.shape.rank == 2
+    value = np.arange(24, dtype=np.float32).reshape(4, 2, 3)
+    np.testing.assert_array_equal(run(flat, {x: value}), value.reshape(4, 6))
+
+
+def test_reshape_to_a_tensor_shape_is_differentiable():
+    x = tf.placeholder(tf.float64, [None, 3])
+    w = tf.placeholder(tf.float64, [None])
+    y = tf.reduce_sum(tf.reshape(x, tf.shape(w)) * w)
+    (grad,) = tf.gradients(y, [x])
+    wv = np.arange(6.0) - 2.5
+    np.testing.assert_allclose(run(grad, {x: np.ones((2, 3)), w: wv}), wv.reshape(2, 3))
+
+
+def test_reshape_to_a_tensor_shape_that_does_not_fit_raises_at_run_time():
+    x = tf.placeholder(tf.float32, [None])
+    y = tf.placeholder(tf.float32, [None, None])
+    r = tf.reshape(x, tf.shape(y))
+    with pytest.raises(errors.InvalidArgumentError, match=r"reshape: Input to reshape is a tensor with 5 values"):
+        run(r, {x: np.zeros(5, np.float32), y: np.zeros((2, 3), np.float32)})
+
+
+def test_reshape_refuses_a_float_shape_tensor():
+    x = tf.placeholder(tf.float32, [None])
+    with pytest.raises(errors.DTypeError, match=r"reshape: the shape must be int32 or int64, got float32"):
+        tf.reshape(x, tf.placeholder(tf.float32, [2]))
+
+
+@pytest.mark.parametrize("make, fill_value", [(tf.zeros, 0), (tf.ones, 1)])
+@pytest.mark.parametrize("dtype", [tf.float32, tf.int32, tf.bool])
+def test_zeros_and_ones_take_a_shape_tensor(make, fill_value, dtype):
+    x = tf.placeholder(tf.float32, [None, 3])
+    z = make(tf.shape(x), dtype=dtype)
+    assert z.dtype == dtype
+    assert z.shape.rank == 2
+    assert z.op.type == "Fill"
+    out = run(z, {x: np.zeros((2, 3), np.float32)})
+    expected = np.full((2, 3), fill_value, dtype=dtype.as_numpy_dtype)
+    assert out.dtype == expected.dtype
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_fill_and_random_normal_take_a_shape_tensor():
+    x = tf.placeholder(tf.float32, [None, 2])
+    filled = tf.fill(tf.shape(x), 7.0)
+    noise = tf.random_normal(tf.shape(x), seed=1)
+    stacked = tf.fill([tf.shape(x)[0], 1], 2)
+    a, b, c = run([filled, noise, stacked], {x: np.zeros((3, 2), np.float32)})
+    np.testing.assert_array_equal(a, np.full((3, 2), 7.0, np.float32))
+    assert b.shape == (3, 2) and b.dtype == np.float32
+    np.testing.assert_array_equal(c, np.full((3, 1), 2, np.int32))
+
+
+def test_a_shape_list_mixing_dtypes_of_tensors_raises():
+    x = tf.placeholder(tf.float32, [None, 2])
+    with pytest.raises(errors.InvalidArgumentError, match=r"zeros: a shape given as a list must hold ints and 0-d"):
+        tf.zeros([tf.shape(x)[0], tf.size(x, out_type=tf.int64)])
