@@ -181,3 +181,73 @@ def test_a_shape_list_mixing_dtypes_of_tensors_raises():
     x = tf.placeholder(tf.float32, [None, 2])
     with pytest.raises(errors.InvalidArgumentError, match=r"zeros: a shape given as a list must hold ints and 0-d"):
         tf.zeros([tf.shape(x)[0], tf.size(x, out_type=tf.int64)])
+
+
+# ------------------------------------------------------------------ bmm and matmul node types
+
+
+def test_static_bmm_matches_numpy_and_is_a_batch_matmul_node():
+    rng = np.random.default_rng(0)
+    a_value, b_value = rng.standard_normal((4, 2, 3)), rng.standard_normal((4, 3, 5))
+    a = tf.placeholder(tf.float64, [None, 2, 3])
+    b = tf.placeholder(tf.float64, [None, 3, 5])
+    c = tf.bmm(a, b)
+    assert c.op.type == "BatchMatMulV2"
+    assert c.shape.as_list() == [None, 2, 5]
+    np.testing.assert_allclose(run(c, {a: a_value, b: b_value}), np.matmul(a_value, b_value), rtol=1e-12)
+
+
+def test_static_bmm_gradients_match_finite_differences():
+    rng = np.random.default_rng(1)
+    a_value, b_value, w = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 4, 2)), rng.standard_normal((2, 3, 2))
+    a = tf.placeholder(tf.float64, [None, 3, 4])
+    b = tf.placeholder(tf.float64, [None, 4, 2])
+    loss = tf.reduce_sum(tf.bmm(a, b) * w)
+    grad_a, grad_b = run(tf.gradients(loss, [a, b]), {a: a_value, b: b_value})
+
+    def f(p, q):
+        return float(np.sum(np.matmul(p, q) * w))
+
+    def numeric(values, i):
+        out, eps = np.zeros_like(values[i]), 1e-6
+        for idx in np.ndindex(values[i].shape):
+            up, down = [v.copy() for v in values], [v.copy() for v in values]
+            up[i][idx] += eps
+            down[i][idx] -= eps
+            out[idx] = (f(*up) - f(*down)) / (2 * eps)
+        return out
+
+    np.testing.assert_allclose(grad_a, numeric([a_value, b_value], 0), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(grad_b, numeric([a_value, b_value], 1), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize(
+    "a_shape, b_shape, message",
+    [
+        ([3, 4], [2, 4, 5], r"bmm: batch1 must be a 3D tensor, got shape \[3, 4\]"),
+        ([2, 3, 4], [1, 2, 4, 5], r"bmm: batch2 must be a 3D tensor"),
+        ([2, 3, 4], [3, 4, 5], r"to be: \[2, 4\] but got: \[3, 4\]"),
+        ([None, 3, 4], [2, 5, 6], r"to be: \[\?, 4\] but got: \[2, 5\]"),
+    ],
+)
+def test_static_bmm_refuses_what_torch_refuses_when_the_graph_is_built(a_shape, b_shape, message):
+    a, b = tf.placeholder(tf.float32, a_shape), tf.placeholder(tf.float32, b_shape)
+    with pytest.raises(errors.ShapeError, match=message):
+        tf.bmm(a, b)
+
+
+def test_static_bmm_refuses_broadcasting_batches_at_run_time():
+    a = tf.placeholder(tf.float32, [None, 2, 3])
+    b = tf.placeholder(tf.float32, [None, 3, 4])
+    c = tf.bmm(a, b)
+    with pytest.raises(errors.ShapeError, match=r"to be: \[2, 3\] but got: \[1, 3\]"):
+        run(c, {a: np.zeros((2, 2, 3), np.float32), b: np.zeros((1, 3, 4), np.float32)})
+
+
+def test_matmul_node_type_is_matmul_for_matrices_and_batch_matmul_v2_for_batches():
+    m = tf.placeholder(tf.float32, [2, 3])
+    batch = tf.placeholder(tf.float32, [None, 3, 4])
+    assert tf.matmul(m, tf.transpose(m)).op.type == "MatMul"
+    assert tf.matmul(m, batch).op.type == "BatchMatMulV2"
+    assert tf.matmul(tf.placeholder(tf.float32), m).op.type == "BatchMatMulV2"
+    assert tf.matmul(batch, batch, transpose_a=True).op.name == "BatchMatMulV2_2"

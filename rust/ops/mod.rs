@@ -17,6 +17,7 @@
 
 pub mod args;
 pub mod binary;
+pub mod bmm;
 pub mod compare;
 pub mod creation;
 pub mod gather;
@@ -413,5 +414,6 @@ table! {
         SizeOf(introspect::SizeOf),
         RankOf(introspect::RankOf),
         ReshapeTo(introspect::ReshapeTo),
+        Bmm(bmm::Bmm),
     ],
 }

@@ -85,6 +85,7 @@ fn parse_op(kind: &str, args: &Bound<'_, PyTuple>) -> PyResult<Op> {
         "clamp" => Op::Clamp { min: arg(0)?.extract()?, max: arg(1)?.extract()? },
         "where" => Op::Where,
         "matmul" => Op::MatMul { transpose_a: arg(0)?.extract()?, transpose_b: arg(1)?.extract()? },
+        "bmm" => Op::Table(TableOps::Bmm(crate::ops::bmm::Bmm)),
         "sum" => Op::Sum { dims: arg(0)?.extract()?, keepdim: arg(1)?.extract()? },
         "mean" => Op::Mean { dims: arg(0)?.extract()?, keepdim: arg(1)?.extract()? },
         "max" => Op::Extreme { largest: true, dims: arg(0)?.extract()?, keepdim: arg(1)?.extract()? },
@@ -384,7 +385,10 @@ impl PyGraph {
     }
 
     fn node_type(&self, id: NodeId) -> PyResult<String> {
-        self.with(|g| Ok(g.node(id)?.kind.type_name()))
+        self.with(|g| {
+            let node = g.node(id)?;
+            Ok(node.kind.type_name(&node.shape))
+        })
     }
 
     fn node_dtype(&self, py: Python<'_>, id: NodeId) -> PyResult<Py<PyDType>> {

@@ -34,6 +34,7 @@ from rustgrad.static._graph import (
 )
 from rustgrad.static._ops import (
     add,
+    bmm,
     cast,
     clip_by_value,
     constant,
@@ -120,4 +121,6 @@ __all__ += [
 ]
 # Shape introspection (static/_shapes.py).
 __all__ += ["rank", "shape", "size"]
+# torch's bmm, an extension (static/_ops.py).
+__all__ += ["bmm"]
 __all__ += _op_table_names

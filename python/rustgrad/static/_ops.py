@@ -93,6 +93,13 @@ def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,
     return x.graph._op("matmul", (bool(transpose_a), bool(transpose_b)), [x, y], name)
 
 
+def bmm(a: Any, b: Any, name: Optional[str] = None) -> Tensor:
+    """Extension (TF1 has no ``bmm``; torch's): ``a @ b`` for two batches of matrices, both 3-D
+    with the same batch size, as torch checks them (no broadcasting). A ``BatchMatMulV2`` node."""
+    x, y = _pair(a, b)
+    return x.graph._op("bmm", (), [x, y], name)
+
+
 def add(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
     return _binary("add", x, y, name)
 
