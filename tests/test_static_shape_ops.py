@@ -251,3 +251,73 @@ def test_matmul_node_type_is_matmul_for_matrices_and_batch_matmul_v2_for_batches
     assert tf.matmul(m, batch).op.type == "BatchMatMulV2"
     assert tf.matmul(tf.placeholder(tf.float32), m).op.type == "BatchMatMulV2"
     assert tf.matmul(batch, batch, transpose_a=True).op.name == "BatchMatMulV2_2"
+
+
+# ------------------------------------------------------------------ TF node type names
+
+def _placeholders():
+    return {
+        "x": tf.placeholder(tf.float32, [None, 3]),
+        "b": tf.placeholder(tf.bool, [None, 3]),
+        "i": tf.placeholder(tf.int32, [None]),
+        "m": tf.placeholder(tf.float32, [None, 3, 3]),
+    }
+
+
+TF_TYPES = [
+    ("IsNan", lambda p: tf.math.is_nan(p["x"])),
+    ("IsInf", lambda p: tf.math.is_inf(p["x"])),
+    ("IsFinite", lambda p: tf.is_finite(p["x"])),
+    ("LogicalAnd", lambda p: tf.logical_and(p["b"], p["b"])),
+    ("LogicalNot", lambda p: tf.logical_not(p["b"])),
+    ("Atan2", lambda p: tf.atan2(p["x"], p["x"])),
+    ("SquaredDifference", lambda p: tf.math.squared_difference(p["x"], p["x"])),
+    ("Cumsum", lambda p: tf.cumsum(p["x"], axis=1)),
+    ("Prod", lambda p: tf.reduce_prod(p["x"])),
+    ("ArgMax", lambda p: tf.argmax(p["x"], 1)),
+    ("ArgMin", lambda p: tf.argmin(p["x"], 1)),
+    ("GatherV2", lambda p: tf.gather(p["x"], p["i"])),
+    ("GatherNd", lambda p: tf.gather_nd(p["x"], [[0, 1]])),
+    ("ScatterNd", lambda p: tf.scatter_nd([[1], [3]], [1.0, 2.0], [5])),
+    ("OneHot", lambda p: tf.one_hot(p["i"], 4)),
+    ("ConcatV2", lambda p: tf.concat([p["x"], p["x"]], 0)),
+    ("Pack", lambda p: tf.stack([p["x"], p["x"]])),
+    ("Tile", lambda p: tf.tile(p["x"], [1, 2])),
+    ("Pad", lambda p: tf.pad(p["x"], [[1, 1], [0, 0]])),
+    ("PadV2", lambda p: tf.pad(p["x"], [[1, 1], [0, 0]], constant_values=2.0)),
+    ("MirrorPad", lambda p: tf.pad(p["x"], [[0, 0], [1, 1]], mode="REFLECT")),
+    ("Transpose", lambda p: tf.transpose(p["x"])),
+    ("ExpandDims", lambda p: tf.expand_dims(p["x"], 0)),
+    ("Squeeze", lambda p: tf.squeeze(p["x"])),
+    ("ReverseV2", lambda p: tf.reverse(p["x"], [0])),
+    ("BroadcastTo", lambda p: tf.broadcast_to(p["x"], [2, 2, 3])),
+    ("Fill", lambda p: tf.fill(tf.shape(p["x"]), 1.0)),
+    ("Where", lambda p: tf.where(p["b"])),
+    ("Equal", lambda p: tf.equal(p["x"], p["x"])),
+    ("NotEqual", lambda p: tf.not_equal(p["x"], p["x"])),
+    ("Less", lambda p: tf.less(p["x"], p["x"])),
+    ("GreaterEqual", lambda p: tf.greater_equal(p["x"], p["x"])),
+    ("TruncateMod", lambda p: tf.truncatemod(p["x"], p["x"])),
+    ("MatrixDiag", lambda p: tf.linalg.diag(p["x"])),
+    ("MatrixDiagPart", lambda p: tf.linalg.diag_part(p["m"])),
+    ("MatrixBandPart", lambda p: tf.linalg.band_part(p["m"], 0, -1)),
+    ("Sin", lambda p: tf.sin(p["x"])),
+    ("Neg", lambda p: tf.negative(p["x"])),
+    ("Log1p", lambda p: tf.math.log1p(p["x"])),
+    ("Relu", lambda p: tf.nn.relu(p["x"])),
+]
+
+
+@pytest.mark.parametrize("tf_type, build", TF_TYPES, ids=[t for t, _ in TF_TYPES])
+def test_op_table_nodes_have_tf_type_names_and_default_names(tf_type, build):
+    p = _placeholders()
+    first, second = build(p), build(p)
+    assert first.op.type == tf_type
+    assert (first.op.name, second.op.name) == (tf_type, f"{tf_type}_1")
+    graph = tf.get_default_graph()
+    assert graph.get_operation_by_name(f"{tf_type}_1").type == tf_type
+
+
+def test_range_node_is_a_range_named_range_as_in_tf1():
+    r = tf.range(tf.size(tf.placeholder(tf.int32, [None])))
+    assert (r.op.type, r.op.name) == ("Range", "range")

@@ -124,6 +124,7 @@ macro_rules! binary_ops {
             reads: (inputs: $reads_inputs:literal, output: $reads_output:literal),
             grad: |$d:ident, $x:ident, $y:ident, $out:ident, $g:ident| ($gx:expr, $gy:expr $(,)?),
             $(numbers: |$n:ident| $numbers:expr,)?
+            $(tf_type: $tf_type:literal,)?
         }
     )*) => {$(
         #[derive(Clone, Debug)]
@@ -139,6 +140,10 @@ macro_rules! binary_ops {
                 inputs: &[Input { torch: $t0, tf: $f0, list: false }, Input { torch: $t1, tf: $f1, list: false }],
                 params: &[],
             };
+
+            $(fn tf_type(&self) -> &'static str {
+                $tf_type
+            })?
 
             fn build(_args: &Args) -> Result<Self> {
                 Ok($op)
@@ -243,6 +248,7 @@ binary_ops! {
                 neg(d, &slope)?
             },
         ),
+        tf_type: "TruncateMod",
     }
     Pow {
         name: "pow", torch_aliases: [], tf: ["pow", "math.pow"],
@@ -399,6 +405,7 @@ binary_ops! {
             [None, Some(s)] if !s.as_f64().is_nan() => Some((Op::Clamp { min: Some(s.as_f64()), max: None }, vec![0])),
             _ => None,
         },
+        tf_type: "Maximum",
     }
     ClampMax {
         name: "clamp_max", torch_aliases: [], tf: [],
@@ -411,6 +418,7 @@ binary_ops! {
             [None, Some(s)] if !s.as_f64().is_nan() => Some((Op::Clamp { min: None, max: Some(s.as_f64()) }, vec![0])),
             _ => None,
         },
+        tf_type: "Minimum",
     }
 }
 

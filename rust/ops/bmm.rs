@@ -59,7 +59,10 @@ impl TableOp for Bmm {
         "bmm",
         &[Input { torch: "input", tf: "input", list: false }, Input { torch: "mat2", tf: "mat2", list: false }],
     );
-    const TF_TYPE: &'static str = "BatchMatMulV2";
+
+    fn tf_type(&self) -> &'static str {
+        "BatchMatMulV2"
+    }
 
     fn build(_args: &Args) -> Result<Self> {
         Err(Error::Internal("bmm is built by rustgrad.static only".into()))

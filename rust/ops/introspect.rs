@@ -55,7 +55,10 @@ impl ShapeOf {
 
 impl TableOp for ShapeOf {
     const SPEC: Spec = internal("shape", &[Input { torch: "input", tf: "input", list: false }]);
-    const TF_TYPE: &'static str = "Shape";
+
+    fn tf_type(&self) -> &'static str {
+        "Shape"
+    }
 
     fn build(_args: &Args) -> Result<Self> {
         Err(Error::Internal("shape is built by rustgrad.static only".into()))
@@ -93,7 +96,10 @@ impl SizeOf {
 
 impl TableOp for SizeOf {
     const SPEC: Spec = internal("size", &[Input { torch: "input", tf: "input", list: false }]);
-    const TF_TYPE: &'static str = "Size";
+
+    fn tf_type(&self) -> &'static str {
+        "Size"
+    }
 
     fn build(_args: &Args) -> Result<Self> {
         Err(Error::Internal("size is built by rustgrad.static only".into()))
@@ -122,7 +128,10 @@ pub struct RankOf;
 
 impl TableOp for RankOf {
     const SPEC: Spec = internal("rank", &[Input { torch: "input", tf: "input", list: false }]);
-    const TF_TYPE: &'static str = "Rank";
+
+    fn tf_type(&self) -> &'static str {
+        "Rank"
+    }
 
     fn build(_args: &Args) -> Result<Self> {
         Err(Error::Internal("rank is built by rustgrad.static only".into()))
@@ -174,7 +183,10 @@ impl TableOp for ReshapeTo {
         "reshape_to",
         &[Input { torch: "input", tf: "tensor", list: false }, Input { torch: "shape", tf: "shape", list: false }],
     );
-    const TF_TYPE: &'static str = "Reshape";
+
+    fn tf_type(&self) -> &'static str {
+        "Reshape"
+    }
 
     fn build(_args: &Args) -> Result<Self> {
         Err(Error::Internal("reshape_to is built by rustgrad.static only".into()))

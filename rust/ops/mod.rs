@@ -192,9 +192,6 @@ pub trait TableOp: Clone + std::fmt::Debug + Send + Sync + Sized + 'static {
     /// torch's order of the arguments, by name, when a param comes between tensors
     /// (`gather(input, dim, index)`); empty (the default): the tensors, then the params.
     const TORCH_ORDER: &'static [&'static str] = &[];
-    /// TF's node type (`op.type`, and the default node name) when it is not the CamelCase
-    /// of `SPEC.name`: `ConcatV2` for `cat`, `IsNan` for `isnan`. Empty (the default): CamelCase.
-    const TF_TYPE: &'static str = "";
     /// The op from its arguments (`SPEC.params`, converted by kind).
     fn build(args: &Args) -> Result<Self>;
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor>;
@@ -207,6 +204,13 @@ pub trait TableOp: Clone + std::fmt::Debug + Send + Sync + Sized + 'static {
     /// static plans then give it no buffer of its own.
     fn is_view(&self) -> bool {
         false
+    }
+
+    /// TF's node type (`op.type`, and the default node name) where TF has the op and its type
+    /// is not the CamelCase of `SPEC.name`: `ConcatV2` for `cat`, `IsNan` for `isnan`, `MirrorPad`
+    /// for a reflecting `pad`. Empty (the default): the CamelCase of the name.
+    fn tf_type(&self) -> &'static str {
+        ""
     }
 
     /// A cheaper core op for a call whose inputs are partly plain numbers (`numbers[i]` is
@@ -266,8 +270,8 @@ macro_rules! table {
             /// TF's node type when it is not the CamelCase of the op's name; empty otherwise.
             pub fn tf_type(&self) -> &'static str {
                 match self {
-                    $(TableOps::$variant(_) => <$ty as TableOp>::TF_TYPE,)*
-                    $(TableOps::$ivariant(_) => <$ity as TableOp>::TF_TYPE,)*
+                    $(TableOps::$variant(op) => op.tf_type(),)*
+                    $(TableOps::$ivariant(op) => op.tf_type(),)*
                 }
             }
 
