@@ -30,6 +30,7 @@ pub mod moments;
 pub mod nd;
 pub mod norm;
 pub mod ordering;
+pub mod overwrite;
 pub mod pad;
 pub mod picks;
 pub mod reduce;
@@ -419,5 +420,7 @@ table! {
         RankOf(introspect::RankOf),
         ReshapeTo(introspect::ReshapeTo),
         Bmm(bmm::Bmm),
+        Zero(overwrite::Zero),
+        FillWith(overwrite::FillWith),
     ],
 }
