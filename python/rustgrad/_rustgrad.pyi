@@ -1048,6 +1048,16 @@ class GraphCore:
         name: Optional[str] = None,
     ) -> builtins.int:
         """TF's ``Fill`` of the 0-d node ``value`` over ``shape``, or over the values of the 1-D node ``dims``."""
+    def introspect(
+        self,
+        kind: str,
+        input: builtins.int,
+        out_type: Optional[_DTypeLike] = None,
+        name: Optional[str] = None,
+    ) -> builtins.int:
+        """TF's ``Shape`` (``"shape"``), ``Size`` (``"size"``) or ``Rank`` (``"rank"``) of the node ``input``."""
+    def reshape_to(self, input: builtins.int, dims: builtins.int, name: Optional[str] = None) -> builtins.int:
+        """TF's ``Reshape`` of ``input`` to the shape the 1-D integer node ``dims`` holds at run time."""
     def variable(
         self, dtype: _DTypeLike, shape: Sequence[builtins.int], name: Optional[str] = None
     ) -> tuple[builtins.int, builtins.int]:

@@ -12,6 +12,7 @@ use crate::forward;
 use crate::kernels::elementwise::{BinaryOp, ScalarOp};
 use crate::op::{IndexItem, Op};
 use crate::ops::indexing::{put_planned, Combine, Onto, Pick, PutRows};
+use crate::ops::overwrite::{FillWith, Zero};
 use crate::ops::TableOps;
 use crate::tensor::Tensor;
 
@@ -101,9 +102,20 @@ pub fn clamp(dst: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<()> {
 pub fn fill(dst: &Tensor, value: Scalar, op_name: &str) -> Result<()> {
     check_in_place(dst, op_name)?;
     if should_record(&[dst]) {
-        return overwrite_recorded(dst, &Tensor::scalar(value, dst.dtype()));
+        return fill_recorded(dst, &Tensor::scalar(value, dst.dtype()), op_name);
     }
     forward::fill(dst, value)
+}
+
+/// `dst` overwritten with `value` (one element) on the tape, as torch's `ZeroBackward0`
+/// (`zero_`) or `FillBackward0` (`fill_`) node.
+fn fill_recorded(dst: &Tensor, value: &Tensor, op_name: &str) -> Result<()> {
+    let old = snapshot_with_history(dst)?;
+    let op = if op_name == "zero_" { TableOps::Zero(Zero) } else { TableOps::FillWith(FillWith) };
+    let out = apply(Op::Table(op), &[value, &old])?;
+    forward::write_into(dst, &out)?;
+    dst.set_history(out.grad_fn(), 0);
+    Ok(())
 }
 
 /// `dst.copy_(src)`: src broadcast to dst's shape and cast to its dtype. On the
@@ -115,7 +127,13 @@ pub fn copy(dst: &Tensor, src: &Tensor) -> Result<()> {
 /// `dst.fill_(value)` for a one-element tensor `value`: a copy of it everywhere, so a
 /// value that requires grad gets the sum of the incoming gradient.
 pub fn fill_with_tensor(dst: &Tensor, value: &Tensor) -> Result<()> {
-    copy_as(dst, value, "fill_")
+    check_in_place(dst, "fill_")?;
+    if should_record(&[dst, value]) {
+        check_recordable_target(dst, "fill_")?;
+        forward::check_writable(dst, value.shape())?;
+        return fill_recorded(dst, value, "fill_");
+    }
+    forward::write_into(dst, value)
 }
 
 /// `dst` overwritten with the values of `src` by the op `op_name` (`uniform_`,

@@ -191,26 +191,6 @@ pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 /// torch.bmm: two batches of matrices, both 3-D with the same batch size (no broadcasting).
 pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    for (t, name) in [(a, "batch1"), (b, "batch2")] {
-        if t.rank() != 3 {
-            return shape_err(format!(
-                "bmm: {name} must be a 3D tensor, got shape {}; use matmul for other ranks",
-                fmt_shape(t.shape())
-            ));
-        }
-    }
-    let (sa, sb) = (a.shape(), b.shape());
-    if sb[0] != sa[0] || sb[1] != sa[2] {
-        return shape_err(format!(
-            "bmm: Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}]. \
-             (shapes {} and {})",
-            sa[0],
-            sa[2],
-            sb[0],
-            sb[1],
-            fmt_shape(sa),
-            fmt_shape(sb)
-        ));
-    }
+    crate::ops::bmm::check_shapes(&crate::graph::known(a.shape()), &crate::graph::known(b.shape()))?;
     apply(PRODUCT, &[a, b])
 }

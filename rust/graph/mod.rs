@@ -93,9 +93,11 @@ pub enum NodeKind {
 }
 
 impl NodeKind {
-    /// The TF-style op type, as `op.type` shows it.
-    pub fn type_name(&self) -> String {
+    /// The TF-style op type, as `op.type` shows it, of a node of this kind whose output has
+    /// `shape`: TF's `matmul` of matrices is `MatMul`, of batches (or of unknown ranks) `BatchMatMulV2`.
+    pub fn type_name(&self, shape: &PartialShape) -> String {
         match self {
+            NodeKind::Op(Op::MatMul { .. }) if shape.as_ref().is_none_or(|d| d.len() != 2) => "BatchMatMulV2".into(),
             NodeKind::Placeholder => "Placeholder".into(),
             NodeKind::Constant(_) => "Const".into(),
             NodeKind::VariableRead(_) => "VariableV2".into(),
@@ -146,6 +148,7 @@ pub(crate) fn tf_op_name(op: &Op) -> String {
         Op::Reshape(_) => "Reshape",
         Op::Transpose(..) => "Transpose",
         Op::Cast(_) => "Cast",
+        Op::Table(t) if !t.tf_type().is_empty() => t.tf_type(),
         _ => return op.backward_name().trim_end_matches("Backward0").to_string(),
     };
     name.to_string()
@@ -265,7 +268,7 @@ impl Graph {
         dtype: DType,
         shape: PartialShape,
     ) -> NodeId {
-        let base = name.map(str::to_string).unwrap_or_else(|| kind.type_name());
+        let base = name.map(str::to_string).unwrap_or_else(|| kind.type_name(&shape));
         let name = self.unique_name(&base);
         self.nodes.push(GraphNode { kind, inputs, name, dtype, shape });
         self.nodes.len() - 1
@@ -390,8 +393,9 @@ impl Graph {
             )));
         }
         let kind = NodeKind::Assign { var, mode, locking };
-        let base = kind.type_name();
-        Ok(self.push(kind, vec![value], Some(name.unwrap_or(&base)), info.dtype, known(&info.shape)))
+        let shape = known(&info.shape);
+        let base = kind.type_name(&shape);
+        Ok(self.push(kind, vec![value], Some(name.unwrap_or(&base)), info.dtype, shape))
     }
 
     pub fn group(&mut self, inputs: Vec<NodeId>, name: Option<&str>) -> Result<NodeId> {

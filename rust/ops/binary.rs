@@ -27,6 +27,7 @@ use crate::op::Op;
 use crate::rules::{Differentiator, RuleArgs, Saves};
 use crate::shape::broadcast_shapes;
 use crate::tensor::Tensor;
+use std::borrow::Cow;
 
 /// The two operands of most binary ops: torch's `input` and `other`, TF's `x` and `y`.
 pub const OPERANDS: &[Input] =
@@ -114,6 +115,17 @@ fn table<D: Differentiator>(d: &mut D, op: TableOps, inputs: &[&D::Value]) -> Re
     d.apply(Op::Table(op), inputs)
 }
 
+/// Whether a `binary_ops!` entry computes integer operands in float32 (`ints: Promote`,
+/// as torch's `atan2`) rather than refusing them.
+macro_rules! promotes_ints {
+    () => {
+        false
+    };
+    (Promote) => {
+        true
+    };
+}
+
 macro_rules! binary_ops {
     ($(
         $op:ident {
@@ -124,6 +136,8 @@ macro_rules! binary_ops {
             reads: (inputs: $reads_inputs:literal, output: $reads_output:literal),
             grad: |$d:ident, $x:ident, $y:ident, $out:ident, $g:ident| ($gx:expr, $gy:expr $(,)?),
             $(numbers: |$n:ident| $numbers:expr,)?
+            $(ints: $ints:ident,)?
+            $(tf_type: $tf_type:literal,)?
         }
     )*) => {$(
         #[derive(Clone, Debug)]
@@ -140,12 +154,25 @@ macro_rules! binary_ops {
                 params: &[],
             };
 
+            $(fn tf_type(&self) -> &'static str {
+                $tf_type
+            })?
+
             fn build(_args: &Args) -> Result<Self> {
                 Ok($op)
             }
 
             fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
                 let (a, b, shape) = forward::promoted_pair($name, nth(inputs, 0, $name)?, nth(inputs, 1, $name)?)?;
+                // torch computes integer (and bool) operands of these ops in float32; TF1's
+                // static inference refuses them before a run gets here.
+                let (a, b) = match promotes_ints!($($ints)?) && !a.dtype().is_float() {
+                    true => (
+                        Cow::Owned(forward::cast(&a, DType::F32)?),
+                        Cow::Owned(forward::cast(&b, DType::F32)?),
+                    ),
+                    false => (a, b),
+                };
                 float_dispatch!(a.dtype(), $name, |T| forward::zip_tensors::<T, T>(&a, &b, shape, |shape, p, q| {
                     zip_broadcast(shape, p, q, |$a: T, $b: T| $kernel)
                 }))
@@ -209,6 +236,7 @@ binary_ops! {
                 neg(d, &slope)?
             },
         ),
+        ints: Promote,
     }
     Hypot {
         name: "hypot", torch_aliases: [], tf: [],
@@ -243,6 +271,7 @@ binary_ops! {
                 neg(d, &slope)?
             },
         ),
+        tf_type: "TruncateMod",
     }
     Pow {
         name: "pow", torch_aliases: [], tf: ["pow", "math.pow"],
@@ -293,6 +322,7 @@ binary_ops! {
             },
             d.zeros_like(g)?,
         ),
+        ints: Promote,
     }
     Xlogy {
         name: "xlogy", torch_aliases: [], tf: ["math.xlogy"],
@@ -314,6 +344,7 @@ binary_ops! {
                 d.mul(g, &ratio)?
             },
         ),
+        ints: Promote,
     }
     SquaredDifference {
         name: "squared_difference", torch_aliases: [], tf: ["math.squared_difference", "squared_difference"],
@@ -399,6 +430,7 @@ binary_ops! {
             [None, Some(s)] if !s.as_f64().is_nan() => Some((Op::Clamp { min: Some(s.as_f64()), max: None }, vec![0])),
             _ => None,
         },
+        tf_type: "Maximum",
     }
     ClampMax {
         name: "clamp_max", torch_aliases: [], tf: [],
@@ -411,6 +443,7 @@ binary_ops! {
             [None, Some(s)] if !s.as_f64().is_nan() => Some((Op::Clamp { min: None, max: Some(s.as_f64()) }, vec![0])),
             _ => None,
         },
+        tf_type: "Minimum",
     }
 }
 

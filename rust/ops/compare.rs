@@ -33,7 +33,7 @@ macro_rules! comparisons {
     ($(
         $op:ident {
             name: $name:literal, torch_aliases: [$($alias:literal),*], tf: [$($tf:literal),*], cmp: $cmp:ident,
-            doc: $doc:literal
+            doc: $doc:literal, tf_type: $tf_type:literal
         }
     )*) => {$(
         #[derive(Clone, Debug)]
@@ -49,6 +49,10 @@ macro_rules! comparisons {
                 inputs: OPERANDS,
                 params: &[],
             };
+
+            fn tf_type(&self) -> &'static str {
+                $tf_type
+            }
 
             fn build(_args: &Args) -> Result<Self> {
                 Ok($op)
@@ -76,27 +80,27 @@ macro_rules! comparisons {
 comparisons! {
     Eq {
         name: "eq", torch_aliases: [], tf: ["equal", "math.equal"], cmp: Eq,
-        doc: "Whether input equals other, elementwise (NaN equals nothing)."
+        doc: "Whether input equals other, elementwise (NaN equals nothing).", tf_type: "Equal"
     }
     Ne {
         name: "ne", torch_aliases: ["not_equal"], tf: ["not_equal", "math.not_equal"], cmp: Ne,
-        doc: "Whether input differs from other, elementwise (NaN differs from everything)."
+        doc: "Whether input differs from other, elementwise (NaN differs from everything).", tf_type: "NotEqual"
     }
     Lt {
         name: "lt", torch_aliases: ["less"], tf: ["less", "math.less"], cmp: Lt,
-        doc: "Whether input < other, elementwise."
+        doc: "Whether input < other, elementwise.", tf_type: "Less"
     }
     Le {
         name: "le", torch_aliases: ["less_equal"], tf: ["less_equal", "math.less_equal"], cmp: Le,
-        doc: "Whether input <= other, elementwise."
+        doc: "Whether input <= other, elementwise.", tf_type: "LessEqual"
     }
     Gt {
         name: "gt", torch_aliases: ["greater"], tf: ["greater", "math.greater"], cmp: Gt,
-        doc: "Whether input > other, elementwise."
+        doc: "Whether input > other, elementwise.", tf_type: "Greater"
     }
     Ge {
         name: "ge", torch_aliases: ["greater_equal"], tf: ["greater_equal", "math.greater_equal"], cmp: Ge,
-        doc: "Whether input >= other, elementwise."
+        doc: "Whether input >= other, elementwise.", tf_type: "GreaterEqual"
     }
 }
 

@@ -156,6 +156,10 @@ impl TableOp for IndexSelect {
     const ROLES: &'static [Role] = DATA_INDEX;
     const TORCH_ORDER: &'static [&'static str] = &["input", "dim", "index"];
 
+    fn tf_type(&self) -> &'static str {
+        "GatherV2"
+    }
+
     fn build(args: &Args) -> Result<Self> {
         Ok(IndexSelect { dim: args.opt_int(0)?, batch_dims: args.int(1)?, tf: args.flag(2)? })
     }

@@ -146,6 +146,7 @@ macro_rules! float_tests {
     ($(
         $op:ident {
             name: $name:literal, tf: [$($tf:literal),*], test: $test:ident, others: $others:literal, doc: $doc:literal
+            $(, tf_type: $tf_type:literal)?
         }
     )*) => {$(
         #[derive(Clone, Debug)]
@@ -161,6 +162,10 @@ macro_rules! float_tests {
                 inputs: ONE_INPUT,
                 params: &[],
             };
+
+            $(fn tf_type(&self) -> &'static str {
+                $tf_type
+            })?
 
             fn build(_args: &Args) -> Result<Self> {
                 Ok($op)
@@ -197,11 +202,11 @@ macro_rules! float_tests {
 float_tests! {
     IsNan {
         name: "isnan", tf: ["is_nan", "math.is_nan"], test: Nan, others: false,
-        doc: "Whether each element is NaN."
+        doc: "Whether each element is NaN.", tf_type: "IsNan"
     }
     IsInf {
         name: "isinf", tf: ["is_inf", "math.is_inf"], test: Inf, others: false,
-        doc: "Whether each element is +inf or -inf."
+        doc: "Whether each element is +inf or -inf.", tf_type: "IsInf"
     }
     IsPosInf {
         name: "isposinf", tf: [], test: PosInf, others: false,
@@ -213,7 +218,7 @@ float_tests! {
     }
     IsFinite {
         name: "isfinite", tf: ["is_finite", "math.is_finite"], test: Finite, others: true,
-        doc: "Whether each element is finite: neither NaN nor infinite."
+        doc: "Whether each element is finite: neither NaN nor infinite.", tf_type: "IsFinite"
     }
 }
 

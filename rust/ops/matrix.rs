@@ -93,6 +93,10 @@ impl TableOp for DiagEmbed {
         ],
     };
 
+    fn tf_type(&self) -> &'static str {
+        "MatrixDiag"
+    }
+
     fn build(args: &Args) -> Result<Self> {
         Ok(DiagEmbed { offset: args.int(0)?, dim1: args.int(1)?, dim2: args.int(2)? })
     }
@@ -354,7 +358,7 @@ fn infer_band(op: &str, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
 macro_rules! band_op {
     (
         $ty:ident { $($field:ident: $index:literal),* }, $name:literal, tf: $tf:expr, doc: $doc:literal,
-        params: $params:expr, bounds: |$s:ident| $bounds:expr
+        params: $params:expr, bounds: |$s:ident| $bounds:expr $(, tf_type: $tf_type:literal)?
     ) => {
         #[derive(Clone, Debug)]
         pub struct $ty {
@@ -371,6 +375,10 @@ macro_rules! band_op {
                 inputs: &[Input { torch: "input", tf: "input", list: false }],
                 params: $params,
             };
+
+            $(fn tf_type(&self) -> &'static str {
+                $tf_type
+            })?
 
             fn build(args: &Args) -> Result<Self> {
                 Ok($ty { $($field: args.int($index)?,)* })
@@ -419,5 +427,6 @@ band_op!(
         Param { torch: "num_lower", tf: "num_lower", tf_aliases: &[], kind: Kind::Int, torch_default: None, tf_default: None },
         Param { torch: "num_upper", tf: "num_upper", tf_aliases: &[], kind: Kind::Int, torch_default: None, tf_default: None },
     ],
-    bounds: |s| ((s.num_lower >= 0).then_some(-s.num_lower), (s.num_upper >= 0).then_some(s.num_upper))
+    bounds: |s| ((s.num_lower >= 0).then_some(-s.num_lower), (s.num_upper >= 0).then_some(s.num_upper)),
+    tf_type: "MatrixBandPart"
 );

@@ -17,11 +17,13 @@
 
 pub mod args;
 pub mod binary;
+pub mod bmm;
 pub mod compare;
 pub mod creation;
 pub mod einsum;
 pub mod gather;
 pub mod indexing;
+pub mod introspect;
 pub mod layout;
 pub mod logical;
 pub mod matrix;
@@ -29,6 +31,7 @@ pub mod moments;
 pub mod nd;
 pub mod norm;
 pub mod ordering;
+pub mod overwrite;
 pub mod pad;
 pub mod picks;
 pub mod products;
@@ -218,6 +221,13 @@ pub trait TableOp: Clone + std::fmt::Debug + Send + Sync + Sized + 'static {
         false
     }
 
+    /// TF's node type (`op.type`, and the default node name) where TF has the op and its type
+    /// is not the CamelCase of `SPEC.name`: `ConcatV2` for `cat`, `IsNan` for `isnan`, `MirrorPad`
+    /// for a reflecting `pad`. Empty (the default): the CamelCase of the name.
+    fn tf_type(&self) -> &'static str {
+        ""
+    }
+
     /// A cheaper core op for a call whose inputs are partly plain numbers (`numbers[i]` is
     /// `Some(v)` when input i is the Python number v), with the inputs that op takes: `x ** 2`
     /// stays a scalar op. None: each number becomes a tensor of the other inputs' dtype.
@@ -269,6 +279,14 @@ macro_rules! table {
                 match self {
                     $(TableOps::$variant(op) => op.infer(inputs),)*
                     $(TableOps::$ivariant(op) => op.infer(inputs),)*
+                }
+            }
+
+            /// TF's node type when it is not the CamelCase of the op's name; empty otherwise.
+            pub fn tf_type(&self) -> &'static str {
+                match self {
+                    $(TableOps::$variant(op) => op.tf_type(),)*
+                    $(TableOps::$ivariant(op) => op.tf_type(),)*
                 }
             }
 
@@ -420,5 +438,12 @@ table! {
         Range(creation::Range),
         Fill(creation::Fill),
         EinsumGrad(products::EinsumGrad),
+        ShapeOf(introspect::ShapeOf),
+        SizeOf(introspect::SizeOf),
+        RankOf(introspect::RankOf),
+        ReshapeTo(introspect::ReshapeTo),
+        Bmm(bmm::Bmm),
+        Zero(overwrite::Zero),
+        FillWith(overwrite::FillWith),
     ],
 }

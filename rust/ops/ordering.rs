@@ -141,8 +141,12 @@ impl<const LARGEST: bool> ArgExtreme<LARGEST> {
 }
 
 macro_rules! arg_extreme_op {
-    ($largest:literal, $name:literal, $doc:literal) => {
+    ($largest:literal, $name:literal, $tf_type:literal, $doc:literal) => {
         impl TableOp for ArgExtreme<$largest> {
+            fn tf_type(&self) -> &'static str {
+                $tf_type
+            }
+
             const SPEC: Spec = Spec {
                 name: $name,
                 torch_aliases: &[],
@@ -179,12 +183,14 @@ macro_rules! arg_extreme_op {
 arg_extreme_op!(
     true,
     "argmax",
+    "ArgMax",
     "The index of the largest element along `dim` (of the flattened tensor when `dim` is None; TF1's \
      `axis=None` is dim 0), as int64; the first of equal elements, and NaN counts as the largest."
 );
 arg_extreme_op!(
     false,
     "argmin",
+    "ArgMin",
     "The index of the smallest element along `dim` (of the flattened tensor when `dim` is None; TF1's \
      `axis=None` is dim 0), as int64; the first of equal elements, and a NaN is picked as in `argmax`."
 );

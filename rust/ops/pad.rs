@@ -261,6 +261,16 @@ impl TableOp for Pad {
         ],
     };
 
+    fn tf_type(&self) -> &'static str {
+        // TF: `Pad` pads with zeros, `PadV2` with another value, `MirrorPad` reflects.
+        match self.mode {
+            PadMode::Constant if self.value == 0.0 => "Pad",
+            PadMode::Constant => "PadV2",
+            PadMode::Reflect | PadMode::Symmetric => "MirrorPad",
+            PadMode::Replicate | PadMode::Circular => "",
+        }
+    }
+
     fn build(args: &Args) -> Result<Self> {
         let pair = |c: &[isize]| (c[0], c[1]);
         let (pads, whole) = match (args.dims(1)?, args.dims(0)?) {

@@ -64,6 +64,10 @@ impl TableOp for Flip {
         params: &[ints_param("dims", "axis")],
     };
 
+    fn tf_type(&self) -> &'static str {
+        "ReverseV2"
+    }
+
     fn build(args: &Args) -> Result<Self> {
         Ok(Flip { dims: args.required_ints(0, "dims")? })
     }

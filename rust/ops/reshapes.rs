@@ -140,6 +140,10 @@ impl TableOp for Unsqueeze {
         }],
     };
 
+    fn tf_type(&self) -> &'static str {
+        "ExpandDims"
+    }
+
     fn build(args: &Args) -> Result<Self> {
         Ok(Unsqueeze { dim: args.int(0)? })
     }

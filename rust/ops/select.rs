@@ -91,6 +91,10 @@ impl TableOp for Argwhere {
         params: &[],
     };
 
+    fn tf_type(&self) -> &'static str {
+        "Where"
+    }
+
     fn build(_args: &Args) -> Result<Self> {
         Ok(Argwhere)
     }

@@ -88,6 +88,10 @@ impl TableOp for Cat {
         }],
     };
 
+    fn tf_type(&self) -> &'static str {
+        "ConcatV2"
+    }
+
     fn build(args: &Args) -> Result<Self> {
         Ok(Cat { dim: args.int(0)? })
     }
@@ -254,6 +258,10 @@ impl TableOp for Stack {
             tf_default: Some("0"),
         }],
     };
+
+    fn tf_type(&self) -> &'static str {
+        "Pack"
+    }
 
     fn build(args: &Args) -> Result<Self> {
         Ok(Stack { dim: args.int(0)? })

@@ -281,6 +281,10 @@ impl TableOp for Diagonal {
         params: DIAGONAL_PARAMS,
     };
 
+    fn tf_type(&self) -> &'static str {
+        "MatrixDiagPart"
+    }
+
     fn build(args: &Args) -> Result<Self> {
         Ok(Diagonal { offset: args.int(0)?, dim1: args.int(1)?, dim2: args.int(2)? })
     }

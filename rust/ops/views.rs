@@ -75,6 +75,10 @@ impl TableOp for Permute {
         }],
     };
 
+    fn tf_type(&self) -> &'static str {
+        "Transpose"
+    }
+
     fn build(args: &Args) -> Result<Self> {
         Ok(Permute { dims: args.dims(0)? })
     }
@@ -379,6 +383,10 @@ impl TableOp for Expand {
             tf_default: None,
         }],
     };
+
+    fn tf_type(&self) -> &'static str {
+        "BroadcastTo"
+    }
 
     fn build(args: &Args) -> Result<Self> {
         Ok(Expand { size: args.required_ints(0, "size")? })

@@ -9,13 +9,14 @@ use super::errors::{external, guard};
 use super::index_key::PyIndexItems;
 use super::ops::{Front, PyOpSpec};
 use super::tensor::PyTensor;
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::graph::session::{RunHooks, Session, PLAN_CACHE_CAPACITY};
 use crate::graph::{fmt_partial, gradients::gradients, AssignMode, Graph, GraphFunction, NodeId, PartialShape};
 use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp};
 use crate::op::Op;
 use crate::ops::indexing::{Combine, Onto, Pick, PickRows, PutRows};
-use crate::ops::{creation, TableOps};
+use crate::ops::{creation, introspect, TableOps};
 use crate::random::{combine_seeds, Distribution};
 use parking_lot::RwLock;
 use pyo3::prelude::*;
@@ -84,6 +85,7 @@ fn parse_op(kind: &str, args: &Bound<'_, PyTuple>) -> PyResult<Op> {
         "clamp" => Op::Clamp { min: arg(0)?.extract()?, max: arg(1)?.extract()? },
         "where" => Op::Where,
         "matmul" => Op::MatMul { transpose_a: arg(0)?.extract()?, transpose_b: arg(1)?.extract()? },
+        "bmm" => Op::Table(TableOps::Bmm(crate::ops::bmm::Bmm)),
         "sum" => Op::Sum { dims: arg(0)?.extract()?, keepdim: arg(1)?.extract()? },
         "mean" => Op::Mean { dims: arg(0)?.extract()?, keepdim: arg(1)?.extract()? },
         "max" => Op::Extreme { largest: true, dims: arg(0)?.extract()?, keepdim: arg(1)?.extract()? },
@@ -238,6 +240,33 @@ impl PyGraph {
         self.with_mut(|g| g.op(op, inputs, name.as_deref()))
     }
 
+    /// TF's `Shape` ("shape", with `out_type`), `Size` ("size", with `out_type`) or `Rank`
+    /// ("rank") of `input`: values read from the tensor a run gives.
+    #[pyo3(signature = (kind, input, out_type=None, name=None))]
+    fn introspect(
+        &self,
+        kind: &str,
+        input: NodeId,
+        out_type: Option<&Bound<'_, PyAny>>,
+        name: Option<String>,
+    ) -> PyResult<NodeId> {
+        let out = out_type.map(parse_dtype).transpose()?.unwrap_or(DType::I32);
+        let op = match kind {
+            "shape" => TableOps::ShapeOf(introspect::ShapeOf::new(out)?),
+            "size" => TableOps::SizeOf(introspect::SizeOf::new(out)?),
+            "rank" => TableOps::RankOf(introspect::RankOf),
+            other => return Err(Error::InvalidArgument(format!("unknown introspection op '{other}'")).into()),
+        };
+        self.with_mut(|g| g.op(Op::Table(op), vec![input], name.as_deref()))
+    }
+
+    /// TF's `Reshape` of `input` to the shape the 1-D integer node `dims` holds at run time.
+    #[pyo3(signature = (input, dims, name=None))]
+    fn reshape_to(&self, input: NodeId, dims: NodeId, name: Option<String>) -> PyResult<NodeId> {
+        let op = Op::Table(TableOps::ReshapeTo(introspect::ReshapeTo));
+        self.with_mut(|g| g.op(op, vec![input, dims], name.as_deref()))
+    }
+
     #[pyo3(signature = (dtype, shape, name=None))]
     fn variable(&self, dtype: &Bound<'_, PyAny>, shape: Vec<usize>, name: Option<String>) -> PyResult<(usize, NodeId)> {
         let dtype = parse_dtype(dtype)?;
@@ -356,7 +385,10 @@ impl PyGraph {
     }
 
     fn node_type(&self, id: NodeId) -> PyResult<String> {
-        self.with(|g| Ok(g.node(id)?.kind.type_name()))
+        self.with(|g| {
+            let node = g.node(id)?;
+            Ok(node.kind.type_name(&node.shape))
+        })
     }
 
     fn node_dtype(&self, py: Python<'_>, id: NodeId) -> PyResult<Py<PyDType>> {

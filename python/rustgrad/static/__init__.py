@@ -34,6 +34,7 @@ from rustgrad.static._graph import (
 )
 from rustgrad.static._ops import (
     add,
+    bmm,
     cast,
     clip_by_value,
     constant,
@@ -73,6 +74,7 @@ from rustgrad.static._random import (
 )
 from rustgrad.static._reductions import sort
 from rustgrad.static._session import InteractiveSession, RunMetadata, RunOptions, Session, get_default_session
+from rustgrad.static._shapes import rank, shape, size
 from rustgrad.static._variables import (
     Variable,
     global_variables,
@@ -117,4 +119,8 @@ __all__ = [
 __all__ += [
     "fill", "get_seed", "random", "random_shuffle", "range", "set_random_seed", "truncated_normal",
 ]
+# Shape introspection (static/_shapes.py).
+__all__ += ["rank", "shape", "size"]
+# torch's bmm, an extension (static/_ops.py).
+__all__ += ["bmm"]
 __all__ += _op_table_names

@@ -68,17 +68,21 @@ def _range_node(args: tuple[Any, Any, Any], dtype: Any, name: Optional[str]) -> 
 def fill(dims: Any, value: Any, name: Optional[str] = None) -> Tensor:
     """A tensor of shape ``dims`` (a list of ints or a 1-D int tensor) filled with ``value`` (a
     number or a 0-d tensor), of the value's dtype."""
-    if not isinstance(dims, Tensor) and not isinstance(value, Tensor):
+    from rustgrad.static._shapes import is_shape_tensor
+
+    if not is_shape_tensor(dims) and not isinstance(value, Tensor):
         shape = _dims(dims)
         value_tensor = convert_to_tensor(value)
         if value_tensor.shape.rank != 0:
             raise InvalidArgumentError(f"fill: value must be a scalar, got shape {value_tensor.shape}")
         array = np.full(shape, np.asarray(value, dtype=value_tensor.dtype.as_numpy_dtype))
         return get_default_graph()._constant(array, value_tensor.dtype, name or "Fill")
-    graph = (dims if isinstance(dims, Tensor) else value).graph
+    from rustgrad.static._shapes import shape_graph, shape_tensor
+
+    graph = shape_graph(dims) if is_shape_tensor(dims) else value.graph
     value_tensor = graph._own(convert_to_tensor(value, graph=graph))
-    if isinstance(dims, Tensor):
-        return Tensor(graph, graph._core.fill(value_tensor._id, graph._own(dims)._id, None, name))
+    if is_shape_tensor(dims):
+        return Tensor(graph, graph._core.fill(value_tensor._id, shape_tensor("fill", dims, graph)._id, None, name))
     return Tensor(graph, graph._core.fill(value_tensor._id, None, _dims(dims), name))
 
 

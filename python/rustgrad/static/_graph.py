@@ -211,6 +211,24 @@ def _check_python_values(value: Any, dtype: Any) -> None:
             raise DTypeError(f"Expected {dtype.name}, got {item!r} of type '{type(item).__name__}' instead.")
 
 
+@contextlib.contextmanager
+def _converting(op: str, param: str) -> Iterator[None]:
+    """Names the op and its parameter in the error for a Python value that does not fit the dtype
+    it takes (``tf.equal(bool_tensor, 0.5)``, ``tf.add(int32_tensor, 0.5)``), as TF1's message does."""
+    try:
+        yield
+    except DTypeError as err:
+        raise DTypeError(
+            f"{op}: {err} (passed to parameter '{param}': a Python value takes the dtype of the op's tensors, "
+            "as in TF1; cast the tensor with tf.cast to a dtype that holds the value)"
+        ) from None
+
+
+def _tf_op_name(spec: OpSpec) -> str:
+    """The TF1 function name of an op of the table (``equal`` for ``eq``), else its torch name."""
+    return spec.tf[0].rpartition(".")[2].partition("(")[0] if spec.tf else spec.name
+
+
 def _number_as(dtype: Any, value: Any) -> Any:
     """A Python number used with a tensor of ``dtype``: it takes that dtype, as in TF1."""
     _check_python_values(value, dtype)
@@ -218,6 +236,10 @@ def _number_as(dtype: Any, value: Any) -> Any:
         return bool(value)
     return int(value) if dtype.is_integer else float(value)
 
+
+# TF1's names of the ops Python operators on graph tensors build, for errors.
+_OPERATOR_NAMES = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "truediv",
+                   "floor_divide": "floordiv", "remainder": "floormod"}
 
 # TF1's truediv computes integers in a float dtype: float64 for int32 and int64, float32 for narrower ones.
 _TRUEDIV_DTYPES = {"int64": float64, "int32": float64, "uint8": float32}
@@ -328,11 +350,12 @@ def _converted_inputs(spec: OpSpec, inputs: Sequence[Any], graph: Graph) -> list
     for i, role in enumerate(roles):
         if isinstance(out[i], Tensor):
             continue
-        if role == "data":
-            own_dtype = isinstance(out[i], _rustgrad.Tensor)
-            out[i] = convert_to_tensor(out[i], None if own_dtype else anchor.dtype, graph)
-        else:
-            out[i] = convert_to_tensor(out[i], bool_ if role == "mask" else None, graph)
+        with _converting(_tf_op_name(spec), spec.inputs[min(i, len(spec.inputs) - 1)][1]):
+            if role == "data":
+                own_dtype = isinstance(out[i], _rustgrad.Tensor)
+                out[i] = convert_to_tensor(out[i], None if own_dtype else anchor.dtype, graph)
+            else:
+                out[i] = convert_to_tensor(out[i], bool_ if role == "mask" else None, graph)
     return out
 
 
@@ -453,10 +476,13 @@ class Tensor(TensorOps, GraphValue):
             scalar_op = {("sub", True): "rsub", ("div", True): "rdiv", ("pow", True): "rpow",
                          ("floor_divide", True): "rfloor_divide", ("remainder", True): "rremainder"}.get(
                 (op, reflected), op)
-            return self.graph._op("scalar", (scalar_op, _number_as(self.dtype, other)), [self])
+            with _converting(_OPERATOR_NAMES.get(op, op), "x" if reflected else "y"):
+                number = _number_as(self.dtype, other)
+            return self.graph._op("scalar", (scalar_op, number), [self])
         if op == "pow":
             return self.graph._apply(_rustgrad.ops["pow"], [other, self] if reflected else [self, other])
-        other = convert_to_tensor(other, self.dtype, self.graph)
+        with _converting(_OPERATOR_NAMES.get(op, op), "x" if reflected else "y"):
+            other = convert_to_tensor(other, self.dtype, self.graph)
         a, b = (other, self) if reflected else (self, other)
         return self.graph._op("binary", (op,), [a, b])
 

@@ -11,6 +11,7 @@ from rustgrad.static._graph import (
     Tensor,
     _apply,
     _axes,
+    _converting,
     _default_constant_dtype,
     _is_scalar,
     _number_as,
@@ -23,21 +24,25 @@ from rustgrad.static._graph import (
 )
 
 
-def _pair(a: Any, b: Any) -> tuple[Tensor, Tensor]:
-    """Two operands on one graph, numbers and arrays converted to the tensor side's dtype. Two
-    tensors are left as they are: an op on two dtypes raises TF's error when its node is built."""
+def _pair(a: Any, b: Any, op: str, params: tuple[str, str] = ("x", "y")) -> tuple[Tensor, Tensor]:
+    """Two operands of ``op`` on one graph, numbers and arrays converted to the tensor side's dtype
+    (a Python value that does not fit it raises, naming ``op`` and the parameter). Two tensors are
+    left as they are: an op on two dtypes raises TF's error when its node is built."""
     if isinstance(a, Tensor) and isinstance(b, Tensor):
         return a, b
     if isinstance(a, Tensor):
-        return a, convert_to_tensor(b, a.dtype, a.graph)
+        with _converting(op, params[1]):
+            return a, convert_to_tensor(b, a.dtype, a.graph)
     if isinstance(b, Tensor):
-        return convert_to_tensor(a, b.dtype, b.graph), b
+        with _converting(op, params[0]):
+            return convert_to_tensor(a, b.dtype, b.graph), b
     a = convert_to_tensor(a)
-    return a, convert_to_tensor(b, a.dtype, a.graph)
+    with _converting(op, params[1]):
+        return a, convert_to_tensor(b, a.dtype, a.graph)
 
 
-def _binary(kind: str, x: Any, y: Any, name: Optional[str]) -> Tensor:
-    a, b = _pair(x, y)
+def _binary(kind: str, op: str, x: Any, y: Any, name: Optional[str]) -> Tensor:
+    a, b = _pair(x, y, op)
     return a.graph._op("binary", (kind,), [a, b], name)
 
 
@@ -55,15 +60,28 @@ def constant(value: Any, dtype: Any = None, shape: Optional[Sequence[int]] = Non
 
 
 def zeros(shape: Any, dtype: Any = float32, name: Optional[str] = None) -> Tensor:
-    import numpy as np
-
-    return get_default_graph()._constant(np.zeros(_shape(shape)), dtype, name or "zeros")
+    """Zeros of ``shape``: a list of ints (a constant), or a 1-D int tensor such as
+    ``tf.shape(x)`` or a list holding 0-d ones (a ``Fill`` node, sized at run time)."""
+    return _filled(shape, 0, dtype, name or "zeros")
 
 
 def ones(shape: Any, dtype: Any = float32, name: Optional[str] = None) -> Tensor:
+    """Ones of ``shape``, given as for ``zeros``."""
+    return _filled(shape, 1, dtype, name or "ones")
+
+
+def _filled(shape: Any, value: int, dtype: Any, name: str) -> Tensor:
     import numpy as np
 
-    return get_default_graph()._constant(np.ones(_shape(shape)), dtype, name or "ones")
+    from rustgrad.static._graph import numpy_dtype
+    from rustgrad.static._shapes import is_shape_tensor, shape_graph, shape_tensor
+
+    if not is_shape_tensor(shape):
+        return get_default_graph()._constant(np.full(_shape(shape), value), dtype, name)
+    graph = shape_graph(shape)
+    dims = shape_tensor(name, shape, graph)
+    scalar = graph._constant(np.asarray(value, dtype=numpy_dtype(dtype)))
+    return Tensor(graph, graph._core.fill(scalar._id, dims._id, None, name))
 
 
 def _shape(shape: Any) -> tuple[int, ...]:
@@ -76,25 +94,32 @@ def _shape(shape: Any) -> tuple[int, ...]:
 
 def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,
            name: Optional[str] = None) -> Tensor:
-    x, y = _pair(a, b)
+    x, y = _pair(a, b, "matmul", ("a", "b"))
     return x.graph._op("matmul", (bool(transpose_a), bool(transpose_b)), [x, y], name)
 
 
+def bmm(a: Any, b: Any, name: Optional[str] = None) -> Tensor:
+    """Extension (TF1 has no ``bmm``; torch's): ``a @ b`` for two batches of matrices, both 3-D
+    with the same batch size, as torch checks them (no broadcasting). A ``BatchMatMulV2`` node."""
+    x, y = _pair(a, b, "bmm", ("a", "b"))
+    return x.graph._op("bmm", (), [x, y], name)
+
+
 def add(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
-    return _binary("add", x, y, name)
+    return _binary("add", "add", x, y, name)
 
 
 def subtract(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
-    return _binary("sub", x, y, name)
+    return _binary("sub", "subtract", x, y, name)
 
 
 def multiply(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
-    return _binary("mul", x, y, name)
+    return _binary("mul", "multiply", x, y, name)
 
 
 def divide(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
     """``x / y``; integers are divided in a float dtype (float64 for int32 and int64), as TF1's truediv."""
-    a, b = _pair(x, y)
+    a, b = _pair(x, y, "divide")
     if a.dtype.name in _TRUEDIV_DTYPES and a.dtype == b.dtype:
         return _truediv_integers(a, b, False, name)
     return a.graph._op("binary", ("div",), [a, b], name)
@@ -105,29 +130,29 @@ truediv = divide
 
 def div(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
     """TF1's ``div``, with Python 2 semantics: integers are floor-divided, floats truly divided."""
-    a, b = _pair(x, y)
+    a, b = _pair(x, y, "div")
     return a.graph._op("binary", ("div" if a.dtype.is_floating else "floor_divide",), [a, b], name)
 
 
 def floordiv(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
     """``x // y``, rounding toward negative infinity (floats too, as TF)."""
-    return _binary("floor_divide", x, y, name)
+    return _binary("floor_divide", "floordiv", x, y, name)
 
 
 def floormod(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
     """``x % y`` with the sign of ``y``, as Python's ``%``."""
-    return _binary("remainder", x, y, name)
+    return _binary("remainder", "floormod", x, y, name)
 
 
 mod = floormod
 
 
 def maximum(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
-    return _binary("maximum", x, y, name)
+    return _binary("maximum", "maximum", x, y, name)
 
 
 def minimum(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
-    return _binary("minimum", x, y, name)
+    return _binary("minimum", "minimum", x, y, name)
 
 
 def _reduce(kind: str, op: str, input_tensor: Any, axis: Any, keepdims: Any, name: Optional[str],
@@ -159,9 +184,17 @@ def reduce_min(input_tensor: Any, axis: Any = None, keepdims: Any = None, name: 
     return _reduce("min", "reduce_min", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
-def reshape(tensor: Any, shape: Sequence[int], name: Optional[str] = None) -> Tensor:
+def reshape(tensor: Any, shape: Any, name: Optional[str] = None) -> Tensor:
+    """``tensor`` with the same values in ``shape``, one dim of which may be -1. ``shape`` is a list
+    of ints, or a 1-D int tensor such as ``tf.shape(y)`` or a list holding 0-d ones
+    (``[tf.shape(x)[0], -1]``), read at run time."""
+    from rustgrad.static._shapes import is_shape_tensor, shape_tensor
+
     x = convert_to_tensor(tensor)
-    return x.graph._op("reshape", ([int(d) for d in shape],), [x], name)
+    if is_shape_tensor(shape):
+        dims = shape_tensor("reshape", shape, x.graph)
+        return Tensor(x.graph, x.graph._core.reshape_to(x._id, dims._id, name))
+    return x.graph._op("reshape", ([int(d) for d in _shape(shape)],), [x], name)
 
 
 def identity(input: Any, name: Optional[str] = None) -> Tensor:  # noqa: A002 - TF's name
@@ -185,7 +218,10 @@ def clip_by_value(t: Any, clip_value_min: Any, clip_value_max: Any,
     broadcast against ``t`` and are applied as TF applies them: the max first, then the min."""
     x = convert_to_tensor(t)
     if _is_scalar(clip_value_min) and _is_scalar(clip_value_max):
-        low, high = (float(_number_as(x.dtype, v)) for v in (clip_value_min, clip_value_max))
+        with _converting("clip_by_value", "clip_value_min"):
+            low = float(_number_as(x.dtype, clip_value_min))
+        with _converting("clip_by_value", "clip_value_max"):
+            high = float(_number_as(x.dtype, clip_value_max))
         return x.graph._op("clamp", (low, high), [x], name)
     lowered = x.graph._apply(_rustgrad.ops["clamp_max"], [x, clip_value_max])
     return x.graph._apply(_rustgrad.ops["clamp_min"], [lowered, clip_value_min], name)
@@ -198,7 +234,7 @@ def where(condition: Any, x: Any = None, y: Any = None, name: Optional[str] = No
         return _apply(_rustgrad.ops["argwhere"], [condition], name or "Where")
     if x is None or y is None:
         raise InvalidArgumentError("where: x and y must both be non-None or both be None")
-    a, b = _pair(x, y)
+    a, b = _pair(x, y, "where")
     return a.graph._op("where", (), [condition, a, b], name)
 
 

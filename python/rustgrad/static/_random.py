@@ -52,9 +52,11 @@ def _core_seed(op_seed: Optional[int]) -> Optional[tuple[int, int]]:
 def _random(op: str, kind: str, shape: Any, a: Any, b: Any, dtype: Any, seed: Optional[int],
             name: Optional[str]) -> Tensor:
     """A random node; ``shape`` is a sequence of ints or a 1-D integer graph tensor."""
+    from rustgrad.static._shapes import is_shape_tensor, shape_tensor
+
     graph = get_default_graph()
-    if isinstance(shape, Tensor):
-        dims = graph._own(shape)._id
+    if is_shape_tensor(shape):
+        dims = shape_tensor(op, shape, graph)._id
         node = graph._core.random(kind, a, b, [], as_dtype(dtype), _core_seed(seed), name, dims)
     else:
         node = graph._core.random(kind, a, b, _shape(op, shape), as_dtype(dtype), _core_seed(seed), name)
