@@ -335,9 +335,70 @@ where
         let s = a.data[a.offset];
         return map(b.dense_slice(n), |v| f(s, v));
     }
+    let last = shape.len().saturating_sub(1);
+    let in_rows = |o: &Operand<T>| o.strides.get(last).is_some_and(|&s| s == 0 || s == 1);
+    if shape.len() > 1 && shape[last] >= ROW_MIN_ELEMENTS && in_rows(a) && in_rows(b) {
+        return zip_rows(shape, a, b, f);
+    }
     let mut out = crate::storage::vec_with_capacity(n);
     walk(shape, [a.strides, b.strides], [a.offset, b.offset], |[i, j]| out.push(f(a.data[i], b.data[j])));
     out
+}
+
+/// Rows at least this long take `zip_rows`.
+const ROW_MIN_ELEMENTS: usize = 16;
+
+/// `zip_broadcast` where each operand's last dim is contiguous or broadcast (a bias row
+/// against a matrix, an expanded column): row by row with plain loops that vectorise,
+/// in parallel for large outputs, instead of one walk element by element.
+fn zip_rows<T, U>(shape: &[usize], a: &Operand<T>, b: &Operand<T>, f: impl Fn(T, T) -> U + Sync + Send) -> Vec<U>
+where
+    T: Copy + Send + Sync + 'static,
+    U: Copy + Send + Sync + 'static,
+{
+    let (last, n) = (shape.len() - 1, shape.iter().product::<usize>());
+    let inner = shape[last];
+    let mut starts = Vec::with_capacity(n / inner);
+    walk(&shape[..last], [&a.strides[..last], &b.strides[..last]], [a.offset, b.offset], |[i, j]| starts.push((i, j)));
+    let (step_a, step_b) = (a.strides[last], b.strides[last]);
+    let fill = |start: usize, out: &mut [MaybeUninit<U>]| {
+        let mut done = 0;
+        while done < out.len() {
+            let (row, col) = ((start + done) / inner, (start + done) % inner);
+            let len = (inner - col).min(out.len() - done);
+            let slots = &mut out[done..done + len];
+            let (i, j) = (starts[row].0 + col * step_a as usize, starts[row].1 + col * step_b as usize);
+            match (step_a, step_b) {
+                (1, 1) => {
+                    for ((slot, &x), &y) in slots.iter_mut().zip(&a.data[i..i + len]).zip(&b.data[j..j + len]) {
+                        slot.write(f(x, y));
+                    }
+                }
+                (1, _) => {
+                    let y = b.data[j];
+                    for (slot, &x) in slots.iter_mut().zip(&a.data[i..i + len]) {
+                        slot.write(f(x, y));
+                    }
+                }
+                (_, 1) => {
+                    let x = a.data[i];
+                    for (slot, &y) in slots.iter_mut().zip(&b.data[j..j + len]) {
+                        slot.write(f(x, y));
+                    }
+                }
+                _ => {
+                    let v = f(a.data[i], b.data[j]);
+                    slots.iter_mut().for_each(|slot| {
+                        slot.write(v);
+                    });
+                }
+            }
+            done += len;
+        }
+    };
+    // SAFETY: `fill` writes every slot of its chunk: it advances `done` by the length of each
+    // run of slots it writes until the chunk is full (the slices it zips are exactly `len` long).
+    unsafe { fill_chunks(n, fill) }
 }
 
 /// `cond ? x : y` over the broadcast `shape`.
