@@ -114,33 +114,32 @@ def section_matmul(m: dict) -> list[str]:
     return lines + [""]
 
 
+def ratio_rows(m: dict, rows: list[tuple[str, str, str, str]]) -> list[str]:
+    """``| op | size | rustgrad | numpy | × numpy |`` rows for each (op, size, our key, numpy key) that ran."""
+    lines = ["| op | size | rustgrad | numpy | × numpy |", "|---|---|---|---|---|"]
+    for op, size, ours_key, ref_key in rows:
+        if ours_key in m and ref_key in m:
+            ours, ref = m[ours_key]["median"], m[ref_key]["median"]
+            lines.append(f"| `{op}` | {size} | {fmt_time(ours)} | {fmt_time(ref)} | {ours / ref:.2f} |")
+    return lines + [""]
+
+
 def section_ops(m: dict) -> list[str]:
     import test_bench_ops
 
-    lines = ["## float32 elementwise ops and reductions (all threads)", "",
-             "| op | size | rustgrad | numpy | × numpy |", "|---|---|---|---|---|"]
-    for op in test_bench_ops.OPS:
-        for size in test_bench_ops.SIZES:
-            keys = (f"test_rustgrad_op[{op}-{size}]", f"test_numpy_op[{op}-{size}]")
-            if all(k in m for k in keys):
-                ours, ref = (m[k]["median"] for k in keys)
-                lines.append(f"| `{op}` | {size} | {fmt_time(ours)} | {fmt_time(ref)} | {ours / ref:.2f} |")
-    return lines + [""]
+    rows = [(op, size, f"test_rustgrad_op[{op}-{size}]", f"test_numpy_op[{op}-{size}]")
+            for op in test_bench_ops.OPS for size in test_bench_ops.SIZES]
+    return ["## float32 elementwise ops and reductions (all threads)", "", *ratio_rows(m, rows)]
 
 
 def section_reductions(m: dict) -> list[str]:
     import test_bench_reductions
 
-    lines = ["## float32 reductions and scans (all threads)", "",
-             "`_dim0`/`_dim1`/`_rows`: along one dim of an (n/1024, 1024) matrix; otherwise over all elements.", "",
-             "| op | size | rustgrad | numpy | × numpy |", "|---|---|---|---|---|"]
-    for name, _, _ in test_bench_reductions.OPS:
-        for size in test_bench_reductions.IDS:
-            keys = (f"test_reduction_rustgrad[{size}-{name}]", f"test_reduction_numpy[{size}-{name}]")
-            if all(k in m for k in keys):
-                ours, ref = (m[k]["median"] for k in keys)
-                lines.append(f"| `{name}` | {size} | {fmt_time(ours)} | {fmt_time(ref)} | {ours / ref:.2f} |")
-    return lines + [""]
+    rows = [(name, size, f"test_reduction_rustgrad[{size}-{name}]", f"test_reduction_numpy[{size}-{name}]")
+            for name, _, _ in test_bench_reductions.OPS for size in test_bench_reductions.IDS]
+    return ["## float32 reductions and scans (all threads)", "",
+            "`_dim0`/`_dim1`/`_rows`: along one dim of an (n/1024, 1024) matrix; otherwise over all elements.", "",
+            *ratio_rows(m, rows)]
 
 
 def section_strided(m: dict) -> list[str]:
