@@ -84,6 +84,22 @@ def tensordot_shapes(data: Any) -> Drawn:
     return drawn([tuple(a), tuple(b)], dims=dims)
 
 
+def einsum_left_to_right(equation: str, *arrays: np.ndarray) -> np.ndarray:
+    """np.einsum, contracting pairwise from the left as torch does: with three operands, an empty
+    contraction of the first two gives zeros, and zeros times a NaN in the third give NaN (numpy's
+    one-pass sum over an empty range gives 0)."""
+    if len(arrays) <= 2 or "..." in equation:
+        return np.einsum(equation, *arrays)
+    terms, output = equation.split("->")[0].split(","), equation.split("->")[1] if "->" in equation else None
+    if output is None:
+        letters = "".join(terms)
+        output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    later = set("".join(terms[2:]) + output)
+    kept = "".join(dict.fromkeys(c for c in terms[0] + terms[1] if c in later))
+    first = np.einsum(f"{terms[0]},{terms[1]}->{kept}", arrays[0], arrays[1])
+    return einsum_left_to_right(",".join([kept, *terms[2:]]) + "->" + output, first, *arrays[2:])
+
+
 def tensordot(a: np.ndarray, b: np.ndarray, dims: Any = 2) -> np.ndarray:
     """numpy's tensordot through einsum: np.tensordot's BLAS path gives 0 for NaN * 0 in some shapes."""
     if isinstance(dims, int):
@@ -143,7 +159,7 @@ def products(numpy: Any, shapes: Any, torch_args: Any = lambda data, shapes: {},
 
 
 REFERENCES = {
-    "einsum": products(lambda *arrays, equation: np.einsum(equation, *arrays), einsum_shapes,
+    "einsum": products(lambda *arrays, equation: einsum_left_to_right(equation, *arrays), einsum_shapes,
                        lambda data, shapes: dict(shapes.kwargs)),
     "tensordot": TableReference(
         tensordot, lambda data, shapes: dict(shapes.kwargs),

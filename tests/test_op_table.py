@@ -137,14 +137,30 @@ def test_every_op_with_arguments_has_a_numpy_reference():
     assert sorted(TABLE_REFERENCES) == sorted(spec.name for spec in TABLE)
 
 
+def _eager(name: str) -> Callable[..., Any]:
+    """An op's torch function: ``rustgrad.NAME``, or ``F.NAME`` for ops torch offers only there."""
+    function = getattr(rustgrad, name, None)
+    return function if function is not None else getattr(rustgrad.nn.functional, name)
+
+
+# Functions of ``nn.functional`` written by hand over table ops (they take torch's extra arguments).
+_HAND_WRITTEN_FUNCTIONAL = {"one_hot", "pad"}
+
+
+def _has_method(spec: Any) -> bool:
+    return not spec.inputs[0][2] and spec.torch_front[1]  # ops on a list of tensors are functions only
+
+
 @pytest.mark.parametrize("spec", list(ops.values()), ids=lambda s: s.name)
 def test_every_op_is_on_both_fronts_under_all_its_names(spec):
+    function, method, functional = spec.torch_front
+    assert function or functional, "an op must have a torch function"
     for name in [spec.name, *spec.torch_aliases]:
-        assert name in rustgrad.__all__, name
-        assert callable(getattr(rustgrad, name)), name
-        if not spec.inputs[0][2]:  # ops on a list of tensors are functions only
-            assert callable(getattr(rustgrad.Tensor, name)), name
-            assert callable(getattr(tf.Tensor, name)), name
+        assert (name in rustgrad.__all__) == function, name
+        assert (name in rustgrad.nn.functional.__all__) == functional or name in _HAND_WRITTEN_FUNCTIONAL, name
+        assert callable(_eager(name)), name
+        assert _has_method(spec) == hasattr(rustgrad.Tensor, name), name
+        assert _has_method(spec) == hasattr(tf.Tensor, name), name
     for dotted in _tf_names(spec):
         namespace, _, name = dotted.rpartition(".")
         module = _resolve(tf, namespace) if namespace else tf
@@ -157,9 +173,10 @@ def test_every_op_is_in_the_stubs_and_the_api_docs(spec):
     stub = (ROOT / "python" / "rustgrad" / "_rustgrad.pyi").read_text(encoding="utf-8")
     api = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
     for name in [spec.name, *spec.torch_aliases]:
-        assert spec.inputs[0][2] or re.search(rf"    def {name}\(\s*self", stub), name
+        assert not _has_method(spec) or re.search(rf"    def {name}\(\s*self", stub), name
         first = spec.torch_order[0] if spec.torch_order else spec.inputs[0][0]
-        assert f"### `rustgrad.{name}({first}" in api, name
+        module = "rustgrad" if spec.torch_front[0] else "rustgrad.nn.functional"
+        assert f"### `{module}.{name}({first}" in api, name
     for dotted in _tf_names(spec):
         assert f"`rustgrad.static.{dotted}(" in api, dotted
     assert f"| `{spec.name}` |" in api, "missing from the op table in docs/api.md"
@@ -214,10 +231,11 @@ def test_a_bool_tensor_is_refused_with_the_op_name_by_an_op_that_keeps_integers(
 
 def _all_names(spec: Any, mode: str) -> list[Callable[[Any], Any]]:
     if mode == "eager":
-        functions = [getattr(rustgrad, name) for name in [spec.name, *spec.torch_aliases]]
-        methods = [lambda t, name=name: getattr(t, name)() for name in [spec.name, *spec.torch_aliases]]
-        return functions + methods
-    return [_resolve(tf, dotted) for dotted in _tf_names(spec)] + [lambda t: getattr(t, spec.name)()]
+        names = [spec.name, *spec.torch_aliases]
+        methods = [lambda t, name=name: getattr(t, name)() for name in names] if _has_method(spec) else []
+        return [_eager(name) for name in names] + methods
+    tensor_method = [lambda t: getattr(t, spec.name)()] if _has_method(spec) else []
+    return [_resolve(tf, dotted) for dotted in _tf_names(spec)] + tensor_method
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -243,7 +261,7 @@ def test_unary_gradients_match_finite_differences(spec, mode, data):
     reference = UNARY_REFERENCES[spec.name]
     shape = data.draw(shapes(max_dims=3, max_side=2))
     a = data.draw(hnp.arrays(np.float64, shape, elements=_grad_points(reference)))
-    eager = getattr(rustgrad, spec.name)
+    eager = _eager(spec.name)
     static = _resolve(tf, _tf_names(spec)[0])
     check_grad(mode, eager, static, reference.numpy, [a])
 
@@ -254,7 +272,7 @@ def test_unary_ops_read_strided_views(spec):
     view = rustgrad.tensor(base).t()[1:, ::2]
     with np.errstate(invalid="ignore"):  # acosh is NaN below 1, on both sides
         expected = UNARY_REFERENCES[spec.name].numpy(base.T[1:, ::2].astype(np.float32).astype(np.float64))
-    np.testing.assert_allclose(getattr(view, spec.name)().numpy(), expected.astype(np.float32), rtol=2e-6)
+    np.testing.assert_allclose(_eager(spec.name)(view).numpy(), expected.astype(np.float32), rtol=2e-6)
 
 
 def _list_op(spec: Any) -> bool:
@@ -319,14 +337,14 @@ def test_ops_with_arguments_match_numpy(spec, mode, data):
     indices = reference.indices(data, shapes_in, kwargs) if reference.indices else {}
     if mode == "eager":
         name = data.draw(st.sampled_from([spec.name, *spec.torch_aliases]))
-        as_method = not _list_op(spec) and data.draw(st.booleans())
+        as_method = _has_method(spec) and data.draw(st.booleans())
         fn = _call(spec, (lambda first, *rest, **kw: getattr(first, name)(*rest, **kw)) if as_method else
-                   getattr(rustgrad, name), kwargs, by_name=True)
+                   _eager(name), kwargs, by_name=True)
         expected_kwargs = kwargs
     else:
         tf_kwargs = reference.tf_args(data, kwargs)
         function = _resolve(tf, data.draw(st.sampled_from(_tf_names(spec))))
-        if _list_op(spec) or data.draw(st.booleans()):
+        if not _has_method(spec) or data.draw(st.booleans()):
             fn, expected_kwargs = _call(spec, function, tf_kwargs), torch_spelling(tf_kwargs)
             numpy_reference = reference.tf_numpy or numpy_reference
         else:
@@ -364,7 +382,7 @@ def test_ops_with_arguments_have_gradients_matching_finite_differences(spec, mod
     kwargs = reference.torch_args(data, shapes_in)
     indices = reference.indices(data, shapes_in, kwargs) if reference.indices else {}
     if mode == "eager":
-        eager = _call(spec, getattr(rustgrad, spec.name), kwargs, by_name=True)
+        eager = _call(spec, _eager(spec.name), kwargs, by_name=True)
         check_grad(mode, _with_indices(eager, indices, rustgrad.tensor), None, None, arrays)
     else:
         tf_kwargs = reference.tf_args(data, kwargs)

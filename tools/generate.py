@@ -202,6 +202,11 @@ def is_list_op(spec: Any) -> bool:
     return spec.inputs[0][2]
 
 
+def has_method(spec: Any) -> bool:
+    """Whether the op is a ``Tensor`` method: not for ops on a list of tensors, nor where torch has none."""
+    return not is_list_op(spec) and spec.torch_front[1]
+
+
 def doc_line(spec: Any, indent: str) -> str:
     """The op's docstring at ``indent``, wrapped to 120 characters when it is longer."""
     line = f'{indent}"""{spec.doc}"""'
@@ -222,7 +227,7 @@ def eager_module(ops: dict[str, Any]) -> str:
     for spec in ops.values():
         names = [spec.name, *spec.torch_aliases]
         forms = [(spec.name, spec.inputs[0][0])]
-        if not is_list_op(spec):
+        if has_method(spec):
             forms.append((f"_{spec.name}_method", "self"))
         if star_input(spec):
             lines += star_function(spec, spec.name, star_input(spec), static=False)
@@ -235,10 +240,20 @@ def eager_module(ops: dict[str, Any]) -> str:
             lines += ["", *def_line("", function, signature), doc_line(spec, "    "),
                       f"    return _ops[{spec.name!r}]({', '.join(values)})", ""]
         lines += [f"{alias} = {spec.name}" for alias in spec.torch_aliases]
-        if not is_list_op(spec):
+        if has_method(spec):
             lines += [f"Tensor.{name} = _{spec.name}_method  # type: ignore[method-assign]" for name in names]
-        exported += names
+        if spec.torch_front[0]:
+            exported += names
     lines += all_list(exported)
+    return "\n".join(lines) + "\n"
+
+
+def functional_module(ops: dict[str, Any]) -> str:
+    """``rustgrad.nn.functional``'s share of the table: the ops torch offers as ``F.NAME``."""
+    names = [name for spec in ops.values() if spec.torch_front[2] for name in [spec.name, *spec.torch_aliases]]
+    imports = ["from rustgrad._generated_ops import (  # noqa: F401", *(f"    {name}," for name in sorted(names)), ")"]
+    lines = header("The op table's ops that torch offers in ``torch.nn.functional``.", imports if names else [])
+    lines += all_list(names)[1:]  # one blank line after the imports
     return "\n".join(lines) + "\n"
 
 
@@ -313,7 +328,7 @@ def static_methods(ops: dict[str, Any]) -> str:
                     "if TYPE_CHECKING:", "    from rustgrad.static._graph import Graph, Tensor"])
     lines += ["", "class TensorOps:", '    """The op table\'s methods of ``rustgrad.static.Tensor``."""', "",
               "    __slots__ = ()", "    graph: Graph"]
-    for spec in (spec for spec in ops.values() if not is_list_op(spec)):
+    for spec in (spec for spec in ops.values() if has_method(spec)):
         params, values = torch_parameters(spec, "self")
         signature = joined(spec, params)
         if spec.varargs:
@@ -333,7 +348,7 @@ def stub_annotation(text: str) -> str:
 
 def stub_section(ops: dict[str, Any]) -> str:
     lines = []
-    for spec in (spec for spec in ops.values() if not is_list_op(spec)):
+    for spec in (spec for spec in ops.values() if has_method(spec)):
         params, values = torch_parameters(spec, "self")
         params = [Parameter(p.name, stub_annotation(p.annotation), p.default) for p in params]
         signature = ["self", *(p.text() for p in params[1:])]
@@ -363,6 +378,7 @@ def outputs(core: Any) -> dict[Path, str]:
     static = PACKAGE / "static"
     return {
         PACKAGE / "_generated_ops.py": eager_module(ops),
+        PACKAGE / "nn" / "_generated_functional.py": functional_module(ops),
         static / "_generated_ops.py": static_module(
             ops, "", "The op table's ops as TF1 functions of ``rustgrad.static`` (torch names where TF1 has none)."),
         static / "_generated_nn.py": static_module(ops, "nn", "The op table's ops in ``rustgrad.static.nn``."),

@@ -199,6 +199,25 @@ pub fn numbers_as_tensors(inputs: Vec<Operand>, roles: &[Role]) -> Result<Option
 /// A graph node's shape and dtype, as static inference sees them.
 pub type Meta<'a> = (&'a PartialShape, DType);
 
+/// Where an op's torch name lives: `torch.NAME`, `Tensor.NAME`, `torch.nn.functional.NAME`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct TorchFront {
+    pub function: bool,
+    pub method: bool,
+    pub functional: bool,
+}
+
+impl TorchFront {
+    /// `torch.sin` and `Tensor.sin` (the default).
+    pub const FUNCTION_AND_METHOD: TorchFront = TorchFront { function: true, method: true, functional: false };
+    /// `torch.relu`, `Tensor.relu` and `F.relu`.
+    pub const EVERYWHERE: TorchFront = TorchFront { function: true, method: true, functional: true };
+    /// `torch.conv2d` and `F.conv2d`, no method.
+    pub const FUNCTION_AND_FUNCTIONAL: TorchFront = TorchFront { function: true, method: false, functional: true };
+    /// Only `F.gelu`.
+    pub const FUNCTIONAL: TorchFront = TorchFront { function: false, method: false, functional: true };
+}
+
 /// An op of the table other than the unary ones: its whole behaviour in one place.
 pub trait TableOp: Clone + std::fmt::Debug + Send + Sync + Sized + 'static {
     const SPEC: Spec;
@@ -207,6 +226,8 @@ pub trait TableOp: Clone + std::fmt::Debug + Send + Sync + Sized + 'static {
     /// torch's order of the arguments, by name, when a param comes between tensors
     /// (`gather(input, dim, index)`); empty (the default): the tensors, then the params.
     const TORCH_ORDER: &'static [&'static str] = &[];
+    /// Where torch offers the op (see [`TorchFront`]).
+    const TORCH_FRONT: TorchFront = TorchFront::FUNCTION_AND_METHOD;
     /// The op from its arguments (`SPEC.params`, converted by kind).
     fn build(args: &Args) -> Result<Self>;
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor>;
@@ -257,8 +278,13 @@ macro_rules! table {
             $((&<$ty as TableOp>::SPEC, |args| Ok(TableOps::$variant(<$ty as TableOp>::build(args)?)))),*
         ];
 
-        /// The roles of each public table op's inputs and its torch argument order, in the order of `TABLE`.
-        pub const TABLE_EXTRAS: &[(&[Role], &[&str])] = &[$((<$ty as TableOp>::ROLES, <$ty as TableOp>::TORCH_ORDER)),*];
+        /// The roles of each public table op's inputs, its torch argument order and where torch
+        /// offers it, in the order of `TABLE`.
+        pub const TABLE_EXTRAS: &[(&[Role], &[&str], TorchFront)] = &[$((
+            <$ty as TableOp>::ROLES,
+            <$ty as TableOp>::TORCH_ORDER,
+            <$ty as TableOp>::TORCH_FRONT,
+        )),*];
 
         impl TableOps {
             pub fn spec(&self) -> &'static Spec {

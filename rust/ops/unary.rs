@@ -3,6 +3,7 @@
 //!
 //! An entry reads:
 //! - `name`, `torch_aliases`, `tf`, `doc`: see [`Spec`];
+//! - `front: FUNCTIONAL` (optional): where torch offers the op, a [`TorchFront`] constant;
 //! - `kernel: |v| ...`: the value for one element `v`. It is compiled once per
 //!   float type, so `v.sin()` is `f32::sin` or `f64::sin`;
 //! - `large_f32: |v| ...` (optional): the exact value for the rare float32 elements
@@ -18,7 +19,7 @@
 //! Static shape and dtype inference needs nothing per op: a unary op keeps its
 //! input's shape and float dtype, and an integer one with `Keep` (TF1 refuses the others).
 
-use super::{Ints, Keeps, Spec};
+use super::{Ints, Keeps, Spec, TorchFront};
 use crate::error::Result;
 use crate::kernels::elementwise::{map, ScalarOp};
 use crate::kernels::vecmath;
@@ -149,6 +150,12 @@ impl Special for f64 {
 }
 
 macro_rules! unary_ops {
+    (@front) => {
+        TorchFront::FUNCTION_AND_METHOD
+    };
+    (@front $front:ident) => {
+        TorchFront::$front
+    };
     (@f32 $x:ident, |$v:ident| $kernel:expr) => {
         vecmath::map_f32($x, |$v: f32| $kernel)
     };
@@ -161,6 +168,7 @@ macro_rules! unary_ops {
             torch_aliases: [$($alias:literal),* $(,)?],
             tf: [$($tf:literal),* $(,)?],
             doc: $doc:literal,
+            $(front: $front:ident,)?
             kernel: |$v:ident| $kernel:expr,
             $(large_f32: |$lv:ident| $large:expr,)?
             ints: $ints:ident $(( |$iv:ident| $ikernel:expr ))?,
@@ -187,6 +195,14 @@ macro_rules! unary_ops {
                         inputs: super::ONE_INPUT,
                         params: &[],
                     }),*
+                }
+            }
+
+            /// Where torch offers the op (`front: FUNCTIONAL` for `F.silu`; by default `torch.NAME`
+            /// and `Tensor.NAME`).
+            pub fn torch_front(self) -> TorchFront {
+                match self {
+                    $(UnaryOp::$variant => unary_ops!(@front $($front)?)),*
                 }
             }
 
@@ -515,6 +531,7 @@ unary_ops! {
     Tanh {
         name: "tanh", torch_aliases: [], tf: ["tanh", "math.tanh", "nn.tanh"],
         doc: "The hyperbolic tangent.",
+        front: EVERYWHERE,
         kernel: |v| Special::fast_tanh(v),
         ints: Promote,
         keeps: Output,
@@ -555,6 +572,7 @@ unary_ops! {
     Sigmoid {
         name: "sigmoid", torch_aliases: [], tf: ["sigmoid", "math.sigmoid", "nn.sigmoid"],
         doc: "The logistic function 1/(1 + e^-x).",
+        front: EVERYWHERE,
         kernel: |v| 1.0 / (1.0 + Special::fast_exp(-v)),
         ints: Promote,
         keeps: Output,
@@ -567,6 +585,7 @@ unary_ops! {
     Relu {
         name: "relu", torch_aliases: [], tf: ["nn.relu(features)"],
         doc: "max(x, 0); NaN stays NaN, and the gradient at 0 is 0.",
+        front: EVERYWHERE,
         kernel: |v| select_unpredictable(v > 0.0 || v.is_nan(), v, 0.0),
         ints: Keep(|v| v.max(IntegerElement::zero())),
         keeps: Input,

@@ -8,7 +8,7 @@ use crate::error::Error;
 use crate::op::Op;
 use crate::ops::args::{Axes, NumberOrName, Value};
 use crate::ops::unary::UnaryOp;
-use crate::ops::{numbers_as_tensors, Args, Builder, Kind, Operand, Role, Spec, TABLE, TABLE_EXTRAS};
+use crate::ops::{numbers_as_tensors, Args, Builder, Kind, Operand, Role, Spec, TorchFront, TABLE, TABLE_EXTRAS};
 use crate::tensor::Tensor;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyString, PyTuple};
@@ -16,7 +16,7 @@ use pyo3::types::{PyBool, PyDict, PyString, PyTuple};
 #[derive(Clone, Copy)]
 enum Entry {
     Unary(UnaryOp),
-    Table(&'static Spec, Builder, &'static [Role], &'static [&'static str]),
+    Table(&'static Spec, Builder, &'static [Role], &'static [&'static str], TorchFront),
 }
 
 #[pyclass(frozen, name = "OpSpec", module = "rustgrad._rustgrad")]
@@ -42,7 +42,7 @@ impl PyOpSpec {
     /// The roles of the inputs; an empty list (or a missing entry) means data.
     fn input_roles(&self) -> &'static [Role] {
         match self.entry {
-            Entry::Table(_, _, roles, _) => roles,
+            Entry::Table(_, _, roles, ..) => roles,
             Entry::Unary(_) => &[],
         }
     }
@@ -316,9 +316,19 @@ impl PyOpSpec {
     #[getter]
     fn torch_order(&self) -> Vec<&'static str> {
         match self.entry {
-            Entry::Table(_, _, _, order) => order.to_vec(),
+            Entry::Table(_, _, _, order, _) => order.to_vec(),
             Entry::Unary(_) => Vec::new(),
         }
+    }
+
+    /// Where torch offers the op: `(torch.NAME, Tensor.NAME, torch.nn.functional.NAME)`.
+    #[getter]
+    fn torch_front(&self) -> (bool, bool, bool) {
+        let front = match self.entry {
+            Entry::Table(_, _, _, _, front) => front,
+            Entry::Unary(op) => op.torch_front(),
+        };
+        (front.function, front.method, front.functional)
     }
 
     /// The tensor arguments as `(torch name, TF1 name, is a list of tensors)`.
@@ -404,8 +414,8 @@ pub fn op_table(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     for &op in UnaryOp::ALL {
         table.set_item(op.name(), PyOpSpec { entry: Entry::Unary(op) })?;
     }
-    for (&(spec, build), &(roles, order)) in TABLE.iter().zip(TABLE_EXTRAS) {
-        table.set_item(spec.name, PyOpSpec { entry: Entry::Table(spec, build, roles, order) })?;
+    for (&(spec, build), &(roles, order, front)) in TABLE.iter().zip(TABLE_EXTRAS) {
+        table.set_item(spec.name, PyOpSpec { entry: Entry::Table(spec, build, roles, order, front) })?;
     }
     Ok(table)
 }
