@@ -22,9 +22,9 @@ def run_with_rustgrad(name: str, steps: int) -> tuple[list[float], str]:
     lines = (TUTORIAL / name).read_text(encoding="utf-8").splitlines()
     imports = [i for i, line in enumerate(lines) if line == "import torch"]
     assert len(imports) == 1, f"{name} must have exactly one `import torch` line"
+    assert not [line for line in lines if re.match(r"(import|from) rustgrad", line)], "the program is torch's"
     lines[imports[0]] = "import rustgrad as torch"
     source = "\n".join(lines) + "\n"
-    assert not [line for line in lines if re.match(r"(import|from) rustgrad", line)], "the program is torch's"
     result = subprocess.run([sys.executable, "-c", source], env=child_env(TUTORIAL_STEPS=str(steps)),
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
