@@ -123,7 +123,7 @@ def test_reassigning_an_attribute_moves_it_between_registries():
     del net.fc2
     assert "fc2" not in net._modules
     with pytest.raises(ModuleAttributeError, match="'Net' object has no attribute 'fc2'"):
-        net.fc2
+        _ = net.fc2
 
 
 def test_assigning_a_plain_tensor_to_a_parameter_name_raises_type_error():
