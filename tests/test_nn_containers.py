@@ -43,7 +43,7 @@ def test_sequential_indexing_negative_and_out_of_range():
         model[3]
     with pytest.raises(IndexOutOfRangeError, match="index -4 is out of range"):
         model[-4]
-    with pytest.raises(TypeError):
+    with pytest.raises(ArgumentTypeError, match="indices must be integers or slices, not str"):
         model["0"]
 
 

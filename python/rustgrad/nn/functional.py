@@ -230,8 +230,8 @@ def cross_entropy(input: Tensor, target: Any, weight: Optional[Tensor] = None,
                 "cross_entropy")
 
 
-# Plain-Python stand-in for the fused `linear` table op (issue 14, nnops slice); when the op lands,
-# the generated F.linear replaces this definition.
+# Plain-Python stand-in for the fused `linear` table op (issue 14, nnops slice). Delete it when the
+# op lands: a definition here would shadow the generated F.linear.
 def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """y = input @ weightᵀ + bias, with ``weight`` (out_features, in_features) and ``bias`` (out_features,)."""
     for name, value in (("input", input), ("weight", weight)):

@@ -15,7 +15,10 @@ __all__ = ["ModuleDict", "ModuleList", "Sequential"]
 
 
 def _abs_index(index: Any, size: int, message: str = "index {} is out of range") -> int:
-    idx: int = operator.index(index)
+    try:
+        idx: int = operator.index(index)
+    except TypeError:
+        raise ArgumentTypeError(f"indices must be integers or slices, not {type(index).__name__}") from None
     if not -size <= idx < size:
         raise IndexOutOfRangeError(message.format(idx))
     return idx % size if size else idx

@@ -193,10 +193,18 @@ class Module(_StateDictMixin):
 
     def __getattr__(self, name: str) -> Any:
         # Only called when normal lookup fails: parameters, buffers and modules live in dicts.
-        for registry in ("_parameters", "_buffers", "_modules"):
-            found = self.__dict__.get(registry)
-            if found is not None and name in found:
-                return found[name]
+        # Unrolled, as it runs for every parameter a forward reads.
+        attrs = self.__dict__
+        if "_parameters" in attrs:
+            params = attrs["_parameters"]
+            if name in params:
+                return params[name]
+            buffers = attrs["_buffers"]
+            if name in buffers:
+                return buffers[name]
+            modules = attrs["_modules"]
+            if name in modules:
+                return modules[name]
         raise ModuleAttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name: str, value: Any) -> None:
