@@ -23,7 +23,10 @@ MODULES = [
     "rustgrad",
     "rustgrad.autograd",
     "rustgrad.optim",
+    "rustgrad.nn",
     "rustgrad.nn.functional",
+    "rustgrad.nn.init",
+    "rustgrad.nn.utils",
     "rustgrad.static",
     "rustgrad.static.train",
     "rustgrad.static.losses",
@@ -79,11 +82,22 @@ def docstring(obj: Any) -> str:
     return inspect.cleandoc(doc).strip() if isinstance(doc, str) else ""
 
 
+# Bases documented on their own: a subclass lists only what it adds, and names the base.
+DOCUMENTED_BASES = {("rustgrad", "Tensor"), ("rustgrad.nn.modules.module", "Module")}
+
+
+def _documented_base(cls: type) -> Optional[type]:
+    return next((k for k in cls.__mro__[1:] if (k.__module__, k.__qualname__) in DOCUMENTED_BASES), None)
+
+
 def _own_members(cls: type) -> list[tuple[str, Any]]:
-    """Public methods and properties defined by ``cls`` or its rustgrad bases (not object, tuple...)."""
+    """Public methods and properties defined by ``cls`` or its rustgrad bases (not object, tuple...),
+    up to a base of ``DOCUMENTED_BASES``."""
     seen: dict[str, Any] = {}
+    base = _documented_base(cls)
+    skipped = set(base.__mro__) if base is not None else set()
     for klass in reversed(cls.__mro__):
-        if not (klass.__module__ or "").startswith("rustgrad"):
+        if not (klass.__module__ or "").startswith("rustgrad") or klass in skipped:
             continue
         for name, value in vars(klass).items():
             if not name.startswith("_"):
@@ -125,6 +139,9 @@ def describe(module_name: str, name: str, obj: Any) -> list[str]:
         doc = docstring(obj)
         if doc:
             out += [doc, ""]
+        base = _documented_base(obj)
+        if base is not None:
+            out += [f"A `{base.__qualname__}`: it has every `{base.__qualname__}` method too.", ""]
         members = _own_members(obj)
         for member_name, raw in members:
             out += describe_member(qual, member_name, raw)

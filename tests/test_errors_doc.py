@@ -292,6 +292,10 @@ TRIGGERS: list[Callable[[], object]] = [
     _in_a_graph(lambda: tf.Session().run(tf.Variable(tf.zeros((2,))))),
     _in_a_graph(_run_a_closed_session),
     _in_a_graph(lambda: tf.matmul(tf.placeholder(tf.float32, shape=(None, 3)), tf.zeros((4, 5)))),
+    lambda: rustgrad.nn.Linear(2, 2).load_state_dict({"weight": rustgrad.zeros(2, 2)}),
+    lambda: rustgrad.nn.Linear(2, 2).wieght,
+    lambda: rustgrad.nn.Linear(2, 2).register_buffer("weight", None),
+    lambda: rustgrad.nn.Module()(rustgrad.ones(1)),
 ]
 
 

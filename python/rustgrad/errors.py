@@ -30,6 +30,10 @@ __all__ = [
     "DataLossError",
     "DLPackError",
     "DLPackDeviceError",
+    "StateDictError",
+    "ModuleAttributeError",
+    "ModuleKeyError",
+    "ForwardNotDefinedError",
 ]
 
 
@@ -122,3 +126,22 @@ class DLPackError(RustgradError, BufferError):
 
 class DLPackDeviceError(DLPackError, DeviceError):
     """A DLPack exchange with a device rustgrad does not have: both a ``BufferError`` and a `DeviceError`."""
+
+
+class StateDictError(RustgradError, RuntimeError):
+    """``Module.load_state_dict`` of a state dict that does not fit the module: missing or
+    unexpected keys (with ``strict=True``), shapes that differ, values that are not tensors."""
+
+
+class ModuleAttributeError(RustgradError, AttributeError):
+    """A ``Module`` attribute or submodule that does not exist, or one assigned before
+    ``Module.__init__()`` ran."""
+
+
+class ModuleKeyError(RustgradError, KeyError):
+    """A parameter, buffer or submodule name a ``Module`` cannot take (empty, dotted, already an
+    attribute), or a key missing from a ``ModuleDict``/``ParameterDict``."""
+
+
+class ForwardNotDefinedError(RustgradError, NotImplementedError):
+    """Calling a ``Module`` whose class defines no ``forward``."""

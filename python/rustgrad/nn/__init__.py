@@ -1,8 +1,34 @@
-"""``rustgrad.nn``: neural-network helpers. ``rustgrad.nn.functional`` has the functional ops
-(``import rustgrad.nn.functional as F``)."""
+"""``rustgrad.nn``: modules, parameters, initialisation and utilities with ``torch.nn``'s names.
+``rustgrad.nn.functional`` has the functional ops (``import rustgrad.nn.functional as F``)."""
 
 from __future__ import annotations
 
-from rustgrad.nn import functional
+from rustgrad.nn import functional, init, utils
+from rustgrad.nn.modules import (
+    Bilinear,
+    CrossEntropyLoss,
+    Flatten,
+    Identity,
+    Linear,
+    LogSoftmax,
+    Module,
+    ModuleDict,
+    ModuleList,
+    MSELoss,
+    NLLLoss,
+    ParameterDict,
+    ParameterList,
+    ReLU,
+    Sequential,
+    Sigmoid,
+    Softmax,
+    Tanh,
+    Unflatten,
+)
+from rustgrad.nn.parameter import Parameter
 
-__all__ = ["functional"]
+__all__ = [
+    "Bilinear", "CrossEntropyLoss", "Flatten", "Identity", "Linear", "LogSoftmax", "MSELoss", "Module", "ModuleDict",
+    "ModuleList", "NLLLoss", "Parameter", "ParameterDict", "ParameterList", "ReLU", "Sequential", "Sigmoid", "Softmax",
+    "Tanh", "Unflatten", "functional", "init", "utils",
+]

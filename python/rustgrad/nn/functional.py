@@ -13,13 +13,15 @@ import numpy as np
 
 from rustgrad import _rustgrad
 from rustgrad._creation import _resolve_dtype
-from rustgrad._generated_ops import one_hot, pad
+from rustgrad._generated_ops import einsum, one_hot, pad
 from rustgrad._rustgrad import Tensor
+from rustgrad.errors import ArgumentTypeError, ShapeError
 from rustgrad.nn._generated_functional import *  # noqa: F403 - the op table's functional ops
 from rustgrad.nn._generated_functional import __all__ as _op_table_names
 
 __all__ = [
-    "cross_entropy", "log_softmax", "mse_loss", "nll_loss", "one_hot", "pad", "relu", "sigmoid", "softmax", "tanh",
+    "bilinear", "cross_entropy", "linear", "log_softmax", "mse_loss", "nll_loss", "one_hot", "pad", "relu", "sigmoid",
+    "softmax", "tanh",
 ]
 # Functions defined below win over the table's of the same name (they take torch's extra arguments).
 __all__ += [name for name in _op_table_names if name not in __all__]
@@ -230,3 +232,37 @@ def cross_entropy(input: Tensor, target: Any, weight: Optional[Tensor] = None,
     class_dim = 0 if input.dim() == 1 else 1
     return _nll(log_softmax(input, class_dim), target, weight, ignore_index, reduction, label_smoothing,
                 "cross_entropy")
+
+
+# Plain-Python stand-in for the fused `linear` table op (issue 14, nnops slice). Delete it when the
+# op lands: a definition here would shadow the generated F.linear.
+def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """y = input @ weightᵀ + bias, with ``weight`` (out_features, in_features) and ``bias`` (out_features,)."""
+    for name, value in (("input", input), ("weight", weight)):
+        if not isinstance(value, Tensor):
+            raise ArgumentTypeError(f"linear(): argument '{name}' must be a Tensor, not {type(value).__name__}")
+    if weight.dim() not in (1, 2):
+        raise ShapeError(f"linear(): weight must be 1-D or 2-D, got shape {list(weight.shape)}")
+    out = input.matmul(weight.t())
+    return out if bias is None else out + bias
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """y[..., k] = input1[..., i] · weight[k, i, j] · input2[..., j] + bias[k]."""
+    for name, value in (("input1", input1), ("input2", input2), ("weight", weight)):
+        if not isinstance(value, Tensor):
+            raise ArgumentTypeError(f"bilinear(): argument '{name}' must be a Tensor, not {type(value).__name__}")
+    if weight.dim() != 3:
+        raise ShapeError(f"bilinear(): weight must be 3-D (out, in1, in2), got shape {list(weight.shape)}")
+    if input1.dim() == 0 or input2.dim() == 0 or tuple(input1.shape[:-1]) != tuple(input2.shape[:-1]):
+        raise ShapeError(
+            f"bilinear(): input1 and input2 must have the same leading dims, got shapes {list(input1.shape)} "
+            f"and {list(input2.shape)}"
+        )
+    if input1.shape[-1] != weight.shape[1] or input2.shape[-1] != weight.shape[2]:
+        raise ShapeError(
+            f"bilinear(): input1's last dim ({input1.shape[-1]}) and input2's ({input2.shape[-1]}) must match "
+            f"weight's dims 1 and 2, got weight of shape {list(weight.shape)}"
+        )
+    out = einsum("...i,kij,...j->...k", input1, weight, input2)
+    return out if bias is None else out + bias
