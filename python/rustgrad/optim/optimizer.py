@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import abc
 import copy
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Optional
 
 from rustgrad._grad_mode import enable_grad
 from rustgrad._rustgrad import Tensor
