@@ -192,6 +192,79 @@ class _Failure:
 _DONE = object()
 
 
+class _Workers:
+    """The threads and their queues. The threads refer to this object only, not to the iterator
+    using it, so dropping the iterator can stop them."""
+
+    def __init__(self, loader: DataLoader) -> None:
+        self.loader = loader
+        n = loader.num_workers
+        self.stop = threading.Event()
+        self.results: list[queue.Queue[Any]] = [queue.Queue() for _ in range(n)]
+        self.tasks: list[queue.Queue[Any]] = [queue.Queue() for _ in range(n)]
+        base_seed = int(randint(0, 2**62, (1,)).item())
+        self.threads = [
+            threading.Thread(target=self._work, args=(i, base_seed + i), name=f"DataLoader worker {i}", daemon=True)
+            for i in range(n)
+        ]
+        for thread in self.threads:
+            thread.start()
+
+    def _work(self, worker_id: int, seed: int) -> None:
+        loader = self.loader
+        _local.info = WorkerInfo(worker_id, loader.num_workers, seed, loader.dataset)
+        out = self.results[worker_id]
+        try:
+            if loader.worker_init_fn is not None:
+                loader.worker_init_fn(worker_id)
+            if loader._iterable:
+                for batch in loader._stream_batches(iter(loader.dataset)):
+                    if not self._put(out, batch):
+                        return
+                self._put(out, _DONE)
+                return
+            while not self.stop.is_set():
+                task = self.tasks[worker_id].get()
+                if task is _DONE:
+                    return
+                out.put(loader._fetch(task))
+        except BaseException as err:  # every failure goes to the main thread, which re-raises it
+            out.put(_Failure(worker_id, err))
+
+    def _put(self, out: queue.Queue[Any], item: Any) -> bool:
+        """Puts into a result queue holding at most ``prefetch_factor`` batches; False once stopped."""
+        limit = self.loader.prefetch_factor or 1
+        while not self.stop.is_set():
+            if out.qsize() < limit:
+                out.put(item)
+                return True
+            self.stop.wait(0.002)
+        return False
+
+    def get(self, worker: int) -> Any:
+        timeout = self.loader.timeout or None
+        try:
+            item = self.results[worker].get(timeout=timeout)
+        except queue.Empty:
+            self.shutdown(wait=False)
+            raise RuntimeError(f"DataLoader timed out after {self.loader.timeout} seconds") from None
+        if isinstance(item, _Failure):
+            self.shutdown()
+            item.reraise()
+        return item
+
+    def shutdown(self, wait: bool = True) -> None:
+        if self.stop.is_set():
+            return
+        self.stop.set()
+        for tasks in self.tasks:
+            tasks.put(_DONE)
+        if wait:
+            for thread in self.threads:
+                if thread is not threading.current_thread():
+                    thread.join()
+
+
 class _WorkerIterator:
     """Worker threads fetching batches ahead, yielded in the single-thread order.
 
@@ -202,22 +275,12 @@ class _WorkerIterator:
     """
 
     def __init__(self, loader: DataLoader) -> None:
-        self._loader = loader
+        self._workers = _Workers(loader)
         n = loader.num_workers
-        self._stop = threading.Event()
-        self._results: list[queue.Queue[Any]] = [queue.Queue() for _ in range(n)]
-        self._tasks: list[queue.Queue[Any]] = [queue.Queue() for _ in range(n)]
         self._active = list(range(n))
         self._next_worker = 0
         self._sent = self._received = 0
         self._indices: Optional[Iterator[Any]] = None if loader._iterable else loader._index_iter()
-        base_seed = int(randint(0, 2**62, (1,)).item())
-        self._threads = [
-            threading.Thread(target=self._work, args=(i, base_seed + i), name=f"DataLoader worker {i}", daemon=True)
-            for i in range(n)
-        ]
-        for thread in self._threads:
-            thread.start()
         if self._indices is not None:
             for _ in range(n * (loader.prefetch_factor or 0) or 1):
                 if not self._dispatch():
@@ -228,89 +291,37 @@ class _WorkerIterator:
         indices = next(self._indices, _DONE)
         if indices is _DONE:
             return False
-        self._tasks[self._sent % len(self._tasks)].put(indices)
+        tasks = self._workers.tasks
+        tasks[self._sent % len(tasks)].put(indices)
         self._sent += 1
         return True
-
-    def _work(self, worker_id: int, seed: int) -> None:
-        loader = self._loader
-        _local.info = WorkerInfo(worker_id, loader.num_workers, seed, loader.dataset)
-        out = self._results[worker_id]
-        try:
-            if loader.worker_init_fn is not None:
-                loader.worker_init_fn(worker_id)
-            if loader._iterable:
-                for batch in loader._stream_batches(iter(loader.dataset)):
-                    if not self._put(out, batch):
-                        return
-                self._put(out, _DONE)
-                return
-            while not self._stop.is_set():
-                task = self._tasks[worker_id].get()
-                if task is _DONE:
-                    return
-                out.put(loader._fetch(task))
-        except BaseException as err:  # every failure goes to the main thread, which re-raises it
-            out.put(_Failure(worker_id, err))
-
-    def _put(self, out: queue.Queue[Any], item: Any) -> bool:
-        """Puts into a bounded-by-prefetch result queue; False once the iteration stopped."""
-        limit = self._loader.prefetch_factor or 1
-        while not self._stop.is_set():
-            if out.qsize() < limit:
-                out.put(item)
-                return True
-            self._stop.wait(0.005)
-        return False
 
     def __iter__(self) -> _WorkerIterator:
         return self
 
     def __next__(self) -> Any:
+        workers = self._workers
         if self._indices is not None:
             if self._received == self._sent:
-                self._shutdown()
+                workers.shutdown()
                 raise StopIteration
-            item = self._get(self._received % len(self._threads))
+            item = workers.get(self._received % len(workers.threads))
             self._received += 1
             self._dispatch()
             return item
         while self._active:
             position = self._next_worker % len(self._active)
-            item = self._get(self._active[position])
+            item = workers.get(self._active[position])
             if item is _DONE:  # this worker's iterator ran out; the others go on in turn
                 del self._active[position]
                 self._next_worker = position
                 continue
             self._next_worker = position + 1
             return item
-        self._shutdown()
+        workers.shutdown()
         raise StopIteration
 
-    def _get(self, worker: int) -> Any:
-        timeout = self._loader.timeout or None
-        try:
-            item = self._results[worker].get(timeout=timeout)
-        except queue.Empty:
-            self._shutdown(wait=False)
-            raise RuntimeError(f"DataLoader timed out after {self._loader.timeout} seconds") from None
-        if isinstance(item, _Failure):
-            self._shutdown()
-            item.reraise()
-        return item
-
-    def _shutdown(self, wait: bool = True) -> None:
-        if self._stop.is_set():
-            return
-        self._stop.set()
-        for tasks in self._tasks:
-            tasks.put(_DONE)
-        if wait:
-            for thread in self._threads:
-                if thread is not threading.current_thread():
-                    thread.join()
-
     def __del__(self) -> None:
-        stop = getattr(self, "_stop", None)
-        if stop is not None:
-            self._shutdown()
+        workers = getattr(self, "_workers", None)
+        if workers is not None:
+            workers.shutdown()
