@@ -234,6 +234,12 @@ def load(f: PathOrFile, map_location: Any = None, weights_only: bool = True, **k
         source.seek(start)
         if magic in _ZIP_MAGICS or magic[:3] == b"\x93NU":
             return _load_npz(source, label)
+        if magic[:1] == b"\x80" and magic[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+            raise SerializationError(
+                f"load: {label} is a pickle file (the format of torch.save before PyTorch 1.6); rustgrad never "
+                "unpickles, as that can run any code: load it with torch and save its tensors with "
+                "safetensors.torch.save_file"
+            )
         return _load_safetensors(source, str(label))
     finally:
         if handle is not None:
@@ -335,6 +341,11 @@ class _Decoder:
 
 def _load_npz(handle: BinaryIO, label: Any) -> Any:
     with _npz.NpzReader(handle, "load", SerializationError) as archive:
+        if any(name.endswith("data.pkl") for name in archive.names):
+            raise SerializationError(
+                f"load: {label} is a PyTorch (torch.save) archive of pickled objects; rustgrad never unpickles, "
+                "as that can run any code: load it with torch and save its tensors with safetensors.torch.save_file"
+            )
         kind, entries = _entries_in(archive, str(label))
         tensors = {
             key: _tensor_of(archive.read_array(member, f"tensor {key!r}"), requires_grad)
