@@ -164,12 +164,12 @@ class Reader:
         self._handle.seek(entry.begin)
         done, total = 0, flat.size
         while done < total:
-            got = self._handle.readinto(memoryview(flat[done:done + _CHUNK]))  # type: ignore[attr-defined]
+            got = self._handle.readinto(flat[done:done + _CHUNK].data)  # type: ignore[attr-defined]
             if not got:
                 raise self.fail(f"is truncated: tensor {entry.name!r} ends after {done} of {total} bytes")
             done += got
         if crc is not None:
-            crc[0] = zlib.crc32(flat, crc[0])
+            crc[0] = zlib.crc32(flat.data, crc[0])
         return _convert(array, entry, self)
 
 

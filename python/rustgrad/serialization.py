@@ -168,7 +168,7 @@ def save(obj: Any, f: PathOrFile) -> None:
     crc = zlib.crc32(_canonical(_safetensors.header_bytes(entries, metadata)[8:]))
     data = [_safetensors.little_endian_bytes(a) for _, a in arrays]
     for chunk in data:
-        crc = zlib.crc32(chunk, crc)
+        crc = zlib.crc32(chunk.data, crc)
     metadata[_CRC_KEY] = f"{crc:08x}"
     header = _safetensors.header_bytes(entries, metadata)
     if not hasattr(f, "write"):

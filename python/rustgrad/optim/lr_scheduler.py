@@ -110,8 +110,8 @@ class LambdaLR(LRScheduler):
                  last_epoch: int = -1) -> None:
         _check_optimizer(optimizer)
         self.optimizer = optimizer
-        if not isinstance(lr_lambda, (list, tuple)):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
+        if callable(lr_lambda):
+            self.lr_lambdas: list[Callable[[int], float]] = [lr_lambda] * len(optimizer.param_groups)
         else:
             if len(lr_lambda) != len(optimizer.param_groups):
                 raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}")
@@ -247,6 +247,7 @@ class OneCycleLR(LRScheduler):
         _check_optimizer(optimizer)
         self.optimizer = optimizer
         self.total_steps = self._total_steps(total_steps, epochs, steps_per_epoch)
+        self._schedule_phases: list[dict[str, Any]]
         if three_phase:
             self._schedule_phases = [
                 dict(end_step=float(pct_start * self.total_steps) - 1, start_lr="initial_lr", end_lr="max_lr",
@@ -341,7 +342,7 @@ class ReduceLROnPlateau(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, mode: str = "min", factor: float = 0.1, patience: int = 10,
                  threshold: float = 1e-4, threshold_mode: str = "rel", cooldown: int = 0,
-                 min_lr: Union[float, Sequence[float]] = 0, eps: float = 1e-8) -> None:
+                 min_lr: Union[float, list[float], tuple[float, ...]] = 0, eps: float = 1e-8) -> None:
         if factor >= 1.0:
             raise ValueError("Factor should be < 1.0.")
         _check_optimizer(optimizer)

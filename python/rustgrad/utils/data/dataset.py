@@ -95,20 +95,22 @@ def random_split(dataset: Any, lengths: Sequence[Union[int, float]],
     """Splits ``dataset`` into non-overlapping random subsets of the given lengths, or of the given
     fractions of its length (the remainder goes one by one to the first subsets, as torch)."""
     n = len(dataset)
-    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
-        counts = [int(math.floor(n * frac)) for frac in lengths]
-        for i in range(n - sum(counts)):
-            counts[i % len(counts)] += 1
-        for i, count in enumerate(counts):
-            if count == 0:
+    total = float(sum(float(length) for length in lengths))
+    if math.isclose(total, 1) and total <= 1:
+        sizes = [int(math.floor(n * float(frac))) for frac in lengths]
+        for i in range(n - sum(sizes)):
+            sizes[i % len(sizes)] += 1
+        for i, size in enumerate(sizes):
+            if size == 0:
                 warnings.warn(f"Length of split at index {i} is 0. This might result in an empty dataset.",
                               stacklevel=2)
-        lengths = counts
-    if sum(lengths) != n:
-        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    order = randperm(sum(lengths), generator=generator).tolist()
+    else:
+        sizes = [int(length) for length in lengths]
+        if sizes != list(lengths) or sum(sizes) != n:
+            raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
+    order = randperm(n, generator=generator).tolist()
     subsets, offset = [], 0
-    for length in lengths:
-        subsets.append(Subset(dataset, order[offset:offset + int(length)]))
-        offset += int(length)
+    for size in sizes:
+        subsets.append(Subset(dataset, order[offset:offset + size]))
+        offset += size
     return subsets
