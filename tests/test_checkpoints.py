@@ -112,6 +112,15 @@ def test_a_whole_checkpoint_round_trips_with_its_types():
     assert type(loaded["epoch"]) is int and type(loaded["loss"]) is float and loaded["flags"][0] is True
 
 
+def test_a_checkpoint_after_other_data_in_a_file_object_loads():
+    buffer = io.BytesIO()
+    buffer.write(b"other data")
+    rustgrad.save({"w": rustgrad.arange(3.0), "n": 1}, buffer)
+    buffer.seek(len(b"other data"))
+    loaded = rustgrad.load(buffer)
+    assert loaded["w"].tolist() == [0.0, 1.0, 2.0] and loaded["n"] == 1
+
+
 def test_a_dict_of_tensors_is_a_safetensors_file_with_its_keys():
     buffer = io.BytesIO()
     rustgrad.save({"fc.weight": rustgrad.ones(2, 2), "fc.bias": rustgrad.zeros(2)}, buffer)

@@ -66,8 +66,9 @@ class Reader:
 
     def __init__(self, handle: BinaryIO, label: str, what: str) -> None:
         self._handle, self._label, self._what = handle, label, what
-        size = handle.seek(0, os.SEEK_END)
-        handle.seek(0)
+        start = handle.tell()  # a file object may hold the checkpoint after other data
+        size = handle.seek(0, os.SEEK_END) - start
+        handle.seek(start)
         prefix = handle.read(8)
         if len(prefix) < 8:
             raise self.fail(f"is not a safetensors file or an .npz archive: it holds only {len(prefix)} bytes")
@@ -82,9 +83,9 @@ class Reader:
             raise self.fail(f"is truncated: it ends inside its {length}-byte header")
         self.raw_header = raw
         self.header = self._parse(raw)
-        self.data_start = 8 + length
+        self.data_start = start + 8 + length
         self.metadata = self._metadata()
-        self.entries = self._entries(size - self.data_start)
+        self.entries = self._entries(size - 8 - length)
 
     def fail(self, detail: str) -> SerializationError:
         return SerializationError(f"{self._what}: {self._label} {detail}")
