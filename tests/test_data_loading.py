@@ -180,6 +180,12 @@ def test_the_tensor_dataset_fast_path_gives_the_stacked_batches():
         for ta, tb in zip(a, b):
             assert ta.dtype == tb.dtype and tuple(ta.shape) == tuple(tb.shape)
             np.testing.assert_array_equal(ta.numpy(), tb.numpy())
+    subset = Subset(Subset(ds, list(range(29, -1, -1))), [3, 0, 7, 7, 12])
+    fast_subset = DataLoader(subset, batch_size=2)
+    assert fast_subset._fast_tensors
+    assert [b[1].tolist() for b in fast_subset] == [[26, 29], [22, 22], [17]]
+    assert [b[1].tolist() for b in DataLoader(subset, batch_size=2, collate_fn=lambda b: default_collate(b))] == [
+        [26, 29], [22, 22], [17]]
     batch = next(iter(DataLoader(ds, batch_size=4)))
     batch[0].add_(100.0)  # a batch is a copy, not a view of the dataset
     assert ds.tensors[0][0].tolist() == [0.0, 1.0, 2.0]

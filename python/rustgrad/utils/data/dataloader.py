@@ -20,7 +20,7 @@ from rustgrad._creation import tensor
 from rustgrad._random import randint
 from rustgrad._rustgrad import Generator, int64
 from rustgrad.utils.data._collate import default_collate, default_convert
-from rustgrad.utils.data.dataset import IterableDataset, TensorDataset
+from rustgrad.utils.data.dataset import IterableDataset, Subset, TensorDataset
 from rustgrad.utils.data.sampler import BatchSampler, RandomSampler, SequentialSampler
 
 __all__ = ["DataLoader", "WorkerInfo", "get_worker_info"]
@@ -119,10 +119,9 @@ class DataLoader:
         if collate_fn is None:
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
-        self._fast_tensors = (
-            type(dataset) is TensorDataset and collate_fn is default_collate and batch_sampler is not None
-            and bool(dataset.tensors)
-        )
+        source = _tensor_source(dataset) if collate_fn is default_collate and batch_sampler is not None else None
+        self._fast_tensors = source is not None
+        self._tensors, self._index_map = source if source is not None else ((), None)
 
     def __len__(self) -> int:
         if self._iterable:
@@ -143,8 +142,10 @@ class DataLoader:
         """The batch (or, without auto-batching, the sample) at ``indices``."""
         if self._fast_tensors:
             # Index each tensor once with the batch's indices: the same values as stacking the samples.
+            if self._index_map is not None:
+                indices = [self._index_map[i] for i in indices]
             index = tensor(indices, dtype=int64)
-            return [t.index_select(0, index) for t in self.dataset.tensors]
+            return [t.index_select(0, index) for t in self._tensors]
         if self._auto_collation:
             return self.collate_fn([self.dataset[i] for i in indices])
         return self.collate_fn(self.dataset[indices])
@@ -171,6 +172,19 @@ class DataLoader:
             return
         for indices in self._index_iter():
             yield self._fetch(indices)
+
+
+def _tensor_source(dataset: Any) -> Optional[tuple[tuple[Any, ...], Optional[list[int]]]]:
+    """For a TensorDataset, or Subsets of one: its tensors and the map from the dataset's indices to
+    their rows (None for the identity). None for any other dataset."""
+    index_map: Optional[list[int]] = None
+    while type(dataset) is Subset:
+        indices = [int(i) for i in dataset.indices]
+        index_map = indices if index_map is None else [indices[i] for i in index_map]
+        dataset = dataset.dataset
+    if type(dataset) is not TensorDataset or not dataset.tensors:
+        return None
+    return dataset.tensors, index_map
 
 
 class _Failure:
