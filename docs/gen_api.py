@@ -23,6 +23,8 @@ MODULES = [
     "rustgrad",
     "rustgrad.autograd",
     "rustgrad.optim",
+    "rustgrad.optim.lr_scheduler",
+    "rustgrad.utils.data",
     "rustgrad.nn",
     "rustgrad.nn.functional",
     "rustgrad.nn.init",

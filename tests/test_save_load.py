@@ -1,8 +1,10 @@
-"""rustgrad.save / rustgrad.load round trips through the .npz format."""
+"""rustgrad.save / rustgrad.load round trips (safetensors files; the .npz files of earlier versions load)."""
 
 from __future__ import annotations
 
 import io
+import json
+import struct
 
 import numpy as np
 import pytest
@@ -50,14 +52,17 @@ def test_dict_round_trip_keeps_keys_order_and_requires_grad(tmp_path):
     assert loaded["w"].is_leaf
 
 
-def test_written_at_the_exact_path_and_readable_by_numpy(tmp_path):
+def test_written_at_the_exact_path_as_a_safetensors_file(tmp_path):
     path = tmp_path / "weights.bin"
     t = rustgrad.arange(6).reshape(2, 3)
     rustgrad.save({"t": t}, path)
     assert path.exists() and not (tmp_path / "weights.bin.npz").exists()
-    with np.load(path) as archive:
-        np.testing.assert_array_equal(archive["t"], t.numpy())
-        assert archive["t"].dtype == np.int64
+    data = path.read_bytes()
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + length])
+    assert header["t"] == {"dtype": "I64", "shape": [2, 3], "data_offsets": [0, 48]}
+    start = 8 + length
+    np.testing.assert_array_equal(np.frombuffer(data[start:start + 48], "<i8").reshape(2, 3), t.numpy())
 
 
 def test_file_objects(tmp_path):
@@ -86,11 +91,11 @@ def test_plain_numpy_npz_loads_as_dict(tmp_path):
 @pytest.mark.parametrize(
     "obj, match",
     [
-        ([rustgrad.ones(2)], "cannot save an object of type list"),
-        (np.ones(2), "cannot save an object of type ndarray"),
-        ({1: rustgrad.ones(2)}, "keys must be str"),
-        ({"a": np.ones(2)}, "not a Tensor"),
-        ({"a": {"b": rustgrad.ones(2)}}, "not a Tensor"),
+        (np.ones(2), r"cannot save obj, an object of type ndarray \(convert it with rustgrad.from_numpy\)"),
+        ({1.5: rustgrad.ones(2)}, r"obj has a key of type float \(1.5\); dict keys must be str or int"),
+        ({"a": [1, {"b": np.ones(2)}]}, r"cannot save obj\['a'\]\[1\]\['b'\], an object of type ndarray"),
+        ({"a": {"b": object()}}, r"cannot save obj\['a'\]\['b'\], an object of type object"),
+        ({"a": {0: {1, 2}}}, r"cannot save obj\['a'\]\[0\], an object of type set"),
     ],
 )
 def test_unsupported_objects(tmp_path, obj, match):
@@ -103,7 +108,7 @@ def test_load_errors(tmp_path):
     with pytest.raises(FileNotFoundError):
         rustgrad.load(tmp_path / "missing")
     (tmp_path / "text").write_text("not an archive")
-    with pytest.raises(RustgradError, match="not an .npz archive") as info:
+    with pytest.raises(RustgradError, match="not a safetensors file or an .npz archive") as info:
         rustgrad.load(tmp_path / "text")
     assert isinstance(info.value, RuntimeError)
     np.save(tmp_path / "single.npy", np.ones(2))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os as _os
 
-from rustgrad import _composites, _rustgrad, autograd, cuda, errors, nn, optim, return_types, viz
+from rustgrad import _composites, _rustgrad, autograd, cuda, errors, nn, optim, return_types, utils, viz
 from rustgrad._comparisons import allclose, equal
 from rustgrad._composites import chunk, split, unbind
 from rustgrad._creation import (
@@ -124,7 +124,7 @@ __all__ = [
     "no_grad", "nonzero", "numel", "ones", "ones_like", "rand", "rand_like", "randn", "randn_like",
     "remainder", "reshape", "set_grad_enabled", "set_num_threads", "split",
     "sub", "sum", "t", "tensor", "transpose", "uint8", "unbind", "where", "zeros",
-    "zeros_like", "_dtype_from_name", "load", "nn", "optim", "save", "viz",
+    "zeros_like", "_dtype_from_name", "load", "nn", "optim", "save", "utils", "viz",
     "max", "min", "return_types", "sort", "std_mean", "topk", "var_mean",
 ]
 # Random numbers (rustgrad/_random.py).

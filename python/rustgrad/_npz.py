@@ -22,7 +22,7 @@ import secrets
 import struct
 import zipfile
 import zlib
-from typing import Any, BinaryIO, Iterable, Optional, Union
+from typing import Any, BinaryIO, Callable, Iterable, Optional, Union
 
 import numpy as np
 
@@ -359,14 +359,19 @@ def missing_parent(path: str) -> Optional[str]:
 
 def write_npz(target: PathOrFile, members: Iterable[tuple[str, np.ndarray]], what: str,
               error: type[RustgradError]) -> None:
-    """Writes the arrays as an .npz archive of uncompressed ``.npy`` members with these names.
+    """Writes the arrays as an .npz archive of uncompressed ``.npy`` members with these names
+    (atomically, see ``write_atomically``)."""
+    write_atomically(target, lambda handle: _write_zip(handle, members), what, error)
 
-    A path is written through a temporary file renamed over it at the end, so a failure leaves no
-    partial file (and an existing file at the path unchanged).
-    """
+
+def write_atomically(target: PathOrFile, write: Callable[[BinaryIO], None], what: str,
+                     error: type[RustgradError]) -> None:
+    """Calls ``write`` with a binary file: ``target`` itself when it is a file object, else a temporary
+    file renamed over the path at the end, so a failure leaves no partial file (and an existing file
+    at the path unchanged). An OSError becomes ``error``."""
     if hasattr(target, "write"):
         try:
-            _write_zip(target, members)  # type: ignore[arg-type]
+            write(target)  # type: ignore[arg-type]
         except OSError as err:
             raise error(f"{what}: could not write to {describe(target)}: {err}") from err
         return
@@ -381,7 +386,7 @@ def write_npz(target: PathOrFile, members: Iterable[tuple[str, np.ndarray]], wha
         raise error(f"{what}: cannot write {path!r}: {err.strerror or err}") from err
     try:
         with os.fdopen(fd, "wb") as handle:
-            _write_zip(handle, members)
+            write(handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temp, path)

@@ -1,26 +1,16 @@
-"""``rustgrad.optim``: optimizers with ``torch.optim``'s names, defaults and update formulas.
-
-Each optimizer updates its parameters in place under ``no_grad`` (the tensors
-keep their identity), so a model's parameters and an optimizer built on them
-stay connected, as in PyTorch::
-
-    opt = rustgrad.optim.SGD([w1, w2], lr=1e-2, momentum=0.9)
-    for x, y in data:
-        opt.zero_grad()
-        loss_fn(x, y).backward()
-        opt.step()
-"""
+"""The ``Optimizer`` base class: parameter groups, per-parameter state, ``zero_grad``,
+``state_dict``/``load_state_dict``, as ``torch.optim.Optimizer``."""
 
 from __future__ import annotations
 
 import abc
 import copy
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Optional
 
-from rustgrad._grad_mode import enable_grad, no_grad
+from rustgrad._grad_mode import enable_grad
 from rustgrad._rustgrad import Tensor
 
-__all__ = ["Adam", "Optimizer", "SGD"]
+__all__ = ["Optimizer", "required"]
 
 
 class _Required:
@@ -161,126 +151,3 @@ class Optimizer(abc.ABC):
             lines.extend(f"    {k}: {v}" for k, v in sorted(g.items()) if k != "params")
         lines.append(")")
         return "\n".join(lines)
-
-
-class SGD(Optimizer):
-    """Stochastic gradient descent, optionally with momentum, exactly as ``torch.optim.SGD``:
-
-    .. code-block:: text
-
-        g = p.grad + weight_decay * p
-        buf = g                                   (first step)
-        buf = momentum * buf + (1 - dampening) * g (later steps)
-        g = g + momentum * buf   if nesterov else   g = buf      (when momentum != 0)
-        p = p - lr * g
-    """
-
-    def __init__(self, params: Iterable[Any], lr: float = required,  # type: ignore[assignment]
-                 momentum: float = 0.0, dampening: float = 0.0, weight_decay: float = 0.0,
-                 nesterov: bool = False, *, maximize: bool = False) -> None:
-        if lr is not required and lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if momentum < 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                        nesterov=nesterov, maximize=maximize)
-        super().__init__(params, defaults)
-
-    def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
-        """Performs one update; ``closure`` (re-evaluating the loss) is optional."""
-        loss = self._closure_loss(closure)
-        with no_grad():
-            for group in self.param_groups:
-                lr, momentum = group["lr"], group["momentum"]
-                dampening, weight_decay = group["dampening"], group["weight_decay"]
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    d_p = p.grad
-                    if group["maximize"]:
-                        d_p = -d_p
-                    if weight_decay != 0:
-                        d_p = d_p + p * weight_decay
-                    if momentum != 0:
-                        state = self._get_state(p)
-                        buf = state.get("momentum_buffer")
-                        if buf is None:
-                            buf = d_p.clone()
-                            state["momentum_buffer"] = buf
-                        else:
-                            buf.mul_(momentum).add_(d_p * (1 - dampening))
-                        d_p = d_p + buf * momentum if group["nesterov"] else buf
-                    p.sub_(d_p * lr)
-        return loss
-
-
-class Adam(Optimizer):
-    """Adam (Kingma & Ba), exactly as ``torch.optim.Adam`` (with L2 ``weight_decay``):
-
-    .. code-block:: text
-
-        g = p.grad + weight_decay * p
-        m = beta1 * m + (1 - beta1) * g
-        v = beta2 * v + (1 - beta2) * g**2
-        p = p - lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)
-    """
-
-    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False, *,
-                 maximize: bool = False) -> None:
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if eps < 0.0:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                        maximize=maximize)
-        super().__init__(params, defaults)
-
-    def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
-        """Performs one update; ``closure`` (re-evaluating the loss) is optional."""
-        loss = self._closure_loss(closure)
-        with no_grad():
-            for group in self.param_groups:
-                lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
-                beta1, beta2 = group["betas"]
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    grad = p.grad
-                    if group["maximize"]:
-                        grad = -grad
-                    state = self._get_state(p)
-                    if not state:
-                        state["step"] = 0
-                        state["exp_avg"] = p.detach().clone().zero_()
-                        state["exp_avg_sq"] = p.detach().clone().zero_()
-                        if group["amsgrad"]:
-                            state["max_exp_avg_sq"] = p.detach().clone().zero_()
-                    state["step"] += 1
-                    step = state["step"]
-                    if weight_decay != 0:
-                        grad = grad + p * weight_decay
-                    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                    exp_avg.mul_(beta1).add_(grad * (1 - beta1))
-                    exp_avg_sq.mul_(beta2).add_(grad * grad * (1 - beta2))
-                    bias_correction1 = 1 - beta1 ** step
-                    bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
-                    if group["amsgrad"]:
-                        max_sq = state["max_exp_avg_sq"]
-                        max_sq.copy_(max_sq.maximum(exp_avg_sq))
-                        second = max_sq
-                    else:
-                        second = exp_avg_sq
-                    denom = second.sqrt() / bias_correction2_sqrt + eps
-                    p.sub_(exp_avg / denom * (lr / bias_correction1))
-        return loss
