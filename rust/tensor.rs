@@ -4,6 +4,7 @@
 //! Cloning a `Tensor` clones a handle; all clones are the same tensor. Views
 //! are new tensors over the same storage.
 
+use crate::autograd::hooks::{GradHook, PostAccumulateHook};
 use crate::autograd::node::Node;
 use crate::buffer_pool::Kept;
 use crate::dtype::{DType, Kind, Scalar};
@@ -24,6 +25,10 @@ pub struct AutogradMeta {
     pub grad_fn: Option<Arc<Node>>,
     /// Which output of `grad_fn` this tensor is (custom Functions have several).
     pub output_nr: usize,
+    /// A leaf's gradient hooks, by id (a non-leaf's live on its `grad_fn`).
+    pub grad_hooks: Vec<(u64, Arc<dyn GradHook>)>,
+    /// Hooks run after the leaf's `.grad` is updated, by id.
+    pub post_accumulate_hooks: Vec<(u64, Arc<dyn PostAccumulateHook>)>,
 }
 
 pub struct TensorInner {

@@ -32,6 +32,7 @@ __all__ = [
     "device",
     "Node",
     "AccumulateGrad",
+    "RemovableHandle",
     "GraphCore",
     "SessionCore",
     "IndexItems",
@@ -935,6 +936,10 @@ class Tensor:
         """``create_graph=True`` (higher-order gradients) and ``inputs=`` raise ``GradientError``."""
     def retain_grad(self) -> None:
         """Keeps this non-leaf tensor's gradient in ``.grad`` after ``backward()``."""
+    def register_hook(self, hook: Callable[[Tensor], Optional[Tensor]]) -> RemovableHandle:
+        """Calls ``hook(grad)`` with this tensor's gradient during backward; a Tensor it returns replaces it."""
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], object]) -> RemovableHandle:
+        """Calls ``hook(tensor)`` after backward has updated this leaf's ``.grad``."""
 
 # ----- autograd graph nodes ------------------------------------------------------------------
 
@@ -963,6 +968,17 @@ class AccumulateGrad:
     def name(self) -> str: ...
     def __eq__(self, other: object, /) -> builtins.bool: ...
     def __hash__(self) -> builtins.int: ...
+
+@final
+class RemovableHandle:
+    """What ``Tensor.register_hook`` returns: ``remove()`` unregisters the hook (also a context manager);
+    module ``rustgrad.autograd``."""
+
+    def remove(self) -> None: ...
+    @property
+    def id(self) -> builtins.int: ...
+    def __enter__(self) -> RemovableHandle: ...
+    def __exit__(self, *_args: object) -> None: ...
 
 # ----- static graphs ---------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ import numpy as np
 from rustgrad import _rustgrad
 from rustgrad._grad_mode import _decorate, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from rustgrad._graph_value import GraphValue
-from rustgrad._rustgrad import AccumulateGrad, Node, Tensor, backward, grad, is_anomaly_enabled
+from rustgrad._rustgrad import AccumulateGrad, Node, RemovableHandle, Tensor, backward, grad, is_anomaly_enabled
 from rustgrad.errors import ArgumentTypeError, GradientError
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "set_grad_enabled",
     "Node",
     "AccumulateGrad",
+    "RemovableHandle",
 ]
 
 

@@ -4,6 +4,7 @@
 //! failed backward changes nothing.
 
 use super::grad_mode::GradModeGuard;
+use super::hooks;
 use super::node::{Edge, Node, PerInput, SavedTensor};
 use crate::error::{grad_err, Error, Result};
 use crate::forward::{self, forward};
@@ -289,7 +290,8 @@ pub fn run_backward(
     }
     while let Some(Ready(_, node)) = ready.pop() {
         (options.between_nodes)()?;
-        let grads = buffers.remove(&node.id()).unwrap_or_else(|| vec![None; node.output_meta.len()]);
+        let mut grads = buffers.remove(&node.id()).unwrap_or_else(|| vec![None; node.output_meta.len()]);
+        hooks::run_node_hooks(&node, &mut grads)?;
         for (out_nr, g) in grads.iter().enumerate() {
             if let (Some(&slot), Some(g)) = (capture_node.get(&(node.id(), out_nr)), g) {
                 captured[slot] = Some(g.clone());
@@ -346,7 +348,10 @@ pub fn run_backward(
         }
     }
     let mut leaf_out = Vec::new();
-    for (id, (leaf, grad)) in leaf_grads {
+    for (id, (leaf, mut grad)) in leaf_grads {
+        if let Some(g) = grad.take() {
+            grad = Some(hooks::run_grad_hooks(&hooks::leaf_grad_hooks(&leaf), g)?);
+        }
         if let Some(&slot) = capture_leaf.get(&id) {
             captured[slot] = grad.clone();
         }
@@ -357,6 +362,15 @@ pub fn run_backward(
     // Non-leaf tensors that asked to keep their gradient are updated like leaves.
     leaf_out.extend(retained_grads);
     Ok(BackwardResult { leaf_grads: leaf_out, captured })
+}
+
+/// Writes the gradients a reverse pass produced into `.grad`, then runs the
+/// leaves' post-accumulate hooks, each once all gradients are written.
+pub fn write_grads(leaf_grads: Vec<(Tensor, Tensor)>) -> Result<()> {
+    for (leaf, grad) in &leaf_grads {
+        accumulate_into_leaf(leaf, grad.clone())?;
+    }
+    leaf_grads.iter().try_for_each(|(leaf, _)| hooks::run_post_accumulate_hooks(leaf))
 }
 
 /// Adds `grad` into `leaf.grad`, in place when a gradient is already there

@@ -3,6 +3,7 @@
 
 pub mod engine;
 pub mod grad_mode;
+pub mod hooks;
 pub mod in_place;
 pub mod node;
 pub mod record;

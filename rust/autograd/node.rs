@@ -1,6 +1,7 @@
 //! A node of the eager tape: the op that made a tensor, where its inputs'
 //! gradients go, and the values its derivative rule needs.
 
+use super::hooks::NodeHooks;
 use crate::dtype::DType;
 use crate::op::Op;
 use crate::shape::Shape;
@@ -64,6 +65,8 @@ pub struct Node {
     pub sequence: u64,
     /// Outputs whose gradient is kept in their `.grad` (`retain_grad()`), by output index.
     pub retained: Mutex<Vec<(usize, WeakTensor)>>,
+    /// Gradient hooks of the node's outputs.
+    pub hooks: Mutex<NodeHooks>,
 }
 
 /// A node's place in the reverse pass, from its inputs' nodes alone: unlike a
@@ -94,6 +97,7 @@ impl Node {
             output_meta,
             saved: Mutex::new(Some(saved)),
             retained: Mutex::new(Vec::new()),
+            hooks: Mutex::new(Vec::new()),
         }
     }
 

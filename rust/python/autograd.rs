@@ -4,7 +4,7 @@
 use super::convert::{flag, opt_arg, repr, type_name};
 use super::errors::{argument_type_error, external, guard};
 use super::tensor::PyTensor;
-use crate::autograd::engine::{accumulate_into_leaf, run_backward, BackwardOptions};
+use crate::autograd::engine::{run_backward, write_grads, BackwardOptions};
 use crate::autograd::grad_mode;
 use crate::autograd::node::{Edge, Node};
 use crate::autograd::record;
@@ -85,10 +85,7 @@ pub fn run_backward_py(
             let options = BackwardOptions { retain_graph, between_nodes: &mut check, detect_anomaly: anomaly };
             run_backward(&roots, None, options)
         })?;
-        for (leaf, grad) in result.leaf_grads {
-            accumulate_into_leaf(&leaf, grad)?;
-        }
-        Ok(())
+        Ok(write_grads(result.leaf_grads)?)
     })
 }
 

@@ -6,6 +6,7 @@ mod convert;
 mod creation;
 mod dlpack;
 mod errors;
+mod hooks;
 mod index_key;
 mod ops;
 mod random;
@@ -22,6 +23,7 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<convert::PyDevice>()?;
     m.add_class::<autograd::PyNode>()?;
     m.add_class::<autograd::PyAccumulateGrad>()?;
+    m.add_class::<hooks::PyRemovableHandle>()?;
     m.add_class::<static_graph::PyGraph>()?;
     m.add_class::<static_graph::PySession>()?;
     m.add_class::<index_key::PyIndexItems>()?;

@@ -417,6 +417,17 @@ impl PyTensor {
     fn retain_grad(&self) -> PyResult<()> {
         Ok(self.inner.retain_grad()?)
     }
+
+    /// Calls `hook(grad)` with this tensor's gradient during backward; a Tensor it
+    /// returns replaces the gradient. Returns a handle whose `remove()` unregisters it.
+    fn register_hook(&self, hook: &Bound<'_, PyAny>) -> PyResult<super::hooks::PyRemovableHandle> {
+        super::hooks::register_hook(&self.inner, hook)
+    }
+
+    /// Calls `hook(tensor)` after backward has updated this leaf's `.grad`.
+    fn register_post_accumulate_grad_hook(&self, hook: &Bound<'_, PyAny>) -> PyResult<super::hooks::PyRemovableHandle> {
+        super::hooks::register_post_accumulate_grad_hook(&self.inner, hook)
+    }
 }
 
 impl PyTensor {

@@ -1,0 +1,149 @@
+//! Tensor hooks: user code the reverse pass calls with a tensor's gradient
+//! (`register_hook`, which may replace it), or with a leaf once its `.grad` has
+//! been accumulated (`register_post_accumulate_grad_hook`, which data-parallel
+//! training uses to start reducing a gradient as soon as it is ready).
+//!
+//! A leaf keeps its hooks; a non-leaf tensor's hooks live on the node that made
+//! it, keyed by which of the node's outputs it is, since the reverse pass meets
+//! node outputs and not tensors.
+
+use crate::autograd::node::Node;
+use crate::error::{grad_err, Result};
+use crate::shape::fmt_shape;
+use crate::tensor::{Tensor, WeakTensor};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+/// Called with a gradient; returns a replacement, or None to keep it.
+pub trait GradHook: Send + Sync {
+    fn call(&self, grad: &Tensor) -> Result<Option<Tensor>>;
+}
+
+/// A node's gradient hooks: (which output, hook id, hook).
+pub type NodeHooks = Vec<(usize, u64, Arc<dyn GradHook>)>;
+
+/// Called with a leaf after its `.grad` has been updated.
+pub trait PostAccumulateHook: Send + Sync {
+    fn call(&self, leaf: &Tensor) -> Result<()>;
+}
+
+/// Where a hook was registered, so that its handle can remove it.
+pub enum HookOwner {
+    Leaf(WeakTensor),
+    Node(Weak<Node>),
+}
+
+/// What `register_*` returns: removes the hook (if its tensor still exists).
+pub struct HookHandle {
+    owner: HookOwner,
+    id: u64,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+fn next_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+impl HookHandle {
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Unregisters the hook; removing it twice does nothing.
+    pub fn remove(&self) {
+        match &self.owner {
+            HookOwner::Leaf(weak) => {
+                if let Some(t) = weak.upgrade() {
+                    t.with_meta(|meta| {
+                        meta.grad_hooks.retain(|(id, _)| *id != self.id);
+                        meta.post_accumulate_hooks.retain(|(id, _)| *id != self.id);
+                    });
+                }
+            }
+            HookOwner::Node(weak) => {
+                if let Some(node) = weak.upgrade() {
+                    node.hooks.lock().retain(|(_, id, _)| *id != self.id);
+                }
+            }
+        }
+    }
+}
+
+/// `tensor.register_hook(hook)`.
+pub fn register_grad_hook(tensor: &Tensor, hook: Arc<dyn GradHook>) -> Result<HookHandle> {
+    if !tensor.requires_grad() {
+        return grad_err("cannot register a hook on a tensor that doesn't require gradient");
+    }
+    let id = next_id();
+    let owner = match tensor.grad_fn() {
+        Some(node) => {
+            node.hooks.lock().push((tensor.output_nr(), id, hook));
+            HookOwner::Node(Arc::downgrade(&node))
+        }
+        None => {
+            tensor.with_meta(|meta| meta.grad_hooks.push((id, hook)));
+            HookOwner::Leaf(tensor.downgrade())
+        }
+    };
+    Ok(HookHandle { owner, id })
+}
+
+/// `tensor.register_post_accumulate_grad_hook(hook)`: leaves only, as in torch.
+pub fn register_post_accumulate_hook(tensor: &Tensor, hook: Arc<dyn PostAccumulateHook>) -> Result<HookHandle> {
+    if !tensor.requires_grad() {
+        return grad_err("cannot register a hook on a tensor that doesn't require gradient");
+    }
+    if !tensor.is_leaf() {
+        return grad_err(
+            "post accumulate grad hooks cannot be registered on non-leaf tensors; \
+             register them on the parameters (leaves) instead",
+        );
+    }
+    let id = next_id();
+    tensor.with_meta(|meta| meta.post_accumulate_hooks.push((id, hook)));
+    Ok(HookHandle { owner: HookOwner::Leaf(tensor.downgrade()), id })
+}
+
+/// Runs `hooks` in registration order on `grad`, each seeing the previous one's result.
+/// A replacement must keep the gradient's shape and dtype.
+pub fn run_grad_hooks<'a>(hooks: impl IntoIterator<Item = &'a Arc<dyn GradHook>>, mut grad: Tensor) -> Result<Tensor> {
+    for hook in hooks {
+        if let Some(new) = hook.call(&grad)? {
+            if new.shape() != grad.shape() || new.dtype() != grad.dtype() {
+                return grad_err(format!(
+                    "a hook has changed the size or dtype of the gradient: it got a {} gradient of shape {} \
+                     and returned a {} tensor of shape {}; return a tensor like its argument, or None",
+                    grad.dtype().name(),
+                    fmt_shape(grad.shape()),
+                    new.dtype().name(),
+                    fmt_shape(new.shape())
+                ));
+            }
+            grad = new;
+        }
+    }
+    Ok(grad)
+}
+
+/// The gradient hooks of a leaf, copied out so that no lock is held while user code runs.
+pub fn leaf_grad_hooks(leaf: &Tensor) -> Vec<Arc<dyn GradHook>> {
+    leaf.with_meta(|meta| meta.grad_hooks.iter().map(|(_, h)| h.clone()).collect())
+}
+
+/// Runs a leaf's post-accumulate hooks (after its `.grad` was written).
+pub fn run_post_accumulate_hooks(leaf: &Tensor) -> Result<()> {
+    let hooks: Vec<_> = leaf.with_meta(|meta| meta.post_accumulate_hooks.iter().map(|(_, h)| h.clone()).collect());
+    hooks.iter().try_for_each(|hook| hook.call(leaf))
+}
+
+/// Replaces the gradients of `node`'s outputs by what their tensors' hooks return.
+pub fn run_node_hooks(node: &Node, grads: &mut [Option<Tensor>]) -> Result<()> {
+    let hooks: Vec<_> = node.hooks.lock().iter().map(|(out, _, h)| (*out, h.clone())).collect();
+    for (out_nr, hook) in hooks {
+        if let Some(Some(g)) = grads.get_mut(out_nr).map(Option::take) {
+            grads[out_nr] = Some(run_grad_hooks([&hook], g)?);
+        }
+    }
+    Ok(())
+}
