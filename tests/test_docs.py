@@ -114,7 +114,7 @@ def test_migration_tables_match_the_package(page):
     assert not wrong, f"{page} table disagrees with the package:\n" + "\n".join(wrong)
 
 
-@pytest.mark.parametrize("extra", ["test", "plot"])
+@pytest.mark.parametrize("extra", ["test", "plot", "examples"])
 def test_getting_started_names_what_each_extra_installs(extra):
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     (requirements,) = re.findall(rf"^{extra} = \[(.*)\]$", pyproject, re.M)

@@ -17,6 +17,7 @@ from rustgrad._demo import Problem, Run, progress_bar, train_eager, train_static
 # Every subcommand, with the one-line description that `--help` lists.
 SUBCOMMANDS = {
     "profile": "print the slowest graph nodes of the static demo step",
+    "digits": "train a small CNN on scikit-learn's handwritten digits (needs rustgrad[examples])",
 }
 
 
@@ -153,10 +154,16 @@ def profile(argv: Sequence[str]) -> int:
     return 0
 
 
+def digits(argv: Sequence[str]) -> int:
+    from rustgrad._digits import main as digits_main
+
+    return digits_main(argv)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in SUBCOMMANDS:
-        return {"profile": profile}[argv[0]](argv[1:])
+        return {"profile": profile, "digits": digits}[argv[0]](argv[1:])
     args = _parse(argv)
     if args.plot:  # fail before training, not after it
         _pyplot()
