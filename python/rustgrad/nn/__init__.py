@@ -4,31 +4,8 @@
 from __future__ import annotations
 
 from rustgrad.nn import functional, init, utils
-from rustgrad.nn.modules import (
-    Bilinear,
-    CrossEntropyLoss,
-    Flatten,
-    Identity,
-    Linear,
-    LogSoftmax,
-    Module,
-    ModuleDict,
-    ModuleList,
-    MSELoss,
-    NLLLoss,
-    ParameterDict,
-    ParameterList,
-    ReLU,
-    Sequential,
-    Sigmoid,
-    Softmax,
-    Tanh,
-    Unflatten,
-)
+from rustgrad.nn.modules import *  # noqa: F403 - every module class
+from rustgrad.nn.modules import __all__ as _module_names
 from rustgrad.nn.parameter import Parameter
 
-__all__ = [
-    "Bilinear", "CrossEntropyLoss", "Flatten", "Identity", "Linear", "LogSoftmax", "MSELoss", "Module", "ModuleDict",
-    "ModuleList", "NLLLoss", "Parameter", "ParameterDict", "ParameterList", "ReLU", "Sequential", "Sigmoid", "Softmax",
-    "Tanh", "Unflatten", "functional", "init", "utils",
-]
+__all__ = [*_module_names, "Parameter", "functional", "init", "utils"]
