@@ -286,7 +286,8 @@ def main() -> None:
     if has_chart:
         lines += ["![seed step](benchmarks.png)", ""]
     lines += (step_lines + section_matmul(m) + section_batched_matmul(m) + section_einsum(m) + section_ops(m)
-              + section_reductions(m) + section_losses(m) + section_strided(m) + section_overhead(m) + section_scaling(m))
+              + section_reductions(m) + section_losses(m) + section_strided(m) + section_overhead(m)
+              + section_scaling(m))
     (DOCS / "benchmarks.md").write_text("\n".join(lines))
     print(f"wrote {DOCS / 'benchmarks.md'}")
 

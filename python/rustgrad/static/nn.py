@@ -15,8 +15,8 @@ from rustgrad.static._generated_nn import *  # noqa: F403 - the op table's tf.nn
 from rustgrad.static._generated_nn import __all__ as _op_table_names
 from rustgrad.static._generated_nn import log_softmax, relu
 from rustgrad.static._generated_ops import abs as _abs
-from rustgrad.static._generated_ops import log1p, transpose
 from rustgrad.static._generated_ops import exp as _exp
+from rustgrad.static._generated_ops import log1p, transpose
 from rustgrad.static._graph import Tensor, _apply, convert_to_tensor
 from rustgrad.static._ops import reduce_sum, stop_gradient
 from rustgrad.static._reductions import moments, top_k
