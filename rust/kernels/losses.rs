@@ -9,12 +9,17 @@ use rayon::prelude::*;
 /// exp computed with the vectorising float32 version (`vecmath::exp`); float64 keeps libm's.
 pub trait FastExp: Float {
     fn fast_exp(self) -> Self;
+    /// `out[i] = exp((x[i] - a) - b)` over one contiguous row (vectorised for float32).
+    fn exp_row(out: &mut [Self], x: &[Self], a: Self, b: Self);
 }
 
 impl FastExp for f32 {
     #[inline(always)]
     fn fast_exp(self) -> f32 {
         super::vecmath::exp(self)
+    }
+    fn exp_row(out: &mut [f32], x: &[f32], a: f32, b: f32) {
+        super::vecmath::map_row_f32(out, x, &|v| super::vecmath::exp((v - a) - b));
     }
 }
 
@@ -23,6 +28,35 @@ impl FastExp for f64 {
     fn fast_exp(self) -> f64 {
         self.exp()
     }
+    fn exp_row(out: &mut [f64], x: &[f64], a: f64, b: f64) {
+        out.iter_mut().zip(x).for_each(|(o, &v)| *o = ((v - a) - b).exp());
+    }
+}
+
+/// The max of a contiguous row, or 0 when it is not finite (NaN wins).
+#[inline]
+fn row_shift<T: Float>(x: &[T]) -> T {
+    let mut peak = T::from_f64(f64::NEG_INFINITY);
+    let mut nan = false;
+    for &v in x {
+        nan |= v.is_nan();
+        peak = if v > peak { v } else { peak };
+    }
+    if nan || !peak.to_f64().is_finite() {
+        T::ZERO
+    } else {
+        peak
+    }
+}
+
+/// The shift and log(sum(exp(x - shift))) of a contiguous row, with `scratch` holding the exps.
+#[inline]
+fn contiguous_lse<T: FastExp>(x: &[T], scratch: &mut Vec<T>) -> (T, T) {
+    let shift = row_shift(x);
+    scratch.resize(x.len(), T::ZERO);
+    T::exp_row(scratch, x, shift, T::ZERO);
+    let total = scratch.iter().fold(T::ZERO, |acc, &v| acc + v);
+    (shift, total.ln())
 }
 
 /// A contiguous tensor seen as `(outer, classes, inner)`.
@@ -98,11 +132,15 @@ fn softmax_block<T: FastExp>(x: &[T], y: &mut [T], rows: Rows, log: bool) {
     let (classes, inner) = (rows.classes, rows.inner);
     if inner == 1 {
         for (xr, yr) in x.chunks(classes).zip(y.chunks_mut(classes)) {
-            let (shift, lt) = row_lse(xr, classes, 1);
+            let shift = row_shift(xr);
+            T::exp_row(yr, xr, shift, T::ZERO);
+            let total = yr.iter().fold(T::ZERO, |acc, &v| acc + v);
             if log {
+                let lt = total.ln();
                 yr.iter_mut().zip(xr).for_each(|(o, &v)| *o = (v - shift) - lt);
             } else {
-                yr.iter_mut().zip(xr).for_each(|(o, &v)| *o = ((v - shift) - lt).fast_exp());
+                let scale = T::ONE / total;
+                yr.iter_mut().for_each(|o| *o = *o * scale);
             }
         }
         return;
@@ -224,10 +262,19 @@ impl<T: FastExp> ClassLoss<'_, T> {
         Ok(Some(t as usize))
     }
 
+    /// The shift and log-sum-exp of a row starting at `row` (strided by `inner`).
+    fn lse(&self, row: &[T], scratch: &mut Vec<T>) -> (T, T) {
+        if self.rows.inner == 1 {
+            contiguous_lse(&row[..self.rows.classes], scratch)
+        } else {
+            row_lse(row, self.rows.classes, self.rows.inner)
+        }
+    }
+
     /// The log-probability of each class in a row starting at `row` (strided by `inner`), in float64.
-    fn log_probs<'r>(&self, row: &'r [T]) -> impl Fn(usize) -> f64 + 'r {
+    fn log_probs<'r>(&self, row: &'r [T], scratch: &mut Vec<T>) -> impl Fn(usize) -> f64 + 'r {
         let stride = self.rows.inner;
-        let (shift, lt) = if self.logits { row_lse(row, self.rows.classes, stride) } else { (T::ZERO, T::ZERO) };
+        let (shift, lt) = if self.logits { self.lse(row, scratch) } else { (T::ZERO, T::ZERO) };
         let (shift, lt) = (shift.to_f64(), lt.to_f64());
         move |c| (row[c * stride].to_f64() - shift) - lt
     }
@@ -242,11 +289,11 @@ impl<T: FastExp> ClassLoss<'_, T> {
     }
 
     /// (loss, weight of the target) at position `p` of the input `x`.
-    fn at(&self, x: &[T], p: usize) -> (f64, f64) {
+    fn at(&self, x: &[T], p: usize, scratch: &mut Vec<T>) -> (f64, f64) {
         let Ok(Some(t)) = self.class(p) else { return (0.0, 0.0) };
         let (o, i) = (p / self.rows.inner, p % self.rows.inner);
         let row = &x[o * self.rows.block() + i..];
-        let lp = self.log_probs(row);
+        let lp = self.log_probs(row, scratch);
         let wt = self.w(t);
         let nll = -lp(t) * wt;
         if self.label_smoothing == 0.0 {
@@ -262,12 +309,35 @@ impl<T: FastExp> ClassLoss<'_, T> {
         self.check_targets()?;
         let n = self.rows.positions();
         let pairs: Vec<(f64, f64)> = if parallel(x.len()) {
-            super::threads::install(|| (0..n).into_par_iter().map(|p| self.at(x, p)).collect())
+            super::threads::install(|| (0..n).into_par_iter().map_init(Vec::new, |s, p| self.at(x, p, s)).collect())
         } else {
-            (0..n).map(|p| self.at(x, p)).collect()
+            let mut scratch = Vec::new();
+            (0..n).map(|p| self.at(x, p, &mut scratch)).collect()
         };
         let (loss, weight) = pairs.into_iter().unzip();
         Ok(PerPosition { loss, weight })
+    }
+
+    /// The cross-entropy gradient of one contiguous row `xb` into `gb`: `k` (hot (p - onehot) +
+    /// ε/C (W p - w)), with the softmax `p` computed in place (one exp pass), vectorised.
+    fn contiguous_backward(&self, xb: &[T], gb: &mut [T], t: usize, k: f64, hot: f64, total_w: f64) {
+        let classes = self.rows.classes;
+        let eps_c = self.label_smoothing / classes as f64;
+        let (xb, gb) = (&xb[..classes], &mut gb[..classes]);
+        T::exp_row(gb, xb, row_shift(xb), T::ZERO);
+        let total = gb.iter().fold(T::ZERO, |acc, &v| acc + v).to_f64();
+        let scale = T::from_f64(k * (hot + eps_c * total_w) / total);
+        gb.iter_mut().for_each(|v| *v = *v * scale);
+        if eps_c != 0.0 {
+            match self.weight {
+                Some(w) => gb.iter_mut().zip(w).for_each(|(v, &wc)| *v = *v - T::from_f64(k * eps_c) * wc),
+                None => {
+                    let off = T::from_f64(k * eps_c);
+                    gb.iter_mut().for_each(|v| *v = *v - off);
+                }
+            }
+        }
+        gb[t] = gb[t] - T::from_f64(k * hot);
     }
 
     /// The sum of the target weights of the positions not ignored (the mean's denominator).
@@ -296,8 +366,12 @@ impl<T: FastExp> ClassLoss<'_, T> {
                     gb[t * stride + i] = T::from_f64(-k * wt);
                     continue;
                 }
-                let (shift, lt) = row_lse(&xb[i..], classes, stride);
                 let hot = (1.0 - eps) * wt;
+                if stride == 1 {
+                    self.contiguous_backward(xb, gb, t, k, hot, total_w);
+                    continue;
+                }
+                let (shift, lt) = row_lse(&xb[i..], classes, stride);
                 for c in 0..classes {
                     let prob = ((xb[c * stride + i] - shift) - lt).fast_exp().to_f64();
                     let mut v = hot * prob;
@@ -326,10 +400,11 @@ impl<T: FastExp> ClassLoss<'_, T> {
         let stride = self.rows.inner;
         let eps = self.label_smoothing;
         let mut gw = vec![0.0; classes];
+        let mut scratch = Vec::new();
         for p in 0..self.rows.positions() {
             let Ok(Some(t)) = self.class(p) else { continue };
             let (o, i) = (p / stride, p % stride);
-            let lp = self.log_probs(&x[o * self.rows.block() + i..]);
+            let lp = self.log_probs(&x[o * self.rows.block() + i..], &mut scratch);
             let k = scale(p);
             gw[t] -= k * (1.0 - eps) * lp(t);
             if eps != 0.0 {
