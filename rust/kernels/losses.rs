@@ -73,11 +73,7 @@ impl Rows {
         if shape.is_empty() {
             return Rows { outer: 1, classes: 1, inner: 1 };
         }
-        Rows {
-            outer: shape[..dim].iter().product(),
-            classes: shape[dim],
-            inner: shape[dim + 1..].iter().product(),
-        }
+        Rows { outer: shape[..dim].iter().product(), classes: shape[dim], inner: shape[dim + 1..].iter().product() }
     }
 
     fn block(&self) -> usize {
@@ -253,10 +249,7 @@ impl<T: FastExp> ClassLoss<'_, T> {
         if t < 0 || t as u64 >= self.rows.classes as u64 {
             return Err(Error::Index(format!(
                 "{}: target {t} is out of bounds for {} classes (targets must be in [0, {}), or ignore_index {})",
-                self.op,
-                self.rows.classes,
-                self.rows.classes,
-                self.ignore_index
+                self.op, self.rows.classes, self.rows.classes, self.ignore_index
             )));
         }
         Ok(Some(t as usize))
@@ -394,7 +387,12 @@ impl<T: FastExp> ClassLoss<'_, T> {
     /// The gradient with respect to the class weights, given each position's factor `scale`
     /// (as for `backward`) and, for a mean, `(output gradient, mean)`: the mean's denominator
     /// holds the weights too, so each position's target weight also takes `-g * mean / total`.
-    pub fn weight_backward(&self, x: &[T], scale: &dyn Fn(usize) -> f64, mean: Option<(f64, f64, f64)>) -> Result<Vec<f64>> {
+    pub fn weight_backward(
+        &self,
+        x: &[T],
+        scale: &dyn Fn(usize) -> f64,
+        mean: Option<(f64, f64, f64)>,
+    ) -> Result<Vec<f64>> {
         self.check_targets()?;
         let classes = self.rows.classes;
         let stride = self.rows.inner;

@@ -17,8 +17,14 @@ use crate::storage::Element;
 use crate::tensor::Tensor;
 
 /// torch's required `dim`; TF's `axis` (None: the last), with TF1's deprecated `dim`.
-const SOFTMAX_DIM: Param =
-    Param { torch: "dim", tf: "axis", tf_aliases: &["dim"], kind: Kind::OptInt, torch_default: None, tf_default: Some("None") };
+const SOFTMAX_DIM: Param = Param {
+    torch: "dim",
+    tf: "axis",
+    tf_aliases: &["dim"],
+    kind: Kind::OptInt,
+    torch_default: None,
+    tf_default: Some("None"),
+};
 const LOGITS: &[Input] = &[Input { torch: "input", tf: "logits", list: false }];
 
 /// Softmax (`log`: log-softmax) along one dim, computed stably.
@@ -141,10 +147,22 @@ const CLASS_INPUTS: &[Input] = &[
     Input { torch: "target", tf: "target", list: false },
     Input { torch: "weight", tf: "weight", list: false },
 ];
-const IGNORE_INDEX: Param =
-    Param { torch: "ignore_index", tf: "ignore_index", tf_aliases: &[], kind: Kind::Int, torch_default: Some("-100"), tf_default: Some("-100") };
-const REDUCTION: Param =
-    Param { torch: "reduction", tf: "reduction", tf_aliases: &[], kind: Kind::Str, torch_default: Some("'mean'"), tf_default: Some("'mean'") };
+const IGNORE_INDEX: Param = Param {
+    torch: "ignore_index",
+    tf: "ignore_index",
+    tf_aliases: &[],
+    kind: Kind::Int,
+    torch_default: Some("-100"),
+    tf_default: Some("-100"),
+};
+const REDUCTION: Param = Param {
+    torch: "reduction",
+    tf: "reduction",
+    tf_aliases: &[],
+    kind: Kind::Str,
+    torch_default: Some("'mean'"),
+    tf_default: Some("'mean'"),
+};
 const LABEL_SMOOTHING: Param = Param {
     torch: "label_smoothing",
     tf: "label_smoothing",
@@ -268,7 +286,8 @@ impl ClassSettings {
         check_target_dtype(self.op, target_dtype)?;
         let expected = x.as_ref().map(|s| self.target_shape(s)).transpose()?;
         if let (Some(want), Some(got)) = (&expected, target) {
-            let fits = want.len() == got.len() && want.iter().zip(got).all(|(a, b)| a.is_none() || b.is_none() || a == b);
+            let fits =
+                want.len() == got.len() && want.iter().zip(got).all(|(a, b)| a.is_none() || b.is_none() || a == b);
             if !fits {
                 return shape_err(format!(
                     "{}: expected target of shape {} for input of shape {}, got {}",
@@ -328,7 +347,13 @@ impl ClassSettings {
 }
 
 impl ClassSettings {
-    fn weight_gradient<T: losses::FastExp>(&self, loss: &ClassLoss<'_, T>, x: &Tensor, g: &[f64], first: f64) -> Result<Tensor> {
+    fn weight_gradient<T: losses::FastExp>(
+        &self,
+        loss: &ClassLoss<'_, T>,
+        x: &Tensor,
+        g: &[f64],
+        first: f64,
+    ) -> Result<Tensor> {
         if loss.weight.is_none() {
             return Tensor::zeros(&[0], x.dtype());
         }
