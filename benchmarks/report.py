@@ -142,6 +142,16 @@ def section_reductions(m: dict) -> list[str]:
             *ratio_rows(m, rows)]
 
 
+def section_losses(m: dict) -> list[str]:
+    import test_bench_losses
+
+    rows = [("cross_entropy fwd+bwd", size, f"test_cross_entropy_rustgrad[{size}]", f"test_cross_entropy_numpy[{size}]")
+            for size in test_bench_losses.IDS]
+    return ["## float32 cross-entropy forward and backward (all threads)", "",
+            "`F.cross_entropy` of (N, C) logits and int64 targets, mean, then `backward()`; numpy: the "
+            "hand-written stable log-softmax and softmax − one-hot.", "", *ratio_rows(m, rows)]
+
+
 def section_strided(m: dict) -> list[str]:
     lines = ["## Strided views (float32, all threads)", "",
              "A view read in place against the same op after `.contiguous()`, and numpy's strided op.", "",
@@ -276,7 +286,8 @@ def main() -> None:
     if has_chart:
         lines += ["![seed step](benchmarks.png)", ""]
     lines += (step_lines + section_matmul(m) + section_batched_matmul(m) + section_einsum(m) + section_ops(m)
-              + section_reductions(m) + section_strided(m) + section_overhead(m) + section_scaling(m))
+              + section_reductions(m) + section_losses(m) + section_strided(m) + section_overhead(m)
+              + section_scaling(m))
     (DOCS / "benchmarks.md").write_text("\n".join(lines))
     print(f"wrote {DOCS / 'benchmarks.md'}")
 

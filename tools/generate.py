@@ -22,6 +22,7 @@ For each op it writes:
 
 from __future__ import annotations
 
+import ast
 import importlib.machinery
 import importlib.util
 import re
@@ -248,12 +249,24 @@ def eager_module(ops: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def hand_written_functional() -> set[str]:
+    """The functions ``nn/functional.py`` defines itself: they win over the table's of the same name
+    (they take torch's extra arguments), so the generated module leaves them out and type checkers
+    see one signature."""
+    tree = ast.parse((PACKAGE / "nn" / "functional.py").read_text(encoding="utf-8"))
+    return {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+
+
 def functional_module(ops: dict[str, Any]) -> str:
     """``rustgrad.nn.functional``'s share of the table: the ops torch offers as ``F.NAME``."""
-    names = [name for spec in ops.values() if spec.torch_front[2] for name in [spec.name, *spec.torch_aliases]]
+    own = hand_written_functional()
+    names = [name for spec in ops.values() if spec.torch_front[2] for name in [spec.name, *spec.torch_aliases]
+             if name not in own]
     imports = ["from rustgrad._generated_ops import (  # noqa: F401", *(f"    {name}," for name in sorted(names)), ")"]
     lines = header("The op table's ops that torch offers in ``torch.nn.functional``.", imports if names else [])
-    lines += all_list(names)[1:]  # one blank line after the imports
+    if not names:
+        lines.pop()  # one blank line after the imports, as with them
+    lines += all_list(names)[1:]
     return "\n".join(lines) + "\n"
 
 

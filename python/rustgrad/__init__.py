@@ -93,6 +93,7 @@ from rustgrad._rustgrad import (
     memory_cached,
     set_num_threads,
 )
+from rustgrad.nn.functional import cosine_similarity
 from rustgrad.serialization import load, save
 
 __version__: str = _rustgrad.__version__
@@ -115,7 +116,8 @@ if hasattr(_os, "register_at_fork"):
     _os.register_at_fork(after_in_child=_rustgrad._after_fork_in_child)
 
 __all__ = [
-    "Tensor", "add", "allclose", "chunk", "from_dlpack", "amax", "amin", "arange", "as_tensor", "autograd", "bmm",
+    "Tensor", "add", "allclose", "chunk", "cosine_similarity",
+    "from_dlpack", "amax", "amin", "arange", "as_tensor", "autograd", "bmm",
     "bool", "clamp", "clip", "cuda", "equal",
     "device", "div", "double", "dtype", "empty", "empty_cache", "enable_grad", "errors", "eye",
     "float", "float32", "float64", "floor_divide", "from_numpy", "full", "full_like",

@@ -1657,6 +1657,55 @@ def _baddbmm_method(
 
 Tensor.baddbmm = _baddbmm_method  # type: ignore[method-assign]
 
+def softmax(input: Tensor, dim: Optional[int]) -> Tensor:
+    """exp(x) / sum(exp(x)) along `dim`, computed stably (TF's axis defaults to the last)."""
+    return _ops['softmax'](input, dim)
+
+
+def _softmax_method(self: Tensor, dim: Optional[int]) -> Tensor:
+    """exp(x) / sum(exp(x)) along `dim`, computed stably (TF's axis defaults to the last)."""
+    return _ops['softmax'](self, dim)
+
+Tensor.softmax = _softmax_method  # type: ignore[method-assign]
+
+def log_softmax(input: Tensor, dim: Optional[int]) -> Tensor:
+    """log(softmax(x)) along `dim`, computed stably as x - logsumexp(x) (TF's axis defaults to the last)."""
+    return _ops['log_softmax'](input, dim)
+
+
+def _log_softmax_method(self: Tensor, dim: Optional[int]) -> Tensor:
+    """log(softmax(x)) along `dim`, computed stably as x - logsumexp(x) (TF's axis defaults to the last)."""
+    return _ops['log_softmax'](self, dim)
+
+Tensor.log_softmax = _log_softmax_method  # type: ignore[method-assign]
+
+def cross_entropy(
+    input: Union[Tensor, float],
+    target: Union[Tensor, float],
+    weight: Union[Tensor, float],
+    ignore_index: int = -100,
+    reduction: str = 'mean',
+    label_smoothing: float = 0.0,
+) -> Tensor:
+    """Cross-entropy of logits (N, C, d1, ...) and class indices (N, d1, ...), with class weights (an empty weight:
+    none), ignore_index, reduction and label_smoothing as torch; log-softmax fused in.
+    """
+    return _ops['cross_entropy'](input, target, weight, ignore_index, reduction, label_smoothing)
+
+
+def nll_loss(
+    input: Union[Tensor, float],
+    target: Union[Tensor, float],
+    weight: Union[Tensor, float],
+    ignore_index: int = -100,
+    reduction: str = 'mean',
+) -> Tensor:
+    """Negative log-likelihood of class indices (N, d1, ...) under log-probabilities (N, C, d1, ...), with class
+    weights (an empty weight: none), ignore_index and reduction as torch.
+    """
+    return _ops['nll_loss'](input, target, weight, ignore_index, reduction)
+
+
 __all__ = [
     "abs", "absolute", "acos", "acosh", "addmm", "addmv", "all", "any", "arccos", "arccosh", "arcsin",
     "arcsinh", "arctan", "arctan2", "arctanh", "argmax", "argmin", "argsort", "argwhere", "asin", "asinh",
@@ -1666,12 +1715,12 @@ __all__ = [
     "expand", "expand_as", "expm1", "fix", "flatten", "flip", "fliplr", "flipud", "floor", "fmax", "fmin",
     "fmod", "gather", "gather_nd", "ge", "ger", "greater", "greater_equal", "gt", "hypot", "index_add",
     "index_select", "isclose", "isfinite", "isinf", "isnan", "isneginf", "isposinf", "le", "lerp", "less",
-    "less_equal", "log", "log10", "log1p", "log2", "logaddexp", "logical_and", "logical_not",
-    "logical_or", "logical_xor", "logsumexp", "lt", "masked_fill", "moveaxis", "movedim", "mv",
-    "nan_to_num", "narrow", "ne", "neg", "negative", "norm", "not_equal", "one_hot", "outer", "pad",
+    "less_equal", "log", "log10", "log1p", "log2", "log_softmax", "logaddexp", "logical_and",
+    "logical_not", "logical_or", "logical_xor", "logsumexp", "lt", "masked_fill", "moveaxis", "movedim",
+    "mv", "nan_to_num", "narrow", "ne", "neg", "negative", "norm", "not_equal", "one_hot", "outer", "pad",
     "permute", "pow", "prod", "reciprocal", "relu", "repeat", "reshape_as", "roll", "round", "rsqrt",
-    "scatter", "scatter_add", "scatter_nd", "select", "sigmoid", "sign", "sin", "sinh", "sqrt", "square",
-    "squared_difference", "squeeze", "stack", "std", "swapaxes", "swapdims", "take", "take_along_dim",
-    "tan", "tanh", "tensordot", "tile", "trace", "tril", "triu", "trunc", "unflatten", "unsqueeze", "var",
-    "vdot", "view_as", "xlogy"
+    "scatter", "scatter_add", "scatter_nd", "select", "sigmoid", "sign", "sin", "sinh", "softmax", "sqrt",
+    "square", "squared_difference", "squeeze", "stack", "std", "swapaxes", "swapdims", "take",
+    "take_along_dim", "tan", "tanh", "tensordot", "tile", "trace", "tril", "triu", "trunc", "unflatten",
+    "unsqueeze", "var", "vdot", "view_as", "xlogy"
 ]

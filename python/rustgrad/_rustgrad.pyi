@@ -752,6 +752,10 @@ class Tensor:
         alpha: builtins.float = 1,
     ) -> Tensor:
         """`beta * input + alpha * bmm(batch1, batch2)`; `input` broadcasts."""
+    def softmax(self, dim: Optional[builtins.int]) -> Tensor:
+        """exp(x) / sum(exp(x)) along `dim`, computed stably (TF's axis defaults to the last)."""
+    def log_softmax(self, dim: Optional[builtins.int]) -> Tensor:
+        """log(softmax(x)) along `dim`, computed stably as x - logsumexp(x) (TF's axis defaults to the last)."""
     # --- end of generated methods ---
     def __neg__(self) -> Tensor: ...
     def __abs__(self) -> Tensor: ...

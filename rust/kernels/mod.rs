@@ -9,6 +9,7 @@ pub mod fold;
 pub mod gather;
 pub mod layout;
 pub mod logical;
+pub mod losses;
 pub mod matmul;
 pub mod moments;
 pub mod ordering;

@@ -226,6 +226,16 @@ fn fill_chunk(out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl Fn(f32) -> f32) 
     }
 }
 
+/// `out[i] = f(x[i])` over one short float32 slice on the calling thread, vectorised for this CPU
+/// (a row of a softmax: the caller already runs rows in parallel).
+pub fn map_row_f32(out: &mut [f32], x: &[f32], f: &impl Fn(f32) -> f32) {
+    let n = out.len().min(x.len());
+    // SAFETY: `MaybeUninit<f32>` has the layout of `f32`, and `fill_chunk` writes only initialised
+    // values, so the slice stays initialised.
+    let slots = unsafe { &mut *(&mut out[..n] as *mut [f32] as *mut [MaybeUninit<f32>]) };
+    fill_chunk(slots, &x[..n], f)
+}
+
 /// `f` over a float32 slice, vectorised for this CPU, in parallel for large inputs.
 pub fn map_f32(x: &[f32], f: impl Fn(f32) -> f32 + Sync + Send) -> Vec<f32> {
     // SAFETY: `fill_chunk` writes every slot of the chunk it is given (the zip covers the

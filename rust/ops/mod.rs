@@ -26,6 +26,7 @@ pub mod indexing;
 pub mod introspect;
 pub mod layout;
 pub mod logical;
+pub mod losses;
 pub mod matrix;
 pub mod moments;
 pub mod nd;
@@ -446,6 +447,10 @@ table! {
         Addmm(products::Addmm),
         Addmv(products::Addmv),
         Baddbmm(products::Baddbmm),
+        Softmax(losses::Softmax<false>),
+        LogSoftmax(losses::Softmax<true>),
+        CrossEntropy(losses::CrossEntropy),
+        NllLoss(losses::NllLoss),
     ],
     internal: [
         CatGrad(shape::CatGrad),
@@ -471,5 +476,7 @@ table! {
         Bmm(bmm::Bmm),
         Zero(overwrite::Zero),
         FillWith(overwrite::FillWith),
+        SoftmaxGrad(losses::SoftmaxGrad),
+        ClassLossGrad(losses::ClassLossGrad),
     ],
 }

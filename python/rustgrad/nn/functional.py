@@ -13,15 +13,17 @@ import numpy as np
 
 from rustgrad import _rustgrad
 from rustgrad._creation import _resolve_dtype
-from rustgrad._generated_ops import einsum, one_hot, pad
+from rustgrad._generated_ops import einsum, logaddexp, one_hot, pad, xlogy
 from rustgrad._rustgrad import Tensor
+from rustgrad._rustgrad import ops as _ops
 from rustgrad.errors import ArgumentTypeError, ShapeError
 from rustgrad.nn._generated_functional import *  # noqa: F403 - the op table's functional ops
 from rustgrad.nn._generated_functional import __all__ as _op_table_names
 
 __all__ = [
-    "bilinear", "cross_entropy", "linear", "log_softmax", "mse_loss", "nll_loss", "one_hot", "pad", "relu", "sigmoid",
-    "softmax", "tanh",
+    "bilinear", "binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_similarity", "cross_entropy",
+    "huber_loss", "kl_div", "l1_loss", "linear", "log_softmax", "mse_loss", "nll_loss", "one_hot", "pad", "relu",
+    "sigmoid", "smooth_l1_loss", "softmax", "tanh",
 ]
 # Functions defined below win over the table's of the same name (they take torch's extra arguments).
 __all__ += [name for name in _op_table_names if name not in __all__]
@@ -63,30 +65,16 @@ def _prepare(input: Tensor, dim: Optional[int], dtype: Any, name: str) -> tuple[
     return input, int(dim)
 
 
-def _shifted(input: Tensor, dim: int) -> Tensor:
-    # Subtracting the (constant) max keeps exp() from overflowing; it does not change the result,
-    # so it is detached and contributes nothing to the gradient.
-    if input.dim() == 0:
-        return input - input.detach()
-    return input - input.amax(dim, True).detach()
-
-
 def softmax(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
-    """exp(x) / sum(exp(x)) along ``dim``, computed stably (the max along ``dim`` is subtracted first)."""
+    """exp(x) / sum(exp(x)) along ``dim``, computed stably in one fused op (the op table's ``softmax``)."""
     input, dim = _prepare(input, dim, dtype, "softmax")
-    if input.dim() == 0:
-        return _shifted(input, dim).exp()
-    e = _shifted(input, dim).exp()
-    return e / e.sum(dim, True)
+    return _ops["softmax"](input, dim)
 
 
 def log_softmax(input: Tensor, dim: Optional[int] = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
-    """log(softmax(x)) along ``dim``, computed stably as (x - max) - log(sum(exp(x - max)))."""
+    """log(softmax(x)) along ``dim``, computed stably as x - logsumexp(x) in one fused op."""
     input, dim = _prepare(input, dim, dtype, "log_softmax")
-    shifted = _shifted(input, dim)
-    if input.dim() == 0:
-        return shifted
-    return shifted - shifted.exp().sum(dim, True).log()
+    return _ops["log_softmax"](input, dim)
 
 
 def _reduce(loss: Tensor, reduction: str) -> Tensor:
@@ -97,141 +85,269 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
     return loss
 
 
-def _check_reduction(reduction: str, size_average: Optional[bool], reduce: Optional[bool]) -> str:
+def _check_reduction(reduction: str, size_average: Optional[bool], reduce: Optional[bool],
+                     valid: tuple[str, ...] = _REDUCTIONS) -> str:
     if size_average is not None or reduce is not None:
-        warnings.warn("size_average and reduce args will be deprecated, please use reduction= instead",
+        warnings.warn("size_average and reduce args will be deprecated, please use reduction='sum' instead.",
                       stacklevel=3)
         reduce_ = True if reduce is None else reduce
         size_average_ = True if size_average is None else size_average
         reduction = "none" if not reduce_ else ("mean" if size_average_ else "sum")
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{reduction} is not a valid value for reduction; use 'none', 'mean' or 'sum'")
+    if not isinstance(reduction, str) or reduction not in valid:
+        raise ValueError(f"{reduction} is not a valid value for reduction; use one of {', '.join(map(repr, valid))}")
     return reduction
+
+
+def _check_tensor(value: Any, name: str, arg: str) -> Tensor:
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{name}(): argument '{arg}' (position {1 if arg == 'input' else 2}) must be Tensor, "
+                        f"not {type(value).__name__}")
+    return value
+
+
+def _same_size(input: Tensor, target: Tensor, name: str) -> None:
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(
+            f"Using a target size ({list(target.shape)}) that is different to the input size "
+            f"({list(input.shape)}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.",
+            stacklevel=3,
+        )
+
+
+def _pointwise_operands(input: Any, target: Any, name: str) -> tuple[Tensor, Any]:
+    input = _check_tensor(input, name, "input")
+    if isinstance(target, Tensor):
+        _same_size(input, target, name)
+    return input, target
 
 
 def mse_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None, reduce: Optional[bool] = None,
              reduction: str = "mean", weight: Optional[Tensor] = None) -> Tensor:
     """(input - target)², averaged (``reduction='mean'``), summed (``'sum'``) or kept (``'none'``)."""
     reduction = _check_reduction(reduction, size_average, reduce)
-    if isinstance(target, Tensor) and tuple(target.shape) != tuple(input.shape):
-        warnings.warn(
-            f"Using a target size ({list(target.shape)}) that is different to the input size "
-            f"({list(input.shape)}). This will likely lead to incorrect results due to broadcasting. "
-            "Please ensure they have the same size.",
-            stacklevel=2,
-        )
+    input, target = _pointwise_operands(input, target, "mse_loss")
     loss = (input - target).square()
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
 
 
-def _class_indices(target: Any) -> np.ndarray:
-    """Class indices as a numpy int64 array, from a tensor holding integer values, an array or a list."""
+def l1_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None, reduce: Optional[bool] = None,
+            reduction: str = "mean") -> Tensor:
+    """|input - target|, averaged, summed or kept per ``reduction``."""
+    reduction = _check_reduction(reduction, size_average, reduce)
+    input, target = _pointwise_operands(input, target, "l1_loss")
+    return _reduce((input - target).abs(), reduction)
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Optional[bool] = None,
+                   reduce: Optional[bool] = None, reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """0.5 d² / beta where d = |input - target| < beta, else d - 0.5 beta (l1_loss for beta = 0)."""
+    reduction = _check_reduction(reduction, size_average, reduce)
+    input, target = _pointwise_operands(input, target, "smooth_l1_loss")
+    if beta < 0:
+        raise ValueError("smooth_l1_loss does not support negative values for beta.")
+    d = (input - target).abs()
+    if beta == 0.0:
+        return _reduce(d, reduction)
+    return _reduce(_rustgrad._where(d < beta, d.square() * (0.5 / beta), d - 0.5 * beta), reduction)
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight: Optional[Tensor] = None) -> Tensor:
+    """0.5 d² where d = |input - target| < delta, else delta (d - 0.5 delta)."""
+    reduction = _check_reduction(reduction, None, None)
+    input, target = _pointwise_operands(input, target, "huber_loss")
+    if delta <= 0:
+        raise ValueError("huber_loss does not support non-positive values for delta.")
+    d = (input - target).abs()
+    loss = _rustgrad._where(d < delta, d.square() * 0.5, (d - 0.5 * delta) * delta)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def _weight_tensor(weight: Any, name: str) -> Optional[Tensor]:
+    if weight is None or isinstance(weight, Tensor):
+        return weight
+    raise TypeError(f"{name}(): argument 'weight' must be Tensor or None, not {type(weight).__name__}")
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
+                         size_average: Optional[bool] = None, reduce: Optional[bool] = None,
+                         reduction: str = "mean") -> Tensor:
+    """-(target log(input) + (1 - target) log(1 - input)), each log clamped at -100 as torch does."""
+    reduction = _check_reduction(reduction, size_average, reduce)
+    input = _check_tensor(input, "binary_cross_entropy", "input")
+    target = _check_tensor(target, "binary_cross_entropy", "target")
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(
+            f"Using a target size ({list(target.shape)}) that is different to the input size "
+            f"({list(input.shape)}) is deprecated. Please ensure they have the same size."
+        )
+    values = input.detach().numpy()
+    if values.size and not np.all((values >= 0) & (values <= 1)):
+        raise ValueError("binary_cross_entropy: all elements of input should be between 0 and 1")
+    # log(max(x, e^-100)) = max(log x, -100): torch's clamp, with a finite gradient at 0 and 1.
+    floor = float(np.exp(-100.0)) if input.dtype.name == "float64" else float(np.float32(np.exp(-100.0)))
+    log_p = input.clamp_min(floor).log().clamp_min(-100.0)
+    log_q = (1.0 - input).clamp_min(floor).log().clamp_min(-100.0)
+    loss = -(target * log_p + (1.0 - target) * log_q)
+    weight = _weight_tensor(weight, "binary_cross_entropy")
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
+                                     size_average: Optional[bool] = None, reduce: Optional[bool] = None,
+                                     reduction: str = "mean", pos_weight: Optional[Tensor] = None) -> Tensor:
+    """binary_cross_entropy(sigmoid(input), target) in the stable form
+    (1 - t) x + (1 + (pos_weight - 1) t) softplus(-x); ``pos_weight`` broadcasts along the last dims."""
+    reduction = _check_reduction(reduction, size_average, reduce)
+    input = _check_tensor(input, "binary_cross_entropy_with_logits", "input")
+    target = _check_tensor(target, "binary_cross_entropy_with_logits", "target")
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({list(target.shape)}) must be the same as input size ({list(input.shape)})")
+    softplus_neg = logaddexp(-input, 0.0)  # log(1 + exp(-x)), stable both ways
+    if pos_weight is not None:
+        pos_weight = _weight_tensor(pos_weight, "binary_cross_entropy_with_logits")
+        loss = (1.0 - target) * input + ((pos_weight - 1.0) * target + 1.0) * softplus_neg
+    else:
+        loss = (1.0 - target) * input + softplus_neg
+    weight = _weight_tensor(weight, "binary_cross_entropy_with_logits")
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input: Tensor, target: Tensor, size_average: Optional[bool] = None, reduce: Optional[bool] = None,
+           reduction: str = "mean", log_target: bool = False) -> Tensor:
+    """KL divergence with ``input`` as log-probabilities: target (log target - input), summed per
+    ``reduction``. ``'batchmean'`` divides by the batch size (the mathematical KL divergence);
+    ``'mean'`` divides by the number of elements, and warns as torch does."""
+    reduction = _check_reduction(reduction, size_average, reduce, _REDUCTIONS + ("batchmean",))
+    input = _check_tensor(input, "kl_div", "input")
+    if reduction == "mean":
+        warnings.warn(
+            "reduction: 'mean' divides the total loss by both the batch size and the support size."
+            "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+            "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+            stacklevel=2,
+        )
+    if log_target:
+        loss = target.exp() * (target - input) if isinstance(target, Tensor) else np.exp(target) * (target - input)
+    else:
+        loss = xlogy(target, target) - target * input
+    if reduction == "batchmean":
+        total = loss.sum()
+        return total / input.shape[0] if input.dim() != 0 else total
+    return _reduce(loss, reduction)
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """The cosine of the angle between x1 and x2 along ``dim`` (they broadcast):
+    sum(x1 / max(|x1|, eps) * x2 / max(|x2|, eps)), as torch computes it."""
+    x1 = _check_tensor(x1, "cosine_similarity", "x1")
+    x2 = _check_tensor(x2, "cosine_similarity", "x2")
+    n1 = x1.norm(dim=dim, keepdim=True).clamp_min(eps)
+    n2 = x2.norm(dim=dim, keepdim=True).clamp_min(eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+# An empty weight tells the class-loss ops "no class weights"; one per dtype, built once.
+_NO_WEIGHT: dict[str, Tensor] = {}
+
+
+def _class_weight(weight: Any, input: Tensor, name: str) -> Tensor:
+    if weight is None:
+        key = input.dtype.name
+        if key not in _NO_WEIGHT:
+            dtype = np.dtype(key) if key in ("float32", "float64") else np.float32
+            _NO_WEIGHT[key] = _rustgrad._from_numpy(np.zeros(0, dtype=dtype), False)
+        return _NO_WEIGHT[key]
+    weight = _weight_tensor(weight, name)
+    classes = input.shape[0] if input.dim() == 1 else input.shape[1] if input.dim() > 1 else 0
+    if weight.dim() != 1 or weight.shape[0] != classes:
+        raise ValueError(f"{name}: weight must hold one value per class, shape [{classes}], got {list(weight.shape)}")
+    return weight
+
+
+def _class_indices(target: Any, name: str) -> Tensor:
+    """Class indices as an int64 or int32 tensor, from an integer tensor (as is), an array, a list or
+    a number; a float tensor or array holding integers is converted (a non-integer is refused)."""
     if isinstance(target, Tensor):
+        if target.dtype.name in ("int64", "int32"):
+            return target
         if target.dtype.name == "bool":
-            raise TypeError("cross_entropy: target must hold class indices, got a bool tensor")
+            raise TypeError(f"{name}: target must hold class indices (int64), got a bool tensor")
+        if not target.dtype.is_floating_point:
+            return target  # the op refuses it, naming the dtype
         values = np.asarray(target.detach().numpy(), dtype=np.float64)
     else:
         values = np.asarray(target)
         if values.dtype == object or values.dtype.kind not in "iuf":
-            raise TypeError(f"cross_entropy: target must hold integer class indices, got {values.dtype}")
+            raise TypeError(f"{name}: target must hold integer class indices, got {values.dtype}")
     if values.dtype.kind == "f":
         if not np.all(np.isfinite(values)) or np.any(values != np.round(values)):
             raise ValueError(
-                "cross_entropy: target holds non-integer values; pass class indices (probability "
-                "targets are not supported)"
+                f"{name}: target holds non-integer values; pass class indices as an int64 tensor, or "
+                "class probabilities of the input's shape"
             )
-    return values.astype(np.int64)
+    return _rustgrad._from_numpy(np.array(values, dtype=np.int64, order="C"), False)
 
 
-def _constant(array: np.ndarray, like: Tensor) -> Tensor:
-    if array.dtype == np.bool_:
-        return _rustgrad._from_numpy(np.asarray(array, order="C"), False)
-    return _rustgrad._from_numpy(np.asarray(array, dtype=np.dtype(like.dtype.name), order="C"), False)
+def _probability_target(input: Tensor, target: Any) -> bool:
+    return (isinstance(target, Tensor) and target.dtype.is_floating_point
+            and tuple(target.shape) == tuple(input.shape))
 
 
-def _nll(log_probs: Tensor, target: Any, weight: Optional[Tensor], ignore_index: int, reduction: str,
-         label_smoothing: float, name: str) -> Tensor:
-    if log_probs.dim() == 0:
-        raise ValueError(f"{name}: input must have a class dimension, got shape {list(log_probs.shape)}")
-    classes = log_probs.shape[0] if log_probs.dim() == 1 else log_probs.shape[1]
-    idx = _class_indices(target)
-    expected = () if log_probs.dim() == 1 else (log_probs.shape[0],) + tuple(log_probs.shape[2:])
-    if idx.shape != expected:
-        raise ValueError(
-            f"{name}: expected target of shape {list(expected)} for input of shape {list(log_probs.shape)}, "
-            f"got {list(idx.shape)}"
-        )
-    ignored = idx == ignore_index
-    bad = (~ignored) & ((idx < 0) | (idx >= classes))
-    if np.any(bad):
-        raise IndexError(f"{name}: target {int(idx[bad].flat[0])} is out of bounds for {classes} classes")
-    class_dim = 0 if log_probs.dim() == 1 else 1
-    # one_hot[n, c, ...] is True where c == target[n, ...] (and the target is not ignored).
-    class_shape = [1] * log_probs.dim()
-    class_shape[class_dim] = classes
-    one_hot = np.arange(classes).reshape(class_shape) == np.expand_dims(idx, class_dim)
-    one_hot &= np.expand_dims(~ignored, class_dim)
-    mask = _constant(one_hot, log_probs)
-    zero = _constant(np.zeros((), dtype=np.float64), log_probs)
-    picked = _rustgrad._where(mask, log_probs, zero).sum(class_dim)
-    keep = _constant((~ignored).astype(np.float64), log_probs)
-    if weight is not None:
-        if tuple(weight.shape) != (classes,):
-            raise ValueError(f"{name}: weight must have shape [{classes}], got {list(weight.shape)}")
-        w = weight.reshape([classes] + [1] * (log_probs.dim() - 1 - class_dim)) if class_dim else weight
-        sample_weight = _rustgrad._where(mask, w * _constant(np.ones(one_hot.shape), log_probs), zero).sum(class_dim)
-        nll = -(picked * sample_weight)
-        denominator = sample_weight.sum()
-    else:
-        w = None
-        nll = -picked
-        denominator = keep.sum()
-    if reduction == "none":
-        loss = nll
-    elif reduction == "sum":
-        loss = nll.sum()
-    else:
-        loss = nll.sum() / denominator
+def _probability_cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: str,
+                               label_smoothing: float) -> Tensor:
+    class_dim = 0 if input.dim() == 1 else 1
+    classes = input.shape[class_dim]
     if label_smoothing > 0.0:
-        per_class = log_probs if w is None else log_probs * w
-        smooth = -(per_class.sum(class_dim)) * keep
-        if reduction == "none":
-            smooth_loss = smooth
-        elif reduction == "sum":
-            smooth_loss = smooth.sum()
-        else:
-            smooth_loss = smooth.sum() / denominator
-        loss = loss * (1.0 - label_smoothing) + smooth_loss * (label_smoothing / classes)
-    return loss
+        target = target * (1.0 - label_smoothing) + label_smoothing / classes
+    product = _ops["log_softmax"](input, class_dim) * target
+    if weight is not None:
+        weight = _class_weight(weight, input, "cross_entropy")
+        product = product * weight.reshape([classes] + [1] * (input.dim() - class_dim - 1))
+    loss = -product.sum(class_dim)
+    return _reduce(loss, reduction)
 
 
 def nll_loss(input: Tensor, target: Any, weight: Optional[Tensor] = None, size_average: Optional[bool] = None,
              ignore_index: int = -100, reduce: Optional[bool] = None, reduction: str = "mean") -> Tensor:
-    """Negative log likelihood of class indices ``target`` under log-probabilities ``input`` (N, C, ...)."""
+    """Negative log likelihood of class indices ``target`` (N, d1, ...) under log-probabilities ``input``
+    (N, C, d1, ...), with class weights and ``ignore_index`` as torch (the op table's ``nll_loss``)."""
     reduction = _check_reduction(reduction, size_average, reduce)
-    return _nll(input, target, weight, ignore_index, reduction, 0.0, "nll_loss")
+    input = _check_tensor(input, "nll_loss", "input")
+    return _ops["nll_loss"](input, _class_indices(target, "nll_loss"), _class_weight(weight, input, "nll_loss"),
+                            int(ignore_index), reduction)
 
 
 def cross_entropy(input: Tensor, target: Any, weight: Optional[Tensor] = None,
                   size_average: Optional[bool] = None, ignore_index: int = -100, reduce: Optional[bool] = None,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
-    """Cross entropy between logits ``input`` of shape (N, C) (or (C,), or (N, C, d1, ...)) and class
-    indices ``target`` of shape (N,) (a numpy int array, a list, or a float tensor holding integers).
+    """Cross entropy between logits ``input`` of shape (N, C) (or (C,), or (N, C, d1, ...)) and
+    ``target``: class indices of shape (N,) (or (), or (N, d1, ...)), or class probabilities of the
+    input's shape.
 
-    Computed as ``nll_loss(log_softmax(input, 1), target)``; ``weight`` rescales classes,
-    ``ignore_index`` targets contribute nothing, and ``label_smoothing`` mixes in the uniform
-    distribution, all as in PyTorch.
+    Class indices go through the op table's fused ``cross_entropy`` (one log-sum-exp per row forward,
+    softmax − one-hot backward); ``weight`` rescales classes (the mean divides by the summed weights of
+    the targets), ``ignore_index`` targets contribute nothing, and ``label_smoothing`` mixes in the
+    uniform distribution, all as in PyTorch.
     """
     reduction = _check_reduction(reduction, size_average, reduce)
+    input = _check_tensor(input, "cross_entropy", "input")
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
-    if not isinstance(input, Tensor):
-        raise TypeError(f"cross_entropy(): argument 'input' must be a Tensor, not {type(input).__name__}")
-    class_dim = 0 if input.dim() == 1 else 1
-    return _nll(log_softmax(input, class_dim), target, weight, ignore_index, reduction, label_smoothing,
-                "cross_entropy")
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if _probability_target(input, target):
+        return _probability_cross_entropy(input, target, weight, reduction, float(label_smoothing))
+    return _ops["cross_entropy"](input, _class_indices(target, "cross_entropy"),
+                                 _class_weight(weight, input, "cross_entropy"), int(ignore_index), reduction,
+                                 float(label_smoothing))
 
 
 # Plain-Python stand-in for the fused `linear` table op (issue 14, nnops slice). Delete it when the
@@ -266,3 +382,4 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Optional[Tens
         )
     out = einsum("...i,kij,...j->...k", input1, weight, input2)
     return out if bias is None else out + bias
+

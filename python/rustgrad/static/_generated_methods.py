@@ -729,3 +729,11 @@ class TensorOps:
     ) -> Tensor:
         """`beta * input + alpha * bmm(batch1, batch2)`; `input` broadcasts."""
         return self.graph._apply(_ops['baddbmm'], [self, batch1, batch2], None, (beta, alpha))
+
+    def softmax(self: Tensor, dim: Optional[int]) -> Tensor:
+        """exp(x) / sum(exp(x)) along `dim`, computed stably (TF's axis defaults to the last)."""
+        return self.graph._apply(_ops['softmax'], [self], None, (dim,))
+
+    def log_softmax(self: Tensor, dim: Optional[int]) -> Tensor:
+        """log(softmax(x)) along `dim`, computed stably as x - logsumexp(x) (TF's axis defaults to the last)."""
+        return self.graph._apply(_ops['log_softmax'], [self], None, (dim,))

@@ -18,6 +18,18 @@ def relu(features: Any, name: Optional[str] = None) -> Tensor:
     return _apply(_ops['relu'], [features], name, ())
 
 
+def softmax(logits: Any, axis: Any = None, name: Optional[str] = None, dim: Any = None) -> Tensor:
+    """exp(x) / sum(exp(x)) along `dim`, computed stably (TF's axis defaults to the last)."""
+    axis = _renamed('softmax', 'axis', axis, 'dim', dim, None)
+    return _apply(_ops['softmax'], [logits], name, (axis,))
+
+
+def log_softmax(logits: Any, axis: Any = None, name: Optional[str] = None, dim: Any = None) -> Tensor:
+    """log(softmax(x)) along `dim`, computed stably as x - logsumexp(x) (TF's axis defaults to the last)."""
+    axis = _renamed('log_softmax', 'axis', axis, 'dim', dim, None)
+    return _apply(_ops['log_softmax'], [logits], name, (axis,))
+
+
 __all__ = [
-    "relu", "sigmoid", "tanh"
+    "log_softmax", "relu", "sigmoid", "softmax", "tanh"
 ]

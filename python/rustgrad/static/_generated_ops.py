@@ -818,20 +818,49 @@ def baddbmm(
     return _apply(_ops['baddbmm'], [input, batch1, batch2], name, (beta, alpha))
 
 
+def cross_entropy(
+    input: Any,
+    target: Any,
+    weight: Any,
+    ignore_index: int = -100,
+    reduction: str = 'mean',
+    label_smoothing: float = 0.0,
+    name: Optional[str] = None,
+) -> Tensor:
+    """Cross-entropy of logits (N, C, d1, ...) and class indices (N, d1, ...), with class weights (an empty weight:
+    none), ignore_index, reduction and label_smoothing as torch; log-softmax fused in.
+    """
+    return _apply(_ops['cross_entropy'], [input, target, weight], name, (ignore_index, reduction, label_smoothing))
+
+
+def nll_loss(
+    input: Any,
+    target: Any,
+    weight: Any,
+    ignore_index: int = -100,
+    reduction: str = 'mean',
+    name: Optional[str] = None,
+) -> Tensor:
+    """Negative log-likelihood of class indices (N, d1, ...) under log-probabilities (N, C, d1, ...), with class
+    weights (an empty weight: none), ignore_index and reduction as torch.
+    """
+    return _apply(_ops['nll_loss'], [input, target, weight], name, (ignore_index, reduction))
+
+
 __all__ = [
     "abs", "acos", "acosh", "addmm", "addmv", "argmax", "argmin", "argsort", "argwhere", "asin", "asinh",
     "atan", "atan2", "atanh", "baddbmm", "boolean_mask", "broadcast_to", "ceil", "clamp_max", "clamp_min",
-    "concat", "copysign", "cos", "cosh", "count_nonzero", "cumprod", "cumsum", "diag", "dot", "einsum",
-    "equal", "erf", "exp", "exp2", "expand_as", "expand_dims", "expm1", "flatten", "fliplr", "flipud",
-    "floor", "fmax", "fmin", "gather", "gather_elements", "gather_nd", "greater", "greater_equal",
-    "hypot", "index_add", "is_finite", "is_inf", "is_nan", "isclose", "isneginf", "isposinf", "lerp",
-    "less", "less_equal", "log", "log10", "log1p", "log2", "logaddexp", "logical_and", "logical_not",
-    "logical_or", "logical_xor", "masked_fill", "matrix_band_part", "matrix_diag", "matrix_diag_part",
-    "movedim", "mv", "nan_to_num", "narrow", "negative", "norm", "not_equal", "one_hot", "outer", "pad",
-    "pow", "reciprocal", "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_prod", "repeat",
-    "reshape_as", "reverse", "reverse_v2", "roll", "round", "rsqrt", "scatter_elements",
-    "scatter_elements_add", "scatter_nd", "select", "sigmoid", "sign", "sin", "sinh", "sqrt", "square",
-    "squared_difference", "squeeze", "stack", "swapaxes", "take", "take_along_dim", "tan", "tanh",
-    "tensordot", "tile", "trace", "transpose", "tril", "triu", "trunc", "truncatemod", "unflatten",
-    "view_as"
+    "concat", "copysign", "cos", "cosh", "count_nonzero", "cross_entropy", "cumprod", "cumsum", "diag",
+    "dot", "einsum", "equal", "erf", "exp", "exp2", "expand_as", "expand_dims", "expm1", "flatten",
+    "fliplr", "flipud", "floor", "fmax", "fmin", "gather", "gather_elements", "gather_nd", "greater",
+    "greater_equal", "hypot", "index_add", "is_finite", "is_inf", "is_nan", "isclose", "isneginf",
+    "isposinf", "lerp", "less", "less_equal", "log", "log10", "log1p", "log2", "logaddexp", "logical_and",
+    "logical_not", "logical_or", "logical_xor", "masked_fill", "matrix_band_part", "matrix_diag",
+    "matrix_diag_part", "movedim", "mv", "nan_to_num", "narrow", "negative", "nll_loss", "norm",
+    "not_equal", "one_hot", "outer", "pad", "pow", "reciprocal", "reduce_all", "reduce_any",
+    "reduce_logsumexp", "reduce_prod", "repeat", "reshape_as", "reverse", "reverse_v2", "roll", "round",
+    "rsqrt", "scatter_elements", "scatter_elements_add", "scatter_nd", "select", "sigmoid", "sign", "sin",
+    "sinh", "sqrt", "square", "squared_difference", "squeeze", "stack", "swapaxes", "take",
+    "take_along_dim", "tan", "tanh", "tensordot", "tile", "trace", "transpose", "tril", "triu", "trunc",
+    "truncatemod", "unflatten", "view_as"
 ]

@@ -10,11 +10,19 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from rustgrad.static._generated_ops import not_equal, square
+from rustgrad.static._generated_ops import log, not_equal, square
 from rustgrad.static._graph import Tensor, convert_to_tensor
-from rustgrad.static._ops import cast, maximum, ones_like, reduce_sum
+from rustgrad.static._ops import cast, maximum, minimum, ones_like, reduce_sum, stop_gradient
+from rustgrad.static.nn import (
+    sigmoid_cross_entropy_with_logits,
+    softmax_cross_entropy_with_logits_v2,
+    sparse_softmax_cross_entropy_with_logits,
+)
 
-__all__ = ["Reduction", "absolute_difference", "compute_weighted_loss", "mean_squared_error"]
+__all__ = [
+    "Reduction", "absolute_difference", "compute_weighted_loss", "huber_loss", "log_loss", "mean_squared_error",
+    "sigmoid_cross_entropy", "softmax_cross_entropy", "sparse_softmax_cross_entropy",
+]
 
 
 class Reduction:
@@ -104,3 +112,86 @@ def _check_shapes(labels: Tensor, predictions: Tensor, name: str) -> None:
     if a.rank != b.rank or any(x is not None and y is not None and x != y for x, y in zip(a, b)):
         raise ValueError(f"{name}: Shapes {b} and {a} are incompatible (predictions and labels must have "
                          "the same shape)")
+
+
+def softmax_cross_entropy(onehot_labels: Any, logits: Any, weights: Any = 1.0, label_smoothing: float = 0,
+                          scope: Optional[str] = None, loss_collection: Any = None,
+                          reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    """Softmax cross-entropy per row of ``logits`` against one-hot (or probability) labels, weighted and
+    reduced; ``label_smoothing`` mixes in the uniform distribution: labels (1 - s) + s / classes."""
+    if onehot_labels is None:
+        raise ValueError("onehot_labels must not be None.")
+    if logits is None:
+        raise ValueError("logits must not be None.")
+    logits = convert_to_tensor(logits)
+    labels = convert_to_tensor(onehot_labels, logits.dtype, logits.graph)
+    _check_shapes(labels, logits, "softmax_cross_entropy")
+    if label_smoothing > 0:
+        classes = logits.shape[-1]
+        if classes is None:
+            raise ValueError("softmax_cross_entropy: label_smoothing needs the number of classes (the last dim "
+                             "of logits) known when the graph is built")
+        labels = labels * (1.0 - label_smoothing) + label_smoothing / classes
+    losses = softmax_cross_entropy_with_logits_v2(labels=stop_gradient(labels), logits=logits)
+    return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+
+
+def sparse_softmax_cross_entropy(labels: Any, logits: Any, weights: Any = 1.0, scope: Optional[str] = None,
+                                 loss_collection: Any = None,
+                                 reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    """Softmax cross-entropy per row of ``logits`` against integer class labels, weighted and reduced."""
+    if labels is None:
+        raise ValueError("labels must not be None.")
+    if logits is None:
+        raise ValueError("logits must not be None.")
+    losses = sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+
+
+def sigmoid_cross_entropy(multi_class_labels: Any, logits: Any, weights: Any = 1.0, label_smoothing: float = 0,
+                          scope: Optional[str] = None, loss_collection: Any = None,
+                          reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    """Sigmoid cross-entropy per element, weighted and reduced; ``label_smoothing`` moves the labels
+    towards 1/2: labels (1 - s) + s / 2."""
+    if multi_class_labels is None:
+        raise ValueError("multi_class_labels must not be None.")
+    if logits is None:
+        raise ValueError("logits must not be None.")
+    logits = convert_to_tensor(logits)
+    labels = convert_to_tensor(multi_class_labels, logits.dtype, logits.graph)
+    _check_shapes(labels, logits, "sigmoid_cross_entropy")
+    if label_smoothing > 0:
+        labels = labels * (1.0 - label_smoothing) + 0.5 * label_smoothing
+    losses = sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
+    return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+
+
+def huber_loss(labels: Any, predictions: Any, weights: Any = 1.0, delta: float = 1.0, scope: Optional[str] = None,
+               loss_collection: Any = None, reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    """0.5 e² for |e| <= delta, else delta (|e| - 0.5 delta), with e = predictions - labels."""
+    if labels is None:
+        raise ValueError("labels must not be None.")
+    if predictions is None:
+        raise ValueError("predictions must not be None.")
+    predictions = convert_to_tensor(predictions)
+    labels = convert_to_tensor(labels, predictions.dtype, predictions.graph)
+    _check_shapes(labels, predictions, "huber_loss")
+    error = abs(predictions - labels)
+    quadratic = minimum(error, delta)
+    linear = error - quadratic
+    losses = 0.5 * square(quadratic) + delta * linear
+    return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+
+
+def log_loss(labels: Any, predictions: Any, weights: Any = 1.0, epsilon: float = 1e-7, scope: Optional[str] = None,
+             loss_collection: Any = None, reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+    """-labels log(predictions + epsilon) - (1 - labels) log(1 - predictions + epsilon)."""
+    if labels is None:
+        raise ValueError("labels must not be None.")
+    if predictions is None:
+        raise ValueError("predictions must not be None.")
+    predictions = convert_to_tensor(predictions)
+    labels = convert_to_tensor(labels, predictions.dtype, predictions.graph)
+    _check_shapes(labels, predictions, "log_loss")
+    losses = -labels * log(predictions + epsilon) - (1.0 - labels) * log(1.0 - predictions + epsilon)
+    return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)

@@ -97,12 +97,25 @@ def reduce_std(
     return _apply(_ops['std'], [input_tensor], name, (axis, None, keepdims, 0))
 
 
+def softmax(logits: Any, axis: Any = None, name: Optional[str] = None, dim: Any = None) -> Tensor:
+    """exp(x) / sum(exp(x)) along `dim`, computed stably (TF's axis defaults to the last)."""
+    axis = _renamed('softmax', 'axis', axis, 'dim', dim, None)
+    return _apply(_ops['softmax'], [logits], name, (axis,))
+
+
+def log_softmax(logits: Any, axis: Any = None, name: Optional[str] = None, dim: Any = None) -> Tensor:
+    """log(softmax(x)) along `dim`, computed stably as x - logsumexp(x) (TF's axis defaults to the last)."""
+    axis = _renamed('log_softmax', 'axis', axis, 'dim', dim, None)
+    return _apply(_ops['log_softmax'], [logits], name, (axis,))
+
+
 __all__ = [
     "abs", "acos", "acosh", "argmax", "argmin", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "cos",
     "cosh", "count_nonzero", "cumprod", "cumsum", "equal", "erf", "exp", "expm1", "floor", "greater",
-    "greater_equal", "is_finite", "is_inf", "is_nan", "less", "less_equal", "log", "log1p", "logical_and",
-    "logical_not", "logical_or", "logical_xor", "negative", "not_equal", "pow", "reciprocal",
-    "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max", "reduce_mean", "reduce_min",
-    "reduce_prod", "reduce_std", "reduce_sum", "reduce_variance", "round", "rsqrt", "sigmoid", "sign",
-    "sin", "sinh", "sqrt", "square", "squared_difference", "tan", "tanh", "top_k", "truncatemod", "xlogy"
+    "greater_equal", "is_finite", "is_inf", "is_nan", "less", "less_equal", "log", "log1p", "log_softmax",
+    "logical_and", "logical_not", "logical_or", "logical_xor", "negative", "not_equal", "pow",
+    "reciprocal", "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max", "reduce_mean",
+    "reduce_min", "reduce_prod", "reduce_std", "reduce_sum", "reduce_variance", "round", "rsqrt",
+    "sigmoid", "sign", "sin", "sinh", "softmax", "sqrt", "square", "squared_difference", "tan", "tanh",
+    "top_k", "truncatemod", "xlogy"
 ]

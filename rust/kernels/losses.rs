@@ -1,0 +1,448 @@
+//! Kernels of the loss ops: softmax and log-softmax along one dim, and the class losses
+//! (cross-entropy fused with log-softmax, and nll) with their gradients. A tensor is seen
+//! as `(outer, classes, inner)`: the class dim in the middle, contiguous.
+
+use crate::dtype::Float;
+use crate::error::{Error, Result};
+use rayon::prelude::*;
+
+/// exp computed with the vectorising float32 version (`vecmath::exp`); float64 keeps libm's.
+pub trait FastExp: Float {
+    fn fast_exp(self) -> Self;
+    /// `out[i] = exp((x[i] - a) - b)` over one contiguous row (vectorised for float32).
+    fn exp_row(out: &mut [Self], x: &[Self], a: Self, b: Self);
+}
+
+impl FastExp for f32 {
+    #[inline(always)]
+    fn fast_exp(self) -> f32 {
+        super::vecmath::exp(self)
+    }
+    fn exp_row(out: &mut [f32], x: &[f32], a: f32, b: f32) {
+        super::vecmath::map_row_f32(out, x, &|v| super::vecmath::exp((v - a) - b));
+    }
+}
+
+impl FastExp for f64 {
+    #[inline(always)]
+    fn fast_exp(self) -> f64 {
+        self.exp()
+    }
+    fn exp_row(out: &mut [f64], x: &[f64], a: f64, b: f64) {
+        out.iter_mut().zip(x).for_each(|(o, &v)| *o = ((v - a) - b).exp());
+    }
+}
+
+/// The max of a contiguous row, or 0 when it is not finite (NaN wins).
+#[inline]
+fn row_shift<T: Float>(x: &[T]) -> T {
+    let mut peak = T::from_f64(f64::NEG_INFINITY);
+    let mut nan = false;
+    for &v in x {
+        nan |= v.is_nan();
+        peak = if v > peak { v } else { peak };
+    }
+    if nan || !peak.to_f64().is_finite() {
+        T::ZERO
+    } else {
+        peak
+    }
+}
+
+/// The shift and log(sum(exp(x - shift))) of a contiguous row, with `scratch` holding the exps.
+#[inline]
+fn contiguous_lse<T: FastExp>(x: &[T], scratch: &mut Vec<T>) -> (T, T) {
+    let shift = row_shift(x);
+    scratch.resize(x.len(), T::ZERO);
+    T::exp_row(scratch, x, shift, T::ZERO);
+    let total = scratch.iter().fold(T::ZERO, |acc, &v| acc + v);
+    (shift, total.ln())
+}
+
+/// A contiguous tensor seen as `(outer, classes, inner)`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Rows {
+    pub outer: usize,
+    pub classes: usize,
+    pub inner: usize,
+}
+
+impl Rows {
+    /// The layout of `shape` around `dim` (a rank-0 tensor is one class).
+    pub fn around(shape: &[usize], dim: usize) -> Rows {
+        if shape.is_empty() {
+            return Rows { outer: 1, classes: 1, inner: 1 };
+        }
+        Rows { outer: shape[..dim].iter().product(), classes: shape[dim], inner: shape[dim + 1..].iter().product() }
+    }
+
+    fn block(&self) -> usize {
+        self.classes * self.inner
+    }
+
+    fn positions(&self) -> usize {
+        self.outer * self.inner
+    }
+}
+
+/// Blocks of `(classes, inner)` elements per parallel task, so that a task has enough work.
+fn parallel(numel: usize) -> bool {
+    numel >= super::PARALLEL_MIN_ELEMENTS / 8 && super::threads::num_threads() > 1
+}
+
+/// Runs `f(block_index, input_block, output_block)` over the `(classes, inner)` blocks.
+fn for_blocks<T: Float>(x: &[T], out: &mut [T], rows: Rows, f: impl Fn(usize, &[T], &mut [T]) + Sync + Send) {
+    let block = rows.block().max(1);
+    if parallel(x.len()) {
+        super::threads::install(|| {
+            out.par_chunks_mut(block).zip(x.par_chunks(block)).enumerate().for_each(|(o, (y, x))| f(o, x, y))
+        });
+    } else {
+        out.chunks_mut(block).zip(x.chunks(block)).enumerate().for_each(|(o, (y, x))| f(o, x, y));
+    }
+}
+
+/// The shift (the max, or 0 when it is not finite) and log(sum(exp(x - shift))) of one row of
+/// `classes` elements `stride` apart. Callers compute `(x - shift) - log_total`, as torch does:
+/// adding the two first would lose the small log to rounding next to a large max.
+#[inline]
+fn row_lse<T: FastExp>(x: &[T], classes: usize, stride: usize) -> (T, T) {
+    let mut peak = T::from_f64(f64::NEG_INFINITY);
+    for c in 0..classes {
+        let v = x[c * stride];
+        if v > peak || v.is_nan() {
+            peak = v;
+        }
+    }
+    // An infinite peak (all -inf, or a +inf) shifts by 0, as logsumexp does.
+    let shift = if peak.to_f64().is_finite() { peak } else { T::ZERO };
+    let mut total = T::ZERO;
+    for c in 0..classes {
+        total += (x[c * stride] - shift).fast_exp();
+    }
+    (shift, total.ln())
+}
+
+/// Softmax (`log`: log-softmax) of a contiguous block along its class dim.
+fn softmax_block<T: FastExp>(x: &[T], y: &mut [T], rows: Rows, log: bool) {
+    let (classes, inner) = (rows.classes, rows.inner);
+    if inner == 1 {
+        for (xr, yr) in x.chunks(classes).zip(y.chunks_mut(classes)) {
+            let shift = row_shift(xr);
+            T::exp_row(yr, xr, shift, T::ZERO);
+            let total = yr.iter().fold(T::ZERO, |acc, &v| acc + v);
+            if log {
+                let lt = total.ln();
+                yr.iter_mut().zip(xr).for_each(|(o, &v)| *o = (v - shift) - lt);
+            } else {
+                let scale = T::ONE / total;
+                yr.iter_mut().for_each(|o| *o = *o * scale);
+            }
+        }
+        return;
+    }
+    // Many short rows side by side: keep one running value per row, walking the classes in order.
+    let mut peak = vec![T::from_f64(f64::NEG_INFINITY); inner];
+    for c in 0..classes {
+        for (p, &v) in peak.iter_mut().zip(&x[c * inner..(c + 1) * inner]) {
+            if v > *p || v.is_nan() {
+                *p = v;
+            }
+        }
+    }
+    peak.iter_mut().for_each(|p| *p = if p.to_f64().is_finite() { *p } else { T::ZERO });
+    let mut total = vec![T::ZERO; inner];
+    for c in 0..classes {
+        for ((t, &p), &v) in total.iter_mut().zip(&peak).zip(&x[c * inner..(c + 1) * inner]) {
+            *t += (v - p).fast_exp();
+        }
+    }
+    let log_total: Vec<T> = total.iter().map(|&t| t.ln()).collect();
+    for c in 0..classes {
+        let range = c * inner..(c + 1) * inner;
+        for (((o, &v), &p), &l) in y[range.clone()].iter_mut().zip(&x[range]).zip(&peak).zip(&log_total) {
+            let value = (v - p) - l;
+            *o = if log { value } else { value.fast_exp() };
+        }
+    }
+}
+
+/// Softmax (or log-softmax, `log`) of `x` along the class dim of `rows`.
+pub fn softmax<T: FastExp>(x: &[T], rows: Rows, log: bool) -> Vec<T> {
+    let mut y = vec![T::ZERO; x.len()];
+    for_blocks(x, &mut y, rows, |_, xb, yb| softmax_block(xb, yb, rows, log));
+    y
+}
+
+/// The gradient of softmax (`log`: log-softmax) from its output `y` and output gradient `g`:
+/// `y * (g - sum(g * y))` and `g - exp(y) * sum(g)` along the class dim.
+pub fn softmax_backward<T: FastExp>(g: &[T], y: &[T], rows: Rows, log: bool) -> Vec<T> {
+    let mut out = vec![T::ZERO; g.len()];
+    let block = rows.block().max(1);
+    let body = |o: usize, gb: &[T], ob: &mut [T]| {
+        let yb = &y[o * block..(o + 1) * block];
+        for i in 0..rows.inner {
+            let at = |c: usize| c * rows.inner + i;
+            let mut total = T::ZERO;
+            for c in 0..rows.classes {
+                total += if log { gb[at(c)] } else { gb[at(c)] * yb[at(c)] };
+            }
+            for c in 0..rows.classes {
+                let k = at(c);
+                ob[k] = if log { gb[k] - yb[k].fast_exp() * total } else { yb[k] * (gb[k] - total) };
+            }
+        }
+    };
+    for_blocks(g, &mut out, rows, body);
+    out
+}
+
+/// How a class loss reduces its per-position losses.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Reduction {
+    None,
+    Mean,
+    Sum,
+}
+
+impl Reduction {
+    /// torch's names; anything else is refused with torch's message.
+    pub fn parse(op: &str, name: &str) -> Result<Reduction> {
+        match name {
+            "none" => Ok(Reduction::None),
+            "mean" => Ok(Reduction::Mean),
+            "sum" => Ok(Reduction::Sum),
+            other => Err(Error::InvalidArgument(format!(
+                "{op}: {other} is not a valid value for reduction (use 'none', 'mean' or 'sum')"
+            ))),
+        }
+    }
+}
+
+/// What a class loss computes from its input, targets and class weights.
+#[derive(Copy, Clone, Debug)]
+pub struct ClassLoss<'a, T> {
+    pub op: &'static str,
+    /// The input holds logits (cross-entropy: log-softmax is fused in) rather than log-probabilities (nll).
+    pub logits: bool,
+    pub rows: Rows,
+    pub target: &'a [i64],
+    /// One weight per class, or None.
+    pub weight: Option<&'a [T]>,
+    pub ignore_index: i64,
+    pub label_smoothing: f64,
+}
+
+/// The loss at each position and the weight of its target (0 where ignored).
+pub struct PerPosition {
+    pub loss: Vec<f64>,
+    pub weight: Vec<f64>,
+}
+
+impl<T: FastExp> ClassLoss<'_, T> {
+    /// The class at position `p`: None when ignored; an error naming the op when out of range.
+    fn class(&self, p: usize) -> Result<Option<usize>> {
+        let t = self.target[p];
+        if t == self.ignore_index {
+            return Ok(None);
+        }
+        if t < 0 || t as u64 >= self.rows.classes as u64 {
+            return Err(Error::Index(format!(
+                "{}: target {t} is out of bounds for {} classes (targets must be in [0, {}), or ignore_index {})",
+                self.op, self.rows.classes, self.rows.classes, self.ignore_index
+            )));
+        }
+        Ok(Some(t as usize))
+    }
+
+    /// The shift and log-sum-exp of a row starting at `row` (strided by `inner`).
+    fn lse(&self, row: &[T], scratch: &mut Vec<T>) -> (T, T) {
+        if self.rows.inner == 1 {
+            contiguous_lse(&row[..self.rows.classes], scratch)
+        } else {
+            row_lse(row, self.rows.classes, self.rows.inner)
+        }
+    }
+
+    /// The log-probability of each class in a row starting at `row` (strided by `inner`), in float64.
+    fn log_probs<'r>(&self, row: &'r [T], scratch: &mut Vec<T>) -> impl Fn(usize) -> f64 + 'r {
+        let stride = self.rows.inner;
+        let (shift, lt) = if self.logits { self.lse(row, scratch) } else { (T::ZERO, T::ZERO) };
+        let (shift, lt) = (shift.to_f64(), lt.to_f64());
+        move |c| (row[c * stride].to_f64() - shift) - lt
+    }
+
+    fn w(&self, c: usize) -> f64 {
+        self.weight.map_or(1.0, |w| w[c].to_f64())
+    }
+
+    /// Every target checked before any work: a failed call computes nothing.
+    pub fn check_targets(&self) -> Result<()> {
+        (0..self.rows.positions()).try_for_each(|p| self.class(p).map(|_| ()))
+    }
+
+    /// (loss, weight of the target) at position `p` of the input `x`.
+    fn at(&self, x: &[T], p: usize, scratch: &mut Vec<T>) -> (f64, f64) {
+        let Ok(Some(t)) = self.class(p) else { return (0.0, 0.0) };
+        let (o, i) = (p / self.rows.inner, p % self.rows.inner);
+        let row = &x[o * self.rows.block() + i..];
+        let lp = self.log_probs(row, scratch);
+        let wt = self.w(t);
+        let nll = -lp(t) * wt;
+        if self.label_smoothing == 0.0 {
+            return (nll, wt);
+        }
+        let smooth: f64 = (0..self.rows.classes).map(|c| -lp(c) * self.w(c)).sum();
+        let eps = self.label_smoothing;
+        ((1.0 - eps) * nll + eps / self.rows.classes as f64 * smooth, wt)
+    }
+
+    /// The loss and target weight at every position.
+    pub fn forward(&self, x: &[T]) -> Result<PerPosition> {
+        self.check_targets()?;
+        let n = self.rows.positions();
+        let pairs: Vec<(f64, f64)> = if parallel(x.len()) {
+            super::threads::install(|| (0..n).into_par_iter().map_init(Vec::new, |s, p| self.at(x, p, s)).collect())
+        } else {
+            let mut scratch = Vec::new();
+            (0..n).map(|p| self.at(x, p, &mut scratch)).collect()
+        };
+        let (loss, weight) = pairs.into_iter().unzip();
+        Ok(PerPosition { loss, weight })
+    }
+
+    /// The cross-entropy gradient of one contiguous row `xb` into `gb`: `k` (hot (p - onehot) +
+    /// ε/C (W p - w)), with the softmax `p` computed in place (one exp pass), vectorised.
+    fn contiguous_backward(&self, xb: &[T], gb: &mut [T], t: usize, k: f64, hot: f64, total_w: f64) {
+        let classes = self.rows.classes;
+        let eps_c = self.label_smoothing / classes as f64;
+        let (xb, gb) = (&xb[..classes], &mut gb[..classes]);
+        T::exp_row(gb, xb, row_shift(xb), T::ZERO);
+        let total = gb.iter().fold(T::ZERO, |acc, &v| acc + v).to_f64();
+        let scale = T::from_f64(k * (hot + eps_c * total_w) / total);
+        gb.iter_mut().for_each(|v| *v = *v * scale);
+        if eps_c != 0.0 {
+            match self.weight {
+                Some(w) => gb.iter_mut().zip(w).for_each(|(v, &wc)| *v = *v - T::from_f64(k * eps_c) * wc),
+                None => {
+                    let off = T::from_f64(k * eps_c);
+                    gb.iter_mut().for_each(|v| *v = *v - off);
+                }
+            }
+        }
+        gb[t] = gb[t] - T::from_f64(k * hot);
+    }
+
+    /// The sum of the target weights of the positions not ignored (the mean's denominator).
+    pub fn total_weight(&self) -> Result<f64> {
+        self.check_targets()?;
+        Ok((0..self.rows.positions()).filter_map(|p| self.class(p).ok().flatten()).map(|t| self.w(t)).sum())
+    }
+
+    /// The gradient with respect to the input, given each position's factor (the output's
+    /// gradient, divided by the mean's denominator): softmax − one-hot for cross-entropy, scaled
+    /// by the target's weight and mixed with the smoothing term; −one-hot for nll.
+    pub fn backward(&self, x: &[T], scale: &(dyn Fn(usize) -> f64 + Sync)) -> Result<Vec<T>> {
+        self.check_targets()?;
+        let mut gx = vec![T::ZERO; x.len()];
+        let classes = self.rows.classes;
+        let eps = self.label_smoothing;
+        let total_w: f64 = (0..classes).map(|c| self.w(c)).sum();
+        let body = |o: usize, xb: &[T], gb: &mut [T]| {
+            for i in 0..self.rows.inner {
+                let p = o * self.rows.inner + i;
+                let Ok(Some(t)) = self.class(p) else { continue };
+                let k = scale(p);
+                let stride = self.rows.inner;
+                let wt = self.w(t);
+                if !self.logits {
+                    gb[t * stride + i] = T::from_f64(-k * wt);
+                    continue;
+                }
+                let hot = (1.0 - eps) * wt;
+                if stride == 1 {
+                    self.contiguous_backward(xb, gb, t, k, hot, total_w);
+                    continue;
+                }
+                let (shift, lt) = row_lse(&xb[i..], classes, stride);
+                for c in 0..classes {
+                    let prob = ((xb[c * stride + i] - shift) - lt).fast_exp().to_f64();
+                    let mut v = hot * prob;
+                    if eps != 0.0 {
+                        v += eps / classes as f64 * (total_w * prob - self.w(c));
+                    }
+                    if c == t {
+                        v -= hot;
+                    }
+                    gb[c * stride + i] = T::from_f64(k * v);
+                }
+            }
+        };
+        for_blocks(x, &mut gx, self.rows, body);
+        Ok(gx)
+    }
+}
+
+impl<T: FastExp> ClassLoss<'_, T> {
+    /// The gradient with respect to the class weights, given each position's factor `scale`
+    /// (as for `backward`) and, for a mean, `(output gradient, mean)`: the mean's denominator
+    /// holds the weights too, so each position's target weight also takes `-g * mean / total`.
+    pub fn weight_backward(
+        &self,
+        x: &[T],
+        scale: &dyn Fn(usize) -> f64,
+        mean: Option<(f64, f64, f64)>,
+    ) -> Result<Vec<f64>> {
+        self.check_targets()?;
+        let classes = self.rows.classes;
+        let stride = self.rows.inner;
+        let eps = self.label_smoothing;
+        let mut gw = vec![0.0; classes];
+        let mut scratch = Vec::new();
+        for p in 0..self.rows.positions() {
+            let Ok(Some(t)) = self.class(p) else { continue };
+            let (o, i) = (p / stride, p % stride);
+            let lp = self.log_probs(&x[o * self.rows.block() + i..], &mut scratch);
+            let k = scale(p);
+            gw[t] -= k * (1.0 - eps) * lp(t);
+            if eps != 0.0 {
+                for (c, slot) in gw.iter_mut().enumerate() {
+                    *slot -= k * eps / classes as f64 * lp(c);
+                }
+            }
+            if let Some((g, value, total)) = mean {
+                gw[t] -= g * value / total;
+            }
+        }
+        Ok(gw)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_softmax_of_a_row_sums_to_one_in_probability() {
+        let rows = Rows { outer: 1, classes: 3, inner: 1 };
+        let y = softmax(&[1.0f64, 2.0, 3.0], rows, true);
+        let total: f64 = y.iter().map(|v| v.exp()).sum();
+        assert!((total - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn out_of_range_target_names_the_op_and_the_classes() {
+        let rows = Rows { outer: 2, classes: 3, inner: 1 };
+        let loss = ClassLoss::<f64> {
+            op: "cross_entropy",
+            logits: true,
+            rows,
+            target: &[0, 3],
+            weight: None,
+            ignore_index: -100,
+            label_smoothing: 0.0,
+        };
+        let err = loss.forward(&[0.0; 6]).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("target 3") && err.contains("3 classes"), "{err}");
+    }
+}
