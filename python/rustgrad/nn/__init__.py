@@ -5,12 +5,17 @@ from __future__ import annotations
 
 from rustgrad.nn import functional, init, utils
 from rustgrad.nn.modules import (
+    GRU,
+    LSTM,
+    RNN,
     Bilinear,
     CrossEntropyLoss,
     Flatten,
+    GRUCell,
     Identity,
     Linear,
     LogSoftmax,
+    LSTMCell,
     Module,
     ModuleDict,
     ModuleList,
@@ -19,6 +24,9 @@ from rustgrad.nn.modules import (
     ParameterDict,
     ParameterList,
     ReLU,
+    RNNBase,
+    RNNCell,
+    RNNCellBase,
     Sequential,
     Sigmoid,
     Softmax,
@@ -28,6 +36,7 @@ from rustgrad.nn.modules import (
 from rustgrad.nn.parameter import Parameter
 
 __all__ = [
+    "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase",
     "Bilinear", "CrossEntropyLoss", "Flatten", "Identity", "Linear", "LogSoftmax", "MSELoss", "Module", "ModuleDict",
     "ModuleList", "NLLLoss", "Parameter", "ParameterDict", "ParameterList", "ReLU", "Sequential", "Sigmoid", "Softmax",
     "Tanh", "Unflatten", "functional", "init", "utils",

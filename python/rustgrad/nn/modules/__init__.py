@@ -9,8 +9,10 @@ from rustgrad.nn.modules.linear import Bilinear, Identity, Linear
 from rustgrad.nn.modules.loss import CrossEntropyLoss, MSELoss, NLLLoss
 from rustgrad.nn.modules.module import Module
 from rustgrad.nn.modules.parameter_containers import ParameterDict, ParameterList
+from rustgrad.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 
 __all__ = [
+    "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase",
     "Bilinear", "CrossEntropyLoss", "Flatten", "Identity", "Linear", "LogSoftmax", "MSELoss", "Module", "ModuleDict",
     "ModuleList", "NLLLoss", "ParameterDict", "ParameterList", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh",
     "Unflatten",
