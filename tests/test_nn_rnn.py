@@ -360,3 +360,17 @@ def test_wrong_input_rank_and_arguments_raise_torchs_errors():
         nn.GRU(3.0, 4)
     with pytest.raises(ArgumentTypeError, match="must be a Tensor, not list"):
         nn.GRU(3, 4)([[1.0, 2.0, 3.0]])
+
+
+def test_lstm_gradients_when_only_the_final_hidden_state_is_used():
+    torch.manual_seed(6)
+    lstm = nn.LSTM(3, 4, batch_first=True).double()
+    x = torch.randn(2, 5, 3, dtype=torch.float64, requires_grad=True)
+    assert gradcheck(lambda x, *_: lstm(x)[1][0], (x, *lstm.parameters()))
+
+
+def test_lstm_without_grad_builds_no_graph():
+    lstm = nn.LSTM(3, 4)
+    with torch.no_grad():
+        out, (h, c) = lstm(torch.randn(5, 2, 3))
+    assert not out.requires_grad and out.grad_fn is None and h.grad_fn is None
