@@ -374,3 +374,12 @@ def test_lstm_without_grad_builds_no_graph():
     with torch.no_grad():
         out, (h, c) = lstm(torch.randn(5, 2, 3))
     assert not out.requires_grad and out.grad_fn is None and h.grad_fn is None
+
+
+@pytest.mark.parametrize("kind", MODULES)
+@pytest.mark.parametrize("length", [1, 2])
+def test_gradients_without_bias_and_for_short_sequences(kind, length):
+    torch.manual_seed(7)
+    module = MODULES[kind](bias=False, bidirectional=True).double()
+    x = torch.randn(length, 2, 3, dtype=torch.float64, requires_grad=True)
+    assert gradcheck(lambda x, *_: module(x)[0], (x, *module.parameters()))

@@ -13,35 +13,6 @@ from rustgrad.errors import GradientError
 Weights = tuple[Tensor, Tensor, Optional[Tensor], Optional[Tensor]]
 
 
-class _Steps(Function):
-    """``x.unbind(0)`` with one backward for all the slices: the stack of their gradients.
-    (``unbind`` through ``select`` gives every slice's gradient as a zero tensor of the whole
-    input's shape, which costs O(L²) over a sequence of length L.)"""
-
-    @staticmethod
-    def forward(ctx: FunctionCtx, x: Tensor) -> tuple[Tensor, ...]:
-        ctx.shape, ctx.dtype = tuple(x.shape), x.dtype
-        return tuple(piece.clone() for piece in x.unbind(0))
-
-    @staticmethod
-    def backward(ctx: FunctionCtx, *grads: Optional[Tensor]) -> Tensor:
-        zeros = None
-        filled = []
-        for g in grads:
-            if g is None:
-                zeros = rustgrad.zeros(ctx.shape[1:], dtype=ctx.dtype) if zeros is None else zeros
-                g = zeros
-            filled.append(g)
-        return rustgrad.stack(filled, 0)
-
-
-def steps(x: Tensor) -> tuple[Tensor, ...]:
-    """The slices of ``x`` along dim 0, with a gradient that costs one stack."""
-    if not x.requires_grad or not rustgrad.is_grad_enabled():
-        return x.unbind(0)
-    return _Steps.apply(x)
-
-
 def _input_bias(mode: str, b_ih: Optional[Tensor], b_hh: Optional[Tensor]) -> Optional[Tensor]:
     """The bias added to the input projection: both biases for RNN and LSTM, where they are
     simply summed; only b_ih for GRU, whose b_hn sits inside r ⊙ (W_hn h + b_hn)."""
@@ -90,23 +61,80 @@ def _gru_pointwise(xp: Tensor, hp: Tensor, h: Tensor) -> Tensor:
     return rustgrad.lerp(n, h, z)  # (1 - z) n + z h
 
 
+def _previous(seq: Tensor, first: Tensor, reverse: bool) -> Tensor:
+    """The states each step started from, in time order: ``seq`` (L, N, H) holds the state after
+    each step, ``first`` the state before the first step run (the last one when ``reverse``)."""
+    length = seq.shape[0]
+    if reverse:
+        return rustgrad.cat([seq.narrow(0, 1, length - 1), first.unsqueeze(0)], 0)
+    return rustgrad.cat([first.unsqueeze(0), seq.narrow(0, 0, length - 1)], 0)
+
+
+def _time_order(length: int, reverse: bool) -> range:
+    return range(length - 1, -1, -1) if reverse else range(length)
+
+
+def _no_double_backward(name: str) -> None:
+    if rustgrad.is_grad_enabled():
+        raise GradientError(f"{name}: differentiating through its backward (create_graph=True) is not supported")
+
+
+# Each layer below is one direction of one layer over a whole sequence, from the projected
+# inputs ``xp`` (L, N, gates·H; input biases included) and the initial state. The forward runs
+# the steps without recording them; the backward is backpropagation through time in closed
+# form, with the local derivatives of all steps computed at once, so each step costs one
+# product and a few elementwise ops (the recorded composite needs 15 to 25 tape nodes a step).
+
+
+class _ElmanLayer(Function):
+    """h_t = act(xp_t + h_{t-1} W_hhᵀ), act tanh or relu. Returns (output (L, N, H), h_n)."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, xp: Tensor, h0: Tensor, w_hh: Tensor, relu: bool, reverse: bool
+                ) -> tuple[Tensor, Tensor]:
+        w_hh_t = w_hh.t()
+        hs: list[Tensor] = [h0] * xp.shape[0]
+        h = h0
+        for t in _time_order(xp.shape[0], reverse):
+            pre = rustgrad.addmm(xp[t], h, w_hh_t)
+            h = pre.relu() if relu else pre.tanh()
+            hs[t] = h
+        out = rustgrad.stack(hs, 0)
+        ctx.state = (out, h0, w_hh, relu, reverse)
+        return out, h
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, g_out: Optional[Tensor], g_h: Optional[Tensor]) -> tuple[Optional[Tensor], ...]:
+        _no_double_backward("RNN")
+        out, h0, w_hh, relu, reverse = ctx.state
+        deriv = (out > 0).to(out.dtype) if relu else 1 - out * out
+        dh = g_h if g_h is not None else rustgrad.zeros_like(h0)
+        d_pre: list[Tensor] = [dh] * out.shape[0]
+        for t in reversed(_time_order(out.shape[0], reverse)):
+            if g_out is not None:
+                dh = dh + g_out[t]
+            d_pre[t] = dh * deriv[t]
+            dh = d_pre[t].matmul(w_hh)
+        d_xp = rustgrad.stack(d_pre, 0)
+        hidden = h0.shape[-1]
+        d_w_hh = d_xp.reshape(-1, hidden).t().matmul(_previous(out, h0, reverse).reshape(-1, hidden))
+        return d_xp, dh, d_w_hh, None, None
+
+
 class _LstmLayer(Function):
-    """One direction of one LSTM layer over a sequence, from the projected inputs ``xp``
-    (L, N, 4H, biases included), h0, c0 (N, H) and ``w_hh`` (4H, H). The forward runs the steps
-    without recording them; the backward runs backpropagation through time in closed form:
-    per step one product and a handful of elementwise ops, where the recorded composite
-    needs about twenty-five tape nodes. Returns (output (L, N, H), h_n, c_n)."""
+    """Gates (i, f, g, o): c_t = σ(f) c_{t-1} + σ(i) tanh(g), h_t = σ(o) tanh(c_t).
+    Returns (output (L, N, H), h_n, c_n)."""
 
     @staticmethod
     def forward(ctx: FunctionCtx, xp: Tensor, h0: Tensor, c0: Tensor, w_hh: Tensor, reverse: bool
                 ) -> tuple[Tensor, Tensor, Tensor]:
         length, hidden = xp.shape[0], h0.shape[-1]
         w_hh_t = w_hh.t()
-        acts: list[Tensor] = [h0] * length  # sigmoid of all four gates (the g block unused)
+        acts: list[Tensor] = [h0] * length  # σ(i), σ(f), tanh(g), σ(o)
         cells: list[Tensor] = [c0] * length  # the cell state after each step
         hs: list[Tensor] = [h0] * length
         h, c = h0, c0
-        for t in range(length - 1, -1, -1) if reverse else range(length):
+        for t in _time_order(length, reverse):
             gates = rustgrad.addmm(xp[t], h, w_hh_t)
             a = gates.sigmoid()
             g = gates.narrow(1, 2 * hidden, hidden).tanh()
@@ -115,31 +143,26 @@ class _LstmLayer(Function):
             acts[t] = rustgrad.cat([a.narrow(1, 0, 2 * hidden), g, a.narrow(1, 3 * hidden, hidden)], 1)
             cells[t], hs[t] = c, h
         out = rustgrad.stack(hs, 0)
-        ctx.reverse, ctx.hidden = reverse, hidden
-        ctx.state = (rustgrad.stack(acts, 0), rustgrad.stack(cells, 0), out, h0, c0, w_hh)
+        ctx.state = (rustgrad.stack(acts, 0), rustgrad.stack(cells, 0), out, h0, c0, w_hh, reverse)
         return out, h, c
 
     @staticmethod
     def backward(ctx: FunctionCtx, g_out: Optional[Tensor], g_h: Optional[Tensor], g_c: Optional[Tensor]
                  ) -> tuple[Optional[Tensor], ...]:
-        if rustgrad.is_grad_enabled():
-            raise GradientError("LSTM: differentiating through its backward (create_graph=True) is not supported")
-        acts, cells, out, h0, c0, w_hh = ctx.state
-        length, hidden, reverse = acts.shape[0], ctx.hidden, ctx.reverse
-        # The states each step started from, in time order.
-        shift = (lambda seq, first: rustgrad.cat([seq.narrow(0, 1, length - 1), first.unsqueeze(0)], 0)) if reverse \
-            else (lambda seq, first: rustgrad.cat([first.unsqueeze(0), seq.narrow(0, 0, length - 1)], 0))
-        c_prev, h_prev = shift(cells, c0), shift(out, h0)
+        _no_double_backward("LSTM")
+        acts, cells, out, h0, c0, w_hh, reverse = ctx.state
+        length, hidden = acts.shape[0], h0.shape[-1]
         i, f = acts.narrow(2, 0, hidden), acts.narrow(2, hidden, hidden)
         g, o = acts.narrow(2, 2 * hidden, hidden), acts.narrow(2, 3 * hidden, hidden)
         tanh_c = cells.tanh()
-        # d gates = [dc, dc, dc, dh] * k, with k the local derivatives of every step at once.
+        c_prev = _previous(cells, c0, reverse)
+        # d gates = [dc, dc, dc, dh] * k, k holding the local derivatives of every step.
         k = rustgrad.cat([g * i * (1 - i), c_prev * f * (1 - f), i * (1 - g * g), tanh_c * o * (1 - o)], 2)
         dc_from_h = o * (1 - tanh_c * tanh_c)
         dh = g_h if g_h is not None else rustgrad.zeros_like(h0)
         dc = g_c if g_c is not None else rustgrad.zeros_like(c0)
         d_gates: list[Tensor] = [dh] * length
-        for t in range(length) if reverse else range(length - 1, -1, -1):
+        for t in reversed(_time_order(length, reverse)):
             if g_out is not None:
                 dh = dh + g_out[t]
             dc = dc + dh * dc_from_h[t]
@@ -147,9 +170,59 @@ class _LstmLayer(Function):
             dc = dc * f[t]
             dh = d_gates[t].matmul(w_hh)
         d_xp = rustgrad.stack(d_gates, 0)
-        flat = d_xp.reshape(-1, 4 * hidden)
-        d_w_hh = flat.t().matmul(h_prev.reshape(-1, hidden))
+        h_prev = _previous(out, h0, reverse)
+        d_w_hh = d_xp.reshape(-1, 4 * hidden).t().matmul(h_prev.reshape(-1, hidden))
         return d_xp, dh, dc, d_w_hh, None
+
+
+class _GruLayer(Function):
+    """Gates (r, z, n): r, z = σ(xp_rz + h W_rzᵀ + b_rz), n = tanh(xp_n + r (h W_nᵀ + b_hn)),
+    h_t = (1 - z) n + z h_{t-1}. Returns (output (L, N, H), h_n)."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, xp: Tensor, h0: Tensor, w_hh: Tensor, b_hh: Optional[Tensor], reverse: bool
+                ) -> tuple[Tensor, Tensor]:
+        length, hidden = xp.shape[0], h0.shape[-1]
+        w_hh_t = w_hh.t()
+        gates: list[Tensor] = [h0] * length  # r, z, n
+        hns: list[Tensor] = [h0] * length  # h W_nᵀ + b_hn
+        hs: list[Tensor] = [h0] * length
+        h = h0
+        for t in _time_order(length, reverse):
+            hp = h.matmul(w_hh_t) if b_hh is None else rustgrad.addmm(b_hh, h, w_hh_t)
+            x_t = xp[t]
+            rz = (x_t.narrow(1, 0, 2 * hidden) + hp.narrow(1, 0, 2 * hidden)).sigmoid()
+            hn = hp.narrow(1, 2 * hidden, hidden)
+            n = (x_t.narrow(1, 2 * hidden, hidden) + rz.narrow(1, 0, hidden) * hn).tanh()
+            h = rustgrad.lerp(n, h, rz.narrow(1, hidden, hidden))
+            gates[t], hns[t], hs[t] = rustgrad.cat([rz, n], 1), hn, h
+        out = rustgrad.stack(hs, 0)
+        ctx.state = (rustgrad.stack(gates, 0), rustgrad.stack(hns, 0), out, h0, w_hh, b_hh is not None, reverse)
+        return out, h
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, g_out: Optional[Tensor], g_h: Optional[Tensor]) -> tuple[Optional[Tensor], ...]:
+        _no_double_backward("GRU")
+        gates, hn, out, h0, w_hh, has_bias, reverse = ctx.state
+        length, hidden = gates.shape[0], h0.shape[-1]
+        r, z, n = (gates.narrow(2, k * hidden, hidden) for k in range(3))
+        h_prev = _previous(out, h0, reverse)
+        k_n = (1 - z) * (1 - n * n)
+        # d xp = [dh, dh, dh] * k; d hp = d xp * m (the n block scaled by r).
+        k = rustgrad.cat([k_n * hn * r * (1 - r), (h_prev - n) * z * (1 - z), k_n], 2)
+        m = rustgrad.cat([rustgrad.ones_like(gates.narrow(2, 0, 2 * hidden)), r], 2)
+        dh = g_h if g_h is not None else rustgrad.zeros_like(h0)
+        d_xs: list[Tensor] = [dh] * length
+        d_hs: list[Tensor] = [dh] * length
+        for t in reversed(_time_order(length, reverse)):
+            if g_out is not None:
+                dh = dh + g_out[t]
+            d_xs[t] = rustgrad.cat([dh, dh, dh], 1) * k[t]
+            d_hs[t] = d_xs[t] * m[t]
+            dh = rustgrad.addmm(dh * z[t], d_hs[t], w_hh)
+        d_hp = rustgrad.stack(d_hs, 0).reshape(-1, 3 * hidden)
+        d_w_hh = d_hp.t().matmul(h_prev.reshape(-1, hidden))
+        return rustgrad.stack(d_xs, 0), dh, d_w_hh, d_hp.sum(0) if has_bias else None, None
 
 
 def run_direction(mode: str, x: Tensor, weights: Weights, h0: Tensor, c0: Optional[Tensor], reverse: bool
@@ -157,22 +230,17 @@ def run_direction(mode: str, x: Tensor, weights: Weights, h0: Tensor, c0: Option
     """Runs one direction of one layer over ``x`` (L, N, H_in) from h0 (N, H) (and c0);
     returns the outputs (L, N, H) in time order and the final h (and c)."""
     w_ih, w_hh, b_ih, b_hh = weights
-    if mode == "LSTM" and len(x) > 0:
+    if x.shape[0] == 0:
+        return rustgrad.zeros((0, *h0.shape), dtype=h0.dtype), h0, c0
+    xp = _project(x, w_ih, _input_bias(mode, b_ih, b_hh))
+    if mode == "LSTM":
         assert c0 is not None  # invariant: an LSTM layer starts from a cell state
-        projected_all = _project(x, w_ih, _input_bias(mode, b_ih, b_hh))
-        return _LstmLayer.apply(projected_all, h0, c0, w_hh, reverse)
-    projected = steps(_project(x, w_ih, _input_bias(mode, b_ih, b_hh)))
-    w_hh_t = w_hh.t()
-    b_hh_step = b_hh if mode == "GRU" else None
-    h, c = h0, c0
-    outputs: list[Tensor] = [h0] * len(projected)
-    order = range(len(projected) - 1, -1, -1) if reverse else range(len(projected))
-    for t in order:
-        h, c = _step(mode, projected[t], h, c, w_hh_t, b_hh_step)
-        outputs[t] = h
-    if not outputs:
-        return rustgrad.zeros((0, *h0.shape), dtype=h0.dtype), h, c
-    return rustgrad.stack(outputs, 0), h, c
+        return _LstmLayer.apply(xp, h0, c0, w_hh, reverse)
+    if mode == "GRU":
+        out, h = _GruLayer.apply(xp, h0, w_hh, b_hh, reverse)
+    else:
+        out, h = _ElmanLayer.apply(xp, h0, w_hh, mode == "RNN_RELU", reverse)
+    return out, h, None
 
 
 def cell_step(mode: str, input: Tensor, h: Tensor, c: Optional[Tensor], weights: Weights

@@ -148,8 +148,8 @@ class RNNBase(Module):
     def _run(self, x: Tensor, h0: Tensor, c0: Optional[Tensor]) -> tuple[Tensor, Tensor, Optional[Tensor]]:
         """Runs every layer over a time-major ``x`` (L, N, H_in) from the states ``h0`` (and ``c0``)
         of shape (D·num_layers, N, H); returns the last layer's output and the final states."""
-        h_list = steps.steps(h0)
-        c_list = steps.steps(c0) if c0 is not None else None
+        h_list = h0.unbind(0)
+        c_list = c0.unbind(0) if c0 is not None else None
         h_n: list[Tensor] = []
         c_n: list[Tensor] = []
         for layer in range(self.num_layers):
