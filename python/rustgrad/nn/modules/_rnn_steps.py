@@ -130,7 +130,8 @@ class _LstmLayer(Function):
                 ) -> tuple[Tensor, Tensor, Tensor]:
         length, hidden = xp.shape[0], h0.shape[-1]
         w_hh_t = w_hh.t()
-        acts: list[Tensor] = [h0] * length  # σ(i), σ(f), tanh(g), σ(o)
+        acts: list[Tensor] = [h0] * length  # σ of all four gates (the g block unused)
+        gs: list[Tensor] = [h0] * length  # tanh(g)
         cells: list[Tensor] = [c0] * length  # the cell state after each step
         hs: list[Tensor] = [h0] * length
         h, c = h0, c0
@@ -140,20 +141,19 @@ class _LstmLayer(Function):
             g = gates.narrow(1, 2 * hidden, hidden).tanh()
             c = a.narrow(1, hidden, hidden) * c + a.narrow(1, 0, hidden) * g
             h = a.narrow(1, 3 * hidden, hidden) * c.tanh()
-            acts[t] = rustgrad.cat([a.narrow(1, 0, 2 * hidden), g, a.narrow(1, 3 * hidden, hidden)], 1)
-            cells[t], hs[t] = c, h
+            acts[t], gs[t], cells[t], hs[t] = a, g, c, h
         out = rustgrad.stack(hs, 0)
-        ctx.state = (rustgrad.stack(acts, 0), rustgrad.stack(cells, 0), out, h0, c0, w_hh, reverse)
+        ctx.state = (rustgrad.stack(acts, 0), rustgrad.stack(gs, 0), rustgrad.stack(cells, 0), out, h0, c0, w_hh,
+                     reverse)
         return out, h, c
 
     @staticmethod
     def backward(ctx: FunctionCtx, g_out: Optional[Tensor], g_h: Optional[Tensor], g_c: Optional[Tensor]
                  ) -> tuple[Optional[Tensor], ...]:
         _no_double_backward("LSTM")
-        acts, cells, out, h0, c0, w_hh, reverse = ctx.state
+        acts, g, cells, out, h0, c0, w_hh, reverse = ctx.state
         length, hidden = acts.shape[0], h0.shape[-1]
-        i, f = acts.narrow(2, 0, hidden), acts.narrow(2, hidden, hidden)
-        g, o = acts.narrow(2, 2 * hidden, hidden), acts.narrow(2, 3 * hidden, hidden)
+        i, f, o = acts.narrow(2, 0, hidden), acts.narrow(2, hidden, hidden), acts.narrow(2, 3 * hidden, hidden)
         tanh_c = cells.tanh()
         c_prev = _previous(cells, c0, reverse)
         # d gates = [dc, dc, dc, dh] * k, k holding the local derivatives of every step.
