@@ -193,7 +193,7 @@ class _SingleStateRNN(RNNBase):
     """``RNN`` and ``GRU``: one hidden state; ``forward`` returns ``(output, h_n)``."""
 
     def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> tuple[Tensor, Tensor]:
-        name = type(self).__name__
+        name = "GRU" if self.mode == "GRU" else "RNN"  # torch's names, also for subclasses
         _check_tensor(f"{name}.forward()", "input", input)
         if input.dim() not in (2, 3):
             kind = "tensor" if name == "RNN" else "input"
@@ -303,6 +303,8 @@ class LSTM(RNNBase):
 class RNNCellBase(Module):
     """The shared parameters, initialisation and checks of the single-step cells."""
 
+    _cell_name = "RNNCellBase"  # the name torch's messages give, also for subclasses
+
     def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int, device: Any = None,
                  dtype: Any = None) -> None:
         super().__init__()
@@ -330,7 +332,7 @@ class RNNCellBase(Module):
         return self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh
 
     def _check_input(self, input: Any) -> tuple[Tensor, bool]:
-        name = type(self).__name__
+        name = self._cell_name
         _check_tensor(f"{name}.forward()", "input", input)
         if input.dim() not in (1, 2):
             raise InvalidArgumentError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D instead")
@@ -341,7 +343,7 @@ class RNNCellBase(Module):
         return input, batched
 
     def _check_hidden(self, input: Tensor, hx: Any, batched: bool, label: str, index: int) -> Tensor:
-        name = type(self).__name__
+        name = self._cell_name
         if hx is None:
             return rustgrad.zeros((input.shape[0], self.hidden_size), dtype=input.dtype)
         _check_tensor(f"{name}.forward()", label, hx)
@@ -373,6 +375,8 @@ class RNNCell(RNNCellBase):
     """One Elman step: h' = act(x W_ihᵀ + b_ih + h W_hhᵀ + b_hh), act ``tanh`` or ``relu``.
     ``forward(input, hx=None)`` returns h'; input (N, H_in) or unbatched (H_in,)."""
 
+    _cell_name = "RNNCell"
+
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh",
                  device: Any = None, dtype: Any = None) -> None:
         if nonlinearity not in _NONLINEARITIES:
@@ -390,6 +394,8 @@ class RNNCell(RNNCellBase):
 class LSTMCell(RNNCellBase):
     """One LSTM step, gates (i, f, g, o). ``forward(input, hx=None)`` with ``hx = (h, c)`` returns
     ``(h', c')``; input (N, H_in) or unbatched (H_in,)."""
+
+    _cell_name = "LSTMCell"
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device: Any = None,
                  dtype: Any = None) -> None:
@@ -410,6 +416,8 @@ class LSTMCell(RNNCellBase):
 class GRUCell(RNNCellBase):
     """One GRU step, gates (r, z, n), with n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)).
     ``forward(input, hx=None)`` returns h'; input (N, H_in) or unbatched (H_in,)."""
+
+    _cell_name = "GRUCell"
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device: Any = None,
                  dtype: Any = None) -> None:
