@@ -322,6 +322,11 @@ def test_wrong_input_size_raises_torchs_message():
         nn.RNNCell(3, 5)(torch.randn(2, 4))
 
 
+def test_input_of_another_dtype_than_the_weights_raises_torchs_message():
+    with pytest.raises(ValueError, match="input must have the type rustgrad.float32, got type rustgrad.float64"):
+        nn.GRU(3, 5)(torch.randn(2, 1, 3, dtype=torch.float64))
+
+
 def test_wrong_initial_state_shape_raises_torchs_message():
     with pytest.raises(ShapeError, match=r"Expected hidden size \(2, 3, 5\), got \[1, 3, 5\]"):
         nn.GRU(3, 5, num_layers=2)(torch.randn(4, 3, 3), torch.randn(1, 3, 5))

@@ -132,6 +132,9 @@ class RNNBase(Module):
         return w_ih, w_hh, getattr(self, "bias_ih" + suffix), getattr(self, "bias_hh" + suffix)
 
     def _check_input_size(self, input: Tensor) -> None:
+        weight = self.weight_ih_l0
+        if input.dtype != weight.dtype:
+            raise InvalidArgumentError(f"input must have the type {weight.dtype}, got type {input.dtype}")
         if input.shape[-1] != self.input_size:
             raise ShapeError(
                 f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got {input.shape[-1]}")
