@@ -39,9 +39,11 @@ from rustgrad.nn.modules.module import Module
 from rustgrad.nn.modules.normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
 from rustgrad.nn.modules.parameter_containers import ParameterDict, ParameterList
 from rustgrad.nn.modules.pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from rustgrad.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from rustgrad.nn.modules.sparse import Embedding
 
 __all__ = [
+    "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase",
     "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Bilinear",
     "Conv1d", "Conv2d", "ConvTranspose2d", "CosineSimilarity", "CrossEntropyLoss", "Dropout", "ELU",
     "Embedding", "Flatten", "GELU", "GroupNorm", "Hardtanh", "HuberLoss", "Identity", "KLDivLoss", "L1Loss",
