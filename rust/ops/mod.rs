@@ -19,6 +19,7 @@ pub mod args;
 pub mod binary;
 pub mod bmm;
 pub mod compare;
+pub mod conv;
 pub mod creation;
 pub mod einsum;
 pub mod gather;
@@ -34,6 +35,7 @@ pub mod ordering;
 pub mod overwrite;
 pub mod pad;
 pub mod picks;
+pub mod pool;
 pub mod products;
 pub mod reduce;
 pub mod reorder;
@@ -42,6 +44,7 @@ pub mod scan;
 pub mod select;
 pub mod shape;
 pub mod slicing;
+pub mod spatial;
 pub mod unary;
 pub mod views;
 
@@ -446,6 +449,13 @@ table! {
         Addmm(products::Addmm),
         Addmv(products::Addmv),
         Baddbmm(products::Baddbmm),
+        Conv1d(conv::Conv1d),
+        Conv2d(conv::Conv2d),
+        ConvTranspose2d(conv::ConvTranspose2d),
+        MaxPool2d(pool::MaxPool2d),
+        MaxPool2dIndices(pool::MaxPool2dIndices),
+        AvgPool2d(pool::AvgPool2d),
+        AdaptiveAvgPool2d(pool::AdaptiveAvgPool2d),
     ],
     internal: [
         CatGrad(shape::CatGrad),
@@ -471,5 +481,8 @@ table! {
         Bmm(bmm::Bmm),
         Zero(overwrite::Zero),
         FillWith(overwrite::FillWith),
+        ConvInputGrad(conv::ConvInputGrad),
+        ConvWeightGrad(conv::ConvWeightGrad),
+        PoolGrad(pool::PoolGrad),
     ],
 }
