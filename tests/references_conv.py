@@ -128,8 +128,9 @@ def conv2d_tf_args(data: Any, kwargs: dict) -> dict:
 
 
 def conv1d_reference(x, w, stride=1, padding=0, dilation=1, groups=1):
-    out = conv2d_reference(x[:, :, None, :], w[:, :, None, :], (1, _single(stride)),
-                           padding if isinstance(padding, str) else (0, _single(padding)), (1, _single(dilation)), groups)
+    padding = padding if isinstance(padding, str) else (0, _single(padding))
+    out = conv2d_reference(x[:, :, None, :], w[:, :, None, :], (1, _single(stride)), padding, (1, _single(dilation)),
+                           groups)
     return out[:, :, 0, :]
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_property_ops import check_grad
 from references_conv import (
     adaptive_avg_pool2d_reference,
     avg_pool2d_reference,
@@ -20,6 +19,7 @@ from references_conv import (
     max_pool2d_reference,
     max_pool_tf_reference,
 )
+from test_property_ops import check_grad
 
 import rustgrad
 import rustgrad.nn.functional as F

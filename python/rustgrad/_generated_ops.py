@@ -1736,7 +1736,17 @@ def avg_pool2d(
     divisor_override: Optional[int] = None,
 ) -> Tensor:
     """2-D average pooling over an NCHW input (TF: NHWC, dividing by the number of input elements in each window)."""
-    return _ops['avg_pool2d'](input, kernel_size, stride, padding, 'NCHW', ceil_mode, count_include_pad, divisor_override, False)
+    return _ops['avg_pool2d'](
+        input,
+        kernel_size,
+        stride,
+        padding,
+        'NCHW',
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+        False,
+    )
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size: Union[int, Sequence[int]]) -> Tensor:

@@ -6,7 +6,8 @@
 use super::args::Padding;
 use super::spatial::{oihw_shape, out_size, weight_from_oihw, weight_oihw, Pad, Window};
 use super::{
-    internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps, TorchFront, TF_SEMANTICS,
+    internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps, TorchFront,
+    TF_SEMANTICS,
 };
 use crate::dtype::{float_dispatch, DType};
 use crate::error::{dtype_err, shape_err, Error, Result};
@@ -43,7 +44,13 @@ impl ConvConfig {
         self.window.op
     }
 
-    fn groups_checked(&self, input: &[usize; 4], weight: &[usize; 4], in_shape: &[usize], w_shape: &[usize]) -> Result<()> {
+    fn groups_checked(
+        &self,
+        input: &[usize; 4],
+        weight: &[usize; 4],
+        in_shape: &[usize],
+        w_shape: &[usize],
+    ) -> Result<()> {
         let (op, g) = (self.op(), self.groups);
         if weight[0] % g != 0 {
             return shape_err(format!(
@@ -105,7 +112,8 @@ impl ConvConfig {
             });
         }
         let pads = |axis: usize| self.padding.resolve(axis, input[2 + axis], span(axis), self.stride[axis]);
-        let size = |axis: usize| out_size(self.op(), input[2 + axis], pads(axis), span(axis), self.stride[axis], in_shape);
+        let size =
+            |axis: usize| out_size(self.op(), input[2 + axis], pads(axis), span(axis), self.stride[axis], in_shape);
         Ok(ConvGeom {
             n: input[0],
             c_in: input[1],
@@ -129,7 +137,6 @@ impl ConvConfig {
         let w4 = weight_oihw(w, self.window.spatial, self.hwio, self.op())?;
         Ok((self.window.to_nchw(x)?, w4, batched))
     }
-
 
     /// The forward op: a convolution, or for `transposed` the input gradient of one.
     fn run(&self, x: &Tensor, w: &Tensor) -> Result<Tensor> {
@@ -283,7 +290,13 @@ fn same_float_dtype(op: &str, x: &Tensor, w: &Tensor) -> Result<DType> {
 const INPUT_AND_WEIGHT: &[Input] =
     &[Input { torch: "input", tf: "input", list: false }, Input { torch: "weight", tf: "filter", list: false }];
 
-const fn param(torch: &'static str, tf: &'static str, kind: Kind, torch_default: Option<&'static str>, tf_default: Option<&'static str>) -> Param {
+const fn param(
+    torch: &'static str,
+    tf: &'static str,
+    kind: Kind,
+    torch_default: Option<&'static str>,
+    tf_default: Option<&'static str>,
+) -> Param {
     Param { torch, tf, tf_aliases: &[], kind, torch_default, tf_default }
 }
 
@@ -333,9 +346,7 @@ fn build_conv(args: &Args, op: &'static str, spatial: usize, format: Option<&str
         return Err(Error::InvalidArgument(format!("{op}: groups must be a positive integer, got {groups}")));
     }
     if padding == Pad::Same && !tf && stride != [1, 1] {
-        return Err(Error::InvalidArgument(format!(
-            "{op}: padding='same' is not supported for strided convolutions"
-        )));
+        return Err(Error::InvalidArgument(format!("{op}: padding='same' is not supported for strided convolutions")));
     }
     Ok(ConvConfig {
         window,
@@ -432,7 +443,10 @@ conv_table_op!(
         doc: "1-D convolution of an NCL input (TF: NWC, or NCW by `data_format`) with an OIL weight (TF: a WIO \
               filter), with stride, padding, dilation and groups.",
         differentiable: true,
-        inputs: &[Input { torch: "input", tf: "value", list: false }, Input { torch: "weight", tf: "filters", list: false }],
+        inputs: &[
+            Input { torch: "input", tf: "value", list: false },
+            Input { torch: "weight", tf: "filters", list: false }
+        ],
         params: CONV1D_PARAMS,
     },
     TorchFront::FUNCTION_AND_FUNCTIONAL

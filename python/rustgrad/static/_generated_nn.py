@@ -31,7 +31,12 @@ def conv1d(
     """1-D convolution of an NCL input (TF: NWC, or NCW by `data_format`) with an OIL weight (TF: a WIO filter), with
     stride, padding, dilation and groups.
     """
-    return _apply(_ops['conv1d'], [value, filters], name, (stride, padding, use_cudnn_on_gpu, data_format, dilations, 1, True))
+    return _apply(
+        _ops['conv1d'],
+        [value, filters],
+        name,
+        (stride, padding, use_cudnn_on_gpu, data_format, dilations, 1, True),
+    )
 
 
 def conv2d(
@@ -47,7 +52,12 @@ def conv2d(
     """2-D convolution (cross-correlation) of an NCHW input (TF: NHWC, or NCHW by `data_format`) with an OIHW weight
     (TF: an HWIO filter), with stride, padding, dilation and groups.
     """
-    return _apply(_ops['conv2d'], [input, filter], name, (strides, padding, use_cudnn_on_gpu, data_format, dilations, 1, True))
+    return _apply(
+        _ops['conv2d'],
+        [input, filter],
+        name,
+        (strides, padding, use_cudnn_on_gpu, data_format, dilations, 1, True),
+    )
 
 
 def max_pool(
