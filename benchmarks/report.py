@@ -206,6 +206,25 @@ def section_einsum(m: dict) -> list[str]:
     return lines + [""]
 
 
+def section_conv(m: dict) -> list[str]:
+    lines = ["## float32 conv2d forward + backward, padding 1 (all threads)", "",
+             "The three products (forward, input and weight gradients); numpy: im2col by strided views and "
+             "one matmul per product over the whole batch.", "",
+             "| N×C×H×W, O×k×k | rustgrad | numpy im2col + matmul | × numpy | rustgrad GFLOP/s |",
+             "|---|---|---|---|---|"]
+    shapes = sorted({k.split("[")[1].rstrip("]") for k in m if k.startswith("test_numpy_conv2d_step[")})
+    for shape in shapes:
+        keys = [f"test_rustgrad_conv2d_step[{shape}]", f"test_numpy_conv2d_step[{shape}]"]
+        if not all(k in m for k in keys):
+            continue
+        ours, ref = (m[k]["median"] for k in keys)
+        n, c, h, w, o, k = (int(v) for v in shape.split("x"))
+        gflops = 3 * 2 * n * o * h * w * c * k * k / ours / 1e9
+        lines.append(f"| {n}×{c}×{h}×{w}, {o}×{k}×{k} | {fmt_time(ours)} | {fmt_time(ref)} | {ours / ref:.2f} "
+                     f"| {gflops:.0f} |")
+    return lines + [""]
+
+
 def section_overhead(m: dict) -> list[str]:
     base = m["test_numpy_one_element_add"]["median"]
     rows = [("numpy one-element `a + b`", "test_numpy_one_element_add"),
@@ -285,8 +304,8 @@ def main() -> None:
              "from the same run). Do not edit by hand.", "", *machine(data), ""]
     if has_chart:
         lines += ["![seed step](benchmarks.png)", ""]
-    lines += (step_lines + section_matmul(m) + section_batched_matmul(m) + section_einsum(m) + section_ops(m)
-              + section_reductions(m) + section_losses(m) + section_strided(m) + section_overhead(m)
+    lines += (step_lines + section_matmul(m) + section_batched_matmul(m) + section_einsum(m) + section_conv(m)
+              + section_ops(m) + section_reductions(m) + section_losses(m) + section_strided(m) + section_overhead(m)
               + section_scaling(m))
     (DOCS / "benchmarks.md").write_text("\n".join(lines))
     print(f"wrote {DOCS / 'benchmarks.md'}")

@@ -168,7 +168,7 @@ def star_function(spec: Any, name: str, listed: str, static: bool) -> list[str]:
         call = f"_apply(_ops[{spec.name!r}], {operands}, name, {as_tuple(values)})"
     else:
         call = f"_ops[{spec.name!r}]({operands}, {', '.join(values)})"
-    return ["", *def_line("", name, signature), doc_line(spec, "    "), f"    return {call}", ""]
+    return ["", *def_line("", name, signature), doc_line(spec, "    "), *return_line("    ", call), ""]
 
 
 def own_default(mine: Optional[str], other: Optional[str]) -> Optional[str]:
@@ -192,6 +192,29 @@ def def_line(indent: str, name: str, parameters: list[str], returns: str = "Tens
         return [line]
     inner = indent + "    "
     return [f"{indent}def {name}(", *(f"{inner}{p}," for p in parameters), f"{indent}) -> {returns}:"]
+
+
+def return_line(indent: str, call: str) -> list[str]:
+    """``return call``, its arguments one per line when it would pass 120 characters."""
+    line = f"{indent}return {call}"
+    if len(line) <= 120:
+        return [line]
+    head, _, rest = call.partition("(")
+    inner = indent + "    "
+    args = [a.strip() for a in _split_top_level(rest[:-1])]
+    return [f"{indent}return {head}(", *(f"{inner}{a}," for a in args), f"{indent})"]
+
+
+def _split_top_level(text: str) -> list[str]:
+    """``text`` split at the commas outside brackets."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return parts + [text[start:]]
 
 
 def as_tuple(values: list[str]) -> str:
@@ -239,7 +262,7 @@ def eager_module(ops: dict[str, Any]) -> str:
             if first == "self" and spec.varargs:
                 signature, values = varargs_method(spec, params, values)
             lines += ["", *def_line("", function, signature), doc_line(spec, "    "),
-                      f"    return _ops[{spec.name!r}]({', '.join(values)})", ""]
+                      *return_line("    ", f"_ops[{spec.name!r}]({', '.join(values)})"), ""]
         lines += [f"{alias} = {spec.name}" for alias in spec.torch_aliases]
         if has_method(spec):
             lines += [f"Tensor.{name} = _{spec.name}_method  # type: ignore[method-assign]" for name in names]
@@ -291,7 +314,7 @@ def static_function(name: str, spec: Any, first_input: str) -> list[str]:
     params += [Parameter("name", "Optional[str]", "None"), *deprecated]
     call = f"_apply(_ops[{spec.name!r}], {tensors}, name, {as_tuple(values)})"
     return ["", *def_line("", name, joined(spec, params)), doc_line(spec, "    "), *renames,
-            f"    return {call}", ""]
+            *return_line("    ", call), ""]
 
 
 # Hand-written TF1 functions that TF1 also offers in a namespace this script writes

@@ -100,6 +100,11 @@ __version__: str = _rustgrad.__version__
 
 _composites.add_methods(Tensor)
 
+# torch.conv1d/conv2d/conv_transpose2d take an optional bias, which the table's ops leave to Python.
+conv1d = nn.functional.conv1d
+conv2d = nn.functional.conv2d
+conv_transpose2d = nn.functional.conv_transpose2d
+
 float32 = _rustgrad.float32
 float64 = _rustgrad.float64
 int64 = _rustgrad.int64

@@ -1706,21 +1706,121 @@ def nll_loss(
     return _ops['nll_loss'](input, target, weight, ignore_index, reduction)
 
 
+def conv1d(
+    input: Union[Tensor, float],
+    weight: Union[Tensor, float],
+    stride: Union[int, Sequence[int]] = 1,
+    padding: Union[int, str, Sequence[int], Sequence[Sequence[int]]] = 0,
+    dilation: Union[int, Sequence[int]] = 1,
+    groups: int = 1,
+) -> Tensor:
+    """1-D convolution of an NCL input (TF: NWC, or NCW by `data_format`) with an OIL weight (TF: a WIO filter), with
+    stride, padding, dilation and groups.
+    """
+    return _ops['conv1d'](input, weight, stride, padding, None, 'NCW', dilation, groups, False)
+
+
+def conv2d(
+    input: Union[Tensor, float],
+    weight: Union[Tensor, float],
+    stride: Union[int, Sequence[int]] = 1,
+    padding: Union[int, str, Sequence[int], Sequence[Sequence[int]]] = 0,
+    dilation: Union[int, Sequence[int]] = 1,
+    groups: int = 1,
+) -> Tensor:
+    """2-D convolution (cross-correlation) of an NCHW input (TF: NHWC, or NCHW by `data_format`) with an OIHW weight
+    (TF: an HWIO filter), with stride, padding, dilation and groups.
+    """
+    return _ops['conv2d'](input, weight, stride, padding, True, 'NCHW', dilation, groups, False)
+
+
+def conv_transpose2d(
+    input: Union[Tensor, float],
+    weight: Union[Tensor, float],
+    stride: Union[int, Sequence[int]] = 1,
+    padding: Union[int, Sequence[int]] = 0,
+    output_padding: Union[int, Sequence[int]] = 0,
+    groups: int = 1,
+    dilation: Union[int, Sequence[int]] = 1,
+) -> Tensor:
+    """2-D transposed convolution of an NCHW input with an (in, out/groups, kh, kw) weight: the gradient of `conv2d`
+    with respect to its input, with stride, padding, output_padding, groups and dilation.
+    """
+    return _ops['conv_transpose2d'](input, weight, stride, padding, output_padding, groups, dilation)
+
+
+def max_pool2d(
+    input: Tensor,
+    kernel_size: Union[int, Sequence[int]],
+    stride: Optional[Union[int, Sequence[int]]] = None,
+    padding: Union[int, str, Sequence[int], Sequence[Sequence[int]]] = 0,
+    dilation: Union[int, Sequence[int]] = 1,
+    ceil_mode: bool = False,
+) -> Tensor:
+    """2-D max pooling over an NCHW input (TF: NHWC, or NCHW by `data_format`); NaN wins a window."""
+    return _ops['max_pool2d'](input, kernel_size, stride, padding, 'NCHW', dilation, ceil_mode, False)
+
+
+def max_pool2d_indices(
+    input: Tensor,
+    kernel_size: Union[int, Sequence[int]],
+    stride: Optional[Union[int, Sequence[int]]] = None,
+    padding: Union[int, str, Sequence[int], Sequence[Sequence[int]]] = 0,
+    dilation: Union[int, Sequence[int]] = 1,
+    ceil_mode: bool = False,
+) -> Tensor:
+    """The flat index (over H·W of its plane, int64) of each window's maximum in `max_pool2d`: the indices of
+    `F.max_pool2d(..., return_indices=True)`.
+    """
+    return _ops['max_pool2d_indices'](input, kernel_size, stride, padding, 'NCHW', dilation, ceil_mode, False)
+
+
+def avg_pool2d(
+    input: Tensor,
+    kernel_size: Union[int, Sequence[int]],
+    stride: Optional[Union[int, Sequence[int]]] = None,
+    padding: Union[int, str, Sequence[int], Sequence[Sequence[int]]] = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: Optional[int] = None,
+) -> Tensor:
+    """2-D average pooling over an NCHW input (TF: NHWC, dividing by the number of input elements in each window)."""
+    return _ops['avg_pool2d'](
+        input,
+        kernel_size,
+        stride,
+        padding,
+        'NCHW',
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+        False,
+    )
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size: Union[int, Sequence[int]]) -> Tensor:
+    """2-D adaptive average pooling of an NCHW input to `output_size`: output row i averages input rows floor(i·H/out)
+    to ceil((i+1)·H/out).
+    """
+    return _ops['adaptive_avg_pool2d'](input, output_size)
+
+
 __all__ = [
     "abs", "absolute", "acos", "acosh", "addmm", "addmv", "all", "any", "arccos", "arccosh", "arcsin",
     "arcsinh", "arctan", "arctan2", "arctanh", "argmax", "argmin", "argsort", "argwhere", "asin", "asinh",
     "atan", "atan2", "atanh", "baddbmm", "band_part", "boolean_mask", "broadcast_to", "cat", "ceil",
-    "clamp_max", "clamp_min", "concat", "concatenate", "copysign", "cos", "cosh", "count_nonzero",
-    "cumprod", "cumsum", "diag", "diag_embed", "diagonal", "dot", "einsum", "eq", "erf", "exp", "exp2",
-    "expand", "expand_as", "expm1", "fix", "flatten", "flip", "fliplr", "flipud", "floor", "fmax", "fmin",
-    "fmod", "gather", "gather_nd", "ge", "ger", "greater", "greater_equal", "gt", "hypot", "index_add",
-    "index_select", "isclose", "isfinite", "isinf", "isnan", "isneginf", "isposinf", "le", "lerp", "less",
-    "less_equal", "log", "log10", "log1p", "log2", "log_softmax", "logaddexp", "logical_and",
-    "logical_not", "logical_or", "logical_xor", "logsumexp", "lt", "masked_fill", "moveaxis", "movedim",
-    "mv", "nan_to_num", "narrow", "ne", "neg", "negative", "norm", "not_equal", "one_hot", "outer", "pad",
-    "permute", "pow", "prod", "reciprocal", "relu", "repeat", "reshape_as", "roll", "round", "rsqrt",
-    "scatter", "scatter_add", "scatter_nd", "select", "sigmoid", "sign", "sin", "sinh", "softmax", "sqrt",
-    "square", "squared_difference", "squeeze", "stack", "std", "swapaxes", "swapdims", "take",
-    "take_along_dim", "tan", "tanh", "tensordot", "tile", "trace", "tril", "triu", "trunc", "unflatten",
-    "unsqueeze", "var", "vdot", "view_as", "xlogy"
+    "clamp_max", "clamp_min", "concat", "concatenate", "conv1d", "conv2d", "conv_transpose2d", "copysign",
+    "cos", "cosh", "count_nonzero", "cumprod", "cumsum", "diag", "diag_embed", "diagonal", "dot",
+    "einsum", "eq", "erf", "exp", "exp2", "expand", "expand_as", "expm1", "fix", "flatten", "flip",
+    "fliplr", "flipud", "floor", "fmax", "fmin", "fmod", "gather", "gather_nd", "ge", "ger", "greater",
+    "greater_equal", "gt", "hypot", "index_add", "index_select", "isclose", "isfinite", "isinf", "isnan",
+    "isneginf", "isposinf", "le", "lerp", "less", "less_equal", "log", "log10", "log1p", "log2",
+    "log_softmax", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp",
+    "lt", "masked_fill", "max_pool2d", "moveaxis", "movedim", "mv", "nan_to_num", "narrow", "ne", "neg",
+    "negative", "norm", "not_equal", "one_hot", "outer", "pad", "permute", "pow", "prod", "reciprocal",
+    "relu", "repeat", "reshape_as", "roll", "round", "rsqrt", "scatter", "scatter_add", "scatter_nd",
+    "select", "sigmoid", "sign", "sin", "sinh", "softmax", "sqrt", "square", "squared_difference",
+    "squeeze", "stack", "std", "swapaxes", "swapdims", "take", "take_along_dim", "tan", "tanh",
+    "tensordot", "tile", "trace", "tril", "triu", "trunc", "unflatten", "unsqueeze", "var", "vdot",
+    "view_as", "xlogy"
 ]

@@ -4,6 +4,7 @@
 
 pub mod batched_matmul;
 pub mod binary;
+pub mod conv;
 pub mod elementwise;
 pub mod fold;
 pub mod gather;
@@ -13,6 +14,7 @@ pub mod losses;
 pub mod matmul;
 pub mod moments;
 pub mod ordering;
+pub mod pool;
 pub mod product;
 pub mod reduce;
 pub mod scan;

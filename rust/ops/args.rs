@@ -35,6 +35,9 @@ pub enum Kind {
     /// `tensordot`'s dims: an int (how many trailing dims of `a` meet leading dims of `b`), or
     /// two sequences of dims (or two dims) paired in order.
     Axes,
+    /// A convolution's or pooling's padding: a name (`'same'`, `'VALID'`), an int, a sequence of
+    /// ints, or a sequence of `(before, after)` pairs (TF's explicit paddings), flattened.
+    Padding,
 }
 
 impl Kind {
@@ -55,6 +58,7 @@ impl Kind {
             Kind::OptInt => "Optional[int]",
             Kind::OptDType => "Any",
             Kind::Axes => "Union[int, Sequence[Union[int, Sequence[int]]]]",
+            Kind::Padding => "Union[int, str, Sequence[int], Sequence[Sequence[int]]]",
         }
     }
 }
@@ -91,6 +95,15 @@ pub enum Value {
     OptInt(Option<isize>),
     DType(Option<crate::dtype::DType>),
     Axes(Axes),
+    Padding(Padding),
+}
+
+/// A padding argument, as `Kind::Padding` takes it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Padding {
+    Name(String),
+    /// The ints, and whether they were given as `(before, after)` pairs.
+    Ints(Vec<isize>, bool),
 }
 
 /// `tensordot`'s dims, as `Kind::Axes` takes them.
@@ -204,6 +217,13 @@ impl Args {
         match self.get(i)? {
             Value::Axes(v) => Ok(v.clone()),
             _ => Err(self.mismatch(i, "tensordot dims")),
+        }
+    }
+
+    pub fn padding(&self, i: usize) -> Result<Padding> {
+        match self.get(i)? {
+            Value::Padding(v) => Ok(v.clone()),
+            _ => Err(self.mismatch(i, "a padding")),
         }
     }
 

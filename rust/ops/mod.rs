@@ -19,6 +19,7 @@ pub mod args;
 pub mod binary;
 pub mod bmm;
 pub mod compare;
+pub mod conv;
 pub mod creation;
 pub mod einsum;
 pub mod gather;
@@ -35,6 +36,7 @@ pub mod ordering;
 pub mod overwrite;
 pub mod pad;
 pub mod picks;
+pub mod pool;
 pub mod products;
 pub mod reduce;
 pub mod reorder;
@@ -43,6 +45,7 @@ pub mod scan;
 pub mod select;
 pub mod shape;
 pub mod slicing;
+pub mod spatial;
 pub mod unary;
 pub mod views;
 
@@ -451,6 +454,13 @@ table! {
         LogSoftmax(losses::Softmax<true>),
         CrossEntropy(losses::CrossEntropy),
         NllLoss(losses::NllLoss),
+        Conv1d(conv::Conv1d),
+        Conv2d(conv::Conv2d),
+        ConvTranspose2d(conv::ConvTranspose2d),
+        MaxPool2d(pool::MaxPool2d),
+        MaxPool2dIndices(pool::MaxPool2dIndices),
+        AvgPool2d(pool::AvgPool2d),
+        AdaptiveAvgPool2d(pool::AdaptiveAvgPool2d),
     ],
     internal: [
         CatGrad(shape::CatGrad),
@@ -478,5 +488,8 @@ table! {
         FillWith(overwrite::FillWith),
         SoftmaxGrad(losses::SoftmaxGrad),
         ClassLossGrad(losses::ClassLossGrad),
+        ConvInputGrad(conv::ConvInputGrad),
+        ConvWeightGrad(conv::ConvWeightGrad),
+        PoolGrad(pool::PoolGrad),
     ],
 }

@@ -6,7 +6,7 @@ use super::convert::{self, tensor_arg};
 use super::tensor::{run_op, PyTensor};
 use crate::error::Error;
 use crate::op::Op;
-use crate::ops::args::{Axes, NumberOrName, Value};
+use crate::ops::args::{Axes, NumberOrName, Padding, Value};
 use crate::ops::unary::UnaryOp;
 use crate::ops::{numbers_as_tensors, Args, Builder, Kind, Operand, Role, Spec, TorchFront, TABLE, TABLE_EXTRAS};
 use crate::tensor::Tensor;
@@ -198,6 +198,7 @@ fn convert_value(obj: &Bound<'_, PyAny>, kind: Kind, op: &str, name: &str) -> Py
         Kind::OptDType if obj.is_none() => Value::DType(None),
         Kind::OptDType => Value::DType(Some(convert::parse_dtype(obj)?)),
         Kind::Axes => Value::Axes(axes(obj, op, name)?),
+        Kind::Padding => Value::Padding(padding(obj, op, name)?),
         Kind::NumberOrName => match obj.cast::<PyString>() {
             Ok(text) => Value::NumberOrName(NumberOrName::Name(text.to_cow()?.into_owned())),
             Err(_) => Value::NumberOrName(NumberOrName::Number(convert::arg(obj, op, name)?)),
@@ -247,6 +248,25 @@ fn pairs(obj: &Bound<'_, PyAny>, op: &str, name: &str) -> PyResult<Vec<isize>> {
         .into());
     }
     Ok(rows.into_iter().flatten().collect())
+}
+
+/// A padding: a str, an int, a sequence of ints, or a sequence of (before, after) pairs.
+fn padding(obj: &Bound<'_, PyAny>, op: &str, name: &str) -> PyResult<Padding> {
+    if let Ok(text) = obj.cast::<PyString>() {
+        return Ok(Padding::Name(text.to_cow()?.into_owned()));
+    }
+    if obj.is_instance_of::<PyBool>() {
+        return Err(super::errors::argument_type_error(format!(
+            "{op}: argument '{name}' must be an int, a sequence of ints or a str, got bool"
+        )));
+    }
+    if let Ok(single) = obj.extract::<isize>() {
+        return Ok(Padding::Ints(vec![single], false));
+    }
+    if let Ok(ints) = obj.extract::<Vec<isize>>() {
+        return Ok(Padding::Ints(ints, false));
+    }
+    Ok(Padding::Ints(pairs(obj, op, name)?, true))
 }
 
 /// None, or `obj` converted.

@@ -17,6 +17,7 @@ from rustgrad._generated_ops import einsum, logaddexp, one_hot, pad, xlogy
 from rustgrad._rustgrad import Tensor
 from rustgrad._rustgrad import ops as _ops
 from rustgrad.errors import ArgumentTypeError, ShapeError
+from rustgrad.nn import _conv
 from rustgrad.nn._generated_functional import *  # noqa: F403 - the op table's functional ops
 from rustgrad.nn._generated_functional import __all__ as _op_table_names
 
@@ -25,10 +26,19 @@ __all__ = [
     "huber_loss", "kl_div", "l1_loss", "linear", "log_softmax", "mse_loss", "nll_loss", "one_hot", "pad", "relu",
     "sigmoid", "smooth_l1_loss", "softmax", "tanh",
 ]
+# Convolutions and poolings with torch's optional bias, return_indices and None sizes (nn/_conv.py).
+__all__ += _conv.__all__
 # Functions defined below win over the table's of the same name (they take torch's extra arguments).
 __all__ += [name for name in _op_table_names if name not in __all__]
 
 _REDUCTIONS = ("none", "mean", "sum")
+
+adaptive_avg_pool2d = _conv.adaptive_avg_pool2d
+conv1d = _conv.conv1d
+conv2d = _conv.conv2d
+conv_transpose2d = _conv.conv_transpose2d
+max_pool2d = _conv.max_pool2d
+max_pool2d_with_indices = _conv.max_pool2d_with_indices
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:

@@ -30,6 +30,97 @@ def log_softmax(logits: Any, axis: Any = None, name: Optional[str] = None, dim: 
     return _apply(_ops['log_softmax'], [logits], name, (axis,))
 
 
+def conv1d(
+    value: Any,
+    filters: Any,
+    stride: Union[int, Sequence[int]],
+    padding: Union[int, str, Sequence[int], Sequence[Sequence[int]]],
+    use_cudnn_on_gpu: Optional[bool] = None,
+    data_format: Optional[str] = None,
+    dilations: Union[int, Sequence[int]] = 1,
+    name: Optional[str] = None,
+) -> Tensor:
+    """1-D convolution of an NCL input (TF: NWC, or NCW by `data_format`) with an OIL weight (TF: a WIO filter), with
+    stride, padding, dilation and groups.
+    """
+    return _apply(
+        _ops['conv1d'],
+        [value, filters],
+        name,
+        (stride, padding, use_cudnn_on_gpu, data_format, dilations, 1, True),
+    )
+
+
+def conv2d(
+    input: Any,
+    filter: Any,
+    strides: Union[int, Sequence[int]],
+    padding: Union[int, str, Sequence[int], Sequence[Sequence[int]]],
+    use_cudnn_on_gpu: bool = True,
+    data_format: str = 'NHWC',
+    dilations: Union[int, Sequence[int]] = [1, 1, 1, 1],
+    name: Optional[str] = None,
+) -> Tensor:
+    """2-D convolution (cross-correlation) of an NCHW input (TF: NHWC, or NCHW by `data_format`) with an OIHW weight
+    (TF: an HWIO filter), with stride, padding, dilation and groups.
+    """
+    return _apply(
+        _ops['conv2d'],
+        [input, filter],
+        name,
+        (strides, padding, use_cudnn_on_gpu, data_format, dilations, 1, True),
+    )
+
+
+def max_pool(
+    value: Any,
+    ksize: Union[int, Sequence[int]],
+    strides: Union[int, Sequence[int]],
+    padding: Union[int, str, Sequence[int], Sequence[Sequence[int]]],
+    data_format: str = 'NHWC',
+    name: Optional[str] = None,
+) -> Tensor:
+    """2-D max pooling over an NCHW input (TF: NHWC, or NCHW by `data_format`); NaN wins a window."""
+    return _apply(_ops['max_pool2d'], [value], name, (ksize, strides, padding, data_format, 1, False, True))
+
+
+def max_pool2d(
+    input: Any,
+    ksize: Union[int, Sequence[int]],
+    strides: Union[int, Sequence[int]],
+    padding: Union[int, str, Sequence[int], Sequence[Sequence[int]]],
+    data_format: str = 'NHWC',
+    name: Optional[str] = None,
+) -> Tensor:
+    """2-D max pooling over an NCHW input (TF: NHWC, or NCHW by `data_format`); NaN wins a window."""
+    return _apply(_ops['max_pool2d'], [input], name, (ksize, strides, padding, data_format, 1, False, True))
+
+
+def avg_pool(
+    value: Any,
+    ksize: Union[int, Sequence[int]],
+    strides: Union[int, Sequence[int]],
+    padding: Union[int, str, Sequence[int], Sequence[Sequence[int]]],
+    data_format: str = 'NHWC',
+    name: Optional[str] = None,
+) -> Tensor:
+    """2-D average pooling over an NCHW input (TF: NHWC, dividing by the number of input elements in each window)."""
+    return _apply(_ops['avg_pool2d'], [value], name, (ksize, strides, padding, data_format, False, False, None, True))
+
+
+def avg_pool2d(
+    input: Any,
+    ksize: Union[int, Sequence[int]],
+    strides: Union[int, Sequence[int]],
+    padding: Union[int, str, Sequence[int], Sequence[Sequence[int]]],
+    data_format: str = 'NHWC',
+    name: Optional[str] = None,
+) -> Tensor:
+    """2-D average pooling over an NCHW input (TF: NHWC, dividing by the number of input elements in each window)."""
+    return _apply(_ops['avg_pool2d'], [input], name, (ksize, strides, padding, data_format, False, False, None, True))
+
+
 __all__ = [
-    "log_softmax", "relu", "sigmoid", "softmax", "tanh"
+    "avg_pool", "avg_pool2d", "conv1d", "conv2d", "log_softmax", "max_pool", "max_pool2d", "relu",
+    "sigmoid", "softmax", "tanh"
 ]

@@ -847,16 +847,54 @@ def nll_loss(
     return _apply(_ops['nll_loss'], [input, target, weight], name, (ignore_index, reduction))
 
 
+def conv_transpose2d(
+    input: Any,
+    filter: Any,
+    stride: Union[int, Sequence[int]] = 1,
+    padding: Union[int, Sequence[int]] = 0,
+    output_padding: Union[int, Sequence[int]] = 0,
+    groups: int = 1,
+    dilation: Union[int, Sequence[int]] = 1,
+    name: Optional[str] = None,
+) -> Tensor:
+    """2-D transposed convolution of an NCHW input with an (in, out/groups, kh, kw) weight: the gradient of `conv2d`
+    with respect to its input, with stride, padding, output_padding, groups and dilation.
+    """
+    return _apply(_ops['conv_transpose2d'], [input, filter], name, (stride, padding, output_padding, groups, dilation))
+
+
+def max_pool2d_indices(
+    input: Any,
+    ksize: Union[int, Sequence[int]],
+    strides: Union[int, Sequence[int]],
+    padding: Union[int, str, Sequence[int], Sequence[Sequence[int]]],
+    data_format: str = 'NHWC',
+    name: Optional[str] = None,
+) -> Tensor:
+    """The flat index (over H·W of its plane, int64) of each window's maximum in `max_pool2d`: the indices of
+    `F.max_pool2d(..., return_indices=True)`.
+    """
+    return _apply(_ops['max_pool2d_indices'], [input], name, (ksize, strides, padding, data_format, 1, False, True))
+
+
+def adaptive_avg_pool2d(input: Any, output_size: Union[int, Sequence[int]], name: Optional[str] = None) -> Tensor:
+    """2-D adaptive average pooling of an NCHW input to `output_size`: output row i averages input rows floor(i·H/out)
+    to ceil((i+1)·H/out).
+    """
+    return _apply(_ops['adaptive_avg_pool2d'], [input], name, (output_size,))
+
+
 __all__ = [
-    "abs", "acos", "acosh", "addmm", "addmv", "argmax", "argmin", "argsort", "argwhere", "asin", "asinh",
-    "atan", "atan2", "atanh", "baddbmm", "boolean_mask", "broadcast_to", "ceil", "clamp_max", "clamp_min",
-    "concat", "copysign", "cos", "cosh", "count_nonzero", "cross_entropy", "cumprod", "cumsum", "diag",
-    "dot", "einsum", "equal", "erf", "exp", "exp2", "expand_as", "expand_dims", "expm1", "flatten",
-    "fliplr", "flipud", "floor", "fmax", "fmin", "gather", "gather_elements", "gather_nd", "greater",
-    "greater_equal", "hypot", "index_add", "is_finite", "is_inf", "is_nan", "isclose", "isneginf",
-    "isposinf", "lerp", "less", "less_equal", "log", "log10", "log1p", "log2", "logaddexp", "logical_and",
-    "logical_not", "logical_or", "logical_xor", "masked_fill", "matrix_band_part", "matrix_diag",
-    "matrix_diag_part", "movedim", "mv", "nan_to_num", "narrow", "negative", "nll_loss", "norm",
+    "abs", "acos", "acosh", "adaptive_avg_pool2d", "addmm", "addmv", "argmax", "argmin", "argsort",
+    "argwhere", "asin", "asinh", "atan", "atan2", "atanh", "baddbmm", "boolean_mask", "broadcast_to",
+    "ceil", "clamp_max", "clamp_min", "concat", "conv_transpose2d", "copysign", "cos", "cosh",
+    "count_nonzero", "cross_entropy", "cumprod", "cumsum", "diag", "dot", "einsum", "equal", "erf", "exp",
+    "exp2", "expand_as", "expand_dims", "expm1", "flatten", "fliplr", "flipud", "floor", "fmax", "fmin",
+    "gather", "gather_elements", "gather_nd", "greater", "greater_equal", "hypot", "index_add",
+    "is_finite", "is_inf", "is_nan", "isclose", "isneginf", "isposinf", "lerp", "less", "less_equal",
+    "log", "log10", "log1p", "log2", "logaddexp", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "masked_fill", "matrix_band_part", "matrix_diag", "matrix_diag_part",
+    "max_pool2d_indices", "movedim", "mv", "nan_to_num", "narrow", "negative", "nll_loss", "norm",
     "not_equal", "one_hot", "outer", "pad", "pow", "reciprocal", "reduce_all", "reduce_any",
     "reduce_logsumexp", "reduce_prod", "repeat", "reshape_as", "reverse", "reverse_v2", "roll", "round",
     "rsqrt", "scatter_elements", "scatter_elements_add", "scatter_nd", "select", "sigmoid", "sign", "sin",

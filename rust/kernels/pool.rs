@@ -1,0 +1,218 @@
+//! 2-D pooling over planes (N·C planes of H×W, row-major): max, average and adaptive
+//! average, with their gradients. Planes run side by side on the spin pool.
+
+use crate::dtype::Float;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The sizes of one pooling: `pad` is the padding before (top, left) and `pad_end` after
+/// (bottom, right); a window never lies wholly in the padding.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct PoolGeom {
+    pub planes: usize,
+    pub h: usize,
+    pub w: usize,
+    pub oh: usize,
+    pub ow: usize,
+    pub kernel: [usize; 2],
+    pub stride: [usize; 2],
+    pub pad: [usize; 2],
+    pub pad_end: [usize; 2],
+    pub dilation: [usize; 2],
+}
+
+impl PoolGeom {
+    pub fn input_len(&self) -> usize {
+        self.planes * self.h * self.w
+    }
+    pub fn output_len(&self) -> usize {
+        self.planes * self.oh * self.ow
+    }
+    /// The input rows (or columns, `axis` 1) that output position `o` reads, in order.
+    fn taps(&self, axis: usize, o: usize) -> impl Iterator<Item = usize> + '_ {
+        let size = if axis == 0 { self.h } else { self.w };
+        let start = o * self.stride[axis];
+        (0..self.kernel[axis])
+            .map(move |k| (start + k * self.dilation[axis]).wrapping_sub(self.pad[axis]))
+            .filter(move |&i| i < size)
+    }
+}
+
+/// Pooling of fewer elements than this runs on the calling thread.
+const THREADING_MIN_ELEMENTS: usize = 1 << 16;
+
+/// Runs `task(plane, out_chunk)` for each plane's chunk of `out`, on the spin pool when large.
+fn for_planes<U: Send>(out: &mut [U], chunk: usize, work: usize, task: &(dyn Fn(usize, &mut [U]) + Sync)) {
+    if chunk == 0 {
+        return;
+    }
+    let workers = if work < THREADING_MIN_ELEMENTS { 1 } else { super::threads::num_threads().max(1) };
+    if workers == 1 {
+        out.chunks_mut(chunk).enumerate().for_each(|(i, c)| task(i, c));
+        return;
+    }
+    let slots: Vec<Mutex<&mut [U]>> = out.chunks_mut(chunk).map(Mutex::new).collect();
+    let next = AtomicUsize::new(0);
+    super::spin_pool::run(workers.min(slots.len()), &|_| loop {
+        let plane = next.fetch_add(1, Ordering::Relaxed);
+        let Some(slot) = slots.get(plane) else { break };
+        // Each slot is claimed by one worker only, so this lock never waits.
+        task(plane, &mut slot.lock());
+    });
+}
+
+/// The flat index (over H·W of its plane) of each window's maximum; NaN wins, the first maximum
+/// wins ties, as torch.
+pub fn max_indices<T: Float>(g: &PoolGeom, x: &[T], out: &mut [i64]) {
+    let plane_in = g.h * g.w;
+    for_planes(out, g.oh * g.ow, g.input_len(), &|plane, out| {
+        let xs = &x[plane * plane_in..(plane + 1) * plane_in];
+        for oy in 0..g.oh {
+            for ox in 0..g.ow {
+                let mut best: Option<(usize, T)> = None;
+                'window: for iy in g.taps(0, oy) {
+                    for ix in g.taps(1, ox) {
+                        let at = iy * g.w + ix;
+                        let v = xs[at];
+                        if v.is_nan() {
+                            best = Some((at, v));
+                            break 'window;
+                        }
+                        if best.is_none_or(|(_, b)| v > b) {
+                            best = Some((at, v));
+                        }
+                    }
+                }
+                out[oy * g.ow + ox] = best.map_or(0, |(at, _)| at as i64);
+            }
+        }
+    });
+}
+
+/// Each plane's values at the flat `indices`.
+pub fn take_indices<T: Float>(g: &PoolGeom, x: &[T], indices: &[i64], out: &mut [T]) {
+    let (plane_in, plane_out) = (g.h * g.w, g.oh * g.ow);
+    for_planes(out, plane_out, g.output_len(), &|plane, out| {
+        let xs = &x[plane * plane_in..(plane + 1) * plane_in];
+        let idx = &indices[plane * plane_out..(plane + 1) * plane_out];
+        out.iter_mut().zip(idx).for_each(|(o, &i)| *o = xs[i as usize]);
+    });
+}
+
+/// The gradient of max pooling: each output's gradient added at its maximum's index.
+pub fn max_grad<T: Float>(g: &PoolGeom, gy: &[T], indices: &[i64], gx: &mut [T]) {
+    let (plane_in, plane_out) = (g.h * g.w, g.oh * g.ow);
+    for_planes(gx, plane_in, g.input_len(), &|plane, gx| {
+        gx.fill(T::ZERO);
+        let idx = &indices[plane * plane_out..(plane + 1) * plane_out];
+        let gs = &gy[plane * plane_out..(plane + 1) * plane_out];
+        idx.iter().zip(gs).for_each(|(&i, &v)| gx[i as usize] += v);
+    });
+}
+
+/// What an average divides by.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Divisor {
+    /// The window's size clipped to the padded input (torch's `count_include_pad=True`).
+    WithPadding,
+    /// The number of input elements in the window (TF, torch's `count_include_pad=False`).
+    InputOnly,
+    /// A fixed divisor (torch's `divisor_override`).
+    Fixed(f64),
+}
+
+fn divisor(g: &PoolGeom, how: Divisor, oy: usize, ox: usize) -> f64 {
+    match how {
+        Divisor::Fixed(d) => d,
+        Divisor::InputOnly => (g.taps(0, oy).count() * g.taps(1, ox).count()) as f64,
+        Divisor::WithPadding => {
+            let span = |axis: usize, o: usize, size: usize| {
+                let start = o * g.stride[axis];
+                let end = (start + g.kernel[axis]).min(size + g.pad[axis] + g.pad_end[axis]);
+                end.saturating_sub(start)
+            };
+            (span(0, oy, g.h) * span(1, ox, g.w)) as f64
+        }
+    }
+}
+
+/// Average pooling (dilation 1).
+pub fn avg<T: Float>(g: &PoolGeom, how: Divisor, x: &[T], out: &mut [T]) {
+    let plane_in = g.h * g.w;
+    for_planes(out, g.oh * g.ow, g.input_len(), &|plane, out| {
+        let xs = &x[plane * plane_in..(plane + 1) * plane_in];
+        for oy in 0..g.oh {
+            for ox in 0..g.ow {
+                let mut sum = T::ZERO;
+                for iy in g.taps(0, oy) {
+                    for ix in g.taps(1, ox) {
+                        sum += xs[iy * g.w + ix];
+                    }
+                }
+                out[oy * g.ow + ox] = sum / T::from_f64(divisor(g, how, oy, ox));
+            }
+        }
+    });
+}
+
+/// The gradient of average pooling: each output's gradient spread over its window.
+pub fn avg_grad<T: Float>(g: &PoolGeom, how: Divisor, gy: &[T], gx: &mut [T]) {
+    let (plane_in, plane_out) = (g.h * g.w, g.oh * g.ow);
+    for_planes(gx, plane_in, g.input_len(), &|plane, gx| {
+        gx.fill(T::ZERO);
+        let gs = &gy[plane * plane_out..(plane + 1) * plane_out];
+        for oy in 0..g.oh {
+            for ox in 0..g.ow {
+                let share = gs[oy * g.ow + ox] / T::from_f64(divisor(g, how, oy, ox));
+                for iy in g.taps(0, oy) {
+                    for ix in g.taps(1, ox) {
+                        gx[iy * g.w + ix] += share;
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// The input rows `start..end` that adaptive output row `o` of `out` averages over `size` rows.
+fn adaptive_span(o: usize, out: usize, size: usize) -> (usize, usize) {
+    (o * size / out, ((o + 1) * size).div_ceil(out))
+}
+
+/// Adaptive average pooling to `oh`×`ow` (the geometry's kernel, stride and padding are unused).
+pub fn adaptive_avg<T: Float>(g: &PoolGeom, x: &[T], out: &mut [T]) {
+    let plane_in = g.h * g.w;
+    for_planes(out, g.oh * g.ow, g.input_len(), &|plane, out| {
+        let xs = &x[plane * plane_in..(plane + 1) * plane_in];
+        for oy in 0..g.oh {
+            let (y0, y1) = adaptive_span(oy, g.oh, g.h);
+            for ox in 0..g.ow {
+                let (x0, x1) = adaptive_span(ox, g.ow, g.w);
+                let mut sum = T::ZERO;
+                for iy in y0..y1 {
+                    xs[iy * g.w + x0..iy * g.w + x1].iter().for_each(|&v| sum += v);
+                }
+                out[oy * g.ow + ox] = sum / T::from_f64(((y1 - y0) * (x1 - x0)) as f64);
+            }
+        }
+    });
+}
+
+/// The gradient of adaptive average pooling.
+pub fn adaptive_avg_grad<T: Float>(g: &PoolGeom, gy: &[T], gx: &mut [T]) {
+    let (plane_in, plane_out) = (g.h * g.w, g.oh * g.ow);
+    for_planes(gx, plane_in, g.input_len(), &|plane, gx| {
+        gx.fill(T::ZERO);
+        let gs = &gy[plane * plane_out..(plane + 1) * plane_out];
+        for oy in 0..g.oh {
+            let (y0, y1) = adaptive_span(oy, g.oh, g.h);
+            for ox in 0..g.ow {
+                let (x0, x1) = adaptive_span(ox, g.ow, g.w);
+                let share = gs[oy * g.ow + ox] / T::from_f64(((y1 - y0) * (x1 - x0)) as f64);
+                for iy in y0..y1 {
+                    gx[iy * g.w + x0..iy * g.w + x1].iter_mut().for_each(|v| *v += share);
+                }
+            }
+        }
+    });
+}

@@ -1,0 +1,435 @@
+//! Pooling: `max_pool2d` (TF `nn.max_pool`, `nn.max_pool2d`), its indices for
+//! `return_indices=True`, `avg_pool2d` (TF `nn.avg_pool`, `nn.avg_pool2d`) and
+//! `adaptive_avg_pool2d`, on the kernels of `kernels/pool.rs`. Their gradients are internal
+//! ops that take the input as reference, so they size themselves at run time.
+
+use super::spatial::{Pad, Window};
+use super::{
+    internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps, TorchFront, ONE_INPUT,
+    TF_SEMANTICS,
+};
+use crate::dtype::{float_dispatch, DType};
+use crate::error::{dtype_err, shape_err, Error, Result};
+use crate::graph::PartialShape;
+use crate::kernels::pool::{self as kernel, Divisor, PoolGeom};
+use crate::op::Op;
+use crate::rules::{Differentiator, RuleArgs, Saves};
+use crate::shape::fmt_shape;
+use crate::tensor::Tensor;
+
+/// What a pooling does in each window.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reduce {
+    Max,
+    /// The average, divided as `Divisor` says.
+    Avg(Divisor),
+    /// The adaptive average to this output size (height, width).
+    Adaptive([usize; 2]),
+}
+
+/// One pooling's arguments, resolved from either front's spelling.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolConfig {
+    window: Window,
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    padding: Pad,
+    dilation: [usize; 2],
+    ceil_mode: bool,
+    reduce: Reduce,
+}
+
+impl PoolConfig {
+    fn op(&self) -> &'static str {
+        self.window.op
+    }
+
+    /// The output size along one axis (torch's rule, with `ceil_mode`; TF's for SAME and VALID).
+    fn out_size(&self, axis: usize, size: usize) -> Result<(usize, [usize; 2])> {
+        if let Reduce::Adaptive(out) = self.reduce {
+            return Ok((out[axis], [0, 0]));
+        }
+        let (k, s, d) = (self.kernel[axis], self.stride[axis], self.dilation[axis]);
+        let span = d * (k - 1) + 1;
+        let pads = self.padding.resolve(axis, size, span, s);
+        let out = match self.padding {
+            Pad::Same => size.div_ceil(s),
+            Pad::Valid => (size + 1).saturating_sub(span).div_ceil(s),
+            Pad::Explicit(_) => {
+                let padded = size + pads[0] + pads[1];
+                if padded < span {
+                    0
+                } else {
+                    let extra = if self.ceil_mode { s - 1 } else { 0 };
+                    let mut out = (padded - span + extra) / s + 1;
+                    // The last window must start inside the input or its left padding.
+                    if self.ceil_mode && (out - 1) * s >= size + pads[0] {
+                        out -= 1;
+                    }
+                    out
+                }
+            }
+        };
+        Ok((out, pads))
+    }
+
+    fn geometry(&self, x4: [usize; 4], shape: &[usize]) -> Result<PoolGeom> {
+        let (oh, pad_h) = self.out_size(0, x4[2])?;
+        let (ow, pad_w) = self.out_size(1, x4[3])?;
+        if oh == 0 || ow == 0 {
+            return shape_err(format!(
+                "{}: the output of input of shape {} would be empty (kernel {:?}, stride {:?}); use a smaller kernel \
+                 or more padding",
+                self.op(),
+                fmt_shape(shape),
+                self.kernel,
+                self.stride
+            ));
+        }
+        Ok(PoolGeom {
+            planes: x4[0] * x4[1],
+            h: x4[2],
+            w: x4[3],
+            oh,
+            ow,
+            kernel: self.kernel,
+            stride: self.stride,
+            pad: [pad_h[0], pad_w[0]],
+            pad_end: [pad_h[1], pad_w[1]],
+            dilation: self.dilation,
+        })
+    }
+
+    fn output_nchw(geom: &PoolGeom, x4: [usize; 4]) -> [usize; 4] {
+        [x4[0], x4[1], geom.oh, geom.ow]
+    }
+
+    fn float_input(&self, x: &Tensor) -> Result<DType> {
+        if !x.dtype().is_float() {
+            return dtype_err(format!(
+                "{}: expected a float tensor but got {}; convert it with .float() first",
+                self.op(),
+                x.dtype().name()
+            ));
+        }
+        Ok(x.dtype())
+    }
+
+    /// The pooled values (`indices`: the flat indices of the maxima, int64).
+    fn run(&self, x: &Tensor, indices: bool) -> Result<Tensor> {
+        let dtype = self.float_input(x)?;
+        let batched = self.window.batched("input", x.shape())?;
+        let x4 = self.window.to_nchw(x)?;
+        let dims = [x4.shape()[0], x4.shape()[1], x4.shape()[2], x4.shape()[3]];
+        let geom = self.geometry(dims, x.shape())?;
+        let out_shape = Self::output_nchw(&geom, dims);
+        let out = float_dispatch!(dtype, self.op(), |T| {
+            let xs = x4.to_vec::<T>()?;
+            let mut out = crate::storage::zeroed_vec::<T>(geom.output_len());
+            match self.reduce {
+                Reduce::Max => {
+                    let mut idx = crate::storage::zeroed_vec::<i64>(geom.output_len());
+                    kernel::max_indices(&geom, &xs, &mut idx);
+                    if indices {
+                        Tensor::from_vec(idx, out_shape.as_slice())?
+                    } else {
+                        kernel::take_indices(&geom, &xs, &idx, &mut out);
+                        Tensor::from_vec(out, out_shape.as_slice())?
+                    }
+                }
+                Reduce::Avg(how) => {
+                    kernel::avg(&geom, how, &xs, &mut out);
+                    Tensor::from_vec(out, out_shape.as_slice())?
+                }
+                Reduce::Adaptive(_) => {
+                    kernel::adaptive_avg(&geom, &xs, &mut out);
+                    Tensor::from_vec(out, out_shape.as_slice())?
+                }
+            }
+        });
+        self.window.from_nchw(out, batched)
+    }
+
+    /// The input's gradient for the output's gradient `g`.
+    fn grad(&self, g: &Tensor, x: &Tensor) -> Result<Tensor> {
+        let dtype = self.float_input(g)?;
+        let batched = self.window.batched("input", x.shape())?;
+        let x_dims = self.window.nchw_shape(x.shape())?;
+        let geom = self.geometry(x_dims, x.shape())?;
+        let g4 = self.window.to_nchw(g)?;
+        if g4.shape() != Self::output_nchw(&geom, x_dims) {
+            return shape_err(format!(
+                "{}_backward: the output gradient has shape {} but the pooling's output is {}",
+                self.op(),
+                fmt_shape(g.shape()),
+                fmt_shape(&Self::output_nchw(&geom, x_dims))
+            ));
+        }
+        let out = float_dispatch!(dtype, self.op(), |T| {
+            let gs = g4.to_vec::<T>()?;
+            let mut gx = crate::storage::zeroed_vec::<T>(geom.input_len());
+            match self.reduce {
+                Reduce::Max => {
+                    let xs = self.window.to_nchw(&crate::forward::as_dtype(x, dtype)?)?.to_vec::<T>()?;
+                    let mut idx = crate::storage::zeroed_vec::<i64>(geom.output_len());
+                    kernel::max_indices(&geom, &xs, &mut idx);
+                    kernel::max_grad(&geom, &gs, &idx, &mut gx);
+                }
+                Reduce::Avg(how) => kernel::avg_grad(&geom, how, &gs, &mut gx),
+                Reduce::Adaptive(_) => kernel::adaptive_avg_grad(&geom, &gs, &mut gx),
+            }
+            Tensor::from_vec(gx, x_dims.as_slice())?
+        });
+        self.window.from_nchw(out, batched)
+    }
+
+    fn infer(&self, inputs: &[Meta<'_>], indices: bool) -> Result<(PartialShape, DType)> {
+        let (x, dtype) = *nth(inputs, 0, self.op())?;
+        if !dtype.is_float() {
+            return dtype_err(format!("{}: expected a float tensor but got {}", self.op(), dtype.name()));
+        }
+        let out_dtype = if indices { DType::I64 } else { dtype };
+        let Some(x) = x else { return Ok((None, out_dtype)) };
+        let spatial = self.window.spatial;
+        if x.len() != spatial + 2 && (self.window.tf || x.len() != spatial + 1) {
+            return shape_err(format!("{}: input must be {}-D, got rank {}", self.op(), spatial + 2, x.len()));
+        }
+        let batched = x.len() == spatial + 2;
+        let c = if self.window.channels_last { x.len() - 1 } else { usize::from(batched) };
+        let spatial_dims: Vec<usize> = (0..x.len()).filter(|&d| !(batched && d == 0) && d != c).collect();
+        let mut out = x.clone();
+        for (i, &d) in spatial_dims.iter().enumerate() {
+            let axis = if spatial == 1 { 1 } else { i };
+            out[d] = match x[d] {
+                Some(size) => Some(self.out_size(axis, size)?.0),
+                None => None,
+            };
+        }
+        Ok((Some(out), out_dtype))
+    }
+}
+
+const fn param(
+    torch: &'static str,
+    tf: &'static str,
+    kind: Kind,
+    torch_default: Option<&'static str>,
+    tf_default: Option<&'static str>,
+) -> Param {
+    Param { torch, tf, tf_aliases: &[], kind, torch_default, tf_default }
+}
+
+/// `max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False)`; TF's
+/// `nn.max_pool(value, ksize, strides, padding, data_format='NHWC')`.
+const MAX_POOL_PARAMS: &[Param] = &[
+    param("kernel_size", "ksize", Kind::Ints, None, None),
+    param("stride", "strides", Kind::Ints, Some("None"), None),
+    param("padding", "padding", Kind::Padding, Some("0"), None),
+    param("", "data_format", Kind::Str, Some("'NCHW'"), Some("'NHWC'")),
+    param("dilation", "", Kind::Ints, Some("1"), Some("1")),
+    param("ceil_mode", "", Kind::Bool, Some("False"), Some("False")),
+    TF_SEMANTICS,
+];
+
+/// `avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+/// divisor_override=None)`; TF's `nn.avg_pool(value, ksize, strides, padding, data_format='NHWC')`,
+/// which divides by the number of input elements in each window.
+const AVG_POOL_PARAMS: &[Param] = &[
+    param("kernel_size", "ksize", Kind::Ints, None, None),
+    param("stride", "strides", Kind::Ints, Some("None"), None),
+    param("padding", "padding", Kind::Padding, Some("0"), None),
+    param("", "data_format", Kind::Str, Some("'NCHW'"), Some("'NHWC'")),
+    param("ceil_mode", "", Kind::Bool, Some("False"), Some("False")),
+    param("count_include_pad", "", Kind::Bool, Some("True"), Some("False")),
+    param("divisor_override", "", Kind::OptInt, Some("None"), Some("None")),
+    TF_SEMANTICS,
+];
+
+fn channels_last(op: &str, format: &str) -> Result<bool> {
+    match format {
+        "NHWC" => Ok(true),
+        "NCHW" => Ok(false),
+        f => Err(Error::InvalidArgument(format!("{op}: data_format must be 'NHWC' or 'NCHW', got '{f}'"))),
+    }
+}
+
+/// The window arguments common to max and average pooling: (kernel, stride, padding).
+fn window_args(args: &Args, window: &Window) -> Result<([usize; 2], [usize; 2], Pad)> {
+    let kernel = window.per_dim("kernel_size", &args.required_ints(0, "kernel_size")?, 1)?;
+    let stride = match args.dims(1)? {
+        Some(s) if !s.is_empty() => window.per_dim("stride", &s, 1)?,
+        _ => kernel,
+    };
+    let padding = window.padding(&args.padding(2)?)?;
+    if let Pad::Explicit(p) = &padding {
+        if !window.tf {
+            for axis in 0..2 {
+                if p[axis][0] * 2 > kernel[axis] {
+                    return Err(Error::InvalidArgument(format!(
+                        "{}: pad should be at most half of effective kernel size, but got pad={}, kernel_size={}",
+                        window.op, p[axis][0], kernel[axis]
+                    )));
+                }
+            }
+        }
+    }
+    if !window.tf && matches!(padding, Pad::Same | Pad::Valid) {
+        return Err(Error::InvalidArgument(format!("{}: padding must be an int or a pair of ints", window.op)));
+    }
+    Ok((kernel, stride, padding))
+}
+
+fn build_max_pool(args: &Args, op: &'static str) -> Result<PoolConfig> {
+    let tf = args.flag(6)?;
+    let window = Window { op, spatial: 2, channels_last: channels_last(op, args.text(3)?)?, tf };
+    let (kernel, stride, padding) = window_args(args, &window)?;
+    let dilation = window.per_dim("dilation", &args.required_ints(4, "dilation")?, 1)?;
+    Ok(PoolConfig { window, kernel, stride, padding, dilation, ceil_mode: args.flag(5)?, reduce: Reduce::Max })
+}
+
+macro_rules! pool_op {
+    ($ty:ident, $name:literal, $tf:expr, $doc:literal, $params:expr, $front:expr, $build:expr, indices: $indices:literal) => {
+        #[derive(Clone, Debug)]
+        pub struct $ty(PoolConfig);
+
+        impl TableOp for $ty {
+            const SPEC: Spec = Spec {
+                name: $name,
+                torch_aliases: &[],
+                tf: $tf,
+                doc: $doc,
+                differentiable: !$indices,
+                inputs: ONE_INPUT_NAMED,
+                params: $params,
+            };
+            const TORCH_FRONT: TorchFront = $front;
+
+            fn build(args: &Args) -> Result<Self> {
+                $build(args).map($ty)
+            }
+
+            fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+                self.0.run(nth(inputs, 0, $name)?, $indices)
+            }
+
+            fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
+                self.0.infer(inputs, $indices)
+            }
+
+            fn saves(&self, needs: &[bool]) -> Saves {
+                let reads_input = self.0.reduce == Reduce::Max && needs.first().copied().unwrap_or(false);
+                Saves { inputs: u32::from(reads_input), output: false }
+            }
+
+            fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+                if $indices || !a.needs.first().copied().unwrap_or(false) {
+                    return Ok(vec![None]);
+                }
+                let x = nth(a.inputs, 0, $name)?;
+                let grad = Op::Table(TableOps::PoolGrad(PoolGrad(self.0.clone())));
+                Ok(vec![Some(d.apply(grad, &[a.grad, x])?)])
+            }
+        }
+    };
+}
+
+/// The one input of a pooling: torch's `input`, TF's `input` (`value` for `nn.max_pool`).
+const ONE_INPUT_NAMED: &[Input] = &[Input { torch: "input", tf: "input", list: false }];
+
+pool_op!(
+    MaxPool2d,
+    "max_pool2d",
+    &["nn.max_pool(value)", "nn.max_pool2d"],
+    "2-D max pooling over an NCHW input (TF: NHWC, or NCHW by `data_format`); NaN wins a window.",
+    MAX_POOL_PARAMS,
+    TorchFront::FUNCTION_AND_FUNCTIONAL,
+    |args: &Args| build_max_pool(args, "max_pool2d"),
+    indices: false
+);
+
+pool_op!(
+    MaxPool2dIndices,
+    "max_pool2d_indices",
+    &[],
+    "The flat index (over H·W of its plane, int64) of each window's maximum in `max_pool2d`: the indices of \
+     `F.max_pool2d(..., return_indices=True)`.",
+    MAX_POOL_PARAMS,
+    TorchFront::FUNCTIONAL,
+    |args: &Args| build_max_pool(args, "max_pool2d_indices"),
+    indices: true
+);
+
+pool_op!(
+    AvgPool2d,
+    "avg_pool2d",
+    &["nn.avg_pool(value)", "nn.avg_pool2d"],
+    "2-D average pooling over an NCHW input (TF: NHWC, dividing by the number of input elements in each window).",
+    AVG_POOL_PARAMS,
+    TorchFront::FUNCTIONAL,
+    |args: &Args| -> Result<PoolConfig> {
+        let op = "avg_pool2d";
+        let tf = args.flag(7)?;
+        let window = Window { op, spatial: 2, channels_last: channels_last(op, args.text(3)?)?, tf };
+        let (kernel, stride, padding) = window_args(args, &window)?;
+        let how = match args.opt_int(6)? {
+            Some(0) => return Err(Error::DivisionByZero(format!("{op}: divisor_override must not be 0"))),
+            Some(d) => Divisor::Fixed(d as f64),
+            None if args.flag(5)? => Divisor::WithPadding,
+            None => Divisor::InputOnly,
+        };
+        let reduce = Reduce::Avg(how);
+        Ok(PoolConfig { window, kernel, stride, padding, dilation: [1, 1], ceil_mode: args.flag(4)?, reduce })
+    },
+    indices: false
+);
+
+pool_op!(
+    AdaptiveAvgPool2d,
+    "adaptive_avg_pool2d",
+    &[],
+    "2-D adaptive average pooling of an NCHW input to `output_size`: output row i averages input rows \
+     floor(i·H/out) to ceil((i+1)·H/out).",
+    &[param("output_size", "output_size", Kind::Ints, None, None)],
+    TorchFront::FUNCTIONAL,
+    |args: &Args| -> Result<PoolConfig> {
+        let op = "adaptive_avg_pool2d";
+        let window = Window { op, spatial: 2, channels_last: false, tf: false };
+        let sizes = args.required_ints(0, "output_size")?;
+        let shifted: Vec<isize> = sizes.iter().map(|v| v + 1).collect();
+        let [h, w] = window.per_dim("output_size", &shifted, 1)?;
+        let out = [h - 1, w - 1];
+        let reduce = Reduce::Adaptive(out);
+        Ok(PoolConfig { window, kernel: [1, 1], stride: [1, 1], padding: Pad::Valid, dilation: [1, 1], ceil_mode: false, reduce })
+    },
+    indices: false
+);
+
+/// `(g, x)`: the gradient of a pooling with respect to its input `x`.
+#[derive(Clone, Debug)]
+pub struct PoolGrad(PoolConfig);
+
+impl TableOp for PoolGrad {
+    const SPEC: Spec = internal("pool_grad", ONE_INPUT);
+
+    fn build(_args: &Args) -> Result<Self> {
+        Err(Error::Internal("pool_grad is built by the poolings' rules only".into()))
+    }
+
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        self.0.grad(nth(inputs, 0, "pool_grad")?, nth(inputs, 1, "pool_grad")?)
+    }
+
+    fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
+        let (_, dtype) = *nth(inputs, 0, "pool_grad")?;
+        let (shape, _) = *nth(inputs, 1, "pool_grad")?;
+        Ok((shape.clone(), dtype))
+    }
+
+    fn saves(&self, _needs: &[bool]) -> Saves {
+        Saves { inputs: 0b11, output: false }
+    }
+
+    fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        Err(no_double_backward("PoolBackward0"))
+    }
+}
