@@ -2,6 +2,7 @@
 //! autograd, graphs or Python, so a faster kernel can replace one here without
 //! touching the tape.
 
+pub mod activation;
 pub mod batched_matmul;
 pub mod binary;
 pub mod elementwise;
@@ -11,6 +12,7 @@ pub mod layout;
 pub mod logical;
 pub mod matmul;
 pub mod moments;
+pub mod norm;
 pub mod ordering;
 pub mod product;
 pub mod reduce;

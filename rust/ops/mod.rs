@@ -15,6 +15,7 @@
 //!
 //! `docs/contributing.md` walks through adding an op.
 
+pub mod activation;
 pub mod args;
 pub mod binary;
 pub mod bmm;
@@ -24,12 +25,14 @@ pub mod einsum;
 pub mod gather;
 pub mod indexing;
 pub mod introspect;
+pub mod layers;
 pub mod layout;
 pub mod logical;
 pub mod matrix;
 pub mod moments;
 pub mod nd;
 pub mod norm;
+pub mod norms;
 pub mod ordering;
 pub mod overwrite;
 pub mod pad;
@@ -446,6 +449,16 @@ table! {
         Addmm(products::Addmm),
         Addmv(products::Addmv),
         Baddbmm(products::Baddbmm),
+        Gelu(activation::Gelu),
+        LeakyRelu(activation::LeakyRelu),
+        Elu(activation::Elu),
+        Softplus(activation::Softplus),
+        Hardtanh(activation::Hardtanh),
+        LayerNorm(norms::LayerNorm),
+        GroupNorm(norms::GroupNorm),
+        BatchNorm(norms::BatchNorm),
+        Linear(layers::Linear),
+        Embedding(layers::Embedding),
     ],
     internal: [
         CatGrad(shape::CatGrad),
@@ -471,5 +484,9 @@ table! {
         Bmm(bmm::Bmm),
         Zero(overwrite::Zero),
         FillWith(overwrite::FillWith),
+        ActivationBackward(activation::ActivationBackward),
+        NormBackward(norms::NormBackward),
+        LinearWeightGrad(layers::LinearWeightGrad),
+        EmbeddingBackward(layers::EmbeddingBackward),
     ],
 }

@@ -17,10 +17,13 @@ from rustgrad._generated_ops import one_hot, pad
 from rustgrad._rustgrad import Tensor
 from rustgrad.nn._generated_functional import *  # noqa: F403 - the op table's functional ops
 from rustgrad.nn._generated_functional import __all__ as _op_table_names
+from rustgrad.nn._nn_ops import *  # noqa: F403 - layers over the op table's kernels
+from rustgrad.nn._nn_ops import __all__ as _nn_op_names
 
 __all__ = [
     "cross_entropy", "log_softmax", "mse_loss", "nll_loss", "one_hot", "pad", "relu", "sigmoid", "softmax", "tanh",
 ]
+__all__ += _nn_op_names
 # Functions defined below win over the table's of the same name (they take torch's extra arguments).
 __all__ += [name for name in _op_table_names if name not in __all__]
 

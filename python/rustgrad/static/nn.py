@@ -8,10 +8,14 @@ from rustgrad.static._generated_nn import *  # noqa: F403 - the op table's tf.nn
 from rustgrad.static._generated_nn import __all__ as _op_table_names
 from rustgrad.static._generated_ops import exp, log
 from rustgrad.static._graph import Tensor, convert_to_tensor
+from rustgrad.static._nn_layers import batch_normalization, bias_add, dropout, embedding_lookup, fused_batch_norm
 from rustgrad.static._ops import reduce_max, reduce_sum, stop_gradient
 from rustgrad.static._reductions import moments, top_k
 
-__all__ = ["log_softmax", "moments", "softmax", "top_k", *_op_table_names]
+__all__ = [
+    "batch_normalization", "bias_add", "dropout", "embedding_lookup", "fused_batch_norm", "log_softmax", "moments",
+    "softmax", "top_k", *_op_table_names,
+]
 
 
 def _axis(axis: Optional[int], dim: Optional[int], rank: Optional[int]) -> int:
