@@ -127,11 +127,21 @@ pub enum Act {
     LogSigmoid,
     Gelu,
     GeluTanh,
-    LeakyRelu { slope: f64 },
-    Elu { alpha: f64 },
-    Softplus { beta: f64, threshold: f64 },
+    LeakyRelu {
+        slope: f64,
+    },
+    Elu {
+        alpha: f64,
+    },
+    Softplus {
+        beta: f64,
+        threshold: f64,
+    },
     /// `hardtanh` (and `relu6`, with 0 and 6): the gradient is 0 at and past the bounds.
-    Hardtanh { min: f64, max: f64 },
+    Hardtanh {
+        min: f64,
+        max: f64,
+    },
 }
 
 #[inline(always)]
@@ -194,7 +204,8 @@ impl Act {
             Act::LogSigmoid => sigmoid(-v),
             Act::Gelu => {
                 let cdf = T::of(0.5) * (-v * T::of(std::f64::consts::FRAC_1_SQRT_2)).erfc();
-                let pdf = (T::of(-0.5) * v * v).exp() * T::of(0.5 * std::f64::consts::FRAC_2_SQRT_PI)
+                let pdf = (T::of(-0.5) * v * v).exp()
+                    * T::of(0.5 * std::f64::consts::FRAC_2_SQRT_PI)
                     * T::of(std::f64::consts::FRAC_1_SQRT_2);
                 cdf + v * pdf
             }

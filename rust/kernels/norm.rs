@@ -104,11 +104,11 @@ pub fn forward<T: ActFloat>(x: &[T], shape: NormShape, stats: &Stats, w: &[T], b
         out.par_chunks_mut(shape.s).zip(x.par_chunks(shape.s)).enumerate().for_each(|(row, (o, xs))| {
             let mo = row_moments(&m, shape, stats, row);
             let c = row % shape.c;
-            let scale = mo.rstd * w[c].to_f64();
-            let shift = b[c].to_f64() - mo.mean * scale;
-            let (scale, shift) = (T::of(scale), T::of(shift));
+            // (x - mean)·rstd first, not x·scale + shift: that would cancel when the mean is large,
+            // and make 0·inf of a normalised 0 times an infinite weight.
+            let (w, b) = (w[c], b[c]);
             for (o, &v) in o.iter_mut().zip(xs) {
-                *o = v * scale + shift;
+                *o = T::of((v.to_f64() - mo.mean) * mo.rstd) * w + b;
             }
         })
     });

@@ -34,8 +34,14 @@ const fn float_param(torch: &'static str, tf: &'static str, default: &'static st
 }
 
 /// `inplace=False` of torch's functional activations: accepted, and the result is a new tensor.
-const INPLACE: Param =
-    Param { torch: "inplace", tf: "", tf_aliases: &[], kind: Kind::Bool, torch_default: Some("False"), tf_default: None };
+const INPLACE: Param = Param {
+    torch: "inplace",
+    tf: "",
+    tf_aliases: &[],
+    kind: Kind::Bool,
+    torch_default: Some("False"),
+    tf_default: None,
+};
 
 macro_rules! activations {
     ($(
@@ -90,9 +96,7 @@ fn gelu_act(args: &Args) -> Result<Act> {
     match args.text(0)? {
         "none" => Ok(Act::Gelu),
         "tanh" => Ok(Act::GeluTanh),
-        other => Err(Error::InvalidArgument(format!(
-            "gelu: approximate must be 'none' or 'tanh', got '{other}'"
-        ))),
+        other => Err(Error::InvalidArgument(format!("gelu: approximate must be 'none' or 'tanh', got '{other}'"))),
     }
 }
 

@@ -2,7 +2,9 @@
 //! of a weight picked by index), with the internal gradient ops their rules emit.
 
 use super::binary::same_float_dtype;
-use super::{internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Role, Spec, TableOp, TableOps, TorchFront};
+use super::{
+    internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Role, Spec, TableOp, TableOps, TorchFront,
+};
 use crate::dtype::{float_dispatch, DType};
 use crate::error::{dtype_err, Error, Result};
 use crate::forward;
@@ -20,8 +22,11 @@ pub struct Linear;
 
 /// `x` as a matrix of its rows: `[prod(leading), last]` (a view when `x` is contiguous).
 fn as_rows(x: &Tensor) -> Result<Tensor> {
-    let last = x.shape().last().copied().unwrap_or(1);
-    forward::reshape(x, &[-1, last as isize])
+    let (rows, last) = match x.shape().split_last() {
+        Some((last, lead)) => (lead.iter().product::<usize>(), *last),
+        None => (1, 1),
+    };
+    forward::reshape(x, &[rows as isize, last as isize])
 }
 
 fn check_linear(x: &[usize], w: &[usize], b: Option<&[usize]>) -> Result<()> {
@@ -125,50 +130,71 @@ impl TableOp for Linear {
         let need = |i: usize| a.needs.get(i).copied().unwrap_or(false);
         let (x, w, b) = (nth(a.inputs, 0, "linear")?, nth(a.inputs, 1, "linear")?, nth(a.inputs, 2, "linear")?);
         let g = a.grad;
-        let gx = if need(0) { Some(d.apply(Op::MatMul { transpose_a: false, transpose_b: false }, &[g, w])?) } else { None };
-        let gw = if need(1) {
-            Some(d.apply(Op::Table(TableOps::LinearWeightGrad(LinearWeightGrad)), &[g, x])?)
-        } else {
-            None
+        let part = |d: &mut D, part: LinearPart| {
+            d.apply(Op::Table(TableOps::LinearBackward(LinearBackward { part })), &[g, x, w])
         };
+        let gx = if need(0) { Some(part(&mut *d, LinearPart::Input)?) } else { None };
+        let gw = if need(1) { Some(part(&mut *d, LinearPart::Weight)?) } else { None };
         let gb = if need(2) { Some(d.apply(Op::SumToLike, &[g, b])?) } else { None };
         Ok(vec![gx, gw, gb])
     }
 }
 
-/// `linear`'s weight gradient: `g.T @ x` over all the rows of the leading dims, one product.
-#[derive(Clone, Debug)]
-pub struct LinearWeightGrad;
+/// Which gradient a `linear_backward` computes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum LinearPart {
+    /// `g @ weight`, in the input's shape.
+    Input,
+    /// `g.T @ x` over all the rows of the leading dims, one product.
+    Weight,
+}
 
-impl TableOp for LinearWeightGrad {
+/// `linear`'s input or weight gradient, from `g`, `x` and `weight`.
+#[derive(Clone, Debug)]
+pub struct LinearBackward {
+    part: LinearPart,
+}
+
+impl TableOp for LinearBackward {
     const SPEC: Spec = internal(
-        "linear_weight_grad",
-        &[Input { torch: "grad", tf: "grad", list: false }, Input { torch: "input", tf: "x", list: false }],
+        "linear_backward",
+        &[
+            Input { torch: "grad", tf: "grad", list: false },
+            Input { torch: "input", tf: "x", list: false },
+            Input { torch: "weight", tf: "weight", list: false },
+        ],
     );
 
     fn build(_args: &Args) -> Result<Self> {
-        Err(Error::Internal("linear_weight_grad is emitted by derivative rules only".into()))
+        Err(Error::Internal("linear_backward is emitted by derivative rules only".into()))
     }
 
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        let (g, x) = (*nth(inputs, 0, "linear_weight_grad")?, *nth(inputs, 1, "linear_weight_grad")?);
-        let g = forward::as_dtype(g, x.dtype())?;
-        forward::matmul2d(&as_rows(&g)?, &as_rows(x)?, true, false)
+        let op = "linear_backward";
+        let (g, x, w) = (*nth(inputs, 0, op)?, *nth(inputs, 1, op)?, *nth(inputs, 2, op)?);
+        let g = as_rows(&forward::as_dtype(g, x.dtype())?)?;
+        match self.part {
+            LinearPart::Input => {
+                let rows = forward::matmul2d(&g, w, false, false)?;
+                let shape: Vec<isize> = x.shape().iter().map(|&d| d as isize).collect();
+                forward::reshape(&rows, &shape)
+            }
+            LinearPart::Weight => forward::matmul2d(&g, &as_rows(x)?, true, false),
+        }
     }
 
     fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
-        let ((g, dtype), (x, _)) = (*nth(inputs, 0, "linear_weight_grad")?, *nth(inputs, 1, "linear_weight_grad")?);
-        let last = |s: &PartialShape| s.as_ref().and_then(|s| s.last().copied().flatten());
-        let known = g.is_some() && x.is_some();
-        Ok((known.then(|| vec![last(g), last(x)]), dtype))
+        let (_, dtype) = *nth(inputs, 0, "linear_backward")?;
+        let like = if self.part == LinearPart::Input { 1 } else { 2 };
+        Ok((nth(inputs, like, "linear_backward")?.0.clone(), dtype))
     }
 
     fn saves(&self, _needs: &[bool]) -> Saves {
-        Saves { inputs: 0b11, output: false }
+        Saves { inputs: 0b111, output: false }
     }
 
     fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
-        Err(no_double_backward("linear_weight_grad"))
+        Err(no_double_backward("linear_backward"))
     }
 }
 
@@ -191,7 +217,10 @@ fn rows_of(op: &str, index: &Tensor, rows: usize) -> Result<Vec<usize>> {
         .into_iter()
         .map(|i| {
             usize::try_from(i).ok().filter(|&r| r < rows).ok_or_else(|| {
-                Error::Index(format!("{op}: index {i} is out of range for a weight of {rows} rows (valid: 0 to {})", rows as i64 - 1))
+                Error::Index(format!(
+                    "{op}: index {i} is out of range for a weight of {rows} rows (valid: 0 to {})",
+                    rows as i64 - 1
+                ))
             })
         })
         .collect()
@@ -227,7 +256,10 @@ impl Embedding {
 fn check_weight(op: &str, w: &[usize]) -> Result<(usize, usize)> {
     match w {
         [rows, width] => Ok((*rows, *width)),
-        _ => Err(Error::Shape(format!("{op}: weight must be 2-D ([num_embeddings, embedding_dim]), got shape {}", fmt_shape(w)))),
+        _ => Err(Error::Shape(format!(
+            "{op}: weight must be 2-D ([num_embeddings, embedding_dim]), got shape {}",
+            fmt_shape(w)
+        ))),
     }
 }
 
@@ -239,7 +271,10 @@ impl TableOp for Embedding {
         doc: "The rows of `weight` at the indices `input`: shape `input.shape + [embedding_dim]`; the row at \
               `padding_idx` gets no gradient.",
         differentiable: true,
-        inputs: &[Input { torch: "input", tf: "ids", list: false }, Input { torch: "weight", tf: "params", list: false }],
+        inputs: &[
+            Input { torch: "input", tf: "ids", list: false },
+            Input { torch: "weight", tf: "params", list: false },
+        ],
         params: &[Param {
             torch: "padding_idx",
             tf: "padding_idx",
@@ -276,7 +311,10 @@ impl TableOp for Embedding {
         }
         if let Some(w) = w {
             if w.len() != 2 {
-                return Err(Error::Shape(format!("embedding: params must be 2-D, got shape {}", fmt_partial(&Some(w.clone())))));
+                return Err(Error::Shape(format!(
+                    "embedding: params must be 2-D, got shape {}",
+                    fmt_partial(&Some(w.clone()))
+                )));
             }
         }
         let out = match (index, w) {

@@ -486,7 +486,7 @@ table! {
         FillWith(overwrite::FillWith),
         ActivationBackward(activation::ActivationBackward),
         NormBackward(norms::NormBackward),
-        LinearWeightGrad(layers::LinearWeightGrad),
+        LinearBackward(layers::LinearBackward),
         EmbeddingBackward(layers::EmbeddingBackward),
     ],
 }

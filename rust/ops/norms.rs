@@ -125,6 +125,15 @@ impl Norm {
         Ok((shape, stats))
     }
 
+    /// The inputs the gradients read: `x` and `weight`, and the running statistics in evaluation
+    /// (in training they are left out, so updating them in place does not void the tape).
+    fn reads(&self) -> u32 {
+        match self.kind {
+            NormKind::Batch { training: false } => 0b11011,
+            _ => 0b011,
+        }
+    }
+
     fn infer_output(&self, inputs: &[Meta<'_>], spec: &Spec) -> Result<(PartialShape, DType)> {
         let dtype = same_float_dtype(spec, inputs)?;
         Ok((nth(inputs, 0, self.name())?.0.clone(), dtype))
@@ -171,7 +180,14 @@ const AFFINE: [Input; 3] = [
 ];
 
 const fn eps_param(tf_default: &'static str) -> Param {
-    Param { torch: "eps", tf: "epsilon", tf_aliases: &[], kind: Kind::Float, torch_default: Some("1e-05"), tf_default: Some(tf_default) }
+    Param {
+        torch: "eps",
+        tf: "epsilon",
+        tf_aliases: &[],
+        kind: Kind::Float,
+        torch_default: Some("1e-05"),
+        tf_default: Some(tf_default),
+    }
 }
 
 macro_rules! norm_op {
@@ -197,7 +213,7 @@ macro_rules! norm_op {
             }
 
             fn saves(&self, _needs: &[bool]) -> Saves {
-                Saves { inputs: u32::MAX >> (32 - Self::SPEC.inputs.len()), output: false }
+                Saves { inputs: self.0.reads(), output: false }
             }
 
             fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
@@ -331,7 +347,8 @@ impl TableOp for NormBackward {
                         norm::affine_grads(&gs, xs, shape, &stats, &m)
                     })?;
                     let picked = if self.part == Part::Weight { dw } else { db };
-                    let values: Vec<T> = picked.into_iter().map(<T as crate::kernels::activation::ActFloat>::of).collect();
+                    let values: Vec<T> =
+                        picked.into_iter().map(<T as crate::kernels::activation::ActFloat>::of).collect();
                     Tensor::from_vec(values, w.shape())
                 }
             }
