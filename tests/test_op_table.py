@@ -95,6 +95,13 @@ UNARY_REFERENCES: dict[str, UnaryReference] = {
     "ceil": UnaryReference(np.ceil, kinks=_near_half_integer),
     "round": UnaryReference(np.round, kinks=_near_half_integer),
     "trunc": UnaryReference(np.trunc, kinks=_near_half_integer),
+    "silu": UnaryReference(lambda x: x / (1 + np.exp(-x))),
+    "selu": UnaryReference(lambda x: 1.0507009873554804934193349852946
+                           * np.where(x > 0, x, 1.6732632423543772848170429916717 * np.expm1(x)),
+                           kinks=lambda x: abs(x) < 0.01),
+    "relu6": UnaryReference(lambda x: np.where(x < 0, 0.0, np.where(x > 6, 6.0, x)), -1.0, 7.0,
+                            kinks=lambda x: abs(x) < 0.01 or abs(x - 6) < 0.01),
+    "logsigmoid": UnaryReference(lambda x: -np.logaddexp(0.0, -x)),
 }
 
 UNARY = [spec for spec in ops.values() if spec.kind == "unary"]

@@ -325,6 +325,26 @@ def _relu_method(self: Tensor) -> Tensor:
 
 Tensor.relu = _relu_method  # type: ignore[method-assign]
 
+def silu(input: Tensor) -> Tensor:
+    """The sigmoid linear unit x·sigmoid(x) (swish)."""
+    return _ops['silu'](input)
+
+
+def selu(input: Tensor) -> Tensor:
+    """scale·(x where x > 0, else alpha·(e^x - 1)), with SELU's fixed scale and alpha."""
+    return _ops['selu'](input)
+
+
+def relu6(input: Tensor) -> Tensor:
+    """min(max(x, 0), 6); the gradient is 0 at 0 and 6, as hardtanh's."""
+    return _ops['relu6'](input)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    """log(sigmoid(x)), computed stably."""
+    return _ops['logsigmoid'](input)
+
+
 def erf(input: Tensor) -> Tensor:
     """The error function."""
     return _ops['erf'](input)
@@ -1805,6 +1825,84 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Union[int, Sequence[int]]) -
     return _ops['adaptive_avg_pool2d'](input, output_size)
 
 
+def gelu(input: Tensor, approximate: str = 'none') -> Tensor:
+    """The Gaussian error linear unit x·Φ(x); `approximate='tanh'` uses the tanh approximation."""
+    return _ops['gelu'](input, approximate)
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """x where x > 0, else negative_slope·x."""
+    return _ops['leaky_relu'](input, negative_slope, inplace)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x where x > 0, else alpha·(e^x - 1)."""
+    return _ops['elu'](input, alpha, inplace)
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + e^(beta·x))/beta, and x itself where beta·x > threshold."""
+    return _ops['softplus'](input, beta, threshold)
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
+    """x clamped to [min_val, max_val]; the gradient is 0 at and past the bounds."""
+    return _ops['hardtanh'](input, min_val, max_val, inplace)
+
+
+def layer_norm(
+    input: Union[Tensor, float],
+    normalized_shape: Union[int, Sequence[int]],
+    weight: Union[Tensor, float],
+    bias: Union[Tensor, float],
+    eps: float = 1e-05,
+) -> Tensor:
+    """Each sample normalised over its last dims (`normalized_shape`), then scaled by `weight` and shifted by `bias`
+    elementwise.
+    """
+    return _ops['layer_norm'](input, weight, bias, normalized_shape, eps)
+
+
+def group_norm(
+    input: Union[Tensor, float],
+    num_groups: int,
+    weight: Union[Tensor, float],
+    bias: Union[Tensor, float],
+    eps: float = 1e-05,
+) -> Tensor:
+    """The channels of each sample in `num_groups` groups, each normalised over its channels and positions, then scaled
+    by `weight` and shifted by `bias` per channel.
+    """
+    return _ops['group_norm'](input, weight, bias, num_groups, eps)
+
+
+def batch_norm(
+    input: Union[Tensor, float],
+    running_mean: Union[Tensor, float],
+    running_var: Union[Tensor, float],
+    weight: Union[Tensor, float],
+    bias: Union[Tensor, float],
+    training: bool = False,
+    eps: float = 1e-05,
+) -> Tensor:
+    """Each channel (dim 1) normalised over the batch and positions (`training=True`) or by the running mean and
+    variance, then scaled by `weight` and shifted by `bias`.
+    """
+    return _ops['batch_norm'](input, weight, bias, running_mean, running_var, training, eps)
+
+
+def linear(input: Union[Tensor, float], weight: Union[Tensor, float], bias: Union[Tensor, float]) -> Tensor:
+    """`input @ weight.T + bias`, over any leading dims of `input`; the bias is added as the product is stored."""
+    return _ops['linear'](input, weight, bias)
+
+
+def embedding(input: Union[Tensor, float], weight: Union[Tensor, float], padding_idx: Optional[int] = None) -> Tensor:
+    """The rows of `weight` at the indices `input`: shape `input.shape + [embedding_dim]`; the row at `padding_idx`
+    gets no gradient.
+    """
+    return _ops['embedding'](input, weight, padding_idx)
+
+
 __all__ = [
     "abs", "absolute", "acos", "acosh", "addmm", "addmv", "all", "any", "arccos", "arccosh", "arcsin",
     "arcsinh", "arctan", "arctan2", "arctanh", "argmax", "argmin", "argsort", "argwhere", "asin", "asinh",
@@ -1819,7 +1917,7 @@ __all__ = [
     "lt", "masked_fill", "max_pool2d", "moveaxis", "movedim", "mv", "nan_to_num", "narrow", "ne", "neg",
     "negative", "norm", "not_equal", "one_hot", "outer", "pad", "permute", "pow", "prod", "reciprocal",
     "relu", "repeat", "reshape_as", "roll", "round", "rsqrt", "scatter", "scatter_add", "scatter_nd",
-    "select", "sigmoid", "sign", "sin", "sinh", "softmax", "sqrt", "square", "squared_difference",
+    "select", "selu", "sigmoid", "sign", "sin", "sinh", "softmax", "sqrt", "square", "squared_difference",
     "squeeze", "stack", "std", "swapaxes", "swapdims", "take", "take_along_dim", "tan", "tanh",
     "tensordot", "tile", "trace", "tril", "triu", "trunc", "unflatten", "unsqueeze", "var", "vdot",
     "view_as", "xlogy"

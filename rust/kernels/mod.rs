@@ -2,6 +2,7 @@
 //! autograd, graphs or Python, so a faster kernel can replace one here without
 //! touching the tape.
 
+pub mod activation;
 pub mod batched_matmul;
 pub mod binary;
 pub mod conv;
@@ -13,6 +14,7 @@ pub mod logical;
 pub mod losses;
 pub mod matmul;
 pub mod moments;
+pub mod norm;
 pub mod ordering;
 pub mod pool;
 pub mod product;

@@ -15,6 +15,7 @@
 //!
 //! `docs/contributing.md` walks through adding an op.
 
+pub mod activation;
 pub mod args;
 pub mod binary;
 pub mod bmm;
@@ -25,6 +26,7 @@ pub mod einsum;
 pub mod gather;
 pub mod indexing;
 pub mod introspect;
+pub mod layers;
 pub mod layout;
 pub mod logical;
 pub mod losses;
@@ -32,6 +34,7 @@ pub mod matrix;
 pub mod moments;
 pub mod nd;
 pub mod norm;
+pub mod norms;
 pub mod ordering;
 pub mod overwrite;
 pub mod pad;
@@ -461,6 +464,16 @@ table! {
         MaxPool2dIndices(pool::MaxPool2dIndices),
         AvgPool2d(pool::AvgPool2d),
         AdaptiveAvgPool2d(pool::AdaptiveAvgPool2d),
+        Gelu(activation::Gelu),
+        LeakyRelu(activation::LeakyRelu),
+        Elu(activation::Elu),
+        Softplus(activation::Softplus),
+        Hardtanh(activation::Hardtanh),
+        LayerNorm(norms::LayerNorm),
+        GroupNorm(norms::GroupNorm),
+        BatchNorm(norms::BatchNorm),
+        Linear(layers::Linear),
+        Embedding(layers::Embedding),
     ],
     internal: [
         CatGrad(shape::CatGrad),
@@ -491,5 +504,9 @@ table! {
         ConvInputGrad(conv::ConvInputGrad),
         ConvWeightGrad(conv::ConvWeightGrad),
         PoolGrad(pool::PoolGrad),
+        ActivationBackward(activation::ActivationBackward),
+        NormBackward(norms::NormBackward),
+        LinearBackward(layers::LinearBackward),
+        EmbeddingBackward(layers::EmbeddingBackward),
     ],
 }

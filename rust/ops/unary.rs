@@ -19,7 +19,8 @@
 //! Static shape and dtype inference needs nothing per op: a unary op keeps its
 //! input's shape and float dtype, and an integer one with `Keep` (TF1 refuses the others).
 
-use super::{Ints, Keeps, Spec, TorchFront};
+use super::{activation, Ints, Keeps, Spec, TorchFront};
+use crate::kernels::activation::Act;
 use crate::error::Result;
 use crate::kernels::elementwise::{map, ScalarOp};
 use crate::kernels::vecmath;
@@ -590,6 +591,42 @@ unary_ops! {
         ints: Keep(|v| v.max(IntegerElement::zero())),
         keeps: Input,
         grad: |d, x, y, g| d.apply(crate::op::Op::ReluBackward, &[g, x]),
+    }
+    Silu {
+        name: "silu", torch_aliases: [], tf: ["nn.swish(features)"],
+        doc: "The sigmoid linear unit x·sigmoid(x) (swish).",
+        front: FUNCTIONAL,
+        kernel: |v| Act::Silu.value(v),
+        ints: Promote,
+        keeps: Input,
+        grad: |d, x, y, g| activation::backward(d, Act::Silu, x, g),
+    }
+    Selu {
+        name: "selu", torch_aliases: [], tf: ["nn.selu(features)"],
+        doc: "scale·(x where x > 0, else alpha·(e^x - 1)), with SELU's fixed scale and alpha.",
+        front: FUNCTION_AND_FUNCTIONAL,
+        kernel: |v| Act::Selu.value(v),
+        ints: Promote,
+        keeps: Input,
+        grad: |d, x, y, g| activation::backward(d, Act::Selu, x, g),
+    }
+    Relu6 {
+        name: "relu6", torch_aliases: [], tf: ["nn.relu6(features)"],
+        doc: "min(max(x, 0), 6); the gradient is 0 at 0 and 6, as hardtanh's.",
+        front: FUNCTIONAL,
+        kernel: |v| Act::Hardtanh { min: 0.0, max: 6.0 }.value(v),
+        ints: Promote,
+        keeps: Input,
+        grad: |d, x, y, g| activation::backward(d, Act::Hardtanh { min: 0.0, max: 6.0 }, x, g),
+    }
+    Logsigmoid {
+        name: "logsigmoid", torch_aliases: [], tf: ["math.log_sigmoid"],
+        doc: "log(sigmoid(x)), computed stably.",
+        front: FUNCTIONAL,
+        kernel: |v| Act::LogSigmoid.value(v),
+        ints: Promote,
+        keeps: Input,
+        grad: |d, x, y, g| activation::backward(d, Act::LogSigmoid, x, g),
     }
     Erf {
         name: "erf", torch_aliases: [], tf: ["math.erf", "erf"],

@@ -8,14 +8,29 @@ from __future__ import annotations
 from rustgrad._generated_ops import (  # noqa: F401
     adaptive_avg_pool2d,
     avg_pool2d,
+    batch_norm,
     conv1d,
     conv2d,
     conv_transpose2d,
+    elu,
+    embedding,
+    gelu,
+    group_norm,
+    hardtanh,
+    layer_norm,
+    leaky_relu,
+    linear,
+    logsigmoid,
     max_pool2d,
     max_pool2d_indices,
+    relu6,
+    selu,
+    silu,
+    softplus,
 )
 
 __all__ = [
-    "adaptive_avg_pool2d", "avg_pool2d", "conv1d", "conv2d", "conv_transpose2d", "max_pool2d",
-    "max_pool2d_indices"
+    "adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "conv1d", "conv2d", "conv_transpose2d", "elu",
+    "embedding", "gelu", "group_norm", "hardtanh", "layer_norm", "leaky_relu", "linear", "logsigmoid",
+    "max_pool2d", "max_pool2d_indices", "relu6", "selu", "silu", "softplus"
 ]

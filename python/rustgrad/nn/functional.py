@@ -20,14 +20,17 @@ from rustgrad.errors import ArgumentTypeError, ShapeError
 from rustgrad.nn import _conv
 from rustgrad.nn._generated_functional import *  # noqa: F403 - the op table's functional ops
 from rustgrad.nn._generated_functional import __all__ as _op_table_names
+from rustgrad.nn._nn_ops import *  # noqa: F403 - layers over the op table's kernels
+from rustgrad.nn._nn_ops import __all__ as _nn_op_names
 
 __all__ = [
     "bilinear", "binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_similarity", "cross_entropy",
-    "huber_loss", "kl_div", "l1_loss", "linear", "log_softmax", "mse_loss", "nll_loss", "one_hot", "pad", "relu",
+    "huber_loss", "kl_div", "l1_loss", "log_softmax", "mse_loss", "nll_loss", "one_hot", "pad", "relu",
     "sigmoid", "smooth_l1_loss", "softmax", "tanh",
 ]
 # Convolutions and poolings with torch's optional bias, return_indices and None sizes (nn/_conv.py).
 __all__ += _conv.__all__
+__all__ += _nn_op_names
 # Functions defined below win over the table's of the same name (they take torch's extra arguments).
 __all__ += [name for name in _op_table_names if name not in __all__]
 
@@ -358,19 +361,6 @@ def cross_entropy(input: Tensor, target: Any, weight: Optional[Tensor] = None,
     return _ops["cross_entropy"](input, _class_indices(target, "cross_entropy"),
                                  _class_weight(weight, input, "cross_entropy"), int(ignore_index), reduction,
                                  float(label_smoothing))
-
-
-# Plain-Python stand-in for the fused `linear` table op (issue 14, nnops slice). Delete it when the
-# op lands: a definition here would shadow the generated F.linear.
-def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
-    """y = input @ weightᵀ + bias, with ``weight`` (out_features, in_features) and ``bias`` (out_features,)."""
-    for name, value in (("input", input), ("weight", weight)):
-        if not isinstance(value, Tensor):
-            raise ArgumentTypeError(f"linear(): argument '{name}' must be a Tensor, not {type(value).__name__}")
-    if weight.dim() not in (1, 2):
-        raise ShapeError(f"linear(): weight must be 1-D or 2-D, got shape {list(weight.shape)}")
-    out = input.matmul(weight.t())
-    return out if bias is None else out + bias
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:

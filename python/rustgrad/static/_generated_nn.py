@@ -18,6 +18,21 @@ def relu(features: Any, name: Optional[str] = None) -> Tensor:
     return _apply(_ops['relu'], [features], name, ())
 
 
+def swish(features: Any, name: Optional[str] = None) -> Tensor:
+    """The sigmoid linear unit x·sigmoid(x) (swish)."""
+    return _apply(_ops['silu'], [features], name, ())
+
+
+def selu(features: Any, name: Optional[str] = None) -> Tensor:
+    """scale·(x where x > 0, else alpha·(e^x - 1)), with SELU's fixed scale and alpha."""
+    return _apply(_ops['selu'], [features], name, ())
+
+
+def relu6(features: Any, name: Optional[str] = None) -> Tensor:
+    """min(max(x, 0), 6); the gradient is 0 at 0 and 6, as hardtanh's."""
+    return _apply(_ops['relu6'], [features], name, ())
+
+
 def softmax(logits: Any, axis: Any = None, name: Optional[str] = None, dim: Any = None) -> Tensor:
     """exp(x) / sum(exp(x)) along `dim`, computed stably (TF's axis defaults to the last)."""
     axis = _renamed('softmax', 'axis', axis, 'dim', dim, None)
@@ -120,7 +135,22 @@ def avg_pool2d(
     return _apply(_ops['avg_pool2d'], [input], name, (ksize, strides, padding, data_format, False, False, None, True))
 
 
+def leaky_relu(features: Any, alpha: float = 0.2, name: Optional[str] = None) -> Tensor:
+    """x where x > 0, else negative_slope·x."""
+    return _apply(_ops['leaky_relu'], [features], name, (alpha, False))
+
+
+def elu(features: Any, name: Optional[str] = None) -> Tensor:
+    """x where x > 0, else alpha·(e^x - 1)."""
+    return _apply(_ops['elu'], [features], name, (1.0, False))
+
+
+def softplus(features: Any, name: Optional[str] = None) -> Tensor:
+    """log(1 + e^(beta·x))/beta, and x itself where beta·x > threshold."""
+    return _apply(_ops['softplus'], [features], name, (1.0, 20.0))
+
+
 __all__ = [
-    "avg_pool", "avg_pool2d", "conv1d", "conv2d", "log_softmax", "max_pool", "max_pool2d", "relu",
-    "sigmoid", "softmax", "tanh"
+    "avg_pool", "avg_pool2d", "conv1d", "conv2d", "elu", "leaky_relu", "log_softmax", "max_pool",
+    "max_pool2d", "relu", "relu6", "selu", "sigmoid", "softmax", "softplus", "swish", "tanh"
 ]

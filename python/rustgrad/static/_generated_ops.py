@@ -884,21 +884,87 @@ def adaptive_avg_pool2d(input: Any, output_size: Union[int, Sequence[int]], name
     return _apply(_ops['adaptive_avg_pool2d'], [input], name, (output_size,))
 
 
+def gelu(x: Any, approximate: str = 'none', name: Optional[str] = None) -> Tensor:
+    """The Gaussian error linear unit x·Φ(x); `approximate='tanh'` uses the tanh approximation."""
+    return _apply(_ops['gelu'], [x], name, (approximate,))
+
+
+def hardtanh(x: Any, min_val: float = -1.0, max_val: float = 1.0, name: Optional[str] = None) -> Tensor:
+    """x clamped to [min_val, max_val]; the gradient is 0 at and past the bounds."""
+    return _apply(_ops['hardtanh'], [x], name, (min_val, max_val, False))
+
+
+def layer_norm(
+    x: Any,
+    weight: Any,
+    bias: Any,
+    normalized_shape: Union[int, Sequence[int]],
+    epsilon: float = 1e-05,
+    name: Optional[str] = None,
+) -> Tensor:
+    """Each sample normalised over its last dims (`normalized_shape`), then scaled by `weight` and shifted by `bias`
+    elementwise.
+    """
+    return _apply(_ops['layer_norm'], [x, weight, bias], name, (normalized_shape, epsilon))
+
+
+def group_norm(
+    x: Any,
+    weight: Any,
+    bias: Any,
+    num_groups: int,
+    epsilon: float = 1e-05,
+    name: Optional[str] = None,
+) -> Tensor:
+    """The channels of each sample in `num_groups` groups, each normalised over its channels and positions, then scaled
+    by `weight` and shifted by `bias` per channel.
+    """
+    return _apply(_ops['group_norm'], [x, weight, bias], name, (num_groups, epsilon))
+
+
+def batch_norm(
+    x: Any,
+    weight: Any,
+    bias: Any,
+    running_mean: Any,
+    running_var: Any,
+    training: bool = False,
+    epsilon: float = 0.001,
+    name: Optional[str] = None,
+) -> Tensor:
+    """Each channel (dim 1) normalised over the batch and positions (`training=True`) or by the running mean and
+    variance, then scaled by `weight` and shifted by `bias`.
+    """
+    return _apply(_ops['batch_norm'], [x, weight, bias, running_mean, running_var], name, (training, epsilon))
+
+
+def linear(x: Any, weight: Any, bias: Any, name: Optional[str] = None) -> Tensor:
+    """`input @ weight.T + bias`, over any leading dims of `input`; the bias is added as the product is stored."""
+    return _apply(_ops['linear'], [x, weight, bias], name, ())
+
+
+def embedding(ids: Any, params: Any, padding_idx: Optional[int] = None, name: Optional[str] = None) -> Tensor:
+    """The rows of `weight` at the indices `input`: shape `input.shape + [embedding_dim]`; the row at `padding_idx`
+    gets no gradient.
+    """
+    return _apply(_ops['embedding'], [ids, params], name, (padding_idx,))
+
+
 __all__ = [
     "abs", "acos", "acosh", "adaptive_avg_pool2d", "addmm", "addmv", "argmax", "argmin", "argsort",
-    "argwhere", "asin", "asinh", "atan", "atan2", "atanh", "baddbmm", "boolean_mask", "broadcast_to",
-    "ceil", "clamp_max", "clamp_min", "concat", "conv_transpose2d", "copysign", "cos", "cosh",
-    "count_nonzero", "cross_entropy", "cumprod", "cumsum", "diag", "dot", "einsum", "equal", "erf", "exp",
-    "exp2", "expand_as", "expand_dims", "expm1", "flatten", "fliplr", "flipud", "floor", "fmax", "fmin",
-    "gather", "gather_elements", "gather_nd", "greater", "greater_equal", "hypot", "index_add",
-    "is_finite", "is_inf", "is_nan", "isclose", "isneginf", "isposinf", "lerp", "less", "less_equal",
-    "log", "log10", "log1p", "log2", "logaddexp", "logical_and", "logical_not", "logical_or",
-    "logical_xor", "masked_fill", "matrix_band_part", "matrix_diag", "matrix_diag_part",
-    "max_pool2d_indices", "movedim", "mv", "nan_to_num", "narrow", "negative", "nll_loss", "norm",
-    "not_equal", "one_hot", "outer", "pad", "pow", "reciprocal", "reduce_all", "reduce_any",
-    "reduce_logsumexp", "reduce_prod", "repeat", "reshape_as", "reverse", "reverse_v2", "roll", "round",
-    "rsqrt", "scatter_elements", "scatter_elements_add", "scatter_nd", "select", "sigmoid", "sign", "sin",
-    "sinh", "sqrt", "square", "squared_difference", "squeeze", "stack", "swapaxes", "take",
-    "take_along_dim", "tan", "tanh", "tensordot", "tile", "trace", "transpose", "tril", "triu", "trunc",
-    "truncatemod", "unflatten", "view_as"
+    "argwhere", "asin", "asinh", "atan", "atan2", "atanh", "baddbmm", "batch_norm", "boolean_mask",
+    "broadcast_to", "ceil", "clamp_max", "clamp_min", "concat", "conv_transpose2d", "copysign", "cos",
+    "cosh", "count_nonzero", "cross_entropy", "cumprod", "cumsum", "diag", "dot", "einsum", "embedding",
+    "equal", "erf", "exp", "exp2", "expand_as", "expand_dims", "expm1", "flatten", "fliplr", "flipud",
+    "floor", "fmax", "fmin", "gather", "gather_elements", "gather_nd", "gelu", "greater", "greater_equal",
+    "group_norm", "hardtanh", "hypot", "index_add", "is_finite", "is_inf", "is_nan", "isclose",
+    "isneginf", "isposinf", "layer_norm", "lerp", "less", "less_equal", "linear", "log", "log10", "log1p",
+    "log2", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor", "masked_fill",
+    "matrix_band_part", "matrix_diag", "matrix_diag_part", "max_pool2d_indices", "movedim", "mv",
+    "nan_to_num", "narrow", "negative", "nll_loss", "norm", "not_equal", "one_hot", "outer", "pad", "pow",
+    "reciprocal", "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_prod", "repeat", "reshape_as",
+    "reverse", "reverse_v2", "roll", "round", "rsqrt", "scatter_elements", "scatter_elements_add",
+    "scatter_nd", "select", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "squared_difference",
+    "squeeze", "stack", "swapaxes", "take", "take_along_dim", "tan", "tanh", "tensordot", "tile", "trace",
+    "transpose", "tril", "triu", "trunc", "truncatemod", "unflatten", "view_as"
 ]

@@ -70,6 +70,11 @@ from rustgrad.static._ops import reduce_max, reduce_mean, reduce_min, reduce_sum
 from rustgrad.static._reductions import top_k
 
 
+def log_sigmoid(x: Any, name: Optional[str] = None) -> Tensor:
+    """log(sigmoid(x)), computed stably."""
+    return _apply(_ops['logsigmoid'], [x], name, ())
+
+
 def xlogy(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
     """input·log(other), and 0 where input is 0 (unless other is NaN)."""
     return _apply(_ops['xlogy'], [x, y], name, ())
@@ -109,13 +114,18 @@ def log_softmax(logits: Any, axis: Any = None, name: Optional[str] = None, dim: 
     return _apply(_ops['log_softmax'], [logits], name, (axis,))
 
 
+def softplus(features: Any, name: Optional[str] = None) -> Tensor:
+    """log(1 + e^(beta·x))/beta, and x itself where beta·x > threshold."""
+    return _apply(_ops['softplus'], [features], name, (1.0, 20.0))
+
+
 __all__ = [
     "abs", "acos", "acosh", "argmax", "argmin", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "cos",
     "cosh", "count_nonzero", "cumprod", "cumsum", "equal", "erf", "exp", "expm1", "floor", "greater",
-    "greater_equal", "is_finite", "is_inf", "is_nan", "less", "less_equal", "log", "log1p", "log_softmax",
-    "logical_and", "logical_not", "logical_or", "logical_xor", "negative", "not_equal", "pow",
-    "reciprocal", "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max", "reduce_mean",
+    "greater_equal", "is_finite", "is_inf", "is_nan", "less", "less_equal", "log", "log1p", "log_sigmoid",
+    "log_softmax", "logical_and", "logical_not", "logical_or", "logical_xor", "negative", "not_equal",
+    "pow", "reciprocal", "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max", "reduce_mean",
     "reduce_min", "reduce_prod", "reduce_std", "reduce_sum", "reduce_variance", "round", "rsqrt",
-    "sigmoid", "sign", "sin", "sinh", "softmax", "sqrt", "square", "squared_difference", "tan", "tanh",
-    "top_k", "truncatemod", "xlogy"
+    "sigmoid", "sign", "sin", "sinh", "softmax", "softplus", "sqrt", "square", "squared_difference",
+    "tan", "tanh", "top_k", "truncatemod", "xlogy"
 ]

@@ -18,11 +18,13 @@ from rustgrad.static._generated_ops import abs as _abs
 from rustgrad.static._generated_ops import exp as _exp
 from rustgrad.static._generated_ops import log1p, transpose
 from rustgrad.static._graph import Tensor, _apply, convert_to_tensor
+from rustgrad.static._nn_layers import batch_normalization, bias_add, dropout, embedding_lookup, fused_batch_norm
 from rustgrad.static._ops import reduce_sum, stop_gradient
 from rustgrad.static._reductions import moments, top_k
 
 __all__ = [
-    "l2_loss", "moments", "sigmoid_cross_entropy_with_logits", "softmax_cross_entropy_with_logits",
+    "batch_normalization", "bias_add", "dropout", "embedding_lookup", "fused_batch_norm", "l2_loss", "moments",
+    "sigmoid_cross_entropy_with_logits", "softmax_cross_entropy_with_logits",
     "softmax_cross_entropy_with_logits_v2", "sparse_softmax_cross_entropy_with_logits", "top_k",
     *_op_table_names,
 ]

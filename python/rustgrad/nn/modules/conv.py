@@ -93,7 +93,7 @@ class _ConvNd(Module):
         text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
         zeros = (0,) * len(self.kernel_size)
         if self.padding != zeros:
-            text += f", padding={self.padding!r}" if isinstance(self.padding, str) else f", padding={self.padding}"
+            text += f", padding={self.padding}"
         if self.dilation != (1,) * len(self.dilation):
             text += f", dilation={self.dilation}"
         if self.output_padding != zeros:
