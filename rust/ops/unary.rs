@@ -20,8 +20,8 @@
 //! input's shape and float dtype, and an integer one with `Keep` (TF1 refuses the others).
 
 use super::{activation, Ints, Keeps, Spec, TorchFront};
-use crate::kernels::activation::Act;
 use crate::error::Result;
+use crate::kernels::activation::Act;
 use crate::kernels::elementwise::{map, ScalarOp};
 use crate::kernels::vecmath;
 use crate::rules::Differentiator;
