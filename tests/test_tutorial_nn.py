@@ -48,7 +48,8 @@ def test_polynomial_programs_fit_sin_as_torch_does(name):
 
 
 def test_dynamic_net_trains_with_a_randomly_reused_parameter():
-    losses, result_line = run_with_rustgrad("dynamic_net.py", 8000)
+    # The tutorial's own step count: its weights and branch choices are unseeded, and 8000 steps left it flaky.
+    losses, result_line = run_with_rustgrad("dynamic_net.py", 30000)
     assert all(math.isfinite(v) for v in losses)
     assert losses[-1] < losses[0] / 1000, losses
     assert "x^4 ?" in result_line

@@ -166,6 +166,9 @@ fn col2im_add<T: Float>(g: &ConvGeom, col: &[T], x: &mut [T]) {
     }
 }
 
+/// The work for one sample: `task(worker, sample, out_chunk, scratch)`.
+type SampleTask<'a, T> = dyn Fn(usize, usize, &mut [T], &mut [T]) -> Result<()> + Sync + 'a;
+
 /// Runs `task(worker, sample, out_chunk, scratch)` for every sample, on `workers` threads;
 /// each worker owns one scratch buffer of `scratch_len` elements.
 fn per_sample<T: Float>(
@@ -173,7 +176,7 @@ fn per_sample<T: Float>(
     out: &mut [T],
     chunk: usize,
     scratch_len: usize,
-    task: &(dyn Fn(usize, usize, &mut [T], &mut [T]) -> Result<()> + Sync),
+    task: &SampleTask<'_, T>,
 ) -> Result<()> {
     if chunk == 0 {
         return Ok(());
@@ -268,8 +271,8 @@ pub fn weight_grad<T: Float>(g: &ConvGeom, gy: &[T], x: &[T], gw: &mut [T]) -> R
 
 fn check_sizes(g: &ConvGeom, input: usize, weight: usize, output: usize) -> Result<()> {
     let ok = g.groups > 0
-        && g.c_in % g.groups == 0
-        && g.c_out % g.groups == 0
+        && g.c_in.is_multiple_of(g.groups)
+        && g.c_out.is_multiple_of(g.groups)
         && input == g.input_len()
         && weight == g.weight_len()
         && output == g.output_len()

@@ -52,7 +52,7 @@ impl ConvConfig {
         w_shape: &[usize],
     ) -> Result<()> {
         let (op, g) = (self.op(), self.groups);
-        if weight[0] % g != 0 {
+        if !weight[0].is_multiple_of(g) {
             return shape_err(format!(
                 "{op}: Given groups={g}, expected weight to be divisible by {g} at dimension 0, but got weight of \
                  shape {}",

@@ -64,7 +64,7 @@ fn add_bias_in_place(out: &Tensor, bias: &Tensor) -> Result<()> {
         let row: Vec<T> = if row.len() == 1 { vec![row[0]; width] } else { row };
         for chunk in values.chunks_mut(width) {
             for (v, &b) in chunk.iter_mut().zip(&row) {
-                *v = *v + b;
+                *v += b;
             }
         }
         Ok(())
