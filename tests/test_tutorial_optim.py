@@ -34,7 +34,9 @@ def test_polynomial_optim_tutorial_runs_and_its_loss_falls():
     x = np.linspace(-math.pi, math.pi, 2000, dtype=np.float32).astype(np.float64)
     features = np.stack([np.ones_like(x), x, x**2, x**3], axis=1)
     coefficients, residual, *_ = np.linalg.lstsq(features, np.sin(x), rcond=None)
-    assert losses[0] > 100 * residual[0]
+    # The weights start unseeded in U(-1/sqrt(3), 1/sqrt(3)), so the x coefficient is at most about
+    # 0.58 + 0.1 by step 99, short of the fit's 0.86: that alone costs more than 10x the residual.
+    assert losses[0] > 10 * residual[0]
     assert all(b < a for a, b in zip(losses[:12], losses[1:12])), losses
     assert losses[-1] < 1.1 * residual[0], (losses, residual)
     match = re.fullmatch(r"Result: y = (\S+) \+ (\S+) x \+ (\S+) x\^2 \+ (\S+) x\^3", lines[-1])
