@@ -31,17 +31,18 @@ def test_polynomial_optim_tutorial_runs_and_its_loss_falls():
     assert [int(line.split()[0]) for line in lines[:-1]] == list(range(99, 2000, 100))
     # The best cubic fit of sin on these points, by least squares in numpy. The tutorial's weights start
     # unseeded, and so does torch's run: from a lucky start RMSprop reaches the fit's residual (about 8.8)
-    # and hovers there; from an unlucky one it is still on its way after 2000 steps (48.7 in one CI run).
+    # and hovers there; from an unlucky one it is still on its way after 2000 steps (48.7 and 97.3 in CI).
     x = np.linspace(-math.pi, math.pi, 2000, dtype=np.float32).astype(np.float64)
     features = np.stack([np.ones_like(x), x, x**2, x**3], axis=1)
     _, residual, *_ = np.linalg.lstsq(features, np.sin(x), rcond=None)
     # The x coefficient starts within 1/sqrt(3) and moves about 1e-3 a step, short of the fit's 0.86 at
     # step 99: that alone costs more than 10x the residual.
     assert losses[0] > 10 * residual[0]
-    assert losses[-1] < 10 * residual[0] and losses[-1] < losses[0] / 5, (losses, residual)
+    assert losses[-1] < losses[0] / 10, (losses, residual)
     assert min(losses) >= 0.99 * residual[0]  # nothing beats least squares
     match = re.fullmatch(r"Result: y = (\S+) \+ (\S+) x \+ (\S+) x\^2 \+ (\S+) x\^3", lines[-1])
     assert match, lines[-1]
     a, b, c, d = (float(v) for v in match.groups())
     fitted = a + b * x + c * x**2 + d * x**3
-    assert np.sum((fitted - np.sin(x)) ** 2) < 10 * residual[0]  # the printed polynomial is the fitted one
+    # The printed polynomial is the fitted one: its loss is the last one printed, a step earlier.
+    assert np.sum((fitted - np.sin(x)) ** 2) < 1.01 * losses[-1]
