@@ -72,7 +72,7 @@ def get_checkpoint_state(checkpoint_dir: Any, latest_filename: Optional[str] = N
     try:
         with open(path, "rb") as handle:
             state = _parse(handle.read())
-    except (OSError, _ParseError) as err:
+    except (OSError, InvalidArgumentError) as err:  # TF1 ignores a file it cannot parse
         _log.warning("%s: %s; Checkpoint ignored", path, err)
         return None
     if not state.model_checkpoint_path:
@@ -177,10 +177,6 @@ _UNESCAPES = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "'": "'", "\\": "\\", "
               "f": "\f", "v": "\v", "?": "?"}
 
 
-class _ParseError(ValueError):
-    pass
-
-
 def _escape(text: str) -> str:
     """protobuf's ``CEscape`` (``as_utf8=False``): every byte outside printable ASCII as ``\\ooo``."""
     out = []
@@ -220,7 +216,7 @@ def _tokens(data: str) -> list[tuple[str, str]]:
     while position < len(data):
         match = _TOKEN.match(data, position)
         if match is None:
-            raise _ParseError(f"unexpected text at offset {position}: {data[position:position + 20]!r}")
+            raise InvalidArgumentError(f"unexpected text at offset {position}: {data[position:position + 20]!r}")
         position = match.end()
         if match.lastgroup is not None:
             tokens.append((match.lastgroup, match.group(match.lastgroup)))
@@ -236,7 +232,7 @@ def _unescape(quoted: str) -> bytes:
             return bytes([int(hexadecimal, 16)])
         letter = char.decode("latin-1")
         if letter not in _UNESCAPES:
-            raise _ParseError(f"invalid escape sequence \\{letter}")
+            raise InvalidArgumentError(f"invalid escape sequence \\{letter}")
         return _UNESCAPES[letter].encode("ascii")
 
     return _ESCAPE.sub(replace, quoted[1:-1].encode("utf-8"))
@@ -247,24 +243,26 @@ _NUMBER_FIELDS = {"last_preserved_timestamp": False, "all_model_checkpoint_times
 
 
 def _parse(data: bytes) -> CheckpointState:
-    """A CheckpointState from protobuf text format; raises ``_ParseError`` on anything else."""
+    """A CheckpointState from protobuf text format; raises ``InvalidArgumentError`` on anything else."""
     try:
         tokens = _tokens(data.decode("utf-8"))
     except UnicodeDecodeError as err:
-        raise _ParseError(f"not UTF-8 text: {err}") from None
+        raise InvalidArgumentError(f"not UTF-8 text: {err}") from None
     fields: dict[str, list[Any]] = {}
     i = 0
     while i < len(tokens):
         kind, name = tokens[i]
         if kind != "name" or (name not in _STRING_FIELDS and name not in _NUMBER_FIELDS):
-            raise _ParseError(f'Message type "tensorflow.CheckpointState" has no field named "{name}"')
+            raise InvalidArgumentError(f'Message type "tensorflow.CheckpointState" has no field named "{name}"')
         i += 1
         if i < len(tokens) and tokens[i] == ("punct", ":"):
             i += 1
         values, i = _values(tokens, i, name in _STRING_FIELDS)
         repeated = _STRING_FIELDS.get(name, _NUMBER_FIELDS.get(name))
         if not repeated and (name in fields or len(values) != 1):
-            raise _ParseError(f'Message type "tensorflow.CheckpointState" should not have multiple "{name}" fields')
+            raise InvalidArgumentError(
+                f'Message type "tensorflow.CheckpointState" should not have multiple "{name}" fields'
+            )
         fields.setdefault(name, []).extend(values)
         if i < len(tokens) and tokens[i] in (("punct", ","), ("punct", ";")):
             i += 1
@@ -286,7 +284,7 @@ def _values(tokens: list[tuple[str, str]], i: int, strings: bool) -> tuple[list[
             if i < len(tokens) and tokens[i] == ("punct", ","):
                 i += 1
         if i >= len(tokens):
-            raise _ParseError("a list is not closed with ']'")
+            raise InvalidArgumentError("a list is not closed with ']'")
         return values, i + 1
     value, i = _value(tokens, i, strings)
     return [value], i
@@ -296,7 +294,7 @@ def _value(tokens: list[tuple[str, str]], i: int, strings: bool) -> tuple[Any, i
     kind = tokens[i][0] if i < len(tokens) else "end"
     if strings:
         if kind != "string":
-            raise _ParseError("expected a string")
+            raise InvalidArgumentError("expected a string")
         raw = b""
         while i < len(tokens) and tokens[i][0] == "string":  # adjacent strings concatenate
             raw += _unescape(tokens[i][1])
@@ -304,9 +302,9 @@ def _value(tokens: list[tuple[str, str]], i: int, strings: bool) -> tuple[Any, i
         try:
             return raw.decode("utf-8"), i
         except UnicodeDecodeError as err:
-            raise _ParseError(f"a path is not UTF-8: {err}") from None
+            raise InvalidArgumentError(f"a path is not UTF-8: {err}") from None
     if kind != "number":
-        raise _ParseError("expected a number")
+        raise InvalidArgumentError("expected a number")
     text = tokens[i][1]
     if text[-1] in "fF" and not text.lower().endswith("inf"):
         text = text[:-1]
