@@ -124,3 +124,8 @@ __all__ += ["rank", "shape", "size"]
 # torch's bmm, an extension (static/_ops.py).
 __all__ += ["bmm"]
 __all__ += _op_table_names
+# Clipping by norm (static/_clipping.py); the global step, schedules, RMSProp/Adagrad and the
+# Saver's retention are in ``train`` (static/_global_step.py, _schedules.py, _tf_optimizers.py, _saver.py).
+from rustgrad.static._clipping import clip_by_global_norm, clip_by_norm, global_norm  # noqa: E402
+
+__all__ += ["clip_by_global_norm", "clip_by_norm", "global_norm"]
