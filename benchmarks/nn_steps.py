@@ -3,8 +3,8 @@
 batch 64, float32.
 
 - ``module_step``: the modules and the optimizer, as a user writes it;
-- ``bare_step``: the same ops called on plain tensors, with Adam's in-place updates written out
-  (what the module and optimizer layers cost is the difference);
+- ``bare_step``: the same ops called on plain tensors, and the fused Adam kernel ``optim.Adam`` runs
+  called directly (what the module and optimizer layers cost is the difference);
 - ``numpy_step``: the step written by hand in numpy (forward, backward and Adam in place).
 """
 
@@ -18,6 +18,7 @@ import numpy as np
 import rustgrad as torch
 import rustgrad.nn.functional as F
 from rustgrad import nn
+from rustgrad._rustgrad import _adam_update
 
 BATCH, D_IN, HIDDEN, CLASSES = 64, 784, 256, 10
 LR, BETAS, EPS = 1e-3, (0.9, 0.999), 1e-8
@@ -73,12 +74,9 @@ def bare_step(problem: MlpProblem) -> Callable[[], float]:
         loss.backward()
         t[0] += 1
         with torch.no_grad():
-            for p, (m, v) in zip(params, moments):
-                g = p.grad
-                m.mul_(beta1).add_(g, alpha=1 - beta1)
-                v.mul_(beta2).add_(g * g, alpha=1 - beta2)
-                denom = v.sqrt().div_((1 - beta2 ** t[0]) ** 0.5).add_(EPS)
-                p.add_(m / denom, alpha=-LR / (1 - beta1 ** t[0]))
+            _adam_update(params, [p.grad for p in params], [m for m, _ in moments], [v for _, v in moments], None,
+                         [t[0]] * len(params), lr=LR, beta1=beta1, beta2=beta2, eps=EPS, weight_decay=0.0,
+                         decoupled=False, maximize=False)
         return loss.item()
 
     return step

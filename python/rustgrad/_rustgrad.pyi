@@ -73,6 +73,7 @@ __all__ = [
     "_panic_for_test",
     "_matmul",
     "_where",
+    "_adam_update",
     "_parse_index_key",
     "__version__",
 ]
@@ -1282,3 +1283,20 @@ def _panic_for_test(message: str) -> NoReturn:
 
 def _matmul(a: Tensor, b: Tensor) -> Tensor: ...
 def _where(condition: Union[Tensor, _ArrayLike], x: _Operand, y: _Operand) -> Tensor: ...
+def _adam_update(
+    params: list[Tensor],
+    grads: list[Tensor],
+    exp_avgs: list[Tensor],
+    exp_avg_sqs: list[Tensor],
+    max_exp_avg_sqs: Optional[list[Tensor]],
+    steps: list[builtins.int],
+    *,
+    lr: builtins.float,
+    beta1: builtins.float,
+    beta2: builtins.float,
+    eps: builtins.float,
+    weight_decay: builtins.float,
+    decoupled: builtins.bool,
+    maximize: builtins.bool,
+) -> None:
+    """One Adam/AdamW step over every parameter, each in one pass; checks all before writing any."""

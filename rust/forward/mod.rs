@@ -12,6 +12,7 @@ mod elementwise;
 mod in_place;
 mod layout;
 mod matmul;
+pub mod optim;
 mod reduce;
 
 pub use elementwise::{

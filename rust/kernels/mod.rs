@@ -15,6 +15,7 @@ pub mod losses;
 pub mod matmul;
 pub mod moments;
 pub mod norm;
+pub mod optim;
 pub mod ordering;
 pub mod pool;
 pub mod product;

@@ -9,6 +9,7 @@ mod errors;
 mod hooks;
 mod index_key;
 mod ops;
+mod optim;
 mod random;
 mod static_graph;
 mod tensor;
@@ -62,6 +63,7 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tensor::_matmul, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::_where, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::from_dlpack, m)?)?;
+    m.add_function(wrap_pyfunction!(optim::_adam_update, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

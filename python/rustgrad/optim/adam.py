@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Optional
 
+from rustgrad._creation import zeros_like
 from rustgrad._grad_mode import no_grad
-from rustgrad._rustgrad import Tensor
+from rustgrad._rustgrad import Tensor, _adam_update
 from rustgrad.optim.optimizer import Optimizer
 
 __all__ = ["Adam", "AdamW"]
@@ -52,45 +53,37 @@ class Adam(Optimizer):
         loss = self._closure_loss(closure)
         with no_grad():
             for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is not None:
-                        self._update(p, group)
+                self._step_group(group)
         return loss
 
-    def _update(self, p: Tensor, group: dict[str, Any]) -> None:
-        lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
+    def _step_group(self, group: dict[str, Any]) -> None:
+        """One fused step (rust/kernels/optim.rs) for every parameter of ``group`` that has a gradient."""
+        params = [p for p in group["params"] if p.grad is not None]
+        if not params:
+            return
+        states = [self._adam_state(p, group["amsgrad"]) for p in params]
+        steps = [state["step"] + 1 for state in states]
         beta1, beta2 = group["betas"]
-        grad = p.grad
-        assert grad is not None
-        if group["maximize"]:
-            grad = -grad
+        _adam_update(
+            params, [p.grad for p in params],
+            [state["exp_avg"] for state in states], [state["exp_avg_sq"] for state in states],
+            [state["max_exp_avg_sq"] for state in states] if group["amsgrad"] else None,
+            steps, lr=float(group["lr"]), beta1=float(beta1), beta2=float(beta2), eps=float(group["eps"]),
+            weight_decay=float(group["weight_decay"]), decoupled=self._decoupled_weight_decay,
+            maximize=bool(group["maximize"]),
+        )
+        for state, step in zip(states, steps):
+            state["step"] = step
+
+    def _adam_state(self, p: Tensor, amsgrad: bool) -> dict[str, Any]:
         state = self._get_state(p)
         if not state:
             state["step"] = 0
-            state["exp_avg"] = p.detach().clone().zero_()
-            state["exp_avg_sq"] = p.detach().clone().zero_()
-            if group["amsgrad"]:
-                state["max_exp_avg_sq"] = p.detach().clone().zero_()
-        state["step"] += 1
-        step = state["step"]
-        if weight_decay != 0:
-            if self._decoupled_weight_decay:
-                p.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad + p * weight_decay
-        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-        exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
-        bias_correction1 = 1 - beta1 ** step
-        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
-        if group["amsgrad"]:
-            max_sq = state["max_exp_avg_sq"]
-            max_sq.copy_(max_sq.maximum(exp_avg_sq))
-            second = max_sq
-        else:
-            second = exp_avg_sq
-        denom = second.sqrt().div_(bias_correction2_sqrt).add_(eps)
-        p.add_(exp_avg / denom, alpha=-lr / bias_correction1)
+            state["exp_avg"] = zeros_like(p)
+            state["exp_avg_sq"] = zeros_like(p)
+        if amsgrad and "max_exp_avg_sq" not in state:
+            state["max_exp_avg_sq"] = zeros_like(p)
+        return state
 
 
 class AdamW(Adam):

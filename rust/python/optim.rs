@@ -1,0 +1,64 @@
+//! The fused optimizer steps the Python optimizers call: argument conversion only.
+
+use super::errors::guard;
+use super::tensor::PyTensor;
+use crate::error::Error;
+use crate::forward::optim::{adam_update, AdamHyper, AdamParam};
+use crate::tensor::Tensor;
+use pyo3::prelude::*;
+
+/// Work below this many elements keeps the GIL: releasing it costs more than the step.
+const GIL_RELEASE_MIN_ELEMENTS: usize = 1 << 14;
+
+fn tensors(list: Vec<Bound<'_, PyTensor>>) -> Vec<Tensor> {
+    list.iter().map(|t| t.get().inner.clone()).collect()
+}
+
+/// One Adam/AdamW step for a parameter group, every parameter in one pass
+/// (`rustgrad.optim.Adam` calls this under `no_grad`).
+#[pyfunction]
+#[pyo3(signature = (params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, *, lr, beta1, beta2, eps,
+                    weight_decay, decoupled, maximize))]
+#[allow(clippy::too_many_arguments)]
+pub fn _adam_update(
+    py: Python<'_>,
+    params: Vec<Bound<'_, PyTensor>>,
+    grads: Vec<Bound<'_, PyTensor>>,
+    exp_avgs: Vec<Bound<'_, PyTensor>>,
+    exp_avg_sqs: Vec<Bound<'_, PyTensor>>,
+    max_exp_avg_sqs: Option<Vec<Bound<'_, PyTensor>>>,
+    steps: Vec<u64>,
+    lr: f64,
+    beta1: f64,
+    beta2: f64,
+    eps: f64,
+    weight_decay: f64,
+    decoupled: bool,
+    maximize: bool,
+) -> PyResult<()> {
+    let (params, grads, exp_avgs, exp_avg_sqs) =
+        (tensors(params), tensors(grads), tensors(exp_avgs), tensors(exp_avg_sqs));
+    let max_exp_avg_sqs = max_exp_avg_sqs.map(tensors);
+    let n = params.len();
+    let lengths = [grads.len(), exp_avgs.len(), exp_avg_sqs.len(), steps.len()];
+    if lengths.iter().chain(max_exp_avg_sqs.as_ref().map(Vec::len).as_ref()).any(|&len| len != n) {
+        return Err(Error::InvalidArgument(format!(
+            "_adam_update: {n} parameters but {lengths:?} gradients, exp_avgs, exp_avg_sqs and steps"
+        ))
+        .into());
+    }
+    let slots: Vec<AdamParam<'_>> = (0..n)
+        .map(|i| AdamParam {
+            param: &params[i],
+            grad: &grads[i],
+            exp_avg: &exp_avgs[i],
+            exp_avg_sq: &exp_avg_sqs[i],
+            max_exp_avg_sq: max_exp_avg_sqs.as_ref().map(|m| &m[i]),
+            step: steps[i],
+        })
+        .collect();
+    let hyper = AdamHyper { lr, beta1, beta2, eps, weight_decay, decoupled, maximize };
+    let work: usize = params.iter().map(Tensor::numel).sum();
+    let step = || adam_update(&slots, &hyper);
+    guard(|| Ok(if work >= GIL_RELEASE_MIN_ELEMENTS { py.detach(step) } else { step() }?))
+}
