@@ -6,6 +6,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from rustgrad._grad_mode import no_grad
 from rustgrad._rustgrad import Tensor
+from rustgrad.errors import InvalidArgumentError
 from rustgrad.optim.optimizer import Optimizer
 
 __all__ = ["Adagrad"]
@@ -27,15 +28,15 @@ class Adagrad(Optimizer):
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
                  initial_accumulator_value: float = 0.0, eps: float = 1e-10, *, maximize: bool = False) -> None:
         if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
+            raise InvalidArgumentError(f"Invalid learning rate: {lr}")
         if lr_decay < 0.0:
-            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+            raise InvalidArgumentError(f"Invalid lr_decay value: {lr_decay}")
         if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+            raise InvalidArgumentError(f"Invalid weight_decay value: {weight_decay}")
         if initial_accumulator_value < 0.0:
-            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
+            raise InvalidArgumentError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
         if eps < 0.0:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+            raise InvalidArgumentError(f"Invalid epsilon value: {eps}")
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, maximize=maximize)
         super().__init__(params, defaults)

@@ -6,6 +6,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from rustgrad._grad_mode import no_grad
 from rustgrad._rustgrad import Tensor
+from rustgrad.errors import InvalidArgumentError
 from rustgrad.optim.optimizer import Optimizer
 
 __all__ = ["RMSprop"]
@@ -28,15 +29,15 @@ class RMSprop(Optimizer):
                  weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False, *,
                  maximize: bool = False) -> None:
         if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
+            raise InvalidArgumentError(f"Invalid learning rate: {lr}")
         if eps < 0.0:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+            raise InvalidArgumentError(f"Invalid epsilon value: {eps}")
         if momentum < 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum}")
+            raise InvalidArgumentError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+            raise InvalidArgumentError(f"Invalid weight_decay value: {weight_decay}")
         if alpha < 0.0:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+            raise InvalidArgumentError(f"Invalid alpha value: {alpha}")
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
                         weight_decay=weight_decay, maximize=maximize)
         super().__init__(params, defaults)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Optional
 
 from rustgrad._grad_mode import no_grad
+from rustgrad.errors import InvalidArgumentError
 from rustgrad.optim.optimizer import Optimizer, required
 
 __all__ = ["SGD"]
@@ -26,13 +27,13 @@ class SGD(Optimizer):
                  momentum: float = 0.0, dampening: float = 0.0, weight_decay: float = 0.0,
                  nesterov: bool = False, *, maximize: bool = False) -> None:
         if lr is not required and lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
+            raise InvalidArgumentError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum}")
+            raise InvalidArgumentError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+            raise InvalidArgumentError(f"Invalid weight_decay value: {weight_decay}")
         if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+            raise InvalidArgumentError("Nesterov momentum requires a momentum and zero dampening")
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                         nesterov=nesterov, maximize=maximize)
         super().__init__(params, defaults)
