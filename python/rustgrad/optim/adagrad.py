@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Iterable
 
-from rustgrad._grad_mode import no_grad
 from rustgrad._rustgrad import Tensor
 from rustgrad.errors import InvalidArgumentError
-from rustgrad.optim.optimizer import Optimizer
+from rustgrad.optim.optimizer import _PerParameterOptimizer
 
 __all__ = ["Adagrad"]
 
 
-class Adagrad(Optimizer):
+class Adagrad(_PerParameterOptimizer):
     """Adagrad (Duchi et al.), exactly as ``torch.optim.Adagrad``:
 
     .. code-block:: text
@@ -53,21 +52,7 @@ class Adagrad(Optimizer):
         for p in self.param_groups[-1]["params"]:
             self._init_state(p, self.param_groups[-1])
 
-    def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
-        """Performs one update; ``closure`` (re-evaluating the loss) is optional."""
-        loss = self._closure_loss(closure)
-        with no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is not None:
-                        self._update(p, group)
-        return loss
-
-    def _update(self, p: Tensor, group: dict[str, Any]) -> None:
-        grad = p.grad
-        assert grad is not None
-        if group["maximize"]:
-            grad = -grad
+    def _update(self, p: Tensor, grad: Tensor, group: dict[str, Any]) -> None:
         state = self._get_state(p)
         self._init_state(p, group)
         state["step"] += 1

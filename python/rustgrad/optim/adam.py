@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Iterable
 
-from rustgrad._grad_mode import no_grad
 from rustgrad._rustgrad import Tensor
 from rustgrad.errors import InvalidArgumentError
-from rustgrad.optim.optimizer import Optimizer
+from rustgrad.optim.optimizer import _PerParameterOptimizer
 
 __all__ = ["Adam", "AdamW"]
 
@@ -25,7 +24,7 @@ def _check_adam_args(lr: float, betas: tuple[float, float], eps: float, weight_d
         raise InvalidArgumentError(f"Invalid weight_decay value: {weight_decay}")
 
 
-class Adam(Optimizer):
+class Adam(_PerParameterOptimizer):
     """Adam (Kingma & Ba), exactly as ``torch.optim.Adam`` (with L2 ``weight_decay``):
 
     .. code-block:: text
@@ -48,23 +47,9 @@ class Adam(Optimizer):
                         maximize=maximize)
         super().__init__(params, defaults)
 
-    def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
-        """Performs one update; ``closure`` (re-evaluating the loss) is optional."""
-        loss = self._closure_loss(closure)
-        with no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is not None:
-                        self._update(p, group)
-        return loss
-
-    def _update(self, p: Tensor, group: dict[str, Any]) -> None:
+    def _update(self, p: Tensor, grad: Tensor, group: dict[str, Any]) -> None:
         lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
         beta1, beta2 = group["betas"]
-        grad = p.grad
-        assert grad is not None
-        if group["maximize"]:
-            grad = -grad
         state = self._get_state(p)
         if not state:
             state["step"] = 0

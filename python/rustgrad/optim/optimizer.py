@@ -7,7 +7,7 @@ import abc
 import copy
 from typing import Any, Callable, Optional
 
-from rustgrad._grad_mode import enable_grad
+from rustgrad._grad_mode import enable_grad, no_grad
 from rustgrad._rustgrad import Tensor
 from rustgrad.errors import ArgumentTypeError, InvalidArgumentError, ShapeError
 
@@ -152,3 +152,23 @@ class Optimizer(abc.ABC):
             lines.extend(f"    {k}: {v}" for k, v in sorted(g.items()) if k != "params")
         lines.append(")")
         return "\n".join(lines)
+
+
+class _PerParameterOptimizer(Optimizer):
+    """An optimizer whose step updates each parameter on its own: ``step`` skips parameters
+    without a gradient and calls ``_update`` with the gradient to descend (negated with
+    ``maximize``) and the parameter's group."""
+
+    def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
+        """Performs one update; ``closure`` (re-evaluating the loss) is optional."""
+        loss = self._closure_loss(closure)
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        self._update(p, -p.grad if group["maximize"] else p.grad, group)
+        return loss
+
+    @abc.abstractmethod
+    def _update(self, p: Tensor, grad: Tensor, group: dict[str, Any]) -> None:
+        """Updates ``p`` in place (under ``no_grad``) from ``grad`` and the group's hyperparameters."""

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Iterable
 
-from rustgrad._grad_mode import no_grad
 from rustgrad._rustgrad import Tensor
 from rustgrad.errors import InvalidArgumentError
-from rustgrad.optim.optimizer import Optimizer
+from rustgrad.optim.optimizer import _PerParameterOptimizer
 
 __all__ = ["RMSprop"]
 
 
-class RMSprop(Optimizer):
+class RMSprop(_PerParameterOptimizer):
     """RMSprop (Hinton), exactly as ``torch.optim.RMSprop``:
 
     .. code-block:: text
@@ -42,22 +41,8 @@ class RMSprop(Optimizer):
                         weight_decay=weight_decay, maximize=maximize)
         super().__init__(params, defaults)
 
-    def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
-        """Performs one update; ``closure`` (re-evaluating the loss) is optional."""
-        loss = self._closure_loss(closure)
-        with no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is not None:
-                        self._update(p, group)
-        return loss
-
-    def _update(self, p: Tensor, group: dict[str, Any]) -> None:
+    def _update(self, p: Tensor, grad: Tensor, group: dict[str, Any]) -> None:
         alpha, momentum, weight_decay = group["alpha"], group["momentum"], group["weight_decay"]
-        grad = p.grad
-        assert grad is not None
-        if group["maximize"]:
-            grad = -grad
         state = self._get_state(p)
         if not state:
             state["step"] = 0

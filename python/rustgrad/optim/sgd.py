@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Iterable
 
-from rustgrad._grad_mode import no_grad
+from rustgrad._rustgrad import Tensor
 from rustgrad.errors import InvalidArgumentError
-from rustgrad.optim.optimizer import Optimizer, required
+from rustgrad.optim.optimizer import _PerParameterOptimizer, required
 
 __all__ = ["SGD"]
 
 
-class SGD(Optimizer):
+class SGD(_PerParameterOptimizer):
     """Stochastic gradient descent, optionally with momentum, exactly as ``torch.optim.SGD``:
 
     .. code-block:: text
@@ -38,29 +38,18 @@ class SGD(Optimizer):
                         nesterov=nesterov, maximize=maximize)
         super().__init__(params, defaults)
 
-    def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
-        """Performs one update; ``closure`` (re-evaluating the loss) is optional."""
-        loss = self._closure_loss(closure)
-        with no_grad():
-            for group in self.param_groups:
-                lr, momentum = group["lr"], group["momentum"]
-                dampening, weight_decay = group["dampening"], group["weight_decay"]
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    d_p = p.grad
-                    if group["maximize"]:
-                        d_p = -d_p
-                    if weight_decay != 0:
-                        d_p = d_p + p * weight_decay
-                    if momentum != 0:
-                        state = self._get_state(p)
-                        buf = state.get("momentum_buffer")
-                        if buf is None:
-                            buf = d_p.clone()
-                            state["momentum_buffer"] = buf
-                        else:
-                            buf.mul_(momentum).add_(d_p, alpha=1 - dampening)
-                        d_p = d_p + buf * momentum if group["nesterov"] else buf
-                    p.add_(d_p, alpha=-lr)
-        return loss
+    def _update(self, p: Tensor, grad: Tensor, group: dict[str, Any]) -> None:
+        momentum, weight_decay = group["momentum"], group["weight_decay"]
+        d_p = grad
+        if weight_decay != 0:
+            d_p = d_p + p * weight_decay
+        if momentum != 0:
+            state = self._get_state(p)
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = d_p.clone()
+                state["momentum_buffer"] = buf
+            else:
+                buf.mul_(momentum).add_(d_p, alpha=1 - group["dampening"])
+            d_p = d_p + buf * momentum if group["nesterov"] else buf
+        p.add_(d_p, alpha=-group["lr"])
