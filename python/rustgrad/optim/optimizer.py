@@ -100,11 +100,13 @@ class Optimizer(abc.ABC):
         """Restores hyperparameters and state saved by ``state_dict`` (for the same parameters)."""
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups):
-            raise InvalidArgumentError("loaded state dict has a different number of parameter groups")
+            raise InvalidArgumentError(f"loaded state dict has a different number of parameter groups "
+                                       f"({len(groups)}, this optimizer has {len(self.param_groups)})")
         for mine, saved in zip(self.param_groups, groups):
             if len(mine["params"]) != len(saved["params"]):
-                raise InvalidArgumentError("loaded state dict contains a parameter group that doesn't match the "
-                                           "size of optimizer's group")
+                raise InvalidArgumentError(f"loaded state dict contains a parameter group that doesn't match the "
+                                           f"size of optimizer's group ({len(saved['params'])} parameters, this "
+                                           f"optimizer's group has {len(mine['params'])})")
         params = self._params()
         by_index: dict[int, Tensor] = {}
         for mine, saved in zip(self.param_groups, groups):

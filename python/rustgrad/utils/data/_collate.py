@@ -59,7 +59,10 @@ def default_collate(batch: list[Any]) -> Any:
     if isinstance(elem, collections.abc.Sequence):
         size = len(elem)
         if not all(len(e) == size for e in batch):
-            raise ShapeError("each element in list of batch should be of equal size")
+            raise ShapeError(
+                f"each element in list of batch should be of equal size (default_collate got sequences of lengths "
+                f"{sorted({len(e) for e in batch})}); pad the samples to one length or pass a collate_fn"
+            )
         transposed = [default_collate(list(samples)) for samples in zip(*batch)]
         if isinstance(elem, tuple):
             return transposed

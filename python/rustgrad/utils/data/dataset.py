@@ -36,7 +36,9 @@ class TensorDataset(Dataset):
             if not isinstance(t, Tensor):
                 raise ArgumentTypeError(f"TensorDataset takes tensors, got {type(t).__name__}")
         if tensors and any(t.dim() == 0 or t.shape[0] != tensors[0].shape[0] for t in tensors):
-            raise ShapeError("Size mismatch between tensors")
+            shapes = ", ".join(str(list(t.shape)) for t in tensors)
+            raise ShapeError(f"Size mismatch between tensors: TensorDataset got shapes {shapes}; every tensor needs "
+                             "at least one dimension and the same size of dimension 0")
         self.tensors = tensors
 
     def __getitem__(self, index: Any) -> tuple[Tensor, ...]:
@@ -108,7 +110,10 @@ def random_split(dataset: Any, lengths: Sequence[Union[int, float]],
     else:
         sizes = [int(length) for length in lengths]
         if sizes != list(lengths) or sum(sizes) != n:
-            raise InvalidArgumentError("Sum of input lengths does not equal the length of the input dataset!")
+            raise InvalidArgumentError(
+                f"Sum of input lengths does not equal the length of the input dataset! random_split got lengths "
+                f"{list(lengths)} for a dataset of {n}; pass whole numbers summing to {n}, or fractions summing to 1"
+            )
     order = randperm(n, generator=generator).tolist()
     subsets, offset = [], 0
     for size in sizes:
