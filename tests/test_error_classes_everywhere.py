@@ -205,6 +205,9 @@ def test_optimizer_base_refuses_a_bare_tensor_and_a_state_of_another_shape():
     opt = optim.Adam([w])
     w.grad = rustgrad.ones(2)
     opt.step()
+    _raises(InvalidArgumentError, ValueError, r"different number of parameter groups \(1, this optimizer has 2\)",
+            optim.Adam([{"params": [rustgrad.ones(1, requires_grad=True)]},
+                        {"params": [rustgrad.ones(1, requires_grad=True)]}]).load_state_dict, opt.state_dict())
     other = optim.Adam([rustgrad.ones(3, requires_grad=True)])
     _raises(ShapeError, ValueError, r"state 'exp_avg' of parameter 0 has shape \(2,\), but the parameter has shape "
             r"\(3,\)", other.load_state_dict, opt.state_dict())
@@ -278,7 +281,8 @@ def test_static_nn_losses_refuse_bad_dtypes_and_ranks():
 
 
 def test_collate_refuses_ragged_lists_and_unknown_elements():
-    _raises(ShapeError, RuntimeError, "each element in list of batch should be of equal size", default_collate,
+    _raises(ShapeError, RuntimeError, r"each element in list of batch should be of equal size \(default_collate got "
+            r"sequences of lengths \[1, 2\]\); pad the samples", default_collate,
             [[1, 2], [1]])
     _raises(ArgumentTypeError, TypeError, "default_collate: batch must contain tensors, numpy arrays, numbers, "
             "dicts or lists; found <class 'object'>", default_collate, [object(), object()])
@@ -310,11 +314,13 @@ def test_data_loader_refuses_bad_options_and_wraps_a_worker_error_it_cannot_rebu
 
 
 def test_datasets_refuse_mismatched_sizes_and_lengths():
-    _raises(ShapeError, ValueError, "Size mismatch between tensors", TensorDataset, rustgrad.ones(3),
+    _raises(ShapeError, ValueError, r"Size mismatch between tensors: TensorDataset got shapes \[3\], \[4\]",
+            TensorDataset, rustgrad.ones(3),
             rustgrad.ones(4))
     _raises(ArgumentTypeError, TypeError, "TensorDataset takes tensors, got list", TensorDataset, [1, 2])
-    _raises(InvalidArgumentError, ValueError, "Sum of input lengths does not equal the length of the input dataset!",
-            random_split, TensorDataset(rustgrad.ones(4)), [1, 2])
+    _raises(InvalidArgumentError, ValueError, r"Sum of input lengths does not equal the length of the input dataset! "
+            r"random_split got lengths \[1, 2\] for a dataset of 4", random_split, TensorDataset(rustgrad.ones(4)),
+            [1, 2])
 
 
 def test_samplers_refuse_bad_sizes_and_flags():
