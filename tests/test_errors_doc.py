@@ -235,6 +235,33 @@ def _render_without_graphviz():
         viz.render(rustgrad.ones(2, requires_grad=True).sum(), str(Path(empty) / "graph.svg"))
 
 
+def _render_with_a_failing_graphviz():
+    with tempfile.TemporaryDirectory() as folder, mock.patch.dict(os.environ, {"PATH": folder}):
+        dot = Path(folder) / "dot"
+        dot.write_text("#!/bin/sh\necho 'Error: something went wrong' >&2\nexit 3\n")
+        dot.chmod(0o755)
+        viz.render(rustgrad.ones(2, requires_grad=True).sum(), str(Path(folder) / "graph.svg"))
+
+
+def _resume_a_scheduler_without_initial_lr():
+    opt = rustgrad.optim.SGD([rustgrad.ones(2, requires_grad=True)], lr=0.1)
+    rustgrad.optim.lr_scheduler.StepLR(opt, step_size=1, last_epoch=3)
+
+
+def _time_out_a_data_loader_worker():
+    import time
+
+    class Slow(rustgrad.utils.data.Dataset):
+        def __len__(self):
+            return 1
+
+        def __getitem__(self, i):
+            time.sleep(0.5)
+            return i
+
+    list(rustgrad.utils.data.DataLoader(Slow(), num_workers=1, timeout=0.05))
+
+
 def _feed_a_wrong_shape():
     x = tf.placeholder(tf.float32, shape=(None, 3))
     tf.Session().run(x * 2, feed_dict={x: np.ones((2, 4))})
@@ -287,6 +314,7 @@ TRIGGERS: list[Callable[[], object]] = [
     _from_dlpack_of_a_dlpack_2_capsule,
     _in_a_graph(_restore_a_truncated_checkpoint),
     _render_without_graphviz,
+    _render_with_a_failing_graphviz,
     _in_a_graph(lambda: tf.Session().run(tf.placeholder(tf.float32, shape=(None, 3)) * 2)),
     _in_a_graph(_feed_a_wrong_shape),
     _in_a_graph(lambda: tf.Session().run(tf.Variable(tf.zeros((2,))))),
@@ -296,6 +324,8 @@ TRIGGERS: list[Callable[[], object]] = [
     lambda: rustgrad.nn.Linear(2, 2).wieght,
     lambda: rustgrad.nn.Linear(2, 2).register_buffer("weight", None),
     lambda: rustgrad.nn.Module()(rustgrad.ones(1)),
+    _resume_a_scheduler_without_initial_lr,
+    _time_out_a_data_loader_worker,
 ]
 
 

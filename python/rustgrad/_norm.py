@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from rustgrad.errors import InvalidArgumentError
+
 CONVENTIONS = ("torch", "tf")
 
 
 def new_weight(momentum: float, convention: str) -> float:
     """The weight of the new batch statistic under ``convention`` ('torch' or 'tf')."""
     if convention not in CONVENTIONS:
-        raise ValueError(f"batch_norm: momentum convention must be 'torch' or 'tf', got {convention!r}")
+        raise InvalidArgumentError(f"batch_norm: momentum convention must be 'torch' or 'tf', got {convention!r}")
     momentum = float(momentum)
     return momentum if convention == "torch" else 1.0 - momentum
 

@@ -24,7 +24,7 @@ from typing import Any, BinaryIO, Optional
 
 import numpy as np
 
-from rustgrad.errors import DTypeError, OutOfMemoryError, SerializationError
+from rustgrad.errors import DTypeError, InvalidArgumentError, OutOfMemoryError, SerializationError
 
 MAX_HEADER_SIZE = 100_000_000  # the reference implementation's limit
 _MAX_NDIM = 64
@@ -94,7 +94,7 @@ class Reader:
         if not raw[:1] == b"{":
             raise self.fail("is not a safetensors file or an .npz archive (its header is not a JSON object)")
         try:
-            header = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
+            header = json.loads(raw.decode("utf-8"), parse_constant=refuse_constant)
         except (ValueError, RecursionError) as err:
             raise self.fail(f"is corrupt: its safetensors header is not valid JSON ({str(err)[:200]})") from err
         if not isinstance(header, dict):
@@ -174,8 +174,9 @@ class Reader:
         return _convert(array, entry, self)
 
 
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+def refuse_constant(name: str) -> Any:
+    """``json.loads``'s ``parse_constant``: NaN and Infinity are not JSON, so a header holding them is corrupt."""
+    raise InvalidArgumentError(f"{name} is not JSON")
 
 
 def _convert(array: np.ndarray, entry: Entry, reader: Reader) -> np.ndarray:

@@ -34,6 +34,8 @@ __all__ = [
     "ModuleAttributeError",
     "ModuleKeyError",
     "ForwardNotDefinedError",
+    "ParamGroupKeyError",
+    "DataLoaderError",
 ]
 
 
@@ -145,3 +147,13 @@ class ModuleKeyError(RustgradError, KeyError):
 
 class ForwardNotDefinedError(RustgradError, NotImplementedError):
     """Calling a ``Module`` whose class defines no ``forward``."""
+
+
+class ParamGroupKeyError(RustgradError, KeyError):
+    """An optimizer parameter group without a key that is needed: ``initial_lr`` when a learning-rate
+    scheduler resumes (``last_epoch`` other than -1)."""
+
+
+class DataLoaderError(RustgradError, RuntimeError):
+    """A ``DataLoader`` worker thread that timed out (``timeout=``), or whose exception cannot be
+    re-raised as its own type (the message carries the worker's traceback)."""

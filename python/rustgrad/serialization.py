@@ -41,7 +41,7 @@ import numpy as np
 
 from rustgrad import _npz, _rustgrad, _safetensors
 from rustgrad._rustgrad import Tensor
-from rustgrad.errors import PathNotFoundError, SerializationError
+from rustgrad.errors import ArgumentTypeError, PathNotFoundError, SerializationError
 
 __all__ = ["load", "save"]
 
@@ -85,13 +85,13 @@ class _Encoder:
         if isinstance(obj, (list, tuple, dict)):
             return self._container(obj, path, name)
         hint = " (convert it with rustgrad.from_numpy)" if isinstance(obj, np.ndarray) else ""
-        raise TypeError(f"save: cannot save {path}, an object of type {type(obj).__name__}{hint}; "
-                        f"{_WHAT_SAVE_STORES}")
+        raise ArgumentTypeError(f"save: cannot save {path}, an object of type {type(obj).__name__}{hint}; "
+                                f"{_WHAT_SAVE_STORES}")
 
     def _container(self, obj: Any, path: str, name: str) -> Any:
         kind = self._kind(obj, path)
         if id(obj) in self._active:
-            raise TypeError(f"save: {path} contains itself; {_WHAT_SAVE_STORES} without cycles")
+            raise ArgumentTypeError(f"save: {path} contains itself; {_WHAT_SAVE_STORES} without cycles")
         self._active.add(id(obj))
         try:
             if kind in ("list", "tuple"):
@@ -100,8 +100,10 @@ class _Encoder:
             pairs = []
             for key, value in obj.items():
                 if not isinstance(key, (str, int)) or isinstance(key, bool):
-                    raise TypeError(f"save: {path} has a key of type {type(key).__name__} ({key!r:.100}); dict keys "
-                                    "must be str or int")
+                    raise ArgumentTypeError(
+                        f"save: {path} has a key of type {type(key).__name__} ({key!r:.100}); dict keys "
+                        "must be str or int"
+                    )
                 pairs.append([key, self.encode(value, f"{path}[{key!r}]", _join(name, str(key)))])
             return {kind: pairs}
         finally:
@@ -115,8 +117,8 @@ class _Encoder:
             return "odict"
         if type(obj) in (dict, collections.Counter, collections.defaultdict):
             return "dict"
-        raise TypeError(f"save: cannot save {path}, an object of type {type(obj).__name__} (a subclass of "
-                        f"{type(obj).__mro__[1].__name__}); {_WHAT_SAVE_STORES}")
+        raise ArgumentTypeError(f"save: cannot save {path}, an object of type {type(obj).__name__} (a subclass of "
+                                f"{type(obj).__mro__[1].__name__}); {_WHAT_SAVE_STORES}")
 
     def _tensor_name(self, t: Tensor, name: str) -> str:
         known = self._names.get(id(t))
@@ -277,7 +279,7 @@ def _checked_header_crc(reader: _safetensors.Reader, meta: dict[str, str]) -> in
 
 def _description(reader: _safetensors.Reader, meta: dict[str, str]) -> dict[str, Any]:
     try:
-        description = json.loads(meta[_META_KEY], parse_constant=_refuse_constant)
+        description = json.loads(meta[_META_KEY], parse_constant=_safetensors.refuse_constant)
     except (ValueError, RecursionError) as err:
         raise reader.fail(f"has invalid rustgrad metadata: it is not JSON ({str(err)[:200]})") from err
     if not isinstance(description, dict):
@@ -291,10 +293,6 @@ def _description(reader: _safetensors.Reader, meta: dict[str, str]) -> dict[str,
             isinstance(names, list) and all(isinstance(n, str) for n in names)):
         raise reader.fail("has invalid rustgrad metadata: expected {version, object, requires_grad: [names]}")
     return description
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 class _Decoder:

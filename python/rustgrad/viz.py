@@ -24,9 +24,9 @@ import subprocess
 from typing import Any, Optional, Sequence
 
 from rustgrad._rustgrad import AccumulateGrad, Node, Tensor
-from rustgrad.errors import RustgradError
+from rustgrad.errors import ArgumentTypeError, InvalidArgumentError, RustgradError
 
-__all__ = ["GraphView", "GraphvizNotFoundError", "graph", "render", "to_dot"]
+__all__ = ["GraphView", "GraphvizError", "GraphvizNotFoundError", "graph", "render", "to_dot"]
 
 _INSTALL_HINT = (
     "Graphviz's `dot` program was not found on PATH; rendering needs it. Install Graphviz "
@@ -49,7 +49,11 @@ _STYLE = {
 }
 
 
-class GraphvizNotFoundError(RustgradError, RuntimeError):
+class GraphvizError(RustgradError, RuntimeError):
+    """Graphviz's ``dot`` program failed to render a graph (its message is included)."""
+
+
+class GraphvizNotFoundError(GraphvizError):
     """Graphviz's ``dot`` program is needed (to render) but is not installed."""
 
 
@@ -183,11 +187,11 @@ def _static_targets(items: Sequence[Any]) -> tuple[Any, list[int]]:
     ids = []
     for item in items:
         if not isinstance(item, (GraphTensor, Operation)):
-            raise TypeError(f"to_dot: cannot mix {type(item).__name__} with static graph tensors")
+            raise ArgumentTypeError(f"to_dot: cannot mix {type(item).__name__} with static graph tensors")
         if graph is None:
             graph = item.graph
         elif item.graph is not graph:
-            raise ValueError("to_dot: all static tensors and operations must belong to one graph")
+            raise InvalidArgumentError("to_dot: all static tensors and operations must belong to one graph")
         ids.append(item._id)
     return graph, ids
 
@@ -202,13 +206,13 @@ def to_dot(x: Any) -> str:
         return _static_dot(x, None)
     items = list(x) if isinstance(x, (list, tuple)) else [x]
     if not items:
-        raise ValueError("to_dot: nothing to draw (got an empty list)")
+        raise InvalidArgumentError("to_dot: nothing to draw (got an empty list)")
     if all(isinstance(i, (Tensor, Node, AccumulateGrad)) for i in items):
         return _eager_dot(items)
     if any(isinstance(i, (GraphTensor, Operation)) for i in items):
         graph, ids = _static_targets(items)
         return _static_dot(graph, ids)
-    raise TypeError(
+    raise ArgumentTypeError(
         f"to_dot: cannot draw a {type(items[0]).__name__}; pass an eager Tensor, a grad_fn Node, a static "
         "Graph, or static Tensors/Operations"
     )
@@ -230,7 +234,7 @@ def _pipe(source: str, fmt: str) -> bytes:
     except OSError as err:
         raise GraphvizNotFoundError(f"{_INSTALL_HINT} (running {exe} failed: {err})") from err
     if done.returncode != 0:
-        raise RuntimeError(
+        raise GraphvizError(
             f"Graphviz dot failed (exit status {done.returncode}) producing format {fmt!r}: "
             f"{done.stderr.decode(errors='replace').strip()}"
         )
@@ -244,7 +248,9 @@ def render(x: Any, path: Any, format: Optional[str] = None) -> str:  # noqa: A00
     path = os.fspath(path)
     fmt = format or os.path.splitext(path)[1].lstrip(".").lower()
     if not fmt:
-        raise ValueError(f"render: cannot tell the output format from {path!r}; add an extension or pass format=")
+        raise InvalidArgumentError(
+            f"render: cannot tell the output format from {path!r}; add an extension or pass format="
+        )
     source = x.source if isinstance(x, GraphView) else to_dot(x)
     if fmt in ("dot", "gv") and format is None:
         with open(path, "w", encoding="utf-8") as handle:

@@ -10,6 +10,7 @@ from typing import Any, Optional, Sequence, Union
 
 from rustgrad._rustgrad import Tensor
 from rustgrad._rustgrad import ops as _ops
+from rustgrad.errors import ArgumentTypeError, ShapeError
 
 __all__ = [
     "adaptive_avg_pool2d", "conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "max_pool2d_with_indices",
@@ -22,10 +23,10 @@ def _with_bias(out: Tensor, bias: Optional[Tensor], spatial: int, op: str) -> Te
     if bias is None:
         return out
     if not isinstance(bias, Tensor):
-        raise TypeError(f"{op}(): argument 'bias' must be a Tensor or None, not {type(bias).__name__}")
+        raise ArgumentTypeError(f"{op}(): argument 'bias' must be a Tensor or None, not {type(bias).__name__}")
     channels = out.shape[1] if out.dim() == spatial + 2 else out.shape[0]
     if tuple(bias.shape) != (channels,):
-        raise ValueError(
+        raise ShapeError(
             f"{op}: expected bias of shape ({channels},) for an output with {channels} channels, "
             f"got bias of shape {tuple(bias.shape)}"
         )
@@ -77,7 +78,9 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Union[int, Sequence[Optional
     input's size)."""
     if isinstance(output_size, (list, tuple)) and len(output_size) == 2 and None in output_size:
         if not isinstance(input, Tensor):
-            raise TypeError(f"adaptive_avg_pool2d(): argument 'input' must be a Tensor, not {type(input).__name__}")
+            raise ArgumentTypeError(
+                f"adaptive_avg_pool2d(): argument 'input' must be a Tensor, not {type(input).__name__}"
+            )
         spatial = tuple(input.shape[-2:])
         output_size = [spatial[i] if size is None else size for i, size in enumerate(output_size)]
     return _ops["adaptive_avg_pool2d"](input, output_size)

@@ -11,6 +11,7 @@ from rustgrad._creation import ones, zeros
 from rustgrad._grad_mode import no_grad
 from rustgrad._norm import update_running_stats
 from rustgrad._rustgrad import Tensor
+from rustgrad.errors import ArgumentTypeError, DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
 
 __all__ = [
     "batch_norm", "dropout", "embedding", "group_norm", "layer_norm", "linear", "logsigmoid", "relu6", "selu",
@@ -20,7 +21,7 @@ __all__ = [
 
 def _tensor(name: str, argument: str, value: Any) -> Tensor:
     if not isinstance(value, Tensor):
-        raise TypeError(f"{name}(): argument '{argument}' must be a Tensor, not {type(value).__name__}")
+        raise ArgumentTypeError(f"{name}(): argument '{argument}' must be a Tensor, not {type(value).__name__}")
     return value
 
 
@@ -51,7 +52,7 @@ def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
     _tensor("linear", "weight", weight)
     if bias is None:
         if weight.dim() != 2:
-            raise ValueError(f"linear: weight must be 2-D ([out_features, in_features]), got {list(weight.shape)}")
+            raise ShapeError(f"linear: weight must be 2-D ([out_features, in_features]), got {list(weight.shape)}")
         return input.matmul(weight.t())
     return _ops.linear(input, weight, _tensor("linear", "bias", bias))
 
@@ -64,8 +65,10 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: Optional[int] = None, 
     _tensor("embedding", "weight", weight)
     input = _tensor("embedding", "input", input)
     if scale_grad_by_freq or sparse:
-        raise ValueError("embedding: scale_grad_by_freq=True and sparse=True are not supported: rustgrad has no "
-                         "sparse gradients; leave both False")
+        raise InvalidArgumentError(
+            "embedding: scale_grad_by_freq=True and sparse=True are not supported: rustgrad has no "
+            "sparse gradients; leave both False"
+        )
     if max_norm is not None:
         _renorm_rows(input, weight, float(max_norm), float(norm_type))
     return _ops.embedding(input, weight, padding_idx)
@@ -80,8 +83,10 @@ def _renorm_rows(input: Tensor, weight: Tensor, max_norm: float, norm_type: floa
     if rows.size == 0:
         return
     if rows.min() < 0 or rows.max() >= weight.shape[0]:
-        raise IndexError(f"embedding: index {int(rows.max() if rows.max() >= weight.shape[0] else rows.min())} is "
-                         f"out of range for a weight of {weight.shape[0]} rows")
+        raise IndexOutOfRangeError(
+            f"embedding: index {int(rows.max() if rows.max() >= weight.shape[0] else rows.min())} is "
+            f"out of range for a weight of {weight.shape[0]} rows"
+        )
     with no_grad():
         picked = tensor(rows)
         current = weight[picked]
@@ -98,9 +103,9 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     input = _tensor("dropout", "input", input)
     p = float(p)
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        raise InvalidArgumentError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not input.dtype.is_floating_point:
-        raise TypeError(f"dropout: expected a float tensor, got {input.dtype}; convert it with .float() first")
+        raise DTypeError(f"dropout: expected a float tensor, got {input.dtype}; convert it with .float() first")
     if not training or p == 0.0:
         return input
     if p == 1.0:
@@ -151,7 +156,7 @@ def batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optio
     weights the new value, in place and unrecorded; in evaluation the running statistics normalise."""
     input = _tensor("batch_norm", "input", input)
     if not training and (running_mean is None or running_var is None):
-        raise ValueError("batch_norm: running_mean and running_var must be given when training=False")
+        raise InvalidArgumentError("batch_norm: running_mean and running_var must be given when training=False")
     channels = [input.shape[1]] if input.dim() >= 2 else [0]
     weight, bias = _affine(input, channels, weight, bias)
     mean = running_mean if running_mean is not None else zeros(channels, dtype=input.dtype)

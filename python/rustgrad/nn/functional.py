@@ -16,7 +16,7 @@ from rustgrad._creation import _resolve_dtype
 from rustgrad._generated_ops import einsum, logaddexp, one_hot, pad, xlogy
 from rustgrad._rustgrad import Tensor
 from rustgrad._rustgrad import ops as _ops
-from rustgrad.errors import ArgumentTypeError, ShapeError
+from rustgrad.errors import ArgumentTypeError, DTypeError, InvalidArgumentError, ShapeError
 from rustgrad.nn import _conv
 from rustgrad.nn._generated_functional import *  # noqa: F403 - the op table's functional ops
 from rustgrad.nn._generated_functional import __all__ as _op_table_names
@@ -70,7 +70,7 @@ def _softmax_dim(ndim: int, name: str) -> int:
 
 def _prepare(input: Tensor, dim: Optional[int], dtype: Any, name: str) -> tuple[Tensor, int]:
     if not isinstance(input, Tensor):
-        raise TypeError(f"{name}(): argument 'input' must be a Tensor, not {type(input).__name__}")
+        raise ArgumentTypeError(f"{name}(): argument 'input' must be a Tensor, not {type(input).__name__}")
     if dtype is not None:
         input = input.to(_resolve_dtype(dtype))
     if dim is None:
@@ -107,14 +107,16 @@ def _check_reduction(reduction: str, size_average: Optional[bool], reduce: Optio
         size_average_ = True if size_average is None else size_average
         reduction = "none" if not reduce_ else ("mean" if size_average_ else "sum")
     if not isinstance(reduction, str) or reduction not in valid:
-        raise ValueError(f"{reduction} is not a valid value for reduction; use one of {', '.join(map(repr, valid))}")
+        raise InvalidArgumentError(
+            f"{reduction} is not a valid value for reduction; use one of {', '.join(map(repr, valid))}"
+        )
     return reduction
 
 
 def _check_tensor(value: Any, name: str, arg: str) -> Tensor:
     if not isinstance(value, Tensor):
-        raise TypeError(f"{name}(): argument '{arg}' (position {1 if arg == 'input' else 2}) must be Tensor, "
-                        f"not {type(value).__name__}")
+        raise ArgumentTypeError(f"{name}(): argument '{arg}' (position {1 if arg == 'input' else 2}) must be Tensor, "
+                                f"not {type(value).__name__}")
     return value
 
 
@@ -160,7 +162,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Optional[bool] =
     reduction = _check_reduction(reduction, size_average, reduce)
     input, target = _pointwise_operands(input, target, "smooth_l1_loss")
     if beta < 0:
-        raise ValueError("smooth_l1_loss does not support negative values for beta.")
+        raise InvalidArgumentError("smooth_l1_loss does not support negative values for beta.")
     d = (input - target).abs()
     if beta == 0.0:
         return _reduce(d, reduction)
@@ -173,7 +175,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     reduction = _check_reduction(reduction, None, None)
     input, target = _pointwise_operands(input, target, "huber_loss")
     if delta <= 0:
-        raise ValueError("huber_loss does not support non-positive values for delta.")
+        raise InvalidArgumentError("huber_loss does not support non-positive values for delta.")
     d = (input - target).abs()
     loss = _rustgrad._where(d < delta, d.square() * 0.5, (d - 0.5 * delta) * delta)
     if weight is not None:
@@ -184,7 +186,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
 def _weight_tensor(weight: Any, name: str) -> Optional[Tensor]:
     if weight is None or isinstance(weight, Tensor):
         return weight
-    raise TypeError(f"{name}(): argument 'weight' must be Tensor or None, not {type(weight).__name__}")
+    raise ArgumentTypeError(f"{name}(): argument 'weight' must be Tensor or None, not {type(weight).__name__}")
 
 
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None,
@@ -195,13 +197,13 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor]
     input = _check_tensor(input, "binary_cross_entropy", "input")
     target = _check_tensor(target, "binary_cross_entropy", "target")
     if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(
+        raise ShapeError(
             f"Using a target size ({list(target.shape)}) that is different to the input size "
             f"({list(input.shape)}) is deprecated. Please ensure they have the same size."
         )
     values = input.detach().numpy()
     if values.size and not np.all((values >= 0) & (values <= 1)):
-        raise ValueError("binary_cross_entropy: all elements of input should be between 0 and 1")
+        raise InvalidArgumentError("binary_cross_entropy: all elements of input should be between 0 and 1")
     # log(max(x, e^-100)) = max(log x, -100): torch's clamp, with a finite gradient at 0 and 1.
     floor = float(np.exp(-100.0)) if input.dtype.name == "float64" else float(np.float32(np.exp(-100.0)))
     log_p = input.clamp_min(floor).log().clamp_min(-100.0)
@@ -222,7 +224,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Opti
     input = _check_tensor(input, "binary_cross_entropy_with_logits", "input")
     target = _check_tensor(target, "binary_cross_entropy_with_logits", "target")
     if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(f"Target size ({list(target.shape)}) must be the same as input size ({list(input.shape)})")
+        raise ShapeError(f"Target size ({list(target.shape)}) must be the same as input size ({list(input.shape)})")
     softplus_neg = logaddexp(-input, 0.0)  # log(1 + exp(-x)), stable both ways
     if pos_weight is not None:
         pos_weight = _weight_tensor(pos_weight, "binary_cross_entropy_with_logits")
@@ -283,7 +285,7 @@ def _class_weight(weight: Any, input: Tensor, name: str) -> Tensor:
     weight = _weight_tensor(weight, name)
     classes = input.shape[0] if input.dim() == 1 else input.shape[1] if input.dim() > 1 else 0
     if weight.dim() != 1 or weight.shape[0] != classes:
-        raise ValueError(f"{name}: weight must hold one value per class, shape [{classes}], got {list(weight.shape)}")
+        raise ShapeError(f"{name}: weight must hold one value per class, shape [{classes}], got {list(weight.shape)}")
     return weight
 
 
@@ -294,17 +296,17 @@ def _class_indices(target: Any, name: str) -> Tensor:
         if target.dtype.name in ("int64", "int32"):
             return target
         if target.dtype.name == "bool":
-            raise TypeError(f"{name}: target must hold class indices (int64), got a bool tensor")
+            raise DTypeError(f"{name}: target must hold class indices (int64), got a bool tensor")
         if not target.dtype.is_floating_point:
             return target  # the op refuses it, naming the dtype
         values = np.asarray(target.detach().numpy(), dtype=np.float64)
     else:
         values = np.asarray(target)
         if values.dtype == object or values.dtype.kind not in "iuf":
-            raise TypeError(f"{name}: target must hold integer class indices, got {values.dtype}")
+            raise DTypeError(f"{name}: target must hold integer class indices, got {values.dtype}")
     if values.dtype.kind == "f":
         if not np.all(np.isfinite(values)) or np.any(values != np.round(values)):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{name}: target holds non-integer values; pass class indices as an int64 tensor, or "
                 "class probabilities of the input's shape"
             )
@@ -355,7 +357,7 @@ def cross_entropy(input: Tensor, target: Any, weight: Optional[Tensor] = None,
     reduction = _check_reduction(reduction, size_average, reduce)
     input = _check_tensor(input, "cross_entropy", "input")
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+        raise InvalidArgumentError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if _probability_target(input, target):
         return _probability_cross_entropy(input, target, weight, reduction, float(label_smoothing))
     return _ops["cross_entropy"](input, _class_indices(target, "cross_entropy"),

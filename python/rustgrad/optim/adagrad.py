@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Iterable
 
-from rustgrad._grad_mode import no_grad
 from rustgrad._rustgrad import Tensor
-from rustgrad.optim.optimizer import Optimizer
+from rustgrad.errors import InvalidArgumentError
+from rustgrad.optim.optimizer import _PerParameterOptimizer
 
 __all__ = ["Adagrad"]
 
 
-class Adagrad(Optimizer):
+class Adagrad(_PerParameterOptimizer):
     """Adagrad (Duchi et al.), exactly as ``torch.optim.Adagrad``:
 
     .. code-block:: text
@@ -27,15 +27,15 @@ class Adagrad(Optimizer):
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
                  initial_accumulator_value: float = 0.0, eps: float = 1e-10, *, maximize: bool = False) -> None:
         if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
+            raise InvalidArgumentError(f"Invalid learning rate: {lr}")
         if lr_decay < 0.0:
-            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+            raise InvalidArgumentError(f"Invalid lr_decay value: {lr_decay}")
         if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+            raise InvalidArgumentError(f"Invalid weight_decay value: {weight_decay}")
         if initial_accumulator_value < 0.0:
-            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
+            raise InvalidArgumentError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
         if eps < 0.0:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+            raise InvalidArgumentError(f"Invalid epsilon value: {eps}")
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, maximize=maximize)
         super().__init__(params, defaults)
@@ -52,21 +52,7 @@ class Adagrad(Optimizer):
         for p in self.param_groups[-1]["params"]:
             self._init_state(p, self.param_groups[-1])
 
-    def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
-        """Performs one update; ``closure`` (re-evaluating the loss) is optional."""
-        loss = self._closure_loss(closure)
-        with no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is not None:
-                        self._update(p, group)
-        return loss
-
-    def _update(self, p: Tensor, group: dict[str, Any]) -> None:
-        grad = p.grad
-        assert grad is not None
-        if group["maximize"]:
-            grad = -grad
+    def _update(self, p: Tensor, grad: Tensor, group: dict[str, Any]) -> None:
         state = self._get_state(p)
         self._init_state(p, group)
         state["step"] += 1

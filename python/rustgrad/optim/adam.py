@@ -7,6 +7,7 @@ from typing import Any, Callable, Iterable, Optional
 from rustgrad._creation import zeros_like
 from rustgrad._grad_mode import no_grad
 from rustgrad._rustgrad import Tensor, _adam_update
+from rustgrad.errors import InvalidArgumentError
 from rustgrad.optim.optimizer import Optimizer
 
 __all__ = ["Adam", "AdamW"]
@@ -14,15 +15,15 @@ __all__ = ["Adam", "AdamW"]
 
 def _check_adam_args(lr: float, betas: tuple[float, float], eps: float, weight_decay: float) -> None:
     if lr < 0.0:
-        raise ValueError(f"Invalid learning rate: {lr}")
+        raise InvalidArgumentError(f"Invalid learning rate: {lr}")
     if eps < 0.0:
-        raise ValueError(f"Invalid epsilon value: {eps}")
+        raise InvalidArgumentError(f"Invalid epsilon value: {eps}")
     if not 0.0 <= betas[0] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        raise InvalidArgumentError(f"Invalid beta parameter at index 0: {betas[0]}")
     if not 0.0 <= betas[1] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        raise InvalidArgumentError(f"Invalid beta parameter at index 1: {betas[1]}")
     if weight_decay < 0.0:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        raise InvalidArgumentError(f"Invalid weight_decay value: {weight_decay}")
 
 
 class Adam(Optimizer):

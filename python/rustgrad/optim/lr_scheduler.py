@@ -23,6 +23,7 @@ from bisect import bisect_right
 from collections import Counter
 from typing import Any, Callable, Optional, Sequence, Union
 
+from rustgrad.errors import ArgumentTypeError, InvalidArgumentError, ParamGroupKeyError
 from rustgrad.optim.optimizer import Optimizer
 
 __all__ = [
@@ -33,7 +34,7 @@ __all__ = [
 
 def _check_optimizer(optimizer: Any) -> None:
     if not isinstance(optimizer, Optimizer):
-        raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        raise ArgumentTypeError(f"{type(optimizer).__name__} is not an Optimizer")
 
 
 class LRScheduler:
@@ -51,8 +52,11 @@ class LRScheduler:
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
-                    raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] when resuming an "
-                                   "optimizer")
+                    raise ParamGroupKeyError(
+                        f"param 'initial_lr' is not specified in param_groups[{i}] when resuming an "
+                        f"optimizer (last_epoch={last_epoch}); load the optimizer's state_dict saved while a "
+                        "scheduler ran, or start the scheduler with last_epoch=-1"
+                    )
         self.base_lrs: list[float] = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
         self._step_count = 0
@@ -114,7 +118,9 @@ class LambdaLR(LRScheduler):
             self.lr_lambdas: list[Callable[[int], float]] = [lr_lambda] * len(optimizer.param_groups)
         else:
             if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}")
+                raise InvalidArgumentError(
+                    f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}"
+                )
             self.lr_lambdas = list(lr_lambda)
         super().__init__(optimizer, last_epoch)
 
@@ -226,7 +232,7 @@ class CosineAnnealingLR(LRScheduler):
 def _format_param(name: str, optimizer: Optimizer, param: Any) -> list[Any]:
     if isinstance(param, (list, tuple)):
         if len(param) != len(optimizer.param_groups):
-            raise ValueError(f"expected {len(optimizer.param_groups)} values for {name}, got {len(param)}")
+            raise InvalidArgumentError(f"expected {len(optimizer.param_groups)} values for {name}, got {len(param)}")
         return list(param)
     return [param] * len(optimizer.param_groups)
 
@@ -265,9 +271,11 @@ class OneCycleLR(LRScheduler):
                      start_momentum="base_momentum", end_momentum="max_momentum"),
             ]
         if pct_start < 0 or pct_start > 1 or not isinstance(pct_start, float):
-            raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
+            raise InvalidArgumentError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
         if anneal_strategy not in ("cos", "linear"):
-            raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}")
+            raise InvalidArgumentError(
+                f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}"
+            )
         self.anneal_strategy = anneal_strategy
         max_lrs = _format_param("max_lr", optimizer, max_lr)
         if last_epoch == -1:
@@ -278,7 +286,9 @@ class OneCycleLR(LRScheduler):
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
             if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
+                raise InvalidArgumentError(
+                    "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
+                )
             self.use_beta1 = "betas" in optimizer.defaults
             max_momentums = _format_param("max_momentum", optimizer, max_momentum)
             base_momentums = _format_param("base_momentum", optimizer, base_momentum)
@@ -293,14 +303,14 @@ class OneCycleLR(LRScheduler):
     def _total_steps(total_steps: Optional[int], epochs: Optional[int], steps_per_epoch: Optional[int]) -> int:
         def positive(name: str, value: Any) -> int:
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"Expected positive integer {name}, but got {value}")
+                raise InvalidArgumentError(f"Expected positive integer {name}, but got {value}")
             return value
 
         if total_steps is not None:
             return positive("total_steps", total_steps)
         if epochs is not None and steps_per_epoch is not None:
             return positive("epochs", epochs) * positive("steps_per_epoch", steps_per_epoch)
-        raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
+        raise InvalidArgumentError("You must define either total_steps OR (epochs AND steps_per_epoch)")
 
     def _set_momentum(self, group: dict[str, Any], value: float) -> None:
         if self.use_beta1:
@@ -316,8 +326,8 @@ class OneCycleLR(LRScheduler):
     def get_lr(self) -> list[float]:
         step_num = self.last_epoch
         if step_num > self.total_steps:
-            raise ValueError(f"Tried to step {step_num} times. The specified number of total steps is "
-                             f"{self.total_steps}")
+            raise InvalidArgumentError(f"Tried to step {step_num} times. The specified number of total steps is "
+                                       f"{self.total_steps}")
         lrs = []
         for group in self.optimizer.param_groups:
             start_step = 0.0
@@ -344,13 +354,13 @@ class ReduceLROnPlateau(LRScheduler):
                  threshold: float = 1e-4, threshold_mode: str = "rel", cooldown: int = 0,
                  min_lr: Union[float, list[float], tuple[float, ...]] = 0, eps: float = 1e-8) -> None:
         if factor >= 1.0:
-            raise ValueError("Factor should be < 1.0.")
+            raise InvalidArgumentError("Factor should be < 1.0.")
         _check_optimizer(optimizer)
         self.factor = factor
         self.optimizer = optimizer
         if isinstance(min_lr, (list, tuple)):
             if len(min_lr) != len(optimizer.param_groups):
-                raise ValueError(f"expected {len(optimizer.param_groups)} min_lrs, got {len(min_lr)}")
+                raise InvalidArgumentError(f"expected {len(optimizer.param_groups)} min_lrs, got {len(min_lr)}")
             self.default_min_lr: Optional[float] = None
             self.min_lrs = list(min_lr)
         else:
@@ -366,9 +376,9 @@ class ReduceLROnPlateau(LRScheduler):
 
     def _init_is_better(self, mode: str, threshold: float, threshold_mode: str) -> None:
         if mode not in ("min", "max"):
-            raise ValueError("mode " + mode + " is unknown!")
+            raise InvalidArgumentError("mode " + mode + " is unknown!")
         if threshold_mode not in ("rel", "abs"):
-            raise ValueError("threshold mode " + threshold_mode + " is unknown!")
+            raise InvalidArgumentError("threshold mode " + threshold_mode + " is unknown!")
         self.mode, self.threshold, self.threshold_mode = mode, threshold, threshold_mode
         self.mode_worse = math.inf if mode == "min" else -math.inf
 

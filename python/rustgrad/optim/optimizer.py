@@ -7,8 +7,9 @@ import abc
 import copy
 from typing import Any, Callable, Optional
 
-from rustgrad._grad_mode import enable_grad
+from rustgrad._grad_mode import enable_grad, no_grad
 from rustgrad._rustgrad import Tensor
+from rustgrad.errors import ArgumentTypeError, InvalidArgumentError, ShapeError
 
 __all__ = ["Optimizer", "required"]
 
@@ -30,13 +31,13 @@ class Optimizer(abc.ABC):
         self.state: dict[Tensor, dict[str, Any]] = {}
         self.param_groups: list[dict[str, Any]] = []
         if isinstance(params, Tensor):
-            raise TypeError(
+            raise ArgumentTypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or dicts, "
                 "but got a Tensor; wrap it in a list: [tensor]"
             )
         groups = list(params)
         if not groups:
-            raise ValueError("optimizer got an empty parameter list")
+            raise InvalidArgumentError("optimizer got an empty parameter list")
         if not isinstance(groups[0], dict):
             groups = [{"params": groups}]
         for group in groups:
@@ -45,25 +46,25 @@ class Optimizer(abc.ABC):
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Adds a group of parameters, with hyperparameters defaulting to the optimizer's."""
         if not isinstance(param_group, dict):
-            raise TypeError(f"param group must be a dict, got {type(param_group).__name__}")
+            raise ArgumentTypeError(f"param group must be a dict, got {type(param_group).__name__}")
         params = param_group["params"]
         params = [params] if isinstance(params, Tensor) else list(params)
         for p in params:
             if not isinstance(p, Tensor):
-                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is "
-                                f"{type(p).__name__}")
+                raise ArgumentTypeError(f"optimizer can only optimize Tensors, but one of the params is "
+                                        f"{type(p).__name__}")
             if not p.is_leaf:
-                raise ValueError("can't optimize a non-leaf Tensor; use a tensor created with "
-                                 "requires_grad=True (or detach().requires_grad_())")
+                raise InvalidArgumentError("can't optimize a non-leaf Tensor; use a tensor created with "
+                                           "requires_grad=True (or detach().requires_grad_())")
         group = dict(param_group, params=params)
         for name, default in self.defaults.items():
             if default is required and name not in group:
-                raise ValueError(f"parameter group didn't specify a value of required optimization "
-                                 f"parameter {name}")
+                raise InvalidArgumentError(f"parameter group didn't specify a value of required optimization "
+                                           f"parameter {name}")
             group.setdefault(name, default)
         existing = {id(p) for g in self.param_groups for p in g["params"]}
         if any(id(p) in existing for p in params):
-            raise ValueError("some parameters appear in more than one parameter group")
+            raise InvalidArgumentError("some parameters appear in more than one parameter group")
         self.param_groups.append(group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
@@ -99,11 +100,13 @@ class Optimizer(abc.ABC):
         """Restores hyperparameters and state saved by ``state_dict`` (for the same parameters)."""
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups):
-            raise ValueError("loaded state dict has a different number of parameter groups")
+            raise InvalidArgumentError(f"loaded state dict has a different number of parameter groups "
+                                       f"({len(groups)}, this optimizer has {len(self.param_groups)})")
         for mine, saved in zip(self.param_groups, groups):
             if len(mine["params"]) != len(saved["params"]):
-                raise ValueError("loaded state dict contains a parameter group that doesn't match the "
-                                 "size of optimizer's group")
+                raise InvalidArgumentError(f"loaded state dict contains a parameter group that doesn't match the "
+                                           f"size of optimizer's group ({len(saved['params'])} parameters, this "
+                                           f"optimizer's group has {len(mine['params'])})")
         params = self._params()
         by_index: dict[int, Tensor] = {}
         for mine, saved in zip(self.param_groups, groups):
@@ -114,12 +117,12 @@ class Optimizer(abc.ABC):
         for i, s in state_dict["state"].items():
             p = by_index.get(int(i), params[int(i)] if int(i) < len(params) else None)
             if p is None:
-                raise ValueError(f"loaded state dict refers to parameter {i}, which this optimizer lacks")
+                raise InvalidArgumentError(f"loaded state dict refers to parameter {i}, which this optimizer lacks")
             restored = {}
             for k, v in s.items():
                 if isinstance(v, Tensor):
                     if tuple(v.shape) != tuple(p.shape):
-                        raise ValueError(f"state {k!r} of parameter {i} has shape {tuple(v.shape)}, but the "
+                        raise ShapeError(f"state {k!r} of parameter {i} has shape {tuple(v.shape)}, but the "
                                          f"parameter has shape {tuple(p.shape)}")
                     v = v.detach().clone().to(p.dtype)
                 restored[k] = v
@@ -151,3 +154,23 @@ class Optimizer(abc.ABC):
             lines.extend(f"    {k}: {v}" for k, v in sorted(g.items()) if k != "params")
         lines.append(")")
         return "\n".join(lines)
+
+
+class _PerParameterOptimizer(Optimizer):
+    """An optimizer whose step updates each parameter on its own: ``step`` skips parameters
+    without a gradient and calls ``_update`` with the gradient to descend (negated with
+    ``maximize``) and the parameter's group."""
+
+    def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
+        """Performs one update; ``closure`` (re-evaluating the loss) is optional."""
+        loss = self._closure_loss(closure)
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        self._update(p, -p.grad if group["maximize"] else p.grad, group)
+        return loss
+
+    @abc.abstractmethod
+    def _update(self, p: Tensor, grad: Tensor, group: dict[str, Any]) -> None:
+        """Updates ``p`` in place (under ``no_grad``) from ``grad`` and the group's hyperparameters."""

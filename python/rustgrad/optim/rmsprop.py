@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Iterable
 
-from rustgrad._grad_mode import no_grad
 from rustgrad._rustgrad import Tensor
-from rustgrad.optim.optimizer import Optimizer
+from rustgrad.errors import InvalidArgumentError
+from rustgrad.optim.optimizer import _PerParameterOptimizer
 
 __all__ = ["RMSprop"]
 
 
-class RMSprop(Optimizer):
+class RMSprop(_PerParameterOptimizer):
     """RMSprop (Hinton), exactly as ``torch.optim.RMSprop``:
 
     .. code-block:: text
@@ -28,35 +28,21 @@ class RMSprop(Optimizer):
                  weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False, *,
                  maximize: bool = False) -> None:
         if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
+            raise InvalidArgumentError(f"Invalid learning rate: {lr}")
         if eps < 0.0:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+            raise InvalidArgumentError(f"Invalid epsilon value: {eps}")
         if momentum < 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum}")
+            raise InvalidArgumentError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+            raise InvalidArgumentError(f"Invalid weight_decay value: {weight_decay}")
         if alpha < 0.0:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+            raise InvalidArgumentError(f"Invalid alpha value: {alpha}")
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
                         weight_decay=weight_decay, maximize=maximize)
         super().__init__(params, defaults)
 
-    def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
-        """Performs one update; ``closure`` (re-evaluating the loss) is optional."""
-        loss = self._closure_loss(closure)
-        with no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is not None:
-                        self._update(p, group)
-        return loss
-
-    def _update(self, p: Tensor, group: dict[str, Any]) -> None:
+    def _update(self, p: Tensor, grad: Tensor, group: dict[str, Any]) -> None:
         alpha, momentum, weight_decay = group["alpha"], group["momentum"], group["weight_decay"]
-        grad = p.grad
-        assert grad is not None
-        if group["maximize"]:
-            grad = -grad
         state = self._get_state(p)
         if not state:
             state["step"] = 0

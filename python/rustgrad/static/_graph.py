@@ -56,7 +56,7 @@ class TensorShape(tuple):
 
     def as_list(self) -> list[Optional[int]]:
         if not self._known_rank:
-            raise ValueError("as_list() is not defined on an unknown TensorShape.")
+            raise ShapeError("as_list() is not defined on an unknown TensorShape.")
         return list(self)
 
     def is_fully_defined(self) -> bool:

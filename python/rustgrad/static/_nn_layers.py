@@ -7,6 +7,7 @@ import numbers
 from typing import Any, Optional
 
 from rustgrad._rustgrad import ops as _ops
+from rustgrad.errors import ArgumentTypeError, InvalidArgumentError, ShapeError
 from rustgrad.static._graph import Tensor, _apply, convert_to_tensor
 
 __all__ = ["batch_normalization", "bias_add", "dropout", "embedding_lookup", "fused_batch_norm"]
@@ -21,22 +22,24 @@ def bias_add(value: Any, bias: Any, data_format: Optional[str] = None, name: Opt
     b = convert_to_tensor(bias, dtype=x.dtype)
     fmt = "NHWC" if data_format is None else str(data_format)
     if fmt not in ("NHWC", "NCHW", "NWC", "NCW", "NDHWC", "NCDHW", "N..C", "NC.."):
-        raise ValueError(f"bias_add: data_format must be NHWC or NCHW (or their 1-D/3-D forms), got {data_format!r}")
+        raise InvalidArgumentError(
+            f"bias_add: data_format must be NHWC or NCHW (or their 1-D/3-D forms), got {data_format!r}"
+        )
     channels_first = fmt.startswith("NC")
     rank = x.shape.rank
     if b.shape.rank is not None and b.shape.rank != 1:
-        raise ValueError(f"bias_add: bias must be 1-D, got shape {b.shape}")
+        raise ShapeError(f"bias_add: bias must be 1-D, got shape {b.shape}")
     if rank is not None and rank < 2:
-        raise ValueError(f"bias_add: Shape must be at least rank 2 but is rank {rank}")
+        raise ShapeError(f"bias_add: Shape must be at least rank 2 but is rank {rank}")
     axis = 1 if channels_first else -1
     if rank is not None and b.shape.rank == 1:
         size, want = b.shape.as_list()[0], x.shape.as_list()[axis]
         if size is not None and want is not None and size != want:
-            raise ValueError(f"bias_add: Must provide as many biases as the channel dimension of the input tensor: "
+            raise ShapeError(f"bias_add: Must provide as many biases as the channel dimension of the input tensor: "
                              f"{b.shape} vs. {x.shape}")
     if channels_first:
         if rank is None:
-            raise ValueError("bias_add: data_format NCHW needs an input of known rank")
+            raise ShapeError("bias_add: data_format NCHW needs an input of known rank")
         b = reshape(b, [-1] + [1] * (rank - 2))
     return x.graph._op("binary", ("add",), [x, b], name or "BiasAdd")
 
@@ -69,12 +72,14 @@ def fused_batch_norm(x: Any, scale: Any, offset: Any, mean: Any = None, variance
 
     x = convert_to_tensor(x)
     if data_format not in ("NHWC", "NCHW"):
-        raise ValueError(f"fused_batch_norm: data_format must be NHWC or NCHW, got {data_format!r}")
+        raise InvalidArgumentError(f"fused_batch_norm: data_format must be NHWC or NCHW, got {data_format!r}")
     if x.shape.rank is not None and x.shape.rank != 4:
-        raise ValueError(f"fused_batch_norm: x must be 4-D, got shape {x.shape}")
+        raise ShapeError(f"fused_batch_norm: x must be 4-D, got shape {x.shape}")
     if not is_training and (mean is None or variance is None):
-        raise ValueError("fused_batch_norm: both 'mean' and 'variance' must be a 1-D tensor when is_training is "
-                         "False")
+        raise InvalidArgumentError(
+            "fused_batch_norm: both 'mean' and 'variance' must be a 1-D tensor when is_training is "
+            "False"
+        )
     nchw = x if data_format == "NCHW" else transpose(x, [0, 3, 1, 2])
     s, o = convert_to_tensor(scale, dtype=x.dtype), convert_to_tensor(offset, dtype=x.dtype)
     if is_training:
@@ -101,11 +106,15 @@ def embedding_lookup(params: Any, ids: Any, partition_strategy: str = "mod", nam
     row looked up whose L2 norm exceeds it is scaled down to it, as TF1."""
     if isinstance(params, (list, tuple)):
         if len(params) != 1:
-            raise ValueError(f"embedding_lookup: params split over {len(params)} shards are not supported; pass one "
-                             f"tensor (tf.concat the shards in 'div' order)")
+            raise InvalidArgumentError(
+                f"embedding_lookup: params split over {len(params)} shards are not supported; pass one "
+                f"tensor (tf.concat the shards in 'div' order)"
+            )
         params = params[0]
     if partition_strategy not in ("mod", "div"):
-        raise ValueError(f"embedding_lookup: partition_strategy must be 'mod' or 'div', got {partition_strategy!r}")
+        raise InvalidArgumentError(
+            f"embedding_lookup: partition_strategy must be 'mod' or 'div', got {partition_strategy!r}"
+        )
     p = convert_to_tensor(params)
     i = convert_to_tensor(ids)
     rows = _apply(_ops["embedding"], [i, p], None if max_norm is not None else (name or "embedding_lookup"), (None,))
@@ -130,20 +139,22 @@ def dropout(x: Any, keep_prob: Any = None, noise_shape: Any = None, seed: Option
     from rustgrad.static._shapes import shape as shape_of
 
     if (keep_prob is None) == (rate is None):
-        raise ValueError("dropout: pass exactly one of keep_prob and rate")
+        raise InvalidArgumentError("dropout: pass exactly one of keep_prob and rate")
     if rate is None:
         if not isinstance(keep_prob, numbers.Real):
-            raise TypeError(f"dropout: keep_prob must be a float, got {type(keep_prob).__name__}")
+            raise ArgumentTypeError(f"dropout: keep_prob must be a float, got {type(keep_prob).__name__}")
         rate = 1.0 - float(keep_prob)
     if isinstance(rate, bool) or not isinstance(rate, numbers.Real):
-        raise TypeError(f"dropout: rate must be a float in [0, 1), got {type(rate).__name__}")
+        raise ArgumentTypeError(f"dropout: rate must be a float in [0, 1), got {type(rate).__name__}")
     rate = float(rate)
     if not 0.0 <= rate < 1.0:
-        raise ValueError(f"rate must be a scalar tensor or a float in the range [0, 1), got {rate:g}")
+        raise InvalidArgumentError(f"rate must be a scalar tensor or a float in the range [0, 1), got {rate:g}")
     x = convert_to_tensor(x)
     if not x.dtype.is_floating_point:
-        raise ValueError(f"x has to be a floating point tensor since it's going to be scaled. Got a {x.dtype.name} "
-                         f"tensor instead.")
+        raise InvalidArgumentError(
+            f"x has to be a floating point tensor since it's going to be scaled. Got a {x.dtype.name} "
+            f"tensor instead."
+        )
     if rate == 0.0:
         return x
     shape = shape_of(x) if noise_shape is None else noise_shape

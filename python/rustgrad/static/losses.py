@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from rustgrad.errors import InvalidArgumentError, ShapeError
 from rustgrad.static._generated_ops import log, not_equal, square
 from rustgrad.static._graph import Tensor, convert_to_tensor
 from rustgrad.static._ops import cast, maximum, minimum, ones_like, reduce_sum, stop_gradient
@@ -43,7 +44,7 @@ class Reduction:
     @classmethod
     def validate(cls, key: str) -> None:
         if key not in cls.all():
-            raise ValueError(f"Invalid Reduction Key {key}.")
+            raise InvalidArgumentError(f"Invalid Reduction Key {key}.")
 
 
 def _is_one(weights: Any) -> bool:
@@ -85,13 +86,7 @@ def mean_squared_error(labels: Any, predictions: Any, weights: Any = 1.0, scope:
                        loss_collection: Any = None,
                        reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """(predictions - labels)², weighted and reduced; by default the mean over all elements."""
-    if labels is None:
-        raise ValueError("labels must not be None.")
-    if predictions is None:
-        raise ValueError("predictions must not be None.")
-    predictions = convert_to_tensor(predictions)
-    labels = convert_to_tensor(labels, predictions.dtype, predictions.graph)
-    _check_shapes(labels, predictions, "mean_squared_error")
+    labels, predictions = _labels_and_predictions(labels, predictions, "mean_squared_error")
     return compute_weighted_loss(square(predictions - labels), weights, scope, loss_collection, reduction)
 
 
@@ -99,10 +94,22 @@ def absolute_difference(labels: Any, predictions: Any, weights: Any = 1.0, scope
                         loss_collection: Any = None,
                         reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """|predictions - labels|, weighted and reduced; by default the mean over all elements."""
+    labels, predictions = _labels_and_predictions(labels, predictions, "absolute_difference")
+    return compute_weighted_loss(abs(predictions - labels), weights, scope, loss_collection, reduction)
+
+
+def _labels_and_predictions(labels: Any, predictions: Any, name: str, labels_name: str = "labels",
+                            predictions_name: str = "predictions") -> tuple[Tensor, Tensor]:
+    """Both as tensors of the predictions' dtype, after TF1's checks: neither is None, and their
+    shapes agree where known."""
+    if labels is None:
+        raise InvalidArgumentError(f"{labels_name} must not be None.")
+    if predictions is None:
+        raise InvalidArgumentError(f"{predictions_name} must not be None.")
     predictions = convert_to_tensor(predictions)
     labels = convert_to_tensor(labels, predictions.dtype, predictions.graph)
-    _check_shapes(labels, predictions, "absolute_difference")
-    return compute_weighted_loss(abs(predictions - labels), weights, scope, loss_collection, reduction)
+    _check_shapes(labels, predictions, name)
+    return labels, predictions
 
 
 def _check_shapes(labels: Tensor, predictions: Tensor, name: str) -> None:
@@ -110,7 +117,7 @@ def _check_shapes(labels: Tensor, predictions: Tensor, name: str) -> None:
     if a.rank is None or b.rank is None:
         return
     if a.rank != b.rank or any(x is not None and y is not None and x != y for x, y in zip(a, b)):
-        raise ValueError(f"{name}: Shapes {b} and {a} are incompatible (predictions and labels must have "
+        raise ShapeError(f"{name}: Shapes {b} and {a} are incompatible (predictions and labels must have "
                          "the same shape)")
 
 
@@ -119,17 +126,11 @@ def softmax_cross_entropy(onehot_labels: Any, logits: Any, weights: Any = 1.0, l
                           reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """Softmax cross-entropy per row of ``logits`` against one-hot (or probability) labels, weighted and
     reduced; ``label_smoothing`` mixes in the uniform distribution: labels (1 - s) + s / classes."""
-    if onehot_labels is None:
-        raise ValueError("onehot_labels must not be None.")
-    if logits is None:
-        raise ValueError("logits must not be None.")
-    logits = convert_to_tensor(logits)
-    labels = convert_to_tensor(onehot_labels, logits.dtype, logits.graph)
-    _check_shapes(labels, logits, "softmax_cross_entropy")
+    labels, logits = _labels_and_predictions(onehot_labels, logits, "softmax_cross_entropy", "onehot_labels", "logits")
     if label_smoothing > 0:
         classes = logits.shape[-1]
         if classes is None:
-            raise ValueError("softmax_cross_entropy: label_smoothing needs the number of classes (the last dim "
+            raise ShapeError("softmax_cross_entropy: label_smoothing needs the number of classes (the last dim "
                              "of logits) known when the graph is built")
         labels = labels * (1.0 - label_smoothing) + label_smoothing / classes
     losses = softmax_cross_entropy_with_logits_v2(labels=stop_gradient(labels), logits=logits)
@@ -141,9 +142,9 @@ def sparse_softmax_cross_entropy(labels: Any, logits: Any, weights: Any = 1.0, s
                                  reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """Softmax cross-entropy per row of ``logits`` against integer class labels, weighted and reduced."""
     if labels is None:
-        raise ValueError("labels must not be None.")
+        raise InvalidArgumentError("labels must not be None.")
     if logits is None:
-        raise ValueError("logits must not be None.")
+        raise InvalidArgumentError("logits must not be None.")
     losses = sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
     return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
 
@@ -153,13 +154,8 @@ def sigmoid_cross_entropy(multi_class_labels: Any, logits: Any, weights: Any = 1
                           reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """Sigmoid cross-entropy per element, weighted and reduced; ``label_smoothing`` moves the labels
     towards 1/2: labels (1 - s) + s / 2."""
-    if multi_class_labels is None:
-        raise ValueError("multi_class_labels must not be None.")
-    if logits is None:
-        raise ValueError("logits must not be None.")
-    logits = convert_to_tensor(logits)
-    labels = convert_to_tensor(multi_class_labels, logits.dtype, logits.graph)
-    _check_shapes(labels, logits, "sigmoid_cross_entropy")
+    labels, logits = _labels_and_predictions(multi_class_labels, logits, "sigmoid_cross_entropy",
+                                             "multi_class_labels", "logits")
     if label_smoothing > 0:
         labels = labels * (1.0 - label_smoothing) + 0.5 * label_smoothing
     losses = sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
@@ -169,13 +165,7 @@ def sigmoid_cross_entropy(multi_class_labels: Any, logits: Any, weights: Any = 1
 def huber_loss(labels: Any, predictions: Any, weights: Any = 1.0, delta: float = 1.0, scope: Optional[str] = None,
                loss_collection: Any = None, reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """0.5 e² for |e| <= delta, else delta (|e| - 0.5 delta), with e = predictions - labels."""
-    if labels is None:
-        raise ValueError("labels must not be None.")
-    if predictions is None:
-        raise ValueError("predictions must not be None.")
-    predictions = convert_to_tensor(predictions)
-    labels = convert_to_tensor(labels, predictions.dtype, predictions.graph)
-    _check_shapes(labels, predictions, "huber_loss")
+    labels, predictions = _labels_and_predictions(labels, predictions, "huber_loss")
     error = abs(predictions - labels)
     quadratic = minimum(error, delta)
     linear = error - quadratic
@@ -186,12 +176,6 @@ def huber_loss(labels: Any, predictions: Any, weights: Any = 1.0, delta: float =
 def log_loss(labels: Any, predictions: Any, weights: Any = 1.0, epsilon: float = 1e-7, scope: Optional[str] = None,
              loss_collection: Any = None, reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """-labels log(predictions + epsilon) - (1 - labels) log(1 - predictions + epsilon)."""
-    if labels is None:
-        raise ValueError("labels must not be None.")
-    if predictions is None:
-        raise ValueError("predictions must not be None.")
-    predictions = convert_to_tensor(predictions)
-    labels = convert_to_tensor(labels, predictions.dtype, predictions.graph)
-    _check_shapes(labels, predictions, "log_loss")
+    labels, predictions = _labels_and_predictions(labels, predictions, "log_loss")
     losses = -labels * log(predictions + epsilon) - (1.0 - labels) * log(1.0 - predictions + epsilon)
     return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)

@@ -11,6 +11,7 @@ from typing import Any, Optional
 import numpy as np
 
 from rustgrad._rustgrad import ops as _ops
+from rustgrad.errors import DTypeError, InvalidArgumentError, ShapeError
 from rustgrad.static._generated_nn import *  # noqa: F403 - the op table's tf.nn functions
 from rustgrad.static._generated_nn import __all__ as _op_table_names
 from rustgrad.static._generated_nn import log_softmax, relu
@@ -35,13 +36,13 @@ _NO_IGNORED_LABEL = -(2**63)
 
 def _named_only(sentinel: Any, name: str) -> None:
     if sentinel is not None:
-        raise ValueError(f"Only call `{name}` with named arguments (labels=..., logits=..., ...)")
+        raise InvalidArgumentError(f"Only call `{name}` with named arguments (labels=..., logits=..., ...)")
 
 
 def _float_logits(logits: Any, name: str) -> Tensor:
     x = convert_to_tensor(logits)
     if not x.dtype.is_floating_point:
-        raise TypeError(f"{name}: logits must be float32 or float64, got {x.dtype.name}")
+        raise DTypeError(f"{name}: logits must be float32 or float64, got {x.dtype.name}")
     return x
 
 
@@ -50,12 +51,12 @@ def _same_shape(labels: Tensor, logits: Tensor, name: str) -> None:
     if a.rank is None or b.rank is None:
         return
     if a.rank != b.rank or any(x is not None and y is not None and x != y for x, y in zip(a, b)):
-        raise ValueError(f"{name}: logits and labels must have the same shape ({b} vs {a})")
+        raise ShapeError(f"{name}: logits and labels must have the same shape ({b} vs {a})")
 
 
 def _softmax_cross_entropy(labels: Any, logits: Any, axis: int, name: Optional[str], op: str) -> Tensor:
     if labels is None or logits is None:
-        raise ValueError(f"{op}: both labels and logits are required")
+        raise InvalidArgumentError(f"{op}: both labels and logits are required")
     x = _float_logits(logits, op)
     y = convert_to_tensor(labels, x.dtype, x.graph)
     _same_shape(y, x, op)
@@ -79,7 +80,7 @@ def softmax_cross_entropy_with_logits_v2(labels: Any, logits: Any, axis: Optiona
     """-sum(labels * log_softmax(logits)) along ``axis`` (the last by default), one loss per row;
     gradients flow into both ``labels`` and ``logits``."""
     if axis is not None and dim is not None:
-        raise ValueError("Cannot specify both 'axis' and 'dim'")
+        raise InvalidArgumentError("Cannot specify both 'axis' and 'dim'")
     axis = dim if axis is None else axis
     return _softmax_cross_entropy(labels, logits, -1 if axis is None else axis, name,
                                   "softmax_cross_entropy_with_logits_v2")
@@ -92,14 +93,14 @@ def sparse_softmax_cross_entropy_with_logits(_sentinel: Any = None, labels: Any 
     ``cross_entropy``."""
     _named_only(_sentinel, "sparse_softmax_cross_entropy_with_logits")
     if labels is None or logits is None:
-        raise ValueError("sparse_softmax_cross_entropy_with_logits: both labels and logits are required")
+        raise InvalidArgumentError("sparse_softmax_cross_entropy_with_logits: both labels and logits are required")
     x = _float_logits(logits, "sparse_softmax_cross_entropy_with_logits")
     y = convert_to_tensor(labels, None, x.graph)
     if y.dtype.name not in ("int32", "int64"):
-        raise TypeError(f"sparse_softmax_cross_entropy_with_logits: labels must be int32 or int64, got {y.dtype.name}")
+        raise DTypeError(f"sparse_softmax_cross_entropy_with_logits: labels must be int32 or int64, got {y.dtype.name}")
     rank, label_rank = x.shape.rank, y.shape.rank
     if rank is not None and label_rank is not None and label_rank != rank - 1:
-        raise ValueError(f"Rank mismatch: Rank of labels (received {label_rank}) should equal rank of logits minus 1 "
+        raise ShapeError(f"Rank mismatch: Rank of labels (received {label_rank}) should equal rank of logits minus 1 "
                          f"(received {rank}).")
     if rank is not None and rank > 2:
         # TF's classes are the last dim; the op's are dim 1.
@@ -114,7 +115,7 @@ def sigmoid_cross_entropy_with_logits(_sentinel: Any = None, labels: Any = None,
     """max(x, 0) - x z + log(1 + exp(-|x|)) elementwise, for logits x and labels z: the stable form."""
     _named_only(_sentinel, "sigmoid_cross_entropy_with_logits")
     if labels is None or logits is None:
-        raise ValueError("sigmoid_cross_entropy_with_logits: both labels and logits are required")
+        raise InvalidArgumentError("sigmoid_cross_entropy_with_logits: both labels and logits are required")
     x = _float_logits(logits, "sigmoid_cross_entropy_with_logits")
     z = convert_to_tensor(labels, x.dtype, x.graph)
     _same_shape(z, x, "sigmoid_cross_entropy_with_logits")
@@ -125,7 +126,7 @@ def l2_loss(t: Any, name: Optional[str] = None) -> Tensor:
     """sum(t ** 2) / 2."""
     t = convert_to_tensor(t)
     if not t.dtype.is_floating_point:
-        raise TypeError(f"l2_loss: t must be float32 or float64, got {t.dtype.name}")
+        raise DTypeError(f"l2_loss: t must be float32 or float64, got {t.dtype.name}")
     total = reduce_sum(t * t)
     return total.graph._op("binary", ("mul",), [total, convert_to_tensor(0.5, total.dtype, total.graph)],
                           name or "L2Loss")

@@ -11,6 +11,7 @@ import numpy as np
 from rustgrad._creation import as_tensor, tensor
 from rustgrad._generated_ops import stack
 from rustgrad._rustgrad import Tensor, float64
+from rustgrad.errors import ArgumentTypeError, DTypeError, ShapeError
 
 __all__ = ["default_collate", "default_convert"]
 
@@ -39,7 +40,7 @@ def default_collate(batch: list[Any]) -> Any:
         return stack(batch, 0)
     if isinstance(elem, np.ndarray) or isinstance(elem, np.generic) and not isinstance(elem, (np.str_, np.bytes_)):
         if elem.dtype.kind in "OSUV":
-            raise TypeError(_ERROR.format(elem.dtype))
+            raise DTypeError(_ERROR.format(elem.dtype))
         if isinstance(elem, np.ndarray) and elem.shape != ():
             return default_collate([as_tensor(b) for b in batch])
         return as_tensor(np.asarray(batch))
@@ -58,12 +59,15 @@ def default_collate(batch: list[Any]) -> Any:
     if isinstance(elem, collections.abc.Sequence):
         size = len(elem)
         if not all(len(e) == size for e in batch):
-            raise RuntimeError("each element in list of batch should be of equal size")
+            raise ShapeError(
+                f"each element in list of batch should be of equal size (default_collate got sequences of lengths "
+                f"{sorted({len(e) for e in batch})}); pad the samples to one length or pass a collate_fn"
+            )
         transposed = [default_collate(list(samples)) for samples in zip(*batch)]
         if isinstance(elem, tuple):
             return transposed
         return _rebuild(elem, transposed)
-    raise TypeError(_ERROR.format(type(elem)))
+    raise ArgumentTypeError(_ERROR.format(type(elem)))
 
 
 def default_convert(data: Any) -> Any:

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 from rustgrad._creation import tensor
 from rustgrad._random import randint
 from rustgrad._rustgrad import Generator, int64
+from rustgrad.errors import DataLoaderError, InvalidArgumentError
 from rustgrad.utils.data._collate import default_collate, default_convert
 from rustgrad.utils.data.dataset import IterableDataset, Subset, TensorDataset
 from rustgrad.utils.data.sampler import BatchSampler, RandomSampler, SequentialSampler
@@ -60,19 +61,21 @@ class DataLoader:
                  worker_init_fn: Optional[Callable[[int], None]] = None, generator: Optional[Generator] = None,
                  *, prefetch_factor: Optional[int] = None, persistent_workers: bool = False) -> None:
         if not isinstance(num_workers, int) or num_workers < 0:
-            raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable "
-                             "multiprocessing.")
+            raise InvalidArgumentError("num_workers option should be non-negative; use num_workers=0 to disable "
+                                       "multiprocessing.")
         if timeout < 0:
-            raise ValueError("timeout option should be non-negative")
+            raise InvalidArgumentError("timeout option should be non-negative")
         if num_workers == 0 and prefetch_factor is not None:
-            raise ValueError("prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 "
-                             "to enable multiprocessing, otherwise set prefetch_factor to None.")
+            raise InvalidArgumentError(
+                "prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 "
+                "to enable multiprocessing, otherwise set prefetch_factor to None."
+            )
         if num_workers > 0 and prefetch_factor is None:
             prefetch_factor = 2
         if prefetch_factor is not None and prefetch_factor < 0:
-            raise ValueError("prefetch_factor option should be non-negative")
+            raise InvalidArgumentError("prefetch_factor option should be non-negative")
         if persistent_workers and num_workers == 0:
-            raise ValueError("persistent_workers option needs num_workers > 0")
+            raise InvalidArgumentError("persistent_workers option needs num_workers > 0")
         if pin_memory:
             warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned "
                           "memory won't be used.", stacklevel=2)
@@ -87,26 +90,36 @@ class DataLoader:
         self._iterable = isinstance(dataset, IterableDataset)
         if self._iterable:
             if shuffle not in (None, False):
-                raise ValueError(f"DataLoader with IterableDataset: expected unspecified shuffle option, but got "
-                                 f"shuffle={shuffle}")
+                raise InvalidArgumentError(
+                    f"DataLoader with IterableDataset: expected unspecified shuffle option, but got "
+                    f"shuffle={shuffle}"
+                )
             if sampler is not None:
-                raise ValueError(f"DataLoader with IterableDataset: expected unspecified sampler option, but got "
-                                 f"sampler={sampler}")
+                raise InvalidArgumentError(
+                    f"DataLoader with IterableDataset: expected unspecified sampler option, but got "
+                    f"sampler={sampler}"
+                )
             if batch_sampler is not None:
-                raise ValueError(f"DataLoader with IterableDataset: expected unspecified batch_sampler option, but "
-                                 f"got batch_sampler={batch_sampler}")
+                raise InvalidArgumentError(
+                    f"DataLoader with IterableDataset: expected unspecified batch_sampler option, but "
+                    f"got batch_sampler={batch_sampler}"
+                )
         else:
             shuffle = bool(shuffle)
             if sampler is not None and shuffle:
-                raise ValueError("sampler option is mutually exclusive with shuffle")
+                raise InvalidArgumentError("sampler option is mutually exclusive with shuffle")
         if batch_sampler is not None:
             if batch_size != 1 or shuffle or sampler is not None or drop_last:
-                raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and "
-                                 "drop_last")
+                raise InvalidArgumentError(
+                    "batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and "
+                    "drop_last"
+                )
             batch_size = None
             drop_last = False
         elif batch_size is None and drop_last:
-            raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with drop_last")
+            raise InvalidArgumentError(
+                "batch_size=None option disables auto-batching and is mutually exclusive with drop_last"
+            )
         if sampler is None and not self._iterable:
             sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
         if batch_size is not None and batch_sampler is None and not self._iterable:
@@ -199,7 +212,7 @@ class _Failure:
         try:
             new = type(self.error)(self.message)
         except Exception:
-            new = RuntimeError(self.message)
+            new = DataLoaderError(self.message)
         raise new from self.error
 
 
@@ -261,7 +274,10 @@ class _Workers:
             item = self.results[worker].get(timeout=timeout)
         except queue.Empty:
             self.shutdown(wait=False)
-            raise RuntimeError(f"DataLoader timed out after {self.loader.timeout} seconds") from None
+            raise DataLoaderError(
+                f"DataLoader timed out after {self.loader.timeout} seconds waiting for a batch from worker "
+                f"{worker}; pass a larger timeout= (0 waits as long as it takes)"
+            ) from None
         if isinstance(item, _Failure):
             self.shutdown()
             item.reraise()

@@ -10,6 +10,7 @@ from typing import Any, Iterable, Optional, Sequence, Union
 
 from rustgrad._random import default_generator, randperm
 from rustgrad._rustgrad import Generator, Tensor
+from rustgrad.errors import ArgumentTypeError, InvalidArgumentError, ShapeError
 
 __all__ = ["ConcatDataset", "Dataset", "IterableDataset", "Subset", "TensorDataset", "random_split"]
 
@@ -33,9 +34,11 @@ class TensorDataset(Dataset):
     def __init__(self, *tensors: Tensor) -> None:
         for t in tensors:
             if not isinstance(t, Tensor):
-                raise TypeError(f"TensorDataset takes tensors, got {type(t).__name__}")
+                raise ArgumentTypeError(f"TensorDataset takes tensors, got {type(t).__name__}")
         if tensors and any(t.dim() == 0 or t.shape[0] != tensors[0].shape[0] for t in tensors):
-            raise ValueError("Size mismatch between tensors")
+            shapes = ", ".join(str(list(t.shape)) for t in tensors)
+            raise ShapeError(f"Size mismatch between tensors: TensorDataset got shapes {shapes}; every tensor needs "
+                             "at least one dimension and the same size of dimension 0")
         self.tensors = tensors
 
     def __getitem__(self, index: Any) -> tuple[Tensor, ...]:
@@ -67,10 +70,10 @@ class ConcatDataset(Dataset):
     def __init__(self, datasets: Iterable[Any]) -> None:
         self.datasets = list(datasets)
         if not self.datasets:
-            raise ValueError("datasets should not be an empty iterable")
+            raise InvalidArgumentError("datasets should not be an empty iterable")
         for d in self.datasets:
             if isinstance(d, IterableDataset):
-                raise ValueError("ConcatDataset does not support IterableDataset")
+                raise InvalidArgumentError("ConcatDataset does not support IterableDataset")
         self.cumulative_sizes: list[int] = []
         total = 0
         for d in self.datasets:
@@ -83,7 +86,7 @@ class ConcatDataset(Dataset):
     def __getitem__(self, idx: int) -> Any:
         if idx < 0:
             if -idx > len(self):
-                raise ValueError("absolute value of index should not exceed dataset length")
+                raise InvalidArgumentError("absolute value of index should not exceed dataset length")
             idx = len(self) + idx
         dataset_idx = bisect.bisect_right(self.cumulative_sizes, idx)
         sample_idx = idx if dataset_idx == 0 else idx - self.cumulative_sizes[dataset_idx - 1]
@@ -107,7 +110,10 @@ def random_split(dataset: Any, lengths: Sequence[Union[int, float]],
     else:
         sizes = [int(length) for length in lengths]
         if sizes != list(lengths) or sum(sizes) != n:
-            raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
+            raise InvalidArgumentError(
+                f"Sum of input lengths does not equal the length of the input dataset! random_split got lengths "
+                f"{list(lengths)} for a dataset of {n}; pass whole numbers summing to {n}, or fractions summing to 1"
+            )
     order = randperm(n, generator=generator).tolist()
     subsets, offset = [], 0
     for size in sizes:
