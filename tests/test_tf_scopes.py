@@ -163,6 +163,15 @@ def test_variables_with_one_name_are_numbered():
     v3 = tf.Variable(1.0)
     assert (v1.name, v2.name, v3.name) == ("v:0", "v_1:0", "Variable:0")
     assert v2.initializer.name == "v_1/Assign"
+    assert v2.initial_value.name == "v_1/initial_value:0"
+
+
+def test_optimizer_slots_are_named_after_their_variable_in_any_name_scope():
+    with tf.variable_scope("dense"):
+        w = tf.get_variable("kernel", initializer=[1.0])
+    with tf.name_scope("train"):
+        tf.train.MomentumOptimizer(0.1, 0.9).minimize(tf.reduce_sum(w * w))
+    assert "dense/kernel/Momentum:0" in [v.name for v in tf.global_variables()]
 
 
 # ----- variable scopes and get_variable -----

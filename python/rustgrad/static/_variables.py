@@ -22,12 +22,14 @@ class Variable(Tensor):
     __slots__ = ("_var", "_initializer", "_initial_value", "trainable")
 
     def __init__(self, initial_value: Any, trainable: Optional[bool] = None, collections: Any = None,
-                 name: Optional[str] = None, dtype: Any = None) -> None:
+                 validate_shape: bool = True, caching_device: Any = None, name: Optional[str] = None,
+                 dtype: Any = None) -> None:
         """As TF1's: the variable's ops are ``name`` (made unique, under the current name scope),
         ``name/initial_value`` (a Python or numpy initial value), ``name/Initializer/...`` (the ops
         a callable initial value makes) and ``name/Assign``. It is added to ``collections``
         (default ``[GraphKeys.GLOBAL_VARIABLES]``) and, when trainable (the default), to
-        ``GraphKeys.TRAINABLE_VARIABLES``."""
+        ``GraphKeys.TRAINABLE_VARIABLES``. The initial value needs a fully known shape, whatever
+        ``validate_shape`` says; ``caching_device`` changes nothing (rustgrad has one CPU device)."""
         trainable = True if trainable is None else bool(trainable)
         collections = _variable_collections(collections, trainable)
         graph = initial_value.graph if isinstance(initial_value, Tensor) else get_default_graph()
