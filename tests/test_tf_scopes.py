@@ -152,9 +152,10 @@ def test_a_variable_and_its_ops_are_named_under_the_name_scope():
     assert v.initializer.name == "a/v/Assign"
     assert v.initial_value.name == "a/v/initial_value:0"
     assert g.get_tensor_by_name("a/v:0") is not None
-    assert v.read_value().name == "a/v/read:0"
+    assert v.value().name == "a/v/read:0" and g.get_tensor_by_name("a/v/read:0").op == v.value().op
+    assert v.read_value().name == "read:0"
     with tf.name_scope("elsewhere"):
-        assert v.read_value().name == "a/v/read_1:0"
+        assert v.read_value().name == "elsewhere/read:0"
 
 
 def test_variables_with_one_name_are_numbered():
@@ -183,8 +184,8 @@ def test_get_variable_names_the_variable_after_the_variable_scope():
         b = tf.get_variable("bias", [4], initializer=tf.zeros_initializer())
     assert (k.name, k.op.name, b.name) == ("dense/kernel:0", "dense/kernel", "dense/bias:0")
     assert g.get_tensor_by_name("dense/kernel:0").op == k.op
-    for name in ("dense/kernel/Initializer/random_uniform", "dense/kernel/Assign", "dense/bias/Initializer/zeros",
-                 "dense/bias/Assign"):
+    for name in ("dense/kernel/Initializer/random_uniform", "dense/kernel/Assign", "dense/kernel/read",
+                 "dense/bias/Initializer/zeros", "dense/bias/Assign", "dense/bias/read"):
         assert g.get_operation_by_name(name).name == name
     assert tuple(k.shape) == (3, 4) and k.dtype == tf.float32
 
