@@ -471,3 +471,19 @@ def test_get_variable_in_one_graph_does_not_see_another():
         with tf.variable_scope("s"):
             w = tf.get_variable("v", [1])
     assert v is not w and v.name == w.name == "s/v:0"
+
+
+def test_each_thread_starts_in_the_root_variable_scope():
+    g = tf.get_default_graph()
+    seen = []
+
+    def other():
+        with g.as_default():
+            seen.append((tf.get_variable_scope().name, tf.get_variable("t", [1]).name))
+
+    with tf.variable_scope("main"):
+        worker = threading.Thread(target=other)
+        worker.start()
+        worker.join()
+        assert tf.get_variable("t", [1]).name == "main/t:0"
+    assert seen == [("", "t:0")]
