@@ -154,8 +154,10 @@ class Optimizer(abc.ABC):
         key = (slot_name, id(var))
         if key not in self._slots:
             name = f"{var.op.name}/{variable_name}"
-            filled = var.graph._constant(np.full(tuple(var.shape), value), var.dtype, f"{name}/Initializer")
-            self._slots[key] = Variable(filled, trainable=False, name=name)
+            # A slot is named after its variable, whatever name scope the optimizer runs in (as TF1's).
+            with var.graph.name_scope(None):
+                filled = var.graph._constant(np.full(tuple(var.shape), value), var.dtype, f"{name}/Initializer")
+                self._slots[key] = Variable(filled, trainable=False, name=name)
         return self._slots[key]
 
     def _non_slot(self, graph: Graph, name: str, value: float, dtype: Any) -> Variable:
