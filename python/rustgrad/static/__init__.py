@@ -124,3 +124,7 @@ __all__ += ["rank", "shape", "size"]
 # torch's bmm, an extension (static/_ops.py).
 __all__ += ["bmm"]
 __all__ += _op_table_names
+# tf.layers (static/layers.py).
+from rustgrad.static import layers  # noqa: E402
+
+__all__ += ["layers"]
