@@ -1139,6 +1139,12 @@ class GraphCore:
     def variable_info(self, var: builtins.int) -> tuple[str, builtins.int, list[builtins.int]]:
         """``(name, id of the read node, shape)``."""
     def num_variables(self) -> builtins.int: ...
+    def name_scope(self) -> str:
+        """The calling thread's name scope (``""`` at the root)."""
+    def set_name_scope(self, scope: str) -> None:
+        """Sets the calling thread's name scope: nodes it adds are named ``scope/Name``."""
+    def unique_name(self, name: str, mark_as_used: builtins.bool = True) -> str:
+        """``name`` under the calling thread's name scope, made unique as TF's ``Graph.unique_name``."""
 
 @final
 class SessionCore:

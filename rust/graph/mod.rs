@@ -175,7 +175,10 @@ pub struct VariableInfo {
 pub struct Graph {
     pub nodes: Vec<GraphNode>,
     pub variables: Vec<VariableInfo>,
+    /// How often each name (lowercased, scope included) was given out, as TF's `_names_in_use`.
     name_counts: HashMap<String, usize>,
+    /// Each thread's current name scope (`a/b`, or empty at the root), as TF's thread-local name stack.
+    name_scopes: HashMap<ThreadId, String>,
     edit: Option<OpenEdit>,
     /// How many edits were undone: node ids they used are given to new nodes, so
     /// plans compiled before an undo may name other nodes now.
@@ -252,12 +255,44 @@ impl Graph {
         self.nodes.get(id).ok_or_else(|| Error::InvalidArgument(format!("node {id} is not in this graph")))
     }
 
-    /// `base`, or `base_1`, `base_2`, ... when taken, as TF names ops.
-    pub fn unique_name(&mut self, base: &str) -> String {
-        let count = self.name_counts.entry(base.to_string()).or_insert(0);
-        let name = if *count == 0 { base.to_string() } else { format!("{base}_{count}") };
-        *count += 1;
-        name
+    /// The calling thread's name scope: ops it adds are named `scope/Name`.
+    pub fn name_scope(&self) -> &str {
+        self.name_scopes.get(&std::thread::current().id()).map_or("", String::as_str)
+    }
+
+    /// Sets the calling thread's name scope (`""` for the root).
+    pub fn set_name_scope(&mut self, scope: &str) {
+        let thread = std::thread::current().id();
+        if scope.is_empty() {
+            self.name_scopes.remove(&thread);
+        } else {
+            self.name_scopes.insert(thread, scope.to_string());
+        }
+    }
+
+    /// `name` under the calling thread's name scope, made unique as TF's `Graph.unique_name`:
+    /// `scope/name`, or `scope/name_1`, `scope/name_2`, ... when taken. Op names and scope
+    /// names share this one namespace, compared without case. With `mark_as_used` false the
+    /// name is only predicted, not taken.
+    pub fn unique_name(&mut self, name: &str, mark_as_used: bool) -> String {
+        let scope = self.name_scope();
+        let full = if scope.is_empty() { name.to_string() } else { format!("{scope}/{name}") };
+        let key = full.to_lowercase();
+        let uses = self.name_counts.get(&key).copied().unwrap_or(0);
+        if mark_as_used {
+            self.name_counts.insert(key.clone(), uses + 1);
+        }
+        if uses == 0 {
+            return full;
+        }
+        let mut suffix = uses;
+        while self.name_counts.contains_key(&format!("{key}_{suffix}")) {
+            suffix += 1;
+        }
+        if mark_as_used {
+            self.name_counts.insert(format!("{key}_{suffix}"), 1);
+        }
+        format!("{full}_{suffix}")
     }
 
     fn push(
@@ -269,7 +304,11 @@ impl Graph {
         shape: PartialShape,
     ) -> NodeId {
         let base = name.map(str::to_string).unwrap_or_else(|| kind.type_name(&shape));
-        let name = self.unique_name(&base);
+        // A name ending in '/' is a name scope's own name (TF's `name_from_scope_name`): taken as it is.
+        let name = match base.strip_suffix('/') {
+            Some(exact) => exact.to_string(),
+            None => self.unique_name(&base, true),
+        };
         self.nodes.push(GraphNode { kind, inputs, name, dtype, shape });
         self.nodes.len() - 1
     }
@@ -451,6 +490,29 @@ mod tests {
         let exp = graph.op(Op::Unary(UnaryOp::Exp), vec![x], None).unwrap();
         assert_eq!(graph.nodes[exp].name, "Exp", "the undone edit's names are free again");
         assert!(graph.end_edit(false).is_err(), "no edit is open any more");
+    }
+
+    #[test]
+    fn names_follow_tf_uniquifying_under_name_scopes() {
+        let mut graph = Graph::new();
+        let x = graph.placeholder(DType::F32, Some(vec![Some(2)]), Some("x"));
+        assert_eq!(graph.unique_name("a", true), "a");
+        graph.set_name_scope("a");
+        let exp = graph.op(Op::Unary(UnaryOp::Exp), vec![x], None).unwrap();
+        let exp_1 = graph.op(Op::Unary(UnaryOp::Exp), vec![x], None).unwrap();
+        assert_eq!((graph.nodes[exp].name.as_str(), graph.nodes[exp_1].name.as_str()), ("a/Exp", "a/Exp_1"));
+        graph.set_name_scope("");
+        assert_eq!(graph.unique_name("A", false), "A_1", "names compare without case");
+        assert_eq!(graph.unique_name("a", true), "a_1", "a scope name and an op name share one namespace");
+        graph.placeholder(DType::F32, None, Some("b_1"));
+        graph.placeholder(DType::F32, None, Some("b"));
+        let b = graph.placeholder(DType::F32, None, Some("b"));
+        assert_eq!(graph.nodes[b].name, "b_2", "b_1 was taken by name");
+        let exact = graph.placeholder(DType::F32, None, Some("a/"));
+        assert_eq!(graph.nodes[exact].name, "a", "a name ending in '/' is taken as it is");
+        std::thread::scope(|scope| {
+            scope.spawn(|| assert_eq!(Graph::new().name_scope(), ""));
+        });
     }
 
     #[test]

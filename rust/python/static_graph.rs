@@ -433,6 +433,24 @@ impl PyGraph {
         })
     }
 
+    /// The calling thread's name scope (`""` at the root).
+    fn name_scope(&self) -> String {
+        self.inner.read().name_scope().to_string()
+    }
+
+    fn set_name_scope(&self, scope: &str) -> PyResult<()> {
+        self.with_mut(|g| {
+            g.set_name_scope(scope);
+            Ok(())
+        })
+    }
+
+    /// `name` under the calling thread's name scope, made unique as TF's `Graph.unique_name`.
+    #[pyo3(signature = (name, mark_as_used=true))]
+    fn unique_name(&self, name: &str, mark_as_used: bool) -> PyResult<String> {
+        self.with_mut(|g| Ok(g.unique_name(name, mark_as_used)))
+    }
+
     fn num_variables(&self) -> usize {
         self.inner.read().variables.len()
     }

@@ -124,6 +124,56 @@ __all__ += ["rank", "shape", "size"]
 # torch's bmm, an extension (static/_ops.py).
 __all__ += ["bmm"]
 __all__ += _op_table_names
+
+# Name and variable scopes, get_variable, initializers, collections (static/_scopes.py,
+# static/_initializers.py, static/_collections.py, static/_variables.py).
+from rustgrad.static._collections import (  # noqa: E402
+    GraphKeys,
+    add_to_collection,
+    add_to_collections,
+    get_collection,
+    get_collection_ref,
+    get_name_scope,
+    name_scope,
+)
+from rustgrad.static._initializers import (  # noqa: E402
+    constant_initializer,
+    glorot_normal_initializer,
+    glorot_uniform_initializer,
+    initializers,
+    ones_initializer,
+    random_normal_initializer,
+    random_uniform_initializer,
+    truncated_normal_initializer,
+    variance_scaling_initializer,
+    zeros_initializer,
+)
+from rustgrad.static._scopes import (  # noqa: E402
+    AUTO_REUSE,
+    VariableScope,
+    get_local_variable,
+    get_variable,
+    get_variable_scope,
+    no_regularizer,
+    variable_scope,
+)
+from rustgrad.static._variables import (  # noqa: E402
+    assign,
+    assign_add,
+    assign_sub,
+    local_variables,
+    model_variables,
+)
+
+__all__ += [
+    "AUTO_REUSE", "GraphKeys", "VariableScope", "add_to_collection", "add_to_collections", "assign", "assign_add",
+    "assign_sub", "constant_initializer", "get_collection", "get_collection_ref", "get_local_variable",
+    "get_name_scope", "get_variable", "get_variable_scope", "glorot_normal_initializer",
+    "glorot_uniform_initializer", "initializers", "local_variables", "model_variables", "name_scope",
+    "no_regularizer", "ones_initializer", "random_normal_initializer", "random_uniform_initializer",
+    "truncated_normal_initializer", "variable_scope", "variance_scaling_initializer", "zeros_initializer",
+]
+
 # tf.layers (static/layers.py).
 from rustgrad.static import layers  # noqa: E402
 

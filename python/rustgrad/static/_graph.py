@@ -17,6 +17,7 @@ from rustgrad._creation import _DTYPES, _NUMPY_DTYPES, _SUPPORTED, _resolve_dtyp
 from rustgrad._graph_value import GraphValue
 from rustgrad._rustgrad import GraphCore, OpSpec
 from rustgrad.errors import ArgumentTypeError, DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
+from rustgrad.static._collections import GraphNamesMixin
 from rustgrad.static._generated_methods import TensorOps
 
 float32 = _rustgrad.float32
@@ -68,13 +69,14 @@ class TensorShape(tuple):
         return f"TensorShape({list(self)})"
 
 
-class Graph:
-    """A dataflow graph: nodes with inferred shapes, variables, and their initializers."""
+class Graph(GraphNamesMixin):
+    """A dataflow graph: nodes with inferred shapes, variables, and their initializers; its
+    collections and name scopes as TF1's (see ``static/_collections.py``)."""
 
     def __init__(self) -> None:
         self._core = GraphCore()
-        self._variables: list[Any] = []
-        self._trainable: list[Any] = []
+        # Collections by name (``tf.GraphKeys``); variables are in GLOBAL_VARIABLES and TRAINABLE_VARIABLES.
+        self._collections: dict[Any, list[Any]] = {}
         # The graph-level random seed (``tf.set_random_seed``), as TF1's ``Graph.seed``.
         self.seed: Optional[int] = None
 
@@ -101,8 +103,7 @@ class Graph:
         except BaseException:
             if editing:
                 self._core.end_edit(True)
-                self._variables[:] = [v for v in self._variables if v._var < first_new_variable]
-                self._trainable[:] = [v for v in self._trainable if v._var < first_new_variable]
+                self._forget_variables_from(first_new_variable)
             raise
         self._core.end_edit(False)
 
@@ -309,7 +310,8 @@ class Operation:
 Scalar = Union[int, float]
 
 
-def convert_to_tensor(value: Any, dtype: Any = None, graph: Optional[Graph] = None) -> Tensor:
+def convert_to_tensor(value: Any, dtype: Any = None, graph: Optional[Graph] = None,
+                      name: Optional[str] = None) -> Tensor:
     """``value`` as a graph tensor: graph tensors pass through; numbers, arrays and eager
     tensors (which must not require grad) become constants."""
     if isinstance(value, Tensor):
@@ -326,7 +328,7 @@ def convert_to_tensor(value: Any, dtype: Any = None, graph: Optional[Graph] = No
                 "that no gradient reaches. Pass tensor.detach(), or make it a rustgrad.static.Variable"
             )
         value = value.numpy()
-    return (graph or get_default_graph())._constant(value, dtype)
+    return (graph or get_default_graph())._constant(value, dtype, name)
 
 
 def _apply(spec: OpSpec, inputs: Sequence[Any], name: Optional[str] = None, args: tuple = ()) -> Tensor:

@@ -11,8 +11,9 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from rustgrad.errors import ShapeError
-from rustgrad.static._graph import Operation, Tensor, as_dtype, convert_to_tensor, get_default_graph
+from rustgrad.errors import ArgumentTypeError, ShapeError
+from rustgrad.static._collections import GraphKeys
+from rustgrad.static._graph import Graph, Operation, Tensor, as_dtype, convert_to_tensor, get_default_graph
 
 
 class Variable(Tensor):
@@ -20,31 +21,37 @@ class Variable(Tensor):
 
     __slots__ = ("_var", "_initializer", "_initial_value", "trainable")
 
-    def __init__(self, initial_value: Any, trainable: bool = True, name: Optional[str] = None,
-                 dtype: Any = None) -> None:
+    def __init__(self, initial_value: Any, trainable: Optional[bool] = None, collections: Any = None,
+                 name: Optional[str] = None, dtype: Any = None) -> None:
+        """As TF1's: the variable's ops are ``name`` (made unique, under the current name scope),
+        ``name/initial_value`` (a Python or numpy initial value), ``name/Initializer/...`` (the ops
+        a callable initial value makes) and ``name/Assign``. It is added to ``collections``
+        (default ``[GraphKeys.GLOBAL_VARIABLES]``) and, when trainable (the default), to
+        ``GraphKeys.TRAINABLE_VARIABLES``."""
+        trainable = True if trainable is None else bool(trainable)
+        collections = _variable_collections(collections, trainable)
         graph = initial_value.graph if isinstance(initial_value, Tensor) else get_default_graph()
-        if callable(initial_value) and not isinstance(initial_value, (Tensor, np.ndarray)):
-            initial_value = initial_value()
-        init = convert_to_tensor(initial_value, dtype, graph) if not isinstance(initial_value, Tensor) \
-            else initial_value
-        if dtype is not None and init.dtype != as_dtype(dtype):
-            init = graph._op("cast", (as_dtype(dtype),), [init])
-        shape = init.shape
-        if shape.rank is None or not shape.is_fully_defined():
-            raise ShapeError(
-                f"Variable: the initial value must have a fully known shape, got {shape}; "
-                "give the initial value a complete shape"
-            )
-        var, read_node = graph._core.variable(init.dtype, list(shape), name)
-        super().__init__(graph, read_node)
-        self._var = var
-        self._initial_value = init
-        self._initializer = Operation(graph, graph._core.assign(var, "set", init._id,
-                                                                 f"{self.op.name}/Assign"))
+        with graph.name_scope(name or "Variable") as scope:
+            if callable(initial_value) and not isinstance(initial_value, (Tensor, np.ndarray)):
+                with graph.name_scope("Initializer"):
+                    initial_value = initial_value()
+            init = initial_value if isinstance(initial_value, Tensor) else \
+                convert_to_tensor(initial_value, dtype, graph, name="initial_value")
+            if dtype is not None and init.dtype != as_dtype(dtype):
+                init = graph._op("cast", (as_dtype(dtype),), [init])
+            shape = init.shape
+            if shape.rank is None or not shape.is_fully_defined():
+                raise ShapeError(
+                    f"Variable: the initial value must have a fully known shape, got {shape}; "
+                    "give the initial value a complete shape"
+                )
+            var, read_node = graph._core.variable(init.dtype, list(shape), scope)
+            super().__init__(graph, read_node)
+            self._var = var
+            self._initial_value = init
+            self._initializer = Operation(graph, graph._core.assign(var, "set", init._id, "Assign"))
         self.trainable = trainable
-        graph._variables.append(self)
-        if trainable:
-            graph._trainable.append(self)
+        graph.add_to_collections(collections, self)
 
     @property
     def initializer(self) -> Operation:
@@ -82,7 +89,8 @@ class Variable(Tensor):
         return self._assign(delta, "sub", use_locking, name)
 
     def read_value(self) -> Tensor:
-        return self.graph._op("identity", (), [self], f"{self.op.name}/read")
+        with self.graph.name_scope(self.op.name + "/"):
+            return self.graph._op("identity", (), [self], "read")
 
     def value(self) -> Tensor:
         return self.read_value()
@@ -101,12 +109,70 @@ class Variable(Tensor):
                 f"dtype={self.dtype.name}>")
 
 
-def global_variables(graph: Any = None) -> list[Variable]:
-    return list((graph or get_default_graph())._variables)
+def _variable_collections(collections: Any, trainable: bool) -> list:
+    if collections is None:
+        collections = [GraphKeys.GLOBAL_VARIABLES]
+    if not isinstance(collections, (list, tuple, set)):
+        raise ArgumentTypeError(
+            "collections argument to Variable constructor must be a list, tuple, or set. "
+            f"Got {collections!r} of type {type(collections).__name__}"
+        )
+    collections = list(collections)
+    if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
+        collections.append(GraphKeys.TRAINABLE_VARIABLES)
+    return collections
 
 
-def trainable_variables(graph: Any = None) -> list[Variable]:
-    return list((graph or get_default_graph())._trainable)
+def _scope_and_graph(scope: Any, graph: Any) -> tuple[Optional[str], Any]:
+    # A Graph as the first argument is this function's older form, ``global_variables(graph)``.
+    if isinstance(scope, Graph):
+        return None, scope
+    return scope, graph or get_default_graph()
+
+
+def global_variables(scope: Optional[str] = None, graph: Any = None) -> list[Variable]:
+    """The graph's ``GraphKeys.GLOBAL_VARIABLES`` collection, filtered by ``scope`` as
+    ``get_collection`` filters."""
+    scope, graph = _scope_and_graph(scope, graph)
+    return graph.get_collection(GraphKeys.GLOBAL_VARIABLES, scope)
+
+
+def trainable_variables(scope: Optional[str] = None, graph: Any = None) -> list[Variable]:
+    """The graph's ``GraphKeys.TRAINABLE_VARIABLES`` collection, filtered by ``scope``."""
+    scope, graph = _scope_and_graph(scope, graph)
+    return graph.get_collection(GraphKeys.TRAINABLE_VARIABLES, scope)
+
+
+def local_variables(scope: Optional[str] = None) -> list[Variable]:
+    """The default graph's ``GraphKeys.LOCAL_VARIABLES`` collection, filtered by ``scope``."""
+    return get_default_graph().get_collection(GraphKeys.LOCAL_VARIABLES, scope)
+
+
+def model_variables(scope: Optional[str] = None) -> list[Variable]:
+    """The default graph's ``GraphKeys.MODEL_VARIABLES`` collection, filtered by ``scope``."""
+    return get_default_graph().get_collection(GraphKeys.MODEL_VARIABLES, scope)
+
+
+def assign(ref: Variable, value: Any, validate_shape: Any = None, use_locking: Any = None,
+           name: Optional[str] = None) -> Tensor:
+    """``ref.assign(value)``, as TF1's ``tf.assign``."""
+    return _variable("assign", ref).assign(value, use_locking=bool(use_locking), name=name)
+
+
+def assign_add(ref: Variable, value: Any, use_locking: Any = None, name: Optional[str] = None) -> Tensor:
+    """``ref.assign_add(value)``, as TF1's ``tf.assign_add``."""
+    return _variable("assign_add", ref).assign_add(value, use_locking=bool(use_locking), name=name)
+
+
+def assign_sub(ref: Variable, value: Any, use_locking: Any = None, name: Optional[str] = None) -> Tensor:
+    """``ref.assign_sub(value)``, as TF1's ``tf.assign_sub``."""
+    return _variable("assign_sub", ref).assign_sub(value, use_locking=bool(use_locking), name=name)
+
+
+def _variable(op: str, ref: Any) -> Variable:
+    if not isinstance(ref, Variable):
+        raise ArgumentTypeError(f"{op}: ref must be a Variable, got {type(ref).__name__}; only variables are assigned")
+    return ref
 
 
 def variables_initializer(var_list: Sequence[Variable], name: str = "init") -> Operation:
