@@ -274,9 +274,9 @@ class Dense(Layer):
         tf = _tf()
         rank = inputs.shape.rank
         if rank == 2:
-            outputs = tf.matmul(inputs, self.kernel)
+            outputs = tf.matmul(inputs, self.kernel, name="MatMul")
         else:
-            outputs = tf.tensordot(inputs, self.kernel, [[-1 if rank is None else rank - 1], [0]])
+            outputs = tf.tensordot(inputs, self.kernel, [[-1 if rank is None else rank - 1], [0]], name="Tensordot")
         if self.bias is not None:
             outputs = tf.nn.bias_add(outputs, self.bias)
         return self.activation(outputs) if self.activation is not None else outputs
@@ -334,7 +334,7 @@ class Conv2D(Layer):
         strides = [1, 1, *self.strides] if nchw else [1, *self.strides, 1]
         dilations = [1, 1, *self.dilation_rate] if nchw else [1, *self.dilation_rate, 1]
         outputs = tf.nn.conv2d(inputs, self.kernel, strides, self.padding.upper(), data_format=fmt,
-                               dilations=dilations)
+                               dilations=dilations, name="Conv2D")
         if self.bias is not None:
             outputs = tf.nn.bias_add(outputs, self.bias, data_format=fmt)
         return self.activation(outputs) if self.activation is not None else outputs
@@ -363,7 +363,8 @@ class _Pooling2D(Layer):
         window = [1, 1, *self.pool_size] if nchw else [1, *self.pool_size, 1]
         strides = [1, 1, *self.strides] if nchw else [1, *self.strides, 1]
         pool = getattr(_tf().nn, self._kernel)
-        return pool(inputs, window, strides, self.padding.upper(), data_format="NCHW" if nchw else "NHWC")
+        return pool(inputs, window, strides, self.padding.upper(), data_format="NCHW" if nchw else "NHWC",
+                    name=self._op_name)
 
 
 class MaxPooling2D(_Pooling2D):
@@ -371,6 +372,7 @@ class MaxPooling2D(_Pooling2D):
 
     _base_name = "max_pooling2d"
     _kernel = "max_pool"
+    _op_name = "MaxPool"
 
 
 class AveragePooling2D(_Pooling2D):
@@ -379,6 +381,7 @@ class AveragePooling2D(_Pooling2D):
 
     _base_name = "average_pooling2d"
     _kernel = "avg_pool"
+    _op_name = "AvgPool"
 
 
 class Flatten(Layer):
@@ -405,8 +408,8 @@ class Flatten(Layer):
             size = 1
             for d in rest:
                 size *= int(d)
-            return tf.reshape(inputs, [-1, size])
-        return tf.reshape(inputs, [tf.shape(inputs)[0], -1])
+            return tf.reshape(inputs, [-1, size], name="Reshape")
+        return tf.reshape(inputs, [tf.shape(inputs)[0], -1], name="Reshape")
 
 
 class Dropout(Layer):
@@ -427,7 +430,8 @@ class Dropout(Layer):
         training = _training_flag(training, "Dropout")
         if training is False:
             return tf.identity(inputs)
-        dropped = tf.nn.dropout(inputs, rate=self.rate, noise_shape=self.noise_shape, seed=self.seed)
+        with tf.name_scope("dropout"):  # tf.nn.dropout's own scope in TF
+            dropped = tf.nn.dropout(inputs, rate=self.rate, noise_shape=self.noise_shape, seed=self.seed)
         return dropped if training is True else tf.where(training, dropped, inputs)
 
 
@@ -515,10 +519,12 @@ class BatchNormalization(Layer):
             fmt = "NHWC" if self._axis == 3 else "NCHW"
             if training:
                 y, mean, variance = tf.nn.fused_batch_norm(inputs, gamma, beta, epsilon=self.epsilon,
-                                                           data_format=fmt, is_training=True)
+                                                           data_format=fmt, is_training=True,
+                                                           name="FusedBatchNormV3")
                 return y, mean, variance
             y, _, _ = tf.nn.fused_batch_norm(inputs, gamma, beta, self.moving_mean, self.moving_variance,
-                                             epsilon=self.epsilon, data_format=fmt, is_training=False)
+                                             epsilon=self.epsilon, data_format=fmt, is_training=False,
+                                             name="FusedBatchNormV3")
             return y, None, None
         if training:
             axes = [a for a in range(self._rank) if a != self._axis]
