@@ -152,9 +152,10 @@ def test_a_variable_and_its_ops_are_named_under_the_name_scope():
     assert v.initializer.name == "a/v/Assign"
     assert v.initial_value.name == "a/v/initial_value:0"
     assert g.get_tensor_by_name("a/v:0") is not None
-    assert v.read_value().name == "a/v/read:0"
+    assert v.value().name == "a/v/read:0" and g.get_tensor_by_name("a/v/read:0").op == v.value().op
+    assert v.read_value().name == "read:0"
     with tf.name_scope("elsewhere"):
-        assert v.read_value().name == "a/v/read_1:0"
+        assert v.read_value().name == "elsewhere/read:0"
 
 
 def test_variables_with_one_name_are_numbered():
@@ -163,6 +164,15 @@ def test_variables_with_one_name_are_numbered():
     v3 = tf.Variable(1.0)
     assert (v1.name, v2.name, v3.name) == ("v:0", "v_1:0", "Variable:0")
     assert v2.initializer.name == "v_1/Assign"
+    assert v2.initial_value.name == "v_1/initial_value:0"
+
+
+def test_optimizer_slots_are_named_after_their_variable_in_any_name_scope():
+    with tf.variable_scope("dense"):
+        w = tf.get_variable("kernel", initializer=[1.0])
+    with tf.name_scope("train"):
+        tf.train.MomentumOptimizer(0.1, 0.9).minimize(tf.reduce_sum(w * w))
+    assert "dense/kernel/Momentum:0" in [v.name for v in tf.global_variables()]
 
 
 # ----- variable scopes and get_variable -----
@@ -174,8 +184,8 @@ def test_get_variable_names_the_variable_after_the_variable_scope():
         b = tf.get_variable("bias", [4], initializer=tf.zeros_initializer())
     assert (k.name, k.op.name, b.name) == ("dense/kernel:0", "dense/kernel", "dense/bias:0")
     assert g.get_tensor_by_name("dense/kernel:0").op == k.op
-    for name in ("dense/kernel/Initializer/random_uniform", "dense/kernel/Assign", "dense/bias/Initializer/zeros",
-                 "dense/bias/Assign"):
+    for name in ("dense/kernel/Initializer/random_uniform", "dense/kernel/Assign", "dense/kernel/read",
+                 "dense/bias/Initializer/zeros", "dense/bias/Assign", "dense/bias/read"):
         assert g.get_operation_by_name(name).name == name
     assert tuple(k.shape) == (3, 4) and k.dtype == tf.float32
 
@@ -461,3 +471,19 @@ def test_get_variable_in_one_graph_does_not_see_another():
         with tf.variable_scope("s"):
             w = tf.get_variable("v", [1])
     assert v is not w and v.name == w.name == "s/v:0"
+
+
+def test_each_thread_starts_in_the_root_variable_scope():
+    g = tf.get_default_graph()
+    seen = []
+
+    def other():
+        with g.as_default():
+            seen.append((tf.get_variable_scope().name, tf.get_variable("t", [1]).name))
+
+    with tf.variable_scope("main"):
+        worker = threading.Thread(target=other)
+        worker.start()
+        worker.join()
+        assert tf.get_variable("t", [1]).name == "main/t:0"
+    assert seen == [("", "t:0")]

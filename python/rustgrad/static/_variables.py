@@ -19,15 +19,17 @@ from rustgrad.static._graph import Graph, Operation, Tensor, as_dtype, convert_t
 class Variable(Tensor):
     """A graph variable. Used in ops, it reads the variable's value."""
 
-    __slots__ = ("_var", "_initializer", "_initial_value", "trainable")
+    __slots__ = ("_var", "_initializer", "_initial_value", "_snapshot", "trainable")
 
     def __init__(self, initial_value: Any, trainable: Optional[bool] = None, collections: Any = None,
-                 name: Optional[str] = None, dtype: Any = None) -> None:
+                 validate_shape: bool = True, caching_device: Any = None, name: Optional[str] = None,
+                 dtype: Any = None) -> None:
         """As TF1's: the variable's ops are ``name`` (made unique, under the current name scope),
         ``name/initial_value`` (a Python or numpy initial value), ``name/Initializer/...`` (the ops
-        a callable initial value makes) and ``name/Assign``. It is added to ``collections``
+        a callable initial value makes), ``name/Assign`` and ``name/read`` (``value()``). It is added to ``collections``
         (default ``[GraphKeys.GLOBAL_VARIABLES]``) and, when trainable (the default), to
-        ``GraphKeys.TRAINABLE_VARIABLES``."""
+        ``GraphKeys.TRAINABLE_VARIABLES``. The initial value needs a fully known shape, whatever
+        ``validate_shape`` says; ``caching_device`` changes nothing (rustgrad has one CPU device)."""
         trainable = True if trainable is None else bool(trainable)
         collections = _variable_collections(collections, trainable)
         graph = initial_value.graph if isinstance(initial_value, Tensor) else get_default_graph()
@@ -50,6 +52,7 @@ class Variable(Tensor):
             self._var = var
             self._initial_value = init
             self._initializer = Operation(graph, graph._core.assign(var, "set", init._id, "Assign"))
+            self._snapshot = graph._op("identity", (), [self], "read")
         self.trainable = trainable
         graph.add_to_collections(collections, self)
 
@@ -89,11 +92,12 @@ class Variable(Tensor):
         return self._assign(delta, "sub", use_locking, name)
 
     def read_value(self) -> Tensor:
-        with self.graph.name_scope(self.op.name + "/"):
-            return self.graph._op("identity", (), [self], "read")
+        """A new read of the variable, named ``read`` under the current name scope, as TF1's."""
+        return self.graph._op("identity", (), [self], "read")
 
     def value(self) -> Tensor:
-        return self.read_value()
+        """The variable's own read, ``name/read``."""
+        return self._snapshot
 
     def initialized_value(self) -> Tensor:
         return self._initial_value

@@ -167,8 +167,10 @@ class Optimizer(abc.ABC):
     def _zeros_slot(self, var: Variable, slot_name: str) -> Variable:
         key = (slot_name, id(var))
         if key not in self._slots:
-            zeros = var.graph._constant(np.zeros(tuple(var.shape)), var.dtype, f"{var.op.name}/{slot_name}/zeros")
-            self._slots[key] = Variable(zeros, trainable=False, name=f"{var.op.name}/{slot_name}")
+            # A slot is named after its variable, whatever name scope the optimizer runs in (as TF1's).
+            with var.graph.name_scope(None):
+                zeros = var.graph._constant(np.zeros(tuple(var.shape)), var.dtype, f"{var.op.name}/{slot_name}/zeros")
+                self._slots[key] = Variable(zeros, trainable=False, name=f"{var.op.name}/{slot_name}")
         return self._slots[key]
 
     def _non_slot(self, graph: Graph, name: str, value: float, dtype: Any) -> Variable:
