@@ -498,7 +498,7 @@ class BatchNormalization(Layer):
         self.moving_variance = self.add_weight("moving_variance", shape,
                                                initializer=self.moving_variance_initializer, trainable=False)
 
-    def _params(self, like: Tensor) -> tuple[Any, Any]:
+    def _params(self) -> tuple[Any, Any]:
         tf = _tf()
         gamma = self.gamma if self.gamma is not None else tf.ones_like(self.moving_mean)
         beta = self.beta if self.beta is not None else tf.zeros_like(self.moving_mean)
@@ -514,7 +514,7 @@ class BatchNormalization(Layer):
     def _normalize(self, inputs: Tensor, training: bool) -> tuple[Tensor, Any, Any]:
         """The output and, in training, the batch statistics the moving averages move toward."""
         tf = _tf()
-        gamma, beta = self._params(inputs)
+        gamma, beta = self._params()
         if self._fused:
             fmt = "NHWC" if self._axis == 3 else "NCHW"
             if training:
