@@ -32,6 +32,7 @@ MODULES = [
     "rustgrad.static",
     "rustgrad.static.train",
     "rustgrad.static.losses",
+    "rustgrad.static.layers",
     "rustgrad.static.nn",
     "rustgrad.static.math",
     "rustgrad.static.linalg",

@@ -178,3 +178,8 @@ __all__ += [
     "no_regularizer", "ones_initializer", "random_normal_initializer", "random_uniform_initializer",
     "truncated_normal_initializer", "variable_scope", "variance_scaling_initializer", "zeros_initializer",
 ]
+
+# tf.layers (static/layers.py).
+from rustgrad.static import layers  # noqa: E402
+
+__all__ += ["layers"]

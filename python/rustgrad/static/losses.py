@@ -24,6 +24,11 @@ __all__ = [
     "Reduction", "absolute_difference", "compute_weighted_loss", "huber_loss", "log_loss", "mean_squared_error",
     "sigmoid_cross_entropy", "softmax_cross_entropy", "sparse_softmax_cross_entropy",
 ]
+# The loss collections (static/layers.py's slice of issue 15).
+__all__ += ["add_loss", "get_losses", "get_regularization_loss", "get_regularization_losses", "get_total_loss"]
+
+_LOSSES = "losses"  # tf.GraphKeys.LOSSES: TF1's losses add themselves to it
+_REGULARIZATION_LOSSES = "regularization_losses"  # tf.GraphKeys.REGULARIZATION_LOSSES
 
 
 class Reduction:
@@ -52,9 +57,16 @@ def _is_one(weights: Any) -> bool:
 
 
 def compute_weighted_loss(losses: Any, weights: Any = 1.0, scope: Optional[str] = None,
-                          loss_collection: Any = None,
+                          loss_collection: Any = _LOSSES,
                           reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
-    """``losses * weights`` reduced as ``reduction`` says (a scalar unless ``Reduction.NONE``)."""
+    """``losses * weights`` reduced as ``reduction`` says (a scalar unless ``Reduction.NONE``); the
+    result is added to ``loss_collection`` (``tf.GraphKeys.LOSSES``; None adds it nowhere)."""
+    loss = _weighted_loss(losses, weights, reduction)
+    add_loss(loss, loss_collection)
+    return loss
+
+
+def _weighted_loss(losses: Any, weights: Any, reduction: str) -> Tensor:
     Reduction.validate(reduction)
     losses = convert_to_tensor(losses)
     if not losses.dtype.is_floating_point:
@@ -83,7 +95,7 @@ def compute_weighted_loss(losses: Any, weights: Any = 1.0, scope: Optional[str] 
 
 
 def mean_squared_error(labels: Any, predictions: Any, weights: Any = 1.0, scope: Optional[str] = None,
-                       loss_collection: Any = None,
+                       loss_collection: Any = _LOSSES,
                        reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """(predictions - labels)², weighted and reduced; by default the mean over all elements."""
     labels, predictions = _labels_and_predictions(labels, predictions, "mean_squared_error")
@@ -91,7 +103,7 @@ def mean_squared_error(labels: Any, predictions: Any, weights: Any = 1.0, scope:
 
 
 def absolute_difference(labels: Any, predictions: Any, weights: Any = 1.0, scope: Optional[str] = None,
-                        loss_collection: Any = None,
+                        loss_collection: Any = _LOSSES,
                         reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """|predictions - labels|, weighted and reduced; by default the mean over all elements."""
     labels, predictions = _labels_and_predictions(labels, predictions, "absolute_difference")
@@ -122,7 +134,7 @@ def _check_shapes(labels: Tensor, predictions: Tensor, name: str) -> None:
 
 
 def softmax_cross_entropy(onehot_labels: Any, logits: Any, weights: Any = 1.0, label_smoothing: float = 0,
-                          scope: Optional[str] = None, loss_collection: Any = None,
+                          scope: Optional[str] = None, loss_collection: Any = _LOSSES,
                           reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """Softmax cross-entropy per row of ``logits`` against one-hot (or probability) labels, weighted and
     reduced; ``label_smoothing`` mixes in the uniform distribution: labels (1 - s) + s / classes."""
@@ -138,7 +150,7 @@ def softmax_cross_entropy(onehot_labels: Any, logits: Any, weights: Any = 1.0, l
 
 
 def sparse_softmax_cross_entropy(labels: Any, logits: Any, weights: Any = 1.0, scope: Optional[str] = None,
-                                 loss_collection: Any = None,
+                                 loss_collection: Any = _LOSSES,
                                  reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """Softmax cross-entropy per row of ``logits`` against integer class labels, weighted and reduced."""
     if labels is None:
@@ -150,7 +162,7 @@ def sparse_softmax_cross_entropy(labels: Any, logits: Any, weights: Any = 1.0, s
 
 
 def sigmoid_cross_entropy(multi_class_labels: Any, logits: Any, weights: Any = 1.0, label_smoothing: float = 0,
-                          scope: Optional[str] = None, loss_collection: Any = None,
+                          scope: Optional[str] = None, loss_collection: Any = _LOSSES,
                           reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """Sigmoid cross-entropy per element, weighted and reduced; ``label_smoothing`` moves the labels
     towards 1/2: labels (1 - s) + s / 2."""
@@ -163,7 +175,7 @@ def sigmoid_cross_entropy(multi_class_labels: Any, logits: Any, weights: Any = 1
 
 
 def huber_loss(labels: Any, predictions: Any, weights: Any = 1.0, delta: float = 1.0, scope: Optional[str] = None,
-               loss_collection: Any = None, reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+               loss_collection: Any = _LOSSES, reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """0.5 e² for |e| <= delta, else delta (|e| - 0.5 delta), with e = predictions - labels."""
     labels, predictions = _labels_and_predictions(labels, predictions, "huber_loss")
     error = abs(predictions - labels)
@@ -174,8 +186,59 @@ def huber_loss(labels: Any, predictions: Any, weights: Any = 1.0, delta: float =
 
 
 def log_loss(labels: Any, predictions: Any, weights: Any = 1.0, epsilon: float = 1e-7, scope: Optional[str] = None,
-             loss_collection: Any = None, reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
+             loss_collection: Any = _LOSSES, reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS) -> Tensor:
     """-labels log(predictions + epsilon) - (1 - labels) log(1 - predictions + epsilon)."""
     labels, predictions = _labels_and_predictions(labels, predictions, "log_loss")
     losses = -labels * log(predictions + epsilon) - (1.0 - labels) * log(1.0 - predictions + epsilon)
     return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+
+
+def add_loss(loss: Any, loss_collection: Any = _LOSSES) -> None:
+    """Adds ``loss`` to the collection ``loss_collection`` of its graph (None: nowhere)."""
+    if loss_collection is not None:
+        loss = convert_to_tensor(loss)
+        loss.graph.add_to_collection(loss_collection, loss)
+
+
+def get_losses(scope: Optional[str] = None, loss_collection: Any = _LOSSES) -> list:
+    """The losses in ``loss_collection`` of the default graph, those whose name matches ``scope``."""
+    from rustgrad.static._graph import get_default_graph
+
+    return get_default_graph().get_collection(loss_collection, scope)
+
+
+def get_regularization_losses(scope: Optional[str] = None) -> list:
+    """The regularization losses (``tf.GraphKeys.REGULARIZATION_LOSSES``) whose name matches ``scope``."""
+    return get_losses(scope, _REGULARIZATION_LOSSES)
+
+
+def _sum(losses: list, name: str) -> Tensor:
+    from rustgrad.static._ops import identity
+
+    total = losses[0]
+    for loss in losses[1:]:
+        total = total + loss
+    return identity(total, name=name)
+
+
+def get_regularization_loss(scope: Optional[str] = None, name: str = "total_regularization_loss") -> Tensor:
+    """The sum of the regularization losses whose name matches ``scope``; a float32 0.0 when there
+    are none, as TF1's."""
+    losses = get_regularization_losses(scope)
+    if not losses:
+        from rustgrad.static._ops import constant
+
+        return constant(0.0, name=name)
+    return _sum(losses, name)
+
+
+def get_total_loss(add_regularization_losses: bool = True, name: str = "total_loss",
+                   scope: Optional[str] = None) -> Tensor:
+    """The sum of the losses in ``tf.GraphKeys.LOSSES`` (and, by default, of the regularization
+    losses) whose name matches ``scope``; raises ValueError when there are none, as TF1's."""
+    losses = get_losses(scope)
+    if add_regularization_losses:
+        losses = losses + get_regularization_losses(scope)
+    if not losses:
+        raise InvalidArgumentError("No losses found in collection.")
+    return _sum(losses, name)
