@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from rustgrad import _rustgrad
 from rustgrad.static import errors, linalg, losses, math, nn, random, train
+from rustgrad.static import summary
 from rustgrad.static._comparisons import allclose
 from rustgrad.static._composites import split, unstack
 from rustgrad.static._creation import fill, range
@@ -124,3 +125,5 @@ __all__ += ["rank", "shape", "size"]
 # torch's bmm, an extension (static/_ops.py).
 __all__ += ["bmm"]
 __all__ += _op_table_names
+# tf.summary and FileWriter (static/summary.py).
+__all__ += ["summary"]
