@@ -39,7 +39,7 @@ def modules(what: str) -> SimpleNamespace:
     except ImportError as err:
         from rustgrad.utils.tensorboard import TensorBoardNotFoundError
 
-        missing = getattr(err, "name", None) or "tensorboard"
+        missing = (getattr(err, "name", None) or "tensorboard").split(".")[0]
         raise TensorBoardNotFoundError(
             f"{what} writes TensorBoard files with the `tensorboard` package, which is not installed "
             f"(importing {missing!r} failed: {err}); install it with {INSTALL_HINT}",
