@@ -235,6 +235,16 @@ def _render_without_graphviz():
         viz.render(rustgrad.ones(2, requires_grad=True).sum(), str(Path(empty) / "graph.svg"))
 
 
+def _write_summaries_without_tensorboard():
+    from rustgrad.utils.tensorboard import SummaryWriter
+
+    with tempfile.TemporaryDirectory() as folder, mock.patch.dict(sys.modules):
+        for name in [m for m in sys.modules if m.startswith("tensorboard.")]:
+            del sys.modules[name]
+        sys.modules["tensorboard"] = None
+        SummaryWriter(folder)
+
+
 def _feed_a_wrong_shape():
     x = tf.placeholder(tf.float32, shape=(None, 3))
     tf.Session().run(x * 2, feed_dict={x: np.ones((2, 4))})
@@ -287,6 +297,7 @@ TRIGGERS: list[Callable[[], object]] = [
     _from_dlpack_of_a_dlpack_2_capsule,
     _in_a_graph(_restore_a_truncated_checkpoint),
     _render_without_graphviz,
+    _write_summaries_without_tensorboard,
     _in_a_graph(lambda: tf.Session().run(tf.placeholder(tf.float32, shape=(None, 3)) * 2)),
     _in_a_graph(_feed_a_wrong_shape),
     _in_a_graph(lambda: tf.Session().run(tf.Variable(tf.zeros((2,))))),
