@@ -170,3 +170,14 @@ def test_summary_writer_without_tensorboard_raises_module_not_found_naming_the_e
     assert issubclass(TensorBoardNotFoundError, RustgradError)
     assert issubclass(TensorBoardNotFoundError, ModuleNotFoundError)
     assert not os.listdir(tmp_path)
+
+
+def test_purge_step_writes_a_session_start_at_that_step(tmp_path):
+    loader = pytest.importorskip("tensorboard.backend.event_processing.event_file_loader")
+    with SummaryWriter(tmp_path, purge_step=2) as writer:
+        writer.add_scalar("loss", 20.0, 2)
+    (path,) = tmp_path.iterdir()
+    events = list(loader.LegacyEventFileLoader(str(path)).Load())
+    starts = [e for e in events if e.HasField("session_log")]
+    assert [(e.step, e.session_log.status) for e in starts] == [(2, 1)]  # SessionLog.START
+    assert events.index(starts[0]) < [i for i, e in enumerate(events) if e.HasField("summary")][0]

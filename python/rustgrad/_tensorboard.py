@@ -223,6 +223,13 @@ class EventWriter:
         self._stamp(event, step, walltime)
         self._writer.add_event(event)
 
+    def add_session_start(self, step: int) -> None:
+        """A ``SessionLog.START`` event at ``step``: TensorBoard drops earlier events at later steps."""
+        log = self._tb.event_pb2.SessionLog(status=self._tb.event_pb2.SessionLog.START)
+        event = self._tb.event_pb2.Event(session_log=log)
+        self._stamp(event, step, None)
+        self._writer.add_event(event)
+
     def _stamp(self, event: Any, step: Optional[int], walltime: Optional[float]) -> None:
         event.wall_time = time.time() if walltime is None else float(walltime)
         if step is not None:

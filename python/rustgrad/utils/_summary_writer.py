@@ -58,7 +58,8 @@ def _as_uint8(hwc: np.ndarray) -> np.ndarray:
 
 class SummaryWriter:
     """Writes TensorBoard event files in ``log_dir`` (default ``runs/<date>_<hostname><comment>``),
-    as ``torch.utils.tensorboard.SummaryWriter``. Use as a context manager, or call ``close()``."""
+    as ``torch.utils.tensorboard.SummaryWriter``. Use as a context manager, or call ``close()``.
+    With ``purge_step``, TensorBoard hides the events of earlier runs in ``log_dir`` from that step on."""
 
     def __init__(self, log_dir: Optional[Any] = None, comment: str = "", purge_step: Optional[int] = None,
                  max_queue: int = 10, flush_secs: float = 120, filename_suffix: str = "") -> None:
@@ -67,6 +68,9 @@ class SummaryWriter:
         self._options = (flush_secs, filename_suffix, max_queue)
         self._writer: Optional[tb.EventWriter] = self._new_writer(self.log_dir)
         self._scalars_writers: dict[str, tb.EventWriter] = {}
+        if purge_step is not None:
+            # As torch's: TensorBoard hides the events of earlier runs from this step on.
+            self._writer.add_session_start(int(purge_step))
 
     def _new_writer(self, log_dir: str) -> tb.EventWriter:
         flush_secs, suffix, max_queue = self._options
@@ -128,7 +132,8 @@ class SummaryWriter:
     def add_graph(self, model: Any, input_to_model: Any = None, verbose: bool = False,
                   use_strict_trace: bool = True) -> None:
         """The graph of one forward pass of ``model`` on ``input_to_model`` (a tensor or a tuple of
-        them), traced through ``grad_fn``/``next_functions`` (see ``trace_graph_def``)."""
+        them), read from the autograd graph it records (``grad_fn``/``next_functions``): only ops that
+        record a gradient show. ``verbose`` and ``use_strict_trace`` are accepted for torch's signature."""
         self._file_writer().add_graph_def(trace_graph_def(model, input_to_model))
 
     def flush(self) -> None:
