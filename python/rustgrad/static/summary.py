@@ -22,6 +22,7 @@ import numpy as np
 from rustgrad import _tensorboard as tb
 from rustgrad.errors import ArgumentTypeError, InvalidArgumentError
 from rustgrad.static._graph import Graph, Tensor, convert_to_tensor, get_default_graph
+from rustgrad.static._ops import identity
 from rustgrad.static._session import CompositeFetch, get_default_session
 
 # Also ``Summary`` and ``Event``, TensorBoard's protocol buffer classes, loaded on first use.
@@ -98,7 +99,7 @@ def _anchor(graph: Graph, name: str, family: Optional[str], tensor: Optional[Ten
     if tensor is None:
         node = graph._core.group([], base)
     else:
-        node = graph._op("identity", (), [tensor], base)._id
+        node = identity(tensor, name=base)._id
     op_name = graph._core.node_name(node)
     return op_name, op_name if family is None else f"{family}/{op_name}"
 
