@@ -99,6 +99,21 @@ def test_add_image_chw_float_is_scaled_by_255_and_uint8_hwc_is_kept(tmp_path):
     assert decoded["hw"].shape == (5, 6) and (decoded["hw"] == 255).all()
 
 
+def test_add_images_tiles_the_batch_eight_to_a_row(tmp_path):
+    batch = np.zeros((10, 1, 2, 3), dtype=np.uint8)  # NCHW, one channel
+    for i in range(10):
+        batch[i] = i * 20
+    with SummaryWriter(tmp_path) as writer:
+        writer.add_images("batch", batch, 0)
+    event = read_events(tmp_path).Images("batch")[0]
+    grid = np.asarray(Image.open(io.BytesIO(event.encoded_image_string)))
+    assert grid.shape == (4, 24, 3)  # 2 rows of 8 columns of 2x3 images, gray as RGB
+    for i in range(10):
+        row, column = divmod(i, 8)
+        assert (grid[row * 2:row * 2 + 2, column * 3:column * 3 + 3] == i * 20).all()
+    assert (grid[2:, 6:] == 0).all()  # the empty places of the last row
+
+
 def test_add_image_with_two_channels_raises_shape_error(tmp_path):
     with SummaryWriter(tmp_path) as writer, pytest.raises(ShapeError, match="add_image: an image needs 1, 3 or 4 "
                                                                             "channels, got 2"):

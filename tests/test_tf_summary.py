@@ -295,3 +295,22 @@ def test_summaries_without_tensorboard_raise_module_not_found_naming_the_extra(w
         tf.summary.FileWriter(tmp_path)
     assert isinstance(info.value, RustgradError) and isinstance(info.value, ImportError)
     assert info.value.name == "tensorboard"
+
+
+def test_compat_v1_summary_is_the_static_summary_module():
+    import rustgrad.static
+
+    assert tf.summary is rustgrad.static.summary
+    assert tf.summary.SUMMARIES == "summaries"
+
+
+def test_importing_rustgrad_does_not_import_tensorboard():
+    import subprocess
+
+    from _child import child_env
+
+    code = ("import sys, rustgrad, rustgrad.compat.v1, rustgrad.utils.tensorboard\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('tensorboard', 'PIL')))")
+    done = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

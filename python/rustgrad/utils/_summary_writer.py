@@ -49,6 +49,32 @@ def _image_hwc(img: Any, dataformats: str) -> np.ndarray:
     return array
 
 
+def _grid_hwc(batch: Any, dataformats: str) -> np.ndarray:
+    """A batch of images tiled row by row, 8 to a row, as one HWC image (torch's ``make_grid``);
+    one-channel images become gray RGB."""
+    array = _numpy(batch)
+    layout = dataformats.upper()
+    if layout not in ("NCHW", "NHWC"):
+        raise InvalidArgumentError(f"add_images: dataformats must be 'NCHW' or 'NHWC', got {dataformats!r}")
+    if array.ndim != 4:
+        raise ShapeError(f"add_images: a batch of images needs 4 dims ({layout}), got shape {list(array.shape)}")
+    if layout == "NCHW":
+        array = np.transpose(array, (0, 2, 3, 1))
+    if array.shape[3] == 1:
+        array = np.repeat(array, 3, axis=3)
+    count, height, width, channels = array.shape
+    if count == 0 or channels not in (3, 4):
+        raise ShapeError(f"add_images: needs at least one image with 1, 3 or 4 channels, got shape "
+                         f"{list(_numpy(batch).shape)} ({layout})")
+    columns = min(count, 8)
+    rows = -(-count // columns)
+    grid = np.zeros((rows * height, columns * width, channels), dtype=array.dtype)
+    for i in range(count):
+        row, column = divmod(i, columns)
+        grid[row * height:(row + 1) * height, column * width:(column + 1) * width] = array[i]
+    return grid
+
+
 def _as_uint8(hwc: np.ndarray) -> np.ndarray:
     """torch's rule: uint8 images are kept, other images are taken to lie in [0, 1] and scaled by 255."""
     if hwc.dtype == np.uint8:
@@ -121,6 +147,11 @@ class SummaryWriter:
         """One image (``dataformats`` ``'CHW'``, ``'HWC'`` or ``'HW'``); uint8 values are kept, others
         are taken to be in [0, 1] (as torch's)."""
         self._write(tb.image_value(tag, _as_uint8(_image_hwc(img_tensor, dataformats))), global_step, walltime)
+
+    def add_images(self, tag: str, img_tensor: Any, global_step: Optional[int] = None,
+                   walltime: Optional[float] = None, dataformats: str = "NCHW") -> None:
+        """A batch of images (``'NCHW'`` or ``'NHWC'``) as one grid image, 8 per row (torch's ``make_grid``)."""
+        self._write(tb.image_value(tag, _as_uint8(_grid_hwc(img_tensor, dataformats))), global_step, walltime)
 
     def add_text(self, tag: str, text_string: str, global_step: Optional[int] = None,
                  walltime: Optional[float] = None) -> None:
