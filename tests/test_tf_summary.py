@@ -131,6 +131,16 @@ def test_image_summaries_are_pngs_tagged_per_image_and_normalized_as_tf1():
     np.testing.assert_array_equal(decoded[1][1, 2], [128, 128, 128])
 
 
+def test_an_image_pixel_with_a_nan_is_red_and_left_out_of_the_scaling():
+    # 1x1x2x3: the first pixel has a NaN, so its 1000 does not count toward the largest value (0.5).
+    img = np.array([[[[0.5, np.nan, 1000.0], [0.25, 0.5, 0.0]]]], dtype=np.float32)
+    s = tf.summary.image("nan", tf.constant(img), max_outputs=1)
+    (value,) = summary_pb2.Summary.FromString(tf.Session().run(s)).value
+    pixels = np.asarray(Image.open(io.BytesIO(value.image.encoded_image_string)))
+    np.testing.assert_array_equal(pixels[0, 0], [255, 0, 0])
+    np.testing.assert_array_equal(pixels[0, 1], [127, 255, 0])
+
+
 def test_a_uint8_image_is_kept_and_one_output_is_tagged_image():
     pixels = np.arange(2 * 2 * 1, dtype=np.uint8).reshape(1, 2, 2, 1) * 60
     s = tf.summary.image("gray", tf.constant(pixels), max_outputs=1)

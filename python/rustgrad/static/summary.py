@@ -158,21 +158,22 @@ _BAD_COLOR = np.array([255, 0, 0, 255], dtype=np.uint8)
 
 
 def _image_as_uint8(image: np.ndarray) -> np.ndarray:
-    """One HWC image as TF1's image summary encodes it: uint8 kept; floats scaled so the largest
-    value is 255 (all values >= 0) or shifted so 0 is 128 and scaled by 127 / max |value|;
-    non-finite pixels red."""
+    """One HWC image as TF1's image summary encodes it (``NormalizeFloatImage``): uint8 kept; floats
+    scaled so the largest value is 255 (no value < 0), or so 0 is 128 and the largest magnitude is
+    127 away from it, computed in the image's dtype over the pixels whose channels are all finite;
+    other pixels red."""
     if image.dtype == np.uint8:
         return image
-    finite = np.isfinite(image)
-    values = image[finite]
-    low, high = (float(values.min()), float(values.max())) if values.size else (0.0, 0.0)
+    pixel_ok = np.isfinite(image).all(axis=-1)
+    values = image[pixel_ok]
+    low, high = (float(values.min()), float(values.max())) if values.size else (np.inf, -np.inf)
     if low < 0:
         largest = max(abs(low), abs(high))
         scale, offset = (0.0 if largest < 1e-6 else 127.0 / largest), 128.0
     else:
         scale, offset = (0.0 if high < 1e-6 else 255.0 / high), 0.0
-    out = (np.where(finite, image, 0.0) * scale + offset).astype(np.uint8)
-    pixel_ok = finite.all(axis=-1)
+    kind = image.dtype.type
+    out = (np.where(pixel_ok[..., None], image, 0) * kind(scale) + kind(offset)).astype(np.uint8)
     out[~pixel_ok] = _BAD_COLOR[: image.shape[-1]]
     return out
 
