@@ -166,9 +166,13 @@ def test_text_summaries_hold_the_strings_for_the_text_plugin():
     assert [d.size for d in value.tensor.tensor_shape.dim] == [2]
 
 
-def test_a_text_summary_of_a_graph_tensor_raises_argument_type_error():
-    with pytest.raises(ArgumentTypeError, match="graph tensors hold numbers, not strings"):
+def test_a_text_summary_of_a_number_tensor_raises_invalid_argument_as_tf1s_value_error():
+    with pytest.raises(InvalidArgumentError, match=r"tf.summary.text 't': Expected tensor Const:0 to have dtype "
+                                                   r"string, got float32; rustgrad graph tensors hold numbers"):
         tf.summary.text("t", tf.constant(1.0))
+    with pytest.raises(InvalidArgumentError, match=r"Expected strings .*got \[1, 2\]"):
+        tf.summary.text("t", [1, 2])
+    assert tf.get_default_graph().get_operations()[-1].name == "Const"  # no summary node was added
 
 
 def test_merge_all_merges_the_summaries_collection_and_is_none_when_empty():

@@ -212,13 +212,15 @@ def image(name: str, tensor: Any, max_outputs: int = 3, collections: Optional[Se
 def text(name: str, tensor: Any, collections: Optional[Sequence[str]] = None) -> SummaryValue:
     """A text summary (TensorBoard's text tab, Markdown) of a string or a list or array of strings."""
     tb.modules("tf.summary.text")
-    if isinstance(tensor, (Tensor, SummaryValue)):
-        raise ArgumentTypeError(
-            f"tf.summary.text '{name}': rustgrad graph tensors hold numbers, not strings; pass the text "
-            "as a Python str, or a list or numpy array of them")
+    if isinstance(tensor, Tensor):
+        raise InvalidArgumentError(
+            f"tf.summary.text '{name}': Expected tensor {tensor.name} to have dtype string, got {tensor.dtype.name}; "
+            "rustgrad graph tensors hold numbers, not strings: pass the text as a Python str, or a list or "
+            "numpy array of them")
     strings = np.asarray(tensor, dtype=object)
     if not all(isinstance(s, (str, bytes)) for s in strings.reshape(-1)):
-        raise ArgumentTypeError(f"tf.summary.text '{name}': expected strings, got {tensor!r}")
+        raise InvalidArgumentError(f"tf.summary.text '{name}': Expected strings (a str, or a list or array of them), "
+                                   f"got {tensor!r}")
     graph = get_default_graph()
     op_name, tag = _anchor(graph, name, None, None)
     return _register(graph, op_name, [], lambda fetched: [tb.text_value(tag, strings)], collections)
