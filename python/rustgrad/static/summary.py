@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import warnings
+import weakref
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -63,12 +64,16 @@ class SummaryValue(CompositeFetch):
         return f"<rustgrad.static.summary '{self.name}'>"
 
 
+# Until tf.GraphKeys collections exist (Graph.add_to_collection / get_collection), summaries are kept here.
+_own_collections: weakref.WeakKeyDictionary[Graph, dict[str, list[SummaryValue]]] = weakref.WeakKeyDictionary()
+
+
 def summaries_of(graph: Graph, key: str) -> list[SummaryValue]:
-    """The summaries in collection ``key`` of ``graph``. Uses the graph's collections once
-    ``tf.get_collection`` exists (Graph.get_collection), else this module's own registry."""
+    """The summaries in collection ``key`` of ``graph``: the graph's own collections where it has them
+    (``Graph.get_collection``), else this module's registry."""
     if hasattr(graph, "get_collection"):
         return list(graph.get_collection(key))
-    return list(getattr(graph, "_summary_collections", {}).get(key, []))
+    return list(_own_collections.get(graph, {}).get(key, []))
 
 
 def _add_to_collections(graph: Graph, value: SummaryValue, collections: Optional[Sequence[str]]) -> None:
@@ -76,9 +81,7 @@ def _add_to_collections(graph: Graph, value: SummaryValue, collections: Optional
         if hasattr(graph, "add_to_collection"):
             graph.add_to_collection(key, value)
         else:
-            if not hasattr(graph, "_summary_collections"):
-                graph._summary_collections = {}
-            graph._summary_collections.setdefault(key, []).append(value)
+            _own_collections.setdefault(graph, {}).setdefault(key, []).append(value)
 
 
 def _clean_tag(name: Optional[str]) -> Optional[str]:
@@ -93,15 +96,14 @@ def _clean_tag(name: Optional[str]) -> Optional[str]:
 
 def _anchor(graph: Graph, name: str, family: Optional[str], tensor: Optional[Tensor]) -> tuple[str, str]:
     """The summary's node (an Identity of ``tensor``, or a NoOp) and its tag, from the node's unique name."""
-    name = _clean_tag(name)
-    family = _clean_tag(family)
-    base = name if family is None else f"{family}/{name}"
+    clean_name, clean_family = _clean_tag(name), _clean_tag(family)
+    base = clean_name if clean_family is None else f"{clean_family}/{clean_name}"
     if tensor is None:
         node = graph._core.group([], base)
     else:
         node = identity(tensor, name=base)._id
     op_name = graph._core.node_name(node)
-    return op_name, op_name if family is None else f"{family}/{op_name}"
+    return op_name, op_name if clean_family is None else f"{clean_family}/{op_name}"
 
 
 def _as_tensor(value: Any, what: str) -> Tensor:

@@ -220,6 +220,8 @@ def trace_graph_def(model: Any, input_to_model: Any) -> Any:
     finally:
         for handle in handles:
             handle.remove()
+    if isinstance(outputs, dict):
+        outputs = list(outputs.values())
     outputs = outputs if isinstance(outputs, (tuple, list)) else (outputs,)
     leaves = {t.data_ptr(): f"input/input.{i}" for i, t in enumerate(traced) if t.requires_grad}
     for name, param in model.named_parameters():
