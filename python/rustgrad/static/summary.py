@@ -23,7 +23,7 @@ import numpy as np
 from rustgrad import _tensorboard as tb
 from rustgrad.errors import ArgumentTypeError, InvalidArgumentError
 from rustgrad.static._graph import Graph, Tensor, convert_to_tensor, get_default_graph
-from rustgrad.static._ops import identity
+from rustgrad.static._ops import group, identity
 from rustgrad.static._session import CompositeFetch, get_default_session
 
 # Also ``Summary`` and ``Event``, TensorBoard's protocol buffer classes, loaded on first use.
@@ -98,12 +98,14 @@ def _anchor(graph: Graph, name: str, family: Optional[str], tensor: Optional[Ten
     """The summary's node (an Identity of ``tensor``, or a NoOp) and its tag, from the node's unique name."""
     clean_name, clean_family = _clean_tag(name), _clean_tag(family)
     base = clean_name if clean_family is None else f"{clean_family}/{clean_name}"
-    if tensor is None:
-        node = graph._core.group([], base)
-    else:
-        node = identity(tensor, name=base)._id
-    op_name = graph._core.node_name(node)
+    op_name = _noop(graph, base) if tensor is None else identity(tensor, name=base).op.name
     return op_name, op_name if clean_family is None else f"{clean_family}/{op_name}"
+
+
+def _noop(graph: Graph, name: str) -> str:
+    """The unique name of a new NoOp node of ``graph``, made by ``tf.group`` so it follows its naming."""
+    with graph.as_default():
+        return group(name=name).name
 
 
 def _as_tensor(value: Any, what: str) -> Tensor:
@@ -240,7 +242,7 @@ def merge(inputs: Sequence[SummaryValue], collections: Optional[Sequence[str]] =
     graph = inputs[0].graph
     if any(i.graph is not graph for i in inputs):
         raise InvalidArgumentError("tf.summary.merge: all summaries must be from the same graph")
-    op_name = graph._core.node_name(graph._core.group([], f"{name or 'Merge'}/MergeSummary"))
+    op_name = _noop(graph, f"{name or 'Merge'}/MergeSummary")
     sizes = [len(i._fetch_parts) for i in inputs]
 
     def make(fetched: list[Any]) -> list[Any]:
