@@ -77,10 +77,12 @@ def test_tags_are_unique_op_names_and_family_prefixes_them_as_in_tf1():
     assert (a.name, b.name, c.name) == ("loss:0", "loss_1:0", "train/loss:0")
 
 
-def test_a_scalar_summary_of_a_vector_raises_invalid_argument():
+def test_a_scalar_summary_of_a_vector_raises_invalid_argument_and_adds_nothing():
     with pytest.raises(InvalidArgumentError, match=r"tf.summary.scalar 'v': tags and values not the same shape: "
                                                    r"\[\] != \[3\]"):
-        tf.summary.scalar("v", tf.constant([1.0, 2.0, 3.0]))
+        tf.summary.scalar("v", [1.0, 2.0, 3.0])
+    assert tf.get_default_graph().get_operations() == []
+    assert tf.summary.merge_all() is None
 
 
 def test_a_scalar_summary_of_a_vector_fed_at_run_time_raises_invalid_argument():
@@ -154,7 +156,8 @@ def test_an_image_summary_needs_four_dims_with_1_3_or_4_channels():
     with pytest.raises(InvalidArgumentError, match=r"Tensor must be 4-D with last dim 1, 3, or 4, not \[2, 3, 3\]"):
         tf.summary.image("x", tf.zeros([2, 3, 3]))
     with pytest.raises(InvalidArgumentError, match=r"not \[1, 2, 2, 2\]"):
-        tf.summary.image("x", tf.zeros([1, 2, 2, 2]))
+        tf.summary.image("x", np.zeros([1, 2, 2, 2], dtype=np.float32))
+    assert [op.name for op in tf.get_default_graph().get_operations()] == ["zeros"]
 
 
 def test_text_summaries_hold_the_strings_for_the_text_plugin():

@@ -114,6 +114,12 @@ def _as_tensor(value: Any, what: str) -> Tensor:
     return convert_to_tensor(value)
 
 
+def _undone_on_failure(value: Any) -> Any:
+    """A block whose new nodes (a constant made of ``value``, the summary's node) go if it raises."""
+    graph = value.graph if isinstance(value, Tensor) else get_default_graph()
+    return graph._undo_on_failure()
+
+
 def _register(graph: Graph, op_name: str, parts: Sequence[Tensor], make: Callable[[list[Any]], list[Any]],
               collections: Optional[Sequence[str]]) -> SummaryValue:
     value = SummaryValue(graph, op_name, parts, make)
@@ -125,12 +131,13 @@ def scalar(name: str, tensor: Any, collections: Optional[Sequence[str]] = None,
            family: Optional[str] = None) -> SummaryValue:
     """A summary of one real number (a tensor of shape ``[]``), shown in TensorBoard's scalars tab."""
     tb.modules("tf.summary.scalar")
-    tensor = _as_tensor(tensor, "scalar")
-    if tensor.shape.rank not in (None, 0):
-        raise InvalidArgumentError(
-            f"tf.summary.scalar '{name}': tags and values not the same shape: [] != {tensor.shape.as_list()} "
-            "(a scalar summary takes a tensor of shape []; reduce it, e.g. with tf.reduce_mean)")
-    op_name, tag = _anchor(tensor.graph, name, family, tensor)
+    with _undone_on_failure(tensor):
+        tensor = _as_tensor(tensor, "scalar")
+        if tensor.shape.rank not in (None, 0):
+            raise InvalidArgumentError(
+                f"tf.summary.scalar '{name}': tags and values not the same shape: [] != {tensor.shape.as_list()} "
+                "(a scalar summary takes a tensor of shape []; reduce it, e.g. with tf.reduce_mean)")
+        op_name, tag = _anchor(tensor.graph, name, family, tensor)
 
     def make(fetched: list[Any]) -> list[Any]:
         value = np.asarray(fetched[0])
@@ -146,8 +153,9 @@ def histogram(name: str, values: Any, collections: Optional[Sequence[str]] = Non
               family: Optional[str] = None) -> SummaryValue:
     """A histogram of all elements of ``values``, with TF1's exponential buckets."""
     tb.modules("tf.summary.histogram")
-    tensor = _as_tensor(values, "histogram")
-    op_name, tag = _anchor(tensor.graph, name, family, tensor)
+    with _undone_on_failure(values):
+        tensor = _as_tensor(values, "histogram")
+        op_name, tag = _anchor(tensor.graph, name, family, tensor)
 
     def make(fetched: list[Any]) -> list[Any]:
         array = np.asarray(fetched[0], dtype=np.float64)
@@ -188,18 +196,12 @@ def image(name: str, tensor: Any, max_outputs: int = 3, collections: Optional[Se
     or 4; uint8, or floats normalized per image as TF1 does), tagged ``name/image/i``
     (``name/image`` when ``max_outputs`` is 1)."""
     tb.modules("tf.summary.image")
-    tensor = _as_tensor(tensor, "image")
-    shape = tensor.shape
-    if shape.rank not in (None, 4) or (shape.rank == 4 and shape[3] not in (None, 1, 3, 4)):
-        raise InvalidArgumentError(
-            f"tf.summary.image '{name}': Tensor must be 4-D with last dim 1, 3, or 4, not "
-            f"{shape.as_list() if shape.rank is not None else 'unknown'}")
-    if tensor.dtype.name not in ("uint8", "float32", "float64"):
-        raise InvalidArgumentError(
-            f"tf.summary.image '{name}': images must be uint8, float32 or float64, not {tensor.dtype.name}")
     if int(max_outputs) < 1:
         raise InvalidArgumentError(f"tf.summary.image '{name}': max_outputs must be positive, got {max_outputs}")
-    op_name, tag = _anchor(tensor.graph, name, family, tensor)
+    with _undone_on_failure(tensor):
+        tensor = _as_tensor(tensor, "image")
+        _check_image(name, tensor)
+        op_name, tag = _anchor(tensor.graph, name, family, tensor)
 
     def make(fetched: list[Any]) -> list[Any]:
         batch = np.asarray(fetched[0])
@@ -211,6 +213,17 @@ def image(name: str, tensor: Any, max_outputs: int = 3, collections: Optional[Se
                                _image_as_uint8(batch[i])) for i in range(count)]
 
     return _register(tensor.graph, op_name, [tensor], make, collections)
+
+
+def _check_image(name: str, tensor: Tensor) -> None:
+    shape = tensor.shape
+    if shape.rank not in (None, 4) or (shape.rank == 4 and shape[3] not in (None, 1, 3, 4)):
+        raise InvalidArgumentError(
+            f"tf.summary.image '{name}': Tensor must be 4-D with last dim 1, 3, or 4, not "
+            f"{shape.as_list() if shape.rank is not None else 'unknown'}")
+    if tensor.dtype.name not in ("uint8", "float32", "float64"):
+        raise InvalidArgumentError(
+            f"tf.summary.image '{name}': images must be uint8, float32 or float64, not {tensor.dtype.name}")
 
 
 def text(name: str, tensor: Any, collections: Optional[Sequence[str]] = None) -> SummaryValue:
