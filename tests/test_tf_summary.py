@@ -181,12 +181,12 @@ def test_a_text_summary_of_a_number_tensor_raises_invalid_argument_as_tf1s_value
 def test_merge_all_merges_the_summaries_collection_and_is_none_when_empty():
     assert tf.summary.merge_all() is None
     x = tf.placeholder(tf.float32, [3], name="x")
-    tf.summary.scalar("mean", tf.reduce_mean(x))
+    tf.summary.scalar("average", tf.reduce_mean(x))
     tf.summary.histogram("values", x)
     tf.summary.scalar("elsewhere", tf.reduce_max(x), collections=["other"])
     merged = tf.summary.merge_all()
     values = summary_pb2.Summary.FromString(tf.Session().run(merged, {x: [1.0, 2.0, 6.0]})).value
-    assert [v.tag for v in values] == ["mean", "values"]
+    assert [v.tag for v in values] == ["average", "values"]
     assert values[0].simple_value == 3.0
     other = summary_pb2.Summary.FromString(tf.Session().run(tf.summary.merge_all("other"), {x: [1.0, 2.0, 6.0]}))
     assert [(v.tag, v.simple_value) for v in other.value] == [("elsewhere", 6.0)]
