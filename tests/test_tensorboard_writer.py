@@ -66,6 +66,24 @@ def test_add_histogram_counts_and_limits_match_numpy(tmp_path):
     assert histo.sum_squares == pytest.approx((values ** 2).sum())
 
 
+def test_add_histogram_max_bins_sums_runs_of_buckets_as_torch(tmp_path):
+    values = np.arange(10.0)
+    with SummaryWriter(tmp_path) as writer:
+        writer.add_histogram("h", values, 0, bins=10, max_bins=3)
+    histo = read_events(tmp_path).Histograms("h")[0].histogram_value
+    counts, edges = np.histogram(values, bins=10)
+    # 10 // 3 = 3 buckets in each, the last run padded: counts 3, 3, 3, 1 at edges 0, 2.7, 5.4, 8.1, 9.
+    assert histo.bucket == [0.0, 3.0, 3.0, 3.0, 1.0]
+    assert histo.bucket_limit == pytest.approx([edges[0], edges[3], edges[6], edges[9], edges[10]])
+    assert counts.sum() == sum(histo.bucket)
+
+
+def test_add_histogram_of_no_values_raises_shape_error(tmp_path):
+    with SummaryWriter(tmp_path) as writer, pytest.raises(ShapeError, match="add_histogram: the values have no "
+                                                                            "element"):
+        writer.add_histogram("h", np.zeros(0), 0)
+
+
 def test_add_histogram_default_bins_are_tensorflows(tmp_path):
     values = np.array([0.5, 0.5, 3.0])
     with SummaryWriter(tmp_path) as writer:

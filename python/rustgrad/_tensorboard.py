@@ -17,6 +17,8 @@ from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
 
+from rustgrad.errors import InvalidArgumentError, ShapeError
+
 INSTALL_HINT = "pip install 'rustgrad[tensorboard]'"
 
 
@@ -107,18 +109,20 @@ def torch_default_bins() -> list[float]:
     return [float(v) for v in _TF_LIMITS[1:-1]]
 
 
-def numpy_histogram(values: np.ndarray, bins: Any) -> Any:
+def numpy_histogram(values: np.ndarray, bins: Any, max_bins: Optional[int] = None) -> Any:
     """A ``HistogramProto`` as torch's ``SummaryWriter.add_histogram`` makes it: ``np.histogram``
-    counts, trimmed to the non-empty range with one empty bucket on the left (TensorBoard keeps
-    only right limits)."""
+    counts (runs of buckets summed to at most ``max_bins``), trimmed to the non-empty range with one
+    empty bucket on the left (TensorBoard keeps only right limits)."""
     pb = modules("add_histogram").summary_pb2
     flat = np.asarray(values, dtype=np.float64).reshape(-1)
     if flat.size == 0:
-        raise ValueError("add_histogram: the values have no element; a histogram needs at least one")
+        raise ShapeError("add_histogram: the values have no element; a histogram needs at least one")
     counts, limits = np.histogram(flat, bins=bins)
+    if max_bins is not None and len(counts) > max_bins:
+        counts, limits = _coarser(counts, limits, len(counts) // int(max_bins))
     nonzero = np.flatnonzero(counts)
     if nonzero.size == 0:
-        raise ValueError(f"add_histogram: none of the {flat.size} values falls within the bins (from "
+        raise InvalidArgumentError(f"add_histogram: none of the {flat.size} values falls within the bins (from "
                          f"{limits[0]} to {limits[-1]}); pass bins that cover them")
     start, end = int(nonzero[0]), int(nonzero[-1]) + 1
     kept = counts[start - 1:end] if start > 0 else np.concatenate([[0], counts[:end]])
@@ -126,6 +130,13 @@ def numpy_histogram(values: np.ndarray, bins: Any) -> Any:
         min=float(flat.min()), max=float(flat.max()), num=float(flat.size), sum=float(flat.sum()),
         sum_squares=float(flat @ flat), bucket_limit=limits[start:end + 1].tolist(), bucket=kept.tolist(),
     )
+
+
+def _coarser(counts: np.ndarray, limits: np.ndarray, step: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every ``step`` buckets summed into one (the last padded with empty ones), as torch's ``max_bins``."""
+    padded = np.pad(counts, (0, -len(counts) % step))
+    coarse = padded.reshape(-1, step).sum(axis=1)
+    return coarse, np.append(limits[:-1:step], limits[-1])
 
 
 def histogram_value(tag: str, histo: Any) -> Any:

@@ -116,7 +116,8 @@ class SummaryWriter:
 
     def add_scalar(self, tag: str, scalar_value: Any, global_step: Optional[int] = None,
                    walltime: Optional[float] = None, new_style: bool = False, double_precision: bool = False) -> None:
-        """One number (a Python number, or a tensor or array of one element)."""
+        """One number (a Python number, or a tensor or array of one element), written as TensorBoard's
+        float32 ``simple_value``; ``new_style`` and ``double_precision`` are accepted for torch's signature."""
         self._write(tb.scalar_value(tag, _scalar(tag, scalar_value)), global_step, walltime)
 
     def add_scalars(self, main_tag: str, tag_scalar_dict: dict, global_step: Optional[int] = None,
@@ -134,13 +135,14 @@ class SummaryWriter:
     def add_histogram(self, tag: str, values: Any, global_step: Optional[int] = None, bins: Any = "tensorflow",
                       walltime: Optional[float] = None, max_bins: Optional[int] = None) -> None:
         """A histogram of all elements of ``values``; ``bins`` as ``np.histogram`` takes it, or
-        ``'tensorflow'`` for TF's exponential buckets (torch's default)."""
+        ``'tensorflow'`` for TF's exponential buckets (torch's default); with ``max_bins``, runs of
+        buckets are summed so that at most about that many remain (as torch's)."""
         array = _numpy(values).astype(np.float64).reshape(-1)
         if isinstance(bins, str) and bins == "tensorflow":
             bins = tb.torch_default_bins()
         if array.size and not np.isfinite(array).all():
             raise InvalidArgumentError(f"add_histogram '{tag}': the values hold NaN or infinity")
-        self._write(tb.histogram_value(tag, tb.numpy_histogram(array, bins)), global_step, walltime)
+        self._write(tb.histogram_value(tag, tb.numpy_histogram(array, bins, max_bins)), global_step, walltime)
 
     def add_image(self, tag: str, img_tensor: Any, global_step: Optional[int] = None,
                   walltime: Optional[float] = None, dataformats: str = "CHW") -> None:
