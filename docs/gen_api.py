@@ -25,6 +25,7 @@ MODULES = [
     "rustgrad.optim",
     "rustgrad.optim.lr_scheduler",
     "rustgrad.utils.data",
+    "rustgrad.utils.tensorboard",
     "rustgrad.nn",
     "rustgrad.nn.functional",
     "rustgrad.nn.init",
@@ -37,6 +38,7 @@ MODULES = [
     "rustgrad.static.math",
     "rustgrad.static.linalg",
     "rustgrad.static.random",
+    "rustgrad.static.summary",
 ]
 
 HEADER = """# API reference

@@ -260,6 +260,14 @@ def _time_out_a_data_loader_worker():
             return i
 
     list(rustgrad.utils.data.DataLoader(Slow(), num_workers=1, timeout=0.05))
+def _write_summaries_without_tensorboard():
+    from rustgrad.utils.tensorboard import SummaryWriter
+
+    with tempfile.TemporaryDirectory() as folder, mock.patch.dict(sys.modules):
+        for name in [m for m in sys.modules if m.startswith("tensorboard.")]:
+            del sys.modules[name]
+        sys.modules["tensorboard"] = None
+        SummaryWriter(folder)
 
 
 def _feed_a_wrong_shape():
@@ -315,6 +323,7 @@ TRIGGERS: list[Callable[[], object]] = [
     _in_a_graph(_restore_a_truncated_checkpoint),
     _render_without_graphviz,
     _render_with_a_failing_graphviz,
+    _write_summaries_without_tensorboard,
     _in_a_graph(lambda: tf.Session().run(tf.placeholder(tf.float32, shape=(None, 3)) * 2)),
     _in_a_graph(_feed_a_wrong_shape),
     _in_a_graph(lambda: tf.Session().run(tf.Variable(tf.zeros((2,))))),

@@ -9,7 +9,7 @@ it in Rust with the same kernels and derivative rules as eager mode.
 from __future__ import annotations
 
 from rustgrad import _rustgrad
-from rustgrad.static import errors, linalg, losses, math, nn, random, train
+from rustgrad.static import errors, linalg, losses, math, nn, random, summary, train
 from rustgrad.static._comparisons import allclose
 from rustgrad.static._composites import split, unstack
 from rustgrad.static._creation import fill, range
@@ -183,3 +183,5 @@ __all__ += [
 from rustgrad.static import layers  # noqa: E402
 
 __all__ += ["layers"]
+# tf.summary and FileWriter (static/summary.py).
+__all__ += ["summary"]

@@ -15,6 +15,7 @@ they finish.
 
 from __future__ import annotations
 
+import abc
 import threading
 from typing import Any, Optional
 
@@ -112,15 +113,16 @@ class Session:
         leaves: list[Any] = []
         template = _flatten(fetches, leaves)
         leaves = [self._resolve(leaf) for leaf in leaves]
-        fetch_ids = [self._node_of(leaf, "Fetch") for leaf in leaves]
+        parts = [part for leaf in leaves for part in _parts(leaf)]
+        fetch_ids = [self._node_of(part, "Fetch") for part in parts]
         feed_ids, feed_values = self._feeds(feed_dict or {})
         trace: Optional[list] = [] if options is not None and getattr(options, "trace", False) else None
         results = self._core.run(fetch_ids, feed_ids, feed_values, trace)
         if trace is not None and run_metadata is not None:
             run_metadata.node_times = trace
-        values = [None if isinstance(leaf, Operation) else _scalarise(r)
-                  for leaf, r in zip(leaves, results)]
-        return _rebuild(template, iter(values))
+        values = [None if isinstance(part, Operation) else _scalarise(r)
+                  for part, r in zip(parts, results)]
+        return _rebuild(template, iter(_assembled(leaves, values)))
 
     def _resolve(self, item: Any) -> Any:
         """A name ("loss:0" for a tensor, "train" for an operation) as the graph object it names."""
@@ -167,6 +169,31 @@ class Session:
             pairs.append((node, array))
         pairs.sort(key=lambda p: p[0])
         return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+class CompositeFetch(abc.ABC):
+    """A fetch made of graph tensors: ``run`` fetches its ``_fetch_parts`` and returns
+    ``_from_fetched(their values)`` (a summary's serialized ``Summary``, rustgrad.static.summary)."""
+
+    _fetch_parts: list[Tensor]
+
+    @abc.abstractmethod
+    def _from_fetched(self, values: list[Any]) -> Any: ...
+
+
+def _parts(leaf: Any) -> list[Any]:
+    return leaf._fetch_parts if isinstance(leaf, CompositeFetch) else [leaf]
+
+
+def _assembled(leaves: list[Any], values: list[Any]) -> list[Any]:
+    """One value per fetch: a composite fetch's from the values of its parts."""
+    out, start = [], 0
+    for leaf in leaves:
+        size = len(_parts(leaf))
+        chunk = values[start:start + size]
+        out.append(leaf._from_fetched(chunk) if isinstance(leaf, CompositeFetch) else chunk[0])
+        start += size
+    return out
 
 
 class InteractiveSession(Session):
