@@ -131,3 +131,16 @@ def test_dtype_tf1_properties():
     assert tf.int64.is_integer and not tf.bool.is_integer and tf.bool.is_bool
     v = tf.Variable(np.zeros(2, np.float32))
     assert v.dtype.base_dtype == tf.float32
+
+
+def test_the_global_step_is_in_its_collections_and_found_there():
+    graph = tf.Graph()
+    with graph.as_default():
+        step = tf.train.get_or_create_global_step()
+        assert tf.get_collection(tf.GraphKeys.GLOBAL_STEP) == [step]
+        assert step in tf.get_collection(tf.GraphKeys.GLOBAL_VARIABLES)
+        assert step not in tf.trainable_variables()
+        assert (step.name, step.dtype) == ("global_step:0", tf.int64)
+        assert tf.train.get_global_step() is step
+        tf.add_to_collection(tf.GraphKeys.GLOBAL_STEP, tf.Variable(0, name="another_step"))
+        assert tf.train.get_global_step() is None  # TF1: ambiguous, so none

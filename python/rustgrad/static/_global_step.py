@@ -1,16 +1,13 @@
 """TF1's global step: one int64 scalar variable named ``global_step`` per graph, not trainable,
 counting training steps (``minimize(loss, global_step=step)`` adds 1 to it on each run).
 
-The graph keeps it in ``graph._global_step``. TF1 keeps it in the ``GLOBAL_STEP`` collection; once
-graphs have collections, ``create_global_step`` adds it there and ``get_global_step`` reads it
-from there (see ``_find``).
+As in TF1, ``create_global_step`` makes it with ``get_variable`` outside any name scope and puts it in
+the ``GLOBAL_VARIABLES`` and ``GLOBAL_STEP`` collections, and ``get_global_step`` looks there first.
 """
 
 from __future__ import annotations
 
 from typing import Any, Optional
-
-import numpy as np
 
 from rustgrad.errors import ArgumentTypeError, InvalidArgumentError
 from rustgrad.static._graph import Graph, Tensor, get_default_graph, int64
@@ -38,10 +35,13 @@ def create_global_step(graph: Optional[Graph] = None) -> Variable:
             'create_global_step: "global_step" already exists. Use tf.train.get_or_create_global_step() '
             "to share it"
         )
-    with graph.as_default():
-        initial = graph._constant(np.zeros((), np.int64), int64, "global_step/Initializer/zeros")
-        step = Variable(initial, trainable=False, name="global_step")
-    graph._global_step = step
+    from rustgrad.static._collections import GraphKeys
+    from rustgrad.static._initializers import zeros_initializer
+    from rustgrad.static._scopes import get_variable
+
+    with graph.as_default(), graph.name_scope(None):
+        step = get_variable(GraphKeys.GLOBAL_STEP, shape=[], dtype=int64, initializer=zeros_initializer(),
+                            trainable=False, collections=[GraphKeys.GLOBAL_VARIABLES, GraphKeys.GLOBAL_STEP])
     return step
 
 
@@ -71,8 +71,14 @@ def assert_global_step(global_step_tensor: Any) -> None:
 
 
 def _find(graph: Graph) -> Optional[Variable]:
-    # TF1 looks in the GLOBAL_STEP collection first, then for the tensor named "global_step:0".
-    step = getattr(graph, "_global_step", None)
-    if step is not None:
-        return step
-    return next((v for v in graph._variables if v.op.name == "global_step"), None)
+    # TF1 looks in the GLOBAL_STEP collection first (more than one entry: none), then for the
+    # variable named "global_step".
+    from rustgrad.static._collections import GraphKeys
+
+    steps = graph.get_collection(GraphKeys.GLOBAL_STEP)
+    if len(steps) == 1:
+        return steps[0]
+    if steps:
+        return None
+    variables = graph.get_collection(GraphKeys.GLOBAL_VARIABLES)
+    return next((v for v in variables if v.op.name == "global_step"), None)

@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from rustgrad.errors import ArgumentTypeError, InvalidArgumentError
+from rustgrad.errors import ArgumentTypeError, FailedPreconditionError, InvalidArgumentError
 from rustgrad.static._collections import GraphKeys, _graph_of
 from rustgrad.static._graph import (
     Graph,
@@ -190,7 +190,7 @@ def _pure_variable_scope(graph: Graph, name_or_scope: Any, reuse: Any, initializ
         yield scope
     finally:
         if store.current is not scope:
-            raise RuntimeError("Improper nesting of variable_scope.")
+            raise FailedPreconditionError("Improper nesting of variable_scope.")
         if isinstance(name_or_scope, VariableScope):
             store.counts = saved_counts
         else:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 import warnings
-import weakref
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -65,23 +64,14 @@ class SummaryValue(CompositeFetch):
 
 
 # Until tf.GraphKeys collections exist (Graph.add_to_collection / get_collection), summaries are kept here.
-_own_collections: weakref.WeakKeyDictionary[Graph, dict[str, list[SummaryValue]]] = weakref.WeakKeyDictionary()
-
-
 def summaries_of(graph: Graph, key: str) -> list[SummaryValue]:
-    """The summaries in collection ``key`` of ``graph``: the graph's own collections where it has them
-    (``Graph.get_collection``), else this module's registry."""
-    if hasattr(graph, "get_collection"):
-        return list(graph.get_collection(key))
-    return list(_own_collections.get(graph, {}).get(key, []))
+    """The summaries in collection ``key`` of ``graph``."""
+    return list(graph.get_collection(key))
 
 
 def _add_to_collections(graph: Graph, value: SummaryValue, collections: Optional[Sequence[str]]) -> None:
     for key in [SUMMARIES] if collections is None else collections:
-        if hasattr(graph, "add_to_collection"):
-            graph.add_to_collection(key, value)
-        else:
-            _own_collections.setdefault(graph, {}).setdefault(key, []).append(value)
+        graph.add_to_collection(key, value)
 
 
 def _clean_tag(name: Optional[str]) -> Optional[str]:
