@@ -225,6 +225,28 @@ def section_conv(m: dict) -> list[str]:
     return lines + [""]
 
 
+def section_nn(m: dict) -> list[str]:
+    """The framework layer's steps: the MLP step three ways and the LSTM, each against numpy by hand."""
+    lines = ["## Framework layer: MLP step and LSTM (float32)", "",
+             "MLP: `Sequential(Linear(784, 256), ReLU, Linear(256, 10))`, `CrossEntropyLoss`, `Adam`, batch 64 "
+             "(`benchmarks/nn_steps.py`); the bare-ops step calls the same functions and Adam's kernel on plain "
+             "tensors, so the difference is what the module and optimizer layers cost. LSTM: one layer, input 32, "
+             "hidden 128, batch 16, 50 steps, forward and backward.", "",
+             "| step | rustgrad | numpy by hand | × numpy |", "|---|---|---|---|"]
+    rows = [("MLP, modules + optimizer", "test_mlp_modules_and_optimizer", "test_mlp_numpy"),
+            ("MLP, bare ops", "test_mlp_bare_ops", "test_mlp_numpy"),
+            ("LSTM forward + backward", "test_rustgrad_lstm", "test_numpy_lstm")]
+    for label, ours_key, ref_key in rows:
+        if ours_key in m and ref_key in m:
+            ours, ref = m[ours_key]["median"], m[ref_key]["median"]
+            lines.append(f"| {label} | {fmt_time(ours)} | {fmt_time(ref)} | {ours / ref:.2f} |")
+    layer, bare = m.get("test_mlp_modules_and_optimizer"), m.get("test_mlp_bare_ops")
+    if layer and bare:
+        lines += ["", f"The module and optimizer layers cost {(layer['median'] - bare['median']) * 1e6:.0f} µs per "
+                      "MLP step over the bare ops."]
+    return lines + [""]
+
+
 def section_overhead(m: dict) -> list[str]:
     base = m["test_numpy_one_element_add"]["median"]
     rows = [("numpy one-element `a + b`", "test_numpy_one_element_add"),
@@ -305,8 +327,8 @@ def main() -> None:
     if has_chart:
         lines += ["![seed step](benchmarks.png)", ""]
     lines += (step_lines + section_matmul(m) + section_batched_matmul(m) + section_einsum(m) + section_conv(m)
-              + section_ops(m) + section_reductions(m) + section_losses(m) + section_strided(m) + section_overhead(m)
-              + section_scaling(m))
+              + section_nn(m) + section_ops(m) + section_reductions(m) + section_losses(m) + section_strided(m)
+              + section_overhead(m) + section_scaling(m))
     (DOCS / "benchmarks.md").write_text("\n".join(lines))
     print(f"wrote {DOCS / 'benchmarks.md'}")
 
