@@ -145,36 +145,37 @@ class RandomUniform(Initializer):
         return {"minval": self.minval, "maxval": self.maxval, "seed": self.seed, "dtype": self.dtype.name}
 
 
-class RandomNormal(Initializer):
+class _NormalInitializer(Initializer):
+    """Normal with ``mean`` and ``stddev``, drawn by ``_sample`` as the op ``_name``; floats only."""
+
+    _name: str
+    _sample: Any
+
+    def __init__(self, mean: float = 0.0, stddev: float = 1.0, seed: Optional[int] = None,
+                 dtype: Any = float32) -> None:
+        self.mean, self.stddev, self.seed = mean, stddev, seed
+        self.dtype = _float_dtype(f"{self._name}_initializer", dtype)
+
+    def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None) -> Tensor:
+        dt = _float_dtype(f"{self._name}_initializer", self.dtype if dtype is None else dtype)
+        return self._sample(_shape(shape), self.mean, self.stddev, dt, self.seed, name=self._name)
+
+    def get_config(self) -> dict:
+        return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed, "dtype": self.dtype.name}
+
+
+class RandomNormal(_NormalInitializer):
     """Normal with ``mean`` and ``stddev``; floats only."""
 
-    def __init__(self, mean: float = 0.0, stddev: float = 1.0, seed: Optional[int] = None,
-                 dtype: Any = float32) -> None:
-        self.mean, self.stddev, self.seed = mean, stddev, seed
-        self.dtype = _float_dtype("random_normal_initializer", dtype)
-
-    def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None) -> Tensor:
-        dt = _float_dtype("random_normal_initializer", self.dtype if dtype is None else dtype)
-        return random_normal(_shape(shape), self.mean, self.stddev, dt, self.seed, name="random_normal")
-
-    def get_config(self) -> dict:
-        return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed, "dtype": self.dtype.name}
+    _name = "random_normal"
+    _sample = staticmethod(random_normal)
 
 
-class TruncatedNormal(Initializer):
+class TruncatedNormal(_NormalInitializer):
     """Normal with ``mean`` and ``stddev``, values past two stddevs drawn again; floats only."""
 
-    def __init__(self, mean: float = 0.0, stddev: float = 1.0, seed: Optional[int] = None,
-                 dtype: Any = float32) -> None:
-        self.mean, self.stddev, self.seed = mean, stddev, seed
-        self.dtype = _float_dtype("truncated_normal_initializer", dtype)
-
-    def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None) -> Tensor:
-        dt = _float_dtype("truncated_normal_initializer", self.dtype if dtype is None else dtype)
-        return truncated_normal(_shape(shape), self.mean, self.stddev, dt, self.seed, name="truncated_normal")
-
-    def get_config(self) -> dict:
-        return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed, "dtype": self.dtype.name}
+    _name = "truncated_normal"
+    _sample = staticmethod(truncated_normal)
 
 
 def _compute_fans(shape: Sequence[int]) -> tuple[int, int]:
