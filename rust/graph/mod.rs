@@ -3,6 +3,7 @@
 //! as the eager tape, compiled into plans and executed by the eager kernels.
 
 pub mod executor;
+pub mod fusion;
 pub mod gradients;
 pub mod infer;
 pub mod plan;
