@@ -407,8 +407,19 @@ fn run_step(
                 // A fed value may share the caller's numpy memory; a variable must own its value.
                 AssignMode::Set if inputs[0].is_external() => forward::copy(inputs[0])?,
                 AssignMode::Set => inputs[0].clone(),
-                AssignMode::Add => forward(&Op::Binary(BinaryOp::Add), &[&read_var(ctx, plan, *var)?, inputs[0]])?,
-                AssignMode::Sub => forward(&Op::Binary(BinaryOp::Sub), &[&read_var(ctx, plan, *var)?, inputs[0]])?,
+                AssignMode::Add | AssignMode::Sub => {
+                    // The base is an earlier assign's value when the plan orders this one after it.
+                    let start_value;
+                    let base = match inputs.get(1) {
+                        Some(earlier) => *earlier,
+                        None => {
+                            start_value = read_var(ctx, plan, *var)?;
+                            &start_value
+                        }
+                    };
+                    let op = if *mode == AssignMode::Add { BinaryOp::Add } else { BinaryOp::Sub };
+                    forward(&Op::Binary(op), &[base, inputs[0]])?
+                }
             };
             side.assigns.push((*var, new_value.clone()));
             Some(new_value)

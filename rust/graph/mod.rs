@@ -2,6 +2,7 @@
 //! dtypes inferred, differentiated symbolically with the same derivative rules
 //! as the eager tape, compiled into plans and executed by the eager kernels.
 
+pub mod control;
 pub mod executor;
 pub mod fusion;
 pub mod gradients;
@@ -159,6 +160,8 @@ pub(crate) fn tf_op_name(op: &Op) -> String {
 pub struct GraphNode {
     pub kind: NodeKind,
     pub inputs: Vec<NodeId>,
+    /// Nodes that run before this one without giving it a value (TF's control inputs).
+    pub control_inputs: Vec<NodeId>,
     pub name: String,
     pub dtype: DType,
     pub shape: PartialShape,
@@ -180,6 +183,8 @@ pub struct Graph {
     name_counts: HashMap<String, usize>,
     /// Each thread's current name scope (`a/b`, or empty at the root), as TF's thread-local name stack.
     name_scopes: HashMap<ThreadId, String>,
+    /// Each thread's open `control_dependencies` blocks.
+    control: control::ControlFrames,
     edit: Option<OpenEdit>,
     /// How many edits were undone: node ids they used are given to new nodes, so
     /// plans compiled before an undo may name other nodes now.
@@ -241,6 +246,7 @@ impl Graph {
         if undo {
             self.undone += 1;
             self.nodes.truncate(mark.nodes);
+            self.control.forget_from(mark.nodes);
             self.variables.truncate(mark.variables);
             self.name_counts = mark.name_counts;
         }
@@ -304,14 +310,41 @@ impl Graph {
         dtype: DType,
         shape: PartialShape,
     ) -> NodeId {
-        let base = name.map(str::to_string).unwrap_or_else(|| kind.type_name(&shape));
+        let control_inputs = self.control.controls_for(&inputs);
+        self.push_node(GraphNode { kind, inputs, control_inputs, name: String::new(), dtype, shape }, name)
+    }
+
+    /// Adds `node`, named `name` (or its op type) made unique under the name scope.
+    fn push_node(&mut self, mut node: GraphNode, name: Option<&str>) -> NodeId {
+        let base = name.map(str::to_string).unwrap_or_else(|| node.kind.type_name(&node.shape));
         // A name ending in '/' is a name scope's own name (TF's `name_from_scope_name`): taken as it is.
-        let name = match base.strip_suffix('/') {
+        node.name = match base.strip_suffix('/') {
             Some(exact) => exact.to_string(),
             None => self.unique_name(&base, true),
         };
-        self.nodes.push(GraphNode { kind, inputs, name, dtype, shape });
-        self.nodes.len() - 1
+        self.nodes.push(node);
+        let id = self.nodes.len() - 1;
+        self.control.record(id);
+        id
+    }
+
+    /// Opens a `control_dependencies` block of the calling thread: nodes it adds until the
+    /// block closes run after `controls` (with `None`, after none of the outer blocks'
+    /// controls). Returns how many blocks the thread has open.
+    pub fn push_control_frame(&mut self, controls: Option<Vec<NodeId>>) -> Result<usize> {
+        for &c in controls.iter().flatten() {
+            self.node(c)?;
+        }
+        Ok(self.control.push(controls))
+    }
+
+    /// Closes the calling thread's innermost `control_dependencies` block.
+    pub fn pop_control_frame(&mut self) -> Result<()> {
+        if self.control.pop() {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument("pop_control_frame: this thread has no open control_dependencies block".into()))
+        }
     }
 
     fn check_inputs(&self, inputs: &[NodeId]) -> Result<()> {
@@ -438,11 +471,27 @@ impl Graph {
         Ok(self.push(kind, vec![value], Some(name.unwrap_or(&base)), info.dtype, shape))
     }
 
-    pub fn group(&mut self, inputs: Vec<NodeId>, name: Option<&str>) -> Result<NodeId> {
-        for &i in &inputs {
-            self.node(i)?;
+    /// A node without a value that runs after `members` (TF's `group`, a `NoOp` with
+    /// control inputs), and after the open `control_dependencies` blocks' controls.
+    pub fn group(&mut self, members: Vec<NodeId>, name: Option<&str>) -> Result<NodeId> {
+        for &m in &members {
+            self.node(m)?;
         }
-        Ok(self.push(NodeKind::Group, inputs, name, DType::Bool, Some(vec![])))
+        let mut control_inputs = self.control.controls_for(&[]);
+        for m in members {
+            if !control_inputs.contains(&m) {
+                control_inputs.push(m);
+            }
+        }
+        let node = GraphNode {
+            kind: NodeKind::Group,
+            inputs: vec![],
+            control_inputs,
+            name: String::new(),
+            dtype: DType::Bool,
+            shape: Some(vec![]),
+        };
+        Ok(self.push_node(node, name))
     }
 
     /// Wraps a user Function's call: returns the call node and one output node per forward output.

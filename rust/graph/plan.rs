@@ -2,6 +2,7 @@
 //! decide when each intermediate value can be dropped. A plan holds everything
 //! it needs (ops, constants), so running it never touches the graph.
 
+use super::control::order_reads;
 use super::fusion::{find_fusions, EnabledFusions};
 use super::{fmt_partial, AssignMode, Graph, NodeId, NodeKind, VarId};
 use crate::buffer_pool::Kept;
@@ -154,6 +155,7 @@ pub struct Plan {
     pub locked_variables: Vec<VarId>,
 }
 
+/// The nodes a run of `fetches` runs (their inputs and control inputs, except those of fed nodes), in increasing order.
 fn needed_nodes(graph: &Graph, fetches: &[NodeId], fed: &HashSet<NodeId>) -> Result<Vec<NodeId>> {
     let mut seen = HashSet::new();
     let mut stack: Vec<NodeId> = fetches.to_vec();
@@ -162,7 +164,8 @@ fn needed_nodes(graph: &Graph, fetches: &[NodeId], fed: &HashSet<NodeId>) -> Res
             continue;
         }
         if !fed.contains(&id) {
-            stack.extend(graph.node(id)?.inputs.iter().copied());
+            let node = graph.node(id)?;
+            stack.extend(node.inputs.iter().chain(&node.control_inputs).copied());
         }
     }
     let mut order: Vec<NodeId> = seen.into_iter().collect();
@@ -185,7 +188,12 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
     let mut order = needed_nodes(graph, fetches, &fed)?;
     let locked_variables = locked_variables(graph, &order, &fed);
     let enabled = EnabledFusions::from_env();
+    let reads = order_reads(graph, &order, &fed);
     let mut fusions = find_fusions(graph, &order, fetches, &fed, &enabled);
+    // The patterns match the graph's own inputs: none applies once control edges change reads.
+    if !reads.is_empty() {
+        fusions.clear();
+    }
     let mut absorbed: HashSet<NodeId> = fusions.values().flat_map(|f| f.absorbed.iter().copied()).collect();
     // A safety net over the patterns: a fused step must not read (or be) a node
     // another fusion absorbed. Should patterns ever overlap so, nothing is fused.
@@ -225,11 +233,18 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
                 Error::InvalidArgument(format!("internal: the activation of {} was pruned", node.name))
             })?;
         }
+        let ordered_inputs;
+        let node_inputs = if reads.is_empty() {
+            &node.inputs
+        } else {
+            ordered_inputs = reads.inputs_of(graph, id);
+            &ordered_inputs
+        };
         let input_nodes: &[NodeId] = match (&kind, &node.kind) {
             _ if fused_inputs.is_some() => fused_inputs.unwrap_or_default(),
             (StepKind::Fed(_), _) => &[],
-            (_, NodeKind::FunctionOutput { .. }) => &node.inputs[1..],
-            _ => &node.inputs,
+            (_, NodeKind::FunctionOutput { .. }) => &node_inputs[1..],
+            _ => node_inputs,
         };
         let inputs = input_nodes
             .iter()

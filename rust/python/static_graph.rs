@@ -408,6 +408,21 @@ impl PyGraph {
         self.with(|g| Ok(g.node(id)?.inputs.clone()))
     }
 
+    fn node_control_inputs(&self, id: NodeId) -> PyResult<Vec<NodeId>> {
+        self.with(|g| Ok(g.node(id)?.control_inputs.clone()))
+    }
+
+    /// Opens a `control_dependencies` block of the calling thread (`None` clears the outer ones).
+    #[pyo3(signature = (controls))]
+    fn push_control_frame(&self, controls: Option<Vec<NodeId>>) -> PyResult<usize> {
+        self.with_mut(|g| g.push_control_frame(controls))
+    }
+
+    /// Closes the calling thread's innermost `control_dependencies` block.
+    fn pop_control_frame(&self) -> PyResult<()> {
+        self.with_mut(|g| g.pop_control_frame())
+    }
+
     fn node_has_value(&self, id: NodeId) -> PyResult<bool> {
         self.with(|g| Ok(g.node(id)?.kind.has_value()))
     }

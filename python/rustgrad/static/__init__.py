@@ -42,7 +42,6 @@ from rustgrad.static._ops import (
     divide,
     floordiv,
     floormod,
-    group,
     identity,
     matmul,
     maximum,
@@ -107,7 +106,7 @@ __all__ = [
     "add", "allclose", "as_dtype", "bool", "cast", "clip_by_value", "constant", "convert_to_tensor",
     "disable_eager_execution", "disable_v2_behavior", "div", "divide", "double", "errors",
     "float32", "float64", "floordiv", "floormod", "get_default_graph", "get_default_session", "global_variables",
-    "global_variables_initializer", "gradients", "group", "identity",
+    "global_variables_initializer", "gradients", "identity",
     "initialize_all_variables", "int32", "int64", "matmul", "maximum", "minimum", "mod",
     "multiply", "nn", "ones", "ones_like", "placeholder",
     "random_normal", "random_uniform", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "reset_default_graph",
@@ -185,3 +184,7 @@ from rustgrad.static import layers  # noqa: E402
 __all__ += ["layers"]
 # tf.summary and FileWriter (static/summary.py).
 __all__ += ["summary"]
+# Ordering side effects (static/_control.py).
+from rustgrad.static._control import control_dependencies, group, no_op, tuple  # noqa: E402
+
+__all__ += ["control_dependencies", "group", "no_op", "tuple"]

@@ -122,6 +122,20 @@ class Graph(GraphNamesMixin):
                 return Operation(self, i)
         raise InvalidArgumentError(f"The name '{name}' refers to an Operation not in the graph.")
 
+    def as_graph_element(self, obj: Any, allow_tensor: bool = True, allow_operation: bool = True) -> Any:
+        """The Tensor (``"name:0"``) or Operation (``"name"``) a name refers to, or ``obj`` itself."""
+        if isinstance(obj, str):
+            return self.get_tensor_by_name(obj) if ":" in obj and allow_tensor else self.get_operation_by_name(obj)
+        if (isinstance(obj, Tensor) and allow_tensor) or (isinstance(obj, Operation) and allow_operation):
+            return obj
+        raise ArgumentTypeError(f"Can not convert a {type(obj).__name__} into a Tensor or Operation.")
+
+    def control_dependencies(self, control_inputs: Any) -> Any:
+        """A block whose new ops run after ``control_inputs`` (see ``rustgrad.static._control``)."""
+        from rustgrad.static._control import graph_control_dependencies
+
+        return graph_control_dependencies(self, control_inputs)
+
     def _op(self, kind: str, args: tuple, inputs: Sequence[Tensor], name: Optional[str] = None) -> Tensor:
         ids = [self._own(t)._id for t in inputs]
         return Tensor(self, self._core.op(kind, args, ids, name))
@@ -287,6 +301,11 @@ class Operation:
     @property
     def inputs(self) -> list[Tensor]:
         return [Tensor(self.graph, i) for i in self.graph._core.node_inputs(self._id)]
+
+    @property
+    def control_inputs(self) -> list[Operation]:
+        """The operations this one runs after without reading their values."""
+        return [Operation(self.graph, i) for i in self.graph._core.node_control_inputs(self._id)]
 
     @property
     def outputs(self) -> list[Tensor]:

@@ -248,15 +248,6 @@ def ones_like(tensor: Any, name: Optional[str] = None) -> Tensor:
     return x.graph._op("full_like", (1.0,), [x], name or "ones_like")
 
 
-def group(*inputs: Any, name: Optional[str] = None) -> Any:
-    """An operation that runs all its inputs and has no value."""
-    from rustgrad.static._graph import Operation
-
-    graph = get_default_graph()
-    ids = [i._id for i in inputs]
-    return Operation(graph, graph._core.group(ids, name or "group_deps"))
-
-
 def placeholder(dtype: Any, shape: Optional[Sequence[Optional[int]]] = None,
                 name: Optional[str] = None) -> Tensor:
     """A tensor whose value is fed at run time. ``None`` dims accept any size."""

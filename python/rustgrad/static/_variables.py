@@ -1,8 +1,9 @@
 """Variables: graph state whose values live in each Session.
 
-Within one ``Session.run`` every read of a variable sees its value from the
-start of the run, and assignments take effect when the run ends. (TF1 left
-the order of reads and assigns in one run undefined.)
+Within one ``Session.run`` a read of a variable sees its value from the start of
+the run, and assignments are stored when the run ends; a read by an op made in a
+``tf.control_dependencies`` block of an assign sees the value that assign stored.
+(TF1 left the order of unordered reads and assigns in one run undefined.)
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ class Variable(Tensor):
         trainable = True if trainable is None else bool(trainable)
         collections = _variable_collections(collections, trainable)
         graph = initial_value.graph if isinstance(initial_value, Tensor) else get_default_graph()
-        with graph.name_scope(name or "Variable") as scope:
+        # Outside any control_dependencies block, as TF's init_scope: the initializer must not wait for them.
+        with graph.control_dependencies(None), graph.name_scope(name or "Variable") as scope:
             if callable(initial_value) and not isinstance(initial_value, (Tensor, np.ndarray)):
                 with graph.name_scope("Initializer"):
                     initial_value = initial_value()

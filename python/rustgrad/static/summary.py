@@ -21,8 +21,9 @@ import numpy as np
 
 from rustgrad import _tensorboard as tb
 from rustgrad.errors import ArgumentTypeError, InvalidArgumentError
+from rustgrad.static._control import group
 from rustgrad.static._graph import Graph, Tensor, convert_to_tensor, get_default_graph
-from rustgrad.static._ops import group, identity
+from rustgrad.static._ops import identity
 from rustgrad.static._session import CompositeFetch, get_default_session
 
 # Also ``Summary`` and ``Event``, TensorBoard's protocol buffer classes, loaded on first use.
