@@ -155,9 +155,16 @@ def profile(argv: Sequence[str]) -> int:
 
 
 def digits(argv: Sequence[str]) -> int:
-    from rustgrad._digits import main as digits_main
-
-    return digits_main(argv)
+    """``--mode eager`` (the default) runs rustgrad/_digits.py, ``--mode static`` rustgrad/_digits_tf1.py;
+    the other options go to the program."""
+    chooser = argparse.ArgumentParser(prog="python -m rustgrad digits", add_help=False)
+    chooser.add_argument("--mode", choices=["eager", "static"], default="eager")
+    chosen, rest = chooser.parse_known_args(argv)
+    if chosen.mode == "static":
+        from rustgrad._digits_tf1 import main as digits_main
+    else:
+        from rustgrad._digits import main as digits_main
+    return digits_main(rest)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
