@@ -93,7 +93,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--rounds", type=int, default=6, help="rounds per mode (default 6)")
     parser.add_argument("--warmup", type=int, default=30, help="untimed steps per mode first (default 30)")
     parser.add_argument("--data-format", choices=["channels_first", "channels_last"], default="channels_first")
+    parser.add_argument("--threads", type=int, default=None, help="kernel threads (default: all cores)")
     args = parser.parse_args(argv)
+    if args.threads:
+        rustgrad.set_num_threads(args.threads)
     eager, static = compare(args.steps, args.rounds, args.warmup, args.data_format)
     e, s = statistics.median(eager), statistics.median(static)
     print(f"rustgrad {rustgrad.__version__}, {rustgrad.get_num_threads()} thread(s), batch {BATCH}, "
