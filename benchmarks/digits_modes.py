@@ -5,7 +5,8 @@ Both programs' own step functions (``_digits.train_step``, ``_digits_tf1.train_s
 batches of 64 training images, in the same order, from freshly built models. After ``--warmup``
 steps each, the two modes take turns (``--rounds`` rounds of ``--steps`` steps each, so a busy
 machine slows both alike); the per-step time of a mode is its median over the rounds. It prints
-both, their ratio (static / eager), and ``--data-format`` says the static network's layout.
+both and their ratio (static / eager). ``--data-format`` and ``--weight-decay`` choose the static
+network's layout and regularizer, ``--threads`` the kernel threads.
 Needs scikit-learn.
 """
 
@@ -49,12 +50,13 @@ def eager_steps(total: int) -> tuple[Callable[[int], float], Callable[[], None]]
     return step, lambda: None
 
 
-def static_steps(total: int, data_format: str) -> tuple[Callable[[int], float], Callable[[], None]]:
+def static_steps(total: int, data_format: str,
+                 weight_decay: float) -> tuple[Callable[[int], float], Callable[[], None]]:
     """A function running step ``i`` of the static program, and closing its session."""
     data = _digits_tf1.Data.load(data_format)
     order = batch_order(len(data.train_images), total)
     feeds = [(data.train_images[b], data.train_labels[b]) for b in order]
-    model = _digits_tf1.build(total, data_format=data_format)
+    model = _digits_tf1.build(total, data_format=data_format, weight_decay=weight_decay)
     sess = tf.Session(graph=model.graph)
     with model.graph.as_default():
         sess.run(tf.global_variables_initializer())
@@ -73,9 +75,10 @@ def timed(step: Callable[[int], float], start: int, count: int) -> float:
     return (time.perf_counter() - began) / count
 
 
-def compare(steps: int, rounds: int, warmup: int, data_format: str) -> tuple[list[float], list[float]]:
+def compare(steps: int, rounds: int, warmup: int, data_format: str = "channels_first",
+            weight_decay: float = _digits_tf1.WEIGHT_DECAY) -> tuple[list[float], list[float]]:
     total = warmup + steps * rounds
-    modes = {"eager": eager_steps(total), "static": static_steps(total, data_format)}
+    modes = {"eager": eager_steps(total), "static": static_steps(total, data_format, weight_decay)}
     times: dict[str, list[float]] = {name: [] for name in modes}
     for step, _ in modes.values():
         timed(step, 0, warmup)
@@ -93,15 +96,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--rounds", type=int, default=6, help="rounds per mode (default 6)")
     parser.add_argument("--warmup", type=int, default=30, help="untimed steps per mode first (default 30)")
     parser.add_argument("--data-format", choices=["channels_first", "channels_last"], default="channels_first")
+    parser.add_argument("--weight-decay", type=float, default=_digits_tf1.WEIGHT_DECAY,
+                        help="the static program's L2 regularizer scale (0: no regularizer nodes)")
     parser.add_argument("--threads", type=int, default=None, help="kernel threads (default: all cores)")
     args = parser.parse_args(argv)
     if args.threads:
         rustgrad.set_num_threads(args.threads)
-    eager, static = compare(args.steps, args.rounds, args.warmup, args.data_format)
+    eager, static = compare(args.steps, args.rounds, args.warmup, args.data_format, args.weight_decay)
     e, s = statistics.median(eager), statistics.median(static)
     print(f"rustgrad {rustgrad.__version__}, {rustgrad.get_num_threads()} thread(s), batch {BATCH}, "
           f"{args.rounds} rounds of {args.steps} steps after {args.warmup} warm-up steps; "
-          f"static {args.data_format}")
+          f"static {args.data_format}, weight decay {args.weight_decay:g}")
     print(f"eager  step: {e * 1e6:8.1f} µs (median; rounds {', '.join(f'{t * 1e6:.0f}' for t in eager)})")
     print(f"static step: {s * 1e6:8.1f} µs (median; rounds {', '.join(f'{t * 1e6:.0f}' for t in static)})")
     print(f"static / eager: {s / e:.2f}")

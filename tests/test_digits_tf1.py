@@ -61,6 +61,12 @@ def test_the_graph_uses_tf_layers_names_collections_and_the_global_step():
     assert model.global_step.dtype == tf.int64
 
 
+def test_no_weight_decay_builds_no_regularizer():
+    model = _digits_tf1.build(decay_steps=100, weight_decay=0.0)
+    assert model.graph.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES) == []
+    assert not any("Regularizer" in op.name for op in model.graph.get_operations())
+
+
 def test_the_saver_keeps_the_newest_max_to_keep_checkpoints(tmp_path):
     _digits_tf1.train(epochs=3, checkpoint_dir=str(tmp_path), max_to_keep=2, quiet=True)
     kept = [f"digits-{2 * STEPS_PER_EPOCH}", f"digits-{3 * STEPS_PER_EPOCH}"]

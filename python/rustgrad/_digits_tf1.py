@@ -68,15 +68,17 @@ class Model:
     epoch_summaries: Any
 
 
-def build(decay_steps: int, lr: float = 1e-2, seed: int = 0, data_format: str = "channels_first") -> Model:
-    """The network, its loss, schedule and training op, in a new graph."""
+def build(decay_steps: int, lr: float = 1e-2, seed: int = 0, data_format: str = "channels_first",
+          weight_decay: float = WEIGHT_DECAY) -> Model:
+    """The network, its loss, schedule and training op, in a new graph (no regularizer when
+    ``weight_decay`` is 0)."""
     graph = tf.Graph()
     with graph.as_default():
         tf.set_random_seed(seed)
         shape = [None, 1, 8, 8] if data_format == "channels_first" else [None, 8, 8, 1]
         images = tf.placeholder(tf.float32, shape, name="images")
         labels = tf.placeholder(tf.int64, [None], name="labels")
-        decay = lambda w: WEIGHT_DECAY * tf.nn.l2_loss(w)  # noqa: E731 - TF1's regularizer shape
+        decay = (lambda w: weight_decay * tf.nn.l2_loss(w)) if weight_decay else None
         h = tf.layers.conv2d(images, 16, 3, padding="same", activation=tf.nn.relu, data_format=data_format,
                              kernel_regularizer=decay)
         h = tf.layers.max_pooling2d(h, 2, 2, data_format=data_format)
@@ -113,13 +115,13 @@ def train_step(sess: Any, model: Model, images: np.ndarray, labels: np.ndarray) 
 def train(epochs: int, checkpoint_dir: Optional[str] = None, resume: bool = False, seed: int = 0,
           batch_size: int = 64, lr: float = 1e-2, quiet: bool = False, stop_after: Optional[int] = None,
           logdir: Optional[str] = None, max_to_keep: int = 3,
-          data_format: str = "channels_first") -> History:
+          data_format: str = "channels_first", weight_decay: float = WEIGHT_DECAY) -> History:
     """Trains for ``epochs`` (from scratch, or from the newest checkpoint in ``checkpoint_dir`` with
     ``resume``); ``stop_after`` ends early after that many epochs, as an interrupted run would.
     The history lists the epochs this call ran."""
     data = Data.load(data_format)
     steps_per_epoch = data.steps_per_epoch(batch_size)
-    model = build(epochs * steps_per_epoch, lr, seed, data_format)
+    model = build(epochs * steps_per_epoch, lr, seed, data_format, weight_decay)
     with model.graph.as_default():
         init = tf.global_variables_initializer()
         saver = tf.train.Saver(max_to_keep=max_to_keep)
@@ -177,11 +179,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--logdir", metavar="DIR", default=None, help="write TensorBoard summaries here")
     parser.add_argument("--data-format", choices=["channels_first", "channels_last"], default="channels_first",
                         help="NCHW (default) or NHWC images")
+    parser.add_argument("--weight-decay", type=float, default=WEIGHT_DECAY,
+                        help=f"scale of the kernels' L2 regularizer (default {WEIGHT_DECAY:g}; 0: none)")
     parser.add_argument("--plot", metavar="PNG", default=None, help="write the loss and accuracy curves here")
     parser.add_argument("--seed", type=int, default=0, help="seed of the weights and the shuffling (default 0)")
     args = parser.parse_args(argv)
     if args.epochs < 1:
         parser.error("--epochs must be at least 1")
+    if args.weight_decay < 0:
+        parser.error("--weight-decay must not be negative")
     if args.max_to_keep < 0:
         parser.error("--max-to-keep must be at least 0 (0 keeps every checkpoint)")
     if args.resume and not args.checkpoint_dir:
@@ -190,7 +196,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         os.makedirs(args.checkpoint_dir, exist_ok=True)
     began = time.perf_counter()
     history = train(args.epochs, args.checkpoint_dir, args.resume, args.seed, logdir=args.logdir,
-                    max_to_keep=args.max_to_keep, data_format=args.data_format)
+                    max_to_keep=args.max_to_keep, data_format=args.data_format, weight_decay=args.weight_decay)
     if history.accuracies:
         print(f"test accuracy {history.accuracies[-1]:.2%} after {len(history.losses)} epochs; "
               f"{time.perf_counter() - began:.2f} s in all, data loading included")
