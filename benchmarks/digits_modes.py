@@ -90,6 +90,60 @@ def compare(steps: int, rounds: int, warmup: int, data_format: str = "channels_f
     return times["eager"], times["static"]
 
 
+def static_profile(runs: int, data_format: str, weight_decay: float) -> dict[tuple[str, str], float]:
+    """Mean seconds per static step of each node (name, op), from ``runs`` traced runs after a warm-up."""
+    data = _digits_tf1.Data.load(data_format)
+    order = batch_order(len(data.train_images), 20 + runs)
+    model = _digits_tf1.build(20 + runs, data_format=data_format, weight_decay=weight_decay)
+    totals: dict[tuple[str, str], float] = {}
+    with tf.Session(graph=model.graph) as sess:
+        with model.graph.as_default():
+            sess.run(tf.global_variables_initializer())
+        for i, batch in enumerate(order):
+            feed = {model.images: data.train_images[batch], model.labels: data.train_labels[batch]}
+            meta = tf.RunMetadata()
+            sess.run([model.train_op, model.loss], feed_dict=feed, options=tf.RunOptions(trace=True),
+                     run_metadata=meta)
+            if i >= 20:
+                for name, op, seconds in meta.node_times:
+                    totals[(name, op)] = totals.get((name, op), 0.0) + seconds / runs
+    return totals
+
+
+def eager_split(runs: int) -> tuple[float, float]:
+    """Mean seconds of the eager step's zero_grad + forward + backward, and of its optimizer step."""
+    rustgrad.manual_seed(0)
+    images, labels, _, _ = _digits.split_arrays(*_digits.load_digits())
+    x, y = rustgrad.from_numpy(images[:BATCH]), rustgrad.from_numpy(labels[:BATCH])
+    model, optimizer, _, loss_fn = _digits.setup(epochs=1, steps_per_epoch=1)
+    backward = optimizer_step = 0.0
+    for i in range(20 + runs):
+        began = time.perf_counter()
+        optimizer.zero_grad()
+        loss_fn(model(x), y).backward()
+        middle = time.perf_counter()
+        optimizer.step()
+        if i >= 20:
+            backward += (middle - began) / runs
+            optimizer_step += (time.perf_counter() - middle) / runs
+    return backward, optimizer_step
+
+
+def print_profile(runs: int, top: int, data_format: str, weight_decay: float) -> None:
+    totals = static_profile(runs, data_format, weight_decay)
+    by_op: dict[str, float] = {}
+    for (_, op), seconds in totals.items():
+        by_op[op] = by_op.get(op, 0.0) + seconds
+    print(f"\nstatic step: {sum(totals.values()) * 1e6:.1f} µs in {len(totals)} nodes (mean of {runs} traced runs)")
+    biggest = sorted(by_op.items(), key=lambda kv: -kv[1])[:top]
+    print(f"  by op (µs): {', '.join(f'{op} {seconds * 1e6:.0f}' for op, seconds in biggest)}")
+    for (name, op), seconds in sorted(totals.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"  {name:<40} {op:<20} {seconds * 1e6:8.1f} µs")
+    backward, optimizer_step = eager_split(runs)
+    print(f"eager step: zero_grad + forward + backward {backward * 1e6:.1f} µs, "
+          f"AdamW step {optimizer_step * 1e6:.1f} µs")
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=100, help="steps per round (default 100)")
@@ -98,6 +152,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--data-format", choices=["channels_first", "channels_last"], default="channels_first")
     parser.add_argument("--weight-decay", type=float, default=_digits_tf1.WEIGHT_DECAY,
                         help="the static program's L2 regularizer scale (0: no regularizer nodes)")
+    parser.add_argument("--profile", type=int, default=0, metavar="RUNS",
+                        help="then trace RUNS static steps and print where their time goes")
+    parser.add_argument("--top", type=int, default=12, help="nodes the profile prints (default 12)")
     parser.add_argument("--threads", type=int, default=None, help="kernel threads (default: all cores)")
     args = parser.parse_args(argv)
     if args.threads:
@@ -110,6 +167,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"eager  step: {e * 1e6:8.1f} µs (median; rounds {', '.join(f'{t * 1e6:.0f}' for t in eager)})")
     print(f"static step: {s * 1e6:8.1f} µs (median; rounds {', '.join(f'{t * 1e6:.0f}' for t in static)})")
     print(f"static / eager: {s / e:.2f}")
+    if args.profile:
+        print_profile(args.profile, args.top, args.data_format, args.weight_decay)
     return 0
 
 

@@ -161,3 +161,12 @@ def test_a_schedule_of_a_python_step_leaves_the_global_step_name_free():
     with tf.Graph().as_default():
         tf.train.exponential_decay(0.1, 5, decay_steps=10, decay_rate=0.5)
         assert tf.train.get_or_create_global_step().name == "global_step:0"
+
+
+def test_the_benchmarks_profile_traces_the_static_step_node_by_node():
+    from digits_modes import eager_split, static_profile
+
+    nodes = static_profile(runs=1, data_format="channels_first", weight_decay=1e-4)
+    assert ("max_pooling2d/MaxPool", "max_pool2d") in nodes and ("conv2d/Conv2D", "conv2d") in nodes
+    assert all(seconds >= 0 for seconds in nodes.values())
+    assert all(seconds > 0 for seconds in eager_split(runs=1))
