@@ -17,7 +17,8 @@ from rustgrad._demo import Problem, Run, progress_bar, train_eager, train_static
 # Every subcommand, with the one-line description that `--help` lists.
 SUBCOMMANDS = {
     "profile": "print the slowest graph nodes of the static demo step",
-    "digits": "train a small CNN on scikit-learn's handwritten digits (needs rustgrad[examples])",
+    "digits": "train a small CNN on scikit-learn's handwritten digits, --mode eager (default) or static "
+              "(needs rustgrad[examples])",
 }
 
 
