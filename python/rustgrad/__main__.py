@@ -17,7 +17,8 @@ from rustgrad._demo import Problem, Run, progress_bar, train_eager, train_static
 # Every subcommand, with the one-line description that `--help` lists.
 SUBCOMMANDS = {
     "profile": "print the slowest graph nodes of the static demo step",
-    "digits": "train a small CNN on scikit-learn's handwritten digits (needs rustgrad[examples])",
+    "digits": "train a small CNN on scikit-learn's handwritten digits, --mode eager (default) or static "
+              "(needs rustgrad[examples])",
 }
 
 
@@ -155,9 +156,16 @@ def profile(argv: Sequence[str]) -> int:
 
 
 def digits(argv: Sequence[str]) -> int:
-    from rustgrad._digits import main as digits_main
-
-    return digits_main(argv)
+    """``--mode eager`` (the default) runs rustgrad/_digits.py, ``--mode static`` rustgrad/_digits_tf1.py;
+    the other options go to the program."""
+    chooser = argparse.ArgumentParser(prog="python -m rustgrad digits", add_help=False)
+    chooser.add_argument("--mode", choices=["eager", "static"], default="eager")
+    chosen, rest = chooser.parse_known_args(argv)
+    if chosen.mode == "static":
+        from rustgrad._digits_tf1 import main as digits_main
+    else:
+        from rustgrad._digits import main as digits_main
+    return digits_main(rest)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

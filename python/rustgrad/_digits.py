@@ -15,7 +15,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -37,11 +37,17 @@ def load_digits() -> tuple[np.ndarray, np.ndarray]:
     return images, digits.target.astype(np.int64)
 
 
-def split(images: np.ndarray, labels: np.ndarray) -> tuple[TensorDataset, TensorDataset]:
+def split_arrays(images: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The fixed split as numpy arrays: training images and labels, then test images and labels."""
     order = np.random.default_rng(0).permutation(len(images))
     train, test = order[:TRAIN_SIZE], order[TRAIN_SIZE:]
-    return (TensorDataset(torch.from_numpy(images[train]), torch.from_numpy(labels[train])),
-            TensorDataset(torch.from_numpy(images[test]), torch.from_numpy(labels[test])))
+    return images[train], labels[train], images[test], labels[test]
+
+
+def split(images: np.ndarray, labels: np.ndarray) -> tuple[TensorDataset, TensorDataset]:
+    train_images, train_labels, test_images, test_labels = split_arrays(images, labels)
+    return (TensorDataset(torch.from_numpy(train_images), torch.from_numpy(train_labels)),
+            TensorDataset(torch.from_numpy(test_images), torch.from_numpy(test_labels)))
 
 
 class DigitsNet(nn.Module):
@@ -79,6 +85,26 @@ def accuracy(model: nn.Module, data: TensorDataset) -> float:
     return float((predicted == labels).float().mean().item())
 
 
+def setup(epochs: int, steps_per_epoch: int, lr: float = 1e-2) -> tuple[nn.Module, Any, Any, nn.Module]:
+    """A fresh model (from the current seed), its optimizer, its one-cycle schedule and the loss."""
+    model = DigitsNet()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
+    scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=lr, epochs=epochs,
+                                                    steps_per_epoch=steps_per_epoch)
+    return model, optimizer, scheduler, nn.CrossEntropyLoss()
+
+
+def train_step(model: nn.Module, optimizer: Any, scheduler: Any, loss_fn: nn.Module,
+               images: torch.Tensor, labels: torch.Tensor) -> float:
+    """One training step on one batch; returns the batch's mean loss."""
+    optimizer.zero_grad()
+    loss = loss_fn(model(images), labels)
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    return loss.item()
+
+
 def train(epochs: int, checkpoint: Optional[str] = None, resume: bool = False, seed: int = 0,
           batch_size: int = 64, lr: float = 1e-2, quiet: bool = False,
           stop_after: Optional[int] = None) -> tuple[nn.Module, History]:
@@ -88,11 +114,7 @@ def train(epochs: int, checkpoint: Optional[str] = None, resume: bool = False, s
     train_data, test_data = split(*load_digits())
     loader = DataLoader(train_data, batch_size=batch_size, shuffle=True,
                         generator=torch.Generator().manual_seed(seed))
-    model = DigitsNet()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
-    scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=lr, epochs=epochs,
-                                                    steps_per_epoch=len(loader))
-    loss_fn = nn.CrossEntropyLoss()
+    model, optimizer, scheduler, loss_fn = setup(epochs, len(loader), lr)
     history, start = History(), 0
     if resume and checkpoint and os.path.exists(checkpoint):
         state = torch.load(checkpoint)
@@ -105,12 +127,7 @@ def train(epochs: int, checkpoint: Optional[str] = None, resume: bool = False, s
     for epoch in range(start, epochs if stop_after is None else min(stop_after, epochs)):
         began, total, count = time.perf_counter(), 0.0, 0
         for images, labels in loader:
-            optimizer.zero_grad()
-            loss = loss_fn(model(images), labels)
-            loss.backward()
-            optimizer.step()
-            scheduler.step()
-            total += loss.item() * len(labels)
+            total += train_step(model, optimizer, scheduler, loss_fn, images, labels) * len(labels)
             count += len(labels)
         history.seconds.append(time.perf_counter() - began)
         history.losses.append(total / count)
@@ -147,7 +164,10 @@ def plot(history: History, path: str) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rustgrad digits", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m rustgrad digits", description=__doc__.split("\n\n")[0],
+                                     epilog="`python -m rustgrad digits --mode static` trains the same network "
+                                     "with the TF1-shaped static API (rustgrad/_digits_tf1.py; --mode static "
+                                     "--help lists its options).")
     parser.add_argument("--epochs", type=int, default=20, help="epochs (default 20)")
     parser.add_argument("--checkpoint", metavar="FILE", default=None, help="save a checkpoint here every epoch")
     parser.add_argument("--resume", action="store_true", help="continue from --checkpoint if it exists")

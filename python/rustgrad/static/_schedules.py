@@ -133,8 +133,10 @@ def _rate_and_step(op: str, learning_rate: Any, global_step: Any) -> tuple[Tenso
             )
         lr = learning_rate
     else:
-        lr = graph._constant(learning_rate, float32, "learning_rate")
-    step = global_step if isinstance(global_step, Tensor) else graph._constant(global_step, None, "global_step")
+        # TF1's name for the constant (under the schedule's scope there); never "learning_rate" or
+        # "global_step", which would push a later summary tag or the global step to "<name>_1".
+        lr = graph._constant(learning_rate, float32, "initial_learning_rate")
+    step = global_step if isinstance(global_step, Tensor) else graph._constant(global_step)
     graph._own(lr)
     graph._own(step)
     if step.dtype != lr.dtype:
