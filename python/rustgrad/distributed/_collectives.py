@@ -11,31 +11,40 @@ the ranks, instead of a hang or garbage.
 
 from __future__ import annotations
 
-import enum
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, ClassVar, Optional, Sequence
 
 import numpy as np
 
 from rustgrad import _rustgrad
 from rustgrad._grad_mode import no_grad
 from rustgrad._rustgrad import Tensor
-from rustgrad.distributed._group import DistributedError, _group, _Group
+from rustgrad.distributed._group import DistributedError, _Group, _group
 from rustgrad.errors import ArgumentTypeError, DTypeError, ShapeError
 
 __all__ = ["ReduceOp", "Work", "all_gather", "all_reduce", "barrier", "broadcast", "reduce_scatter"]
 
 
-class ReduceOp(enum.Enum):
-    """How ``all_reduce`` and ``reduce_scatter`` combine the ranks' values."""
+class ReduceOp:
+    """How ``all_reduce`` and ``reduce_scatter`` combine the ranks' values: ``ReduceOp.SUM``, ``AVG``
+    (float tensors), ``PRODUCT``, ``MIN`` and ``MAX``. On bool tensors SUM and MAX are a logical or,
+    MIN and PRODUCT a logical and."""
 
-    SUM = 0
-    AVG = 1
-    PRODUCT = 2
-    MIN = 3
-    MAX = 4
+    SUM: ClassVar[ReduceOp]
+    AVG: ClassVar[ReduceOp]
+    PRODUCT: ClassVar[ReduceOp]
+    MIN: ClassVar[ReduceOp]
+    MAX: ClassVar[ReduceOp]
+
+    def __init__(self, name: str, value: int) -> None:
+        self.name = name
+        self.value = value
 
     def __repr__(self) -> str:
         return f"ReduceOp.{self.name}"
+
+
+for _value, _name in enumerate(("SUM", "AVG", "PRODUCT", "MIN", "MAX")):
+    setattr(ReduceOp, _name, ReduceOp(_name, _value))
 
 
 _DTYPE_CODES = {"float32": 1, "float64": 2, "int32": 3, "int64": 4, "uint8": 5, "bool": 6}
@@ -188,7 +197,8 @@ def _run(g: _Group, request: Any, finish: Callable[[], None], async_op: bool) ->
     return None
 
 
-def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: Any = None, async_op: bool = False) -> Optional[Work]:
+def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: Any = None,
+               async_op: bool = False) -> Optional[Work]:
     """Combines ``tensor`` across the ranks with ``op`` and leaves the result in ``tensor`` on every rank.
 
     With ``async_op=True`` it returns a ``Work`` at once; ``tensor`` holds the result after ``wait()``.

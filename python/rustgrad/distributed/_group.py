@@ -8,6 +8,8 @@ without it. Every collective of this package runs on the duplicate, so a user's 
 from __future__ import annotations
 
 import datetime
+import sys
+import time
 from typing import Any, Optional
 
 from rustgrad.errors import ArgumentTypeError, RustgradError
@@ -23,6 +25,10 @@ class DistributedError(RustgradError, RuntimeError):
 
 class MPINotFoundError(RustgradError, ModuleNotFoundError):
     """``rustgrad.distributed`` used without the optional ``mpi4py`` package."""
+
+
+# Documented where users import them from.
+DistributedError.__module__ = MPINotFoundError.__module__ = "rustgrad.distributed"
 
 
 class _Group:
@@ -58,7 +64,9 @@ def _import_mpi() -> Any:
     try:
         from mpi4py import MPI
     except ImportError as err:
-        raise MPINotFoundError(f"rustgrad.distributed needs the mpi4py package, which is not installed; {_INSTALL}") from err
+        raise MPINotFoundError(
+            f"rustgrad.distributed needs the mpi4py package, which is not installed; {_INSTALL}"
+        ) from err
     return MPI
 
 
@@ -111,6 +119,35 @@ def init_process_group(backend: Optional[str] = "mpi", init_method: Optional[str
                 "launcher sets it: mpiexec -n N)"
             )
     _default = group
+    _install_excepthook(group)
+
+
+_previous_excepthook: Any = None
+# MPI_Abort kills the launcher's output forwarding at once: give it this long to pass the traceback on.
+_FORWARD_SECONDS = 0.3
+
+
+def _install_excepthook(g: _Group) -> None:
+    """An uncaught exception on one rank aborts the whole job (the other ranks would otherwise wait
+    for it forever), also when the script was not started with ``python -m mpi4py``."""
+    global _previous_excepthook
+    if _previous_excepthook is not None:
+        return
+    previous = _previous_excepthook = sys.excepthook
+
+    def abort_the_job(kind: Any, value: Any, tb: Any) -> None:
+        try:
+            previous(kind, value, tb)
+            sys.stderr.write(
+                f"rustgrad.distributed: rank {g.rank} of {g.size} raised an uncaught {kind.__name__}; "
+                "aborting the job\n"
+            )
+            sys.stderr.flush()
+            time.sleep(_FORWARD_SECONDS)
+        finally:
+            g.mpi.COMM_WORLD.Abort(1)
+
+    sys.excepthook = abort_the_job
 
 
 def is_initialized() -> bool:
@@ -123,7 +160,10 @@ def destroy_process_group(group: Any = None) -> None:
     global _default
     if _default is None:
         return
+    global _previous_excepthook
     group, _default = _default, None
+    if _previous_excepthook is not None:
+        sys.excepthook, _previous_excepthook = _previous_excepthook, None
     if not group.mpi.Is_finalized():
         group.comm.Free()
 

@@ -81,12 +81,14 @@ class DistributedDataParallel(Module):
     """
 
     def __init__(self, module: Module, device_ids: Any = None, output_device: Any = None, dim: int = 0,
-                 broadcast_buffers: bool = True, process_group: Any = None, bucket_cap_mb: Optional[float] = None,
+                 broadcast_buffers: bool = True, process_group: Any = None, bucket_cap_mb: Optional[float] = 25,
                  find_unused_parameters: bool = False, check_reduction: bool = False,
                  gradient_as_bucket_view: bool = False, static_graph: bool = False, **kwargs: Any) -> None:
         super().__init__()
         if not isinstance(module, Module):
-            raise ArgumentTypeError(f"DistributedDataParallel: module must be an nn.Module, got {type(module).__name__}")
+            raise ArgumentTypeError(
+                f"DistributedDataParallel: module must be an nn.Module, got {type(module).__name__}"
+            )
         cap = 25.0 if bucket_cap_mb is None else bucket_cap_mb
         if not isinstance(cap, (int, float)) or cap <= 0:
             raise InvalidArgumentError(f"DistributedDataParallel: bucket_cap_mb must be a positive number, got {cap!r}")
