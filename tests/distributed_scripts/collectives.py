@@ -105,7 +105,8 @@ if r == 0:
 dist.broadcast_parameters(model, root=0)
 dist.broadcast_optimizer_state(opt, root=0)
 state = opt.state_dict()
-tensors = list(model.state_dict().values()) + [v for s in state["state"].values() for v in s.values() if torch.is_tensor(v)]
+moments = [v for per_param in state["state"].values() for v in per_param.values() if torch.is_tensor(v)]
+tensors = list(model.state_dict().values()) + moments
 for t in tensors:
     copies = [torch.zeros_like(t) for _ in range(n)]
     dist.all_gather(copies, t.detach().contiguous())

@@ -42,7 +42,7 @@ for dtype, tolerance in ((torch.float64, 1e-12), (torch.float32, 1e-6)):
     opt = torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
     ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
     x, y = torch.tensor(X, dtype=dtype), torch.tensor(Y, dtype=dtype)
-    for step in range(20):
+    for _step in range(20):
         opt.zero_grad()
         F.mse_loss(ddp(x[r * k : (r + 1) * k]), y[r * k : (r + 1) * k]).backward()
         opt.step()
