@@ -74,7 +74,8 @@ class DistributedDataParallel(Module):
     ``find_unused_parameters=True`` walks the autograd graph from the forward's outputs, as torch does,
     and counts the parameters it does not reach as ready with a zero gradient; a parameter no rank used
     keeps its ``.grad`` (None), and one some rank used gets the average. With the default ``False`` every
-    parameter must get a gradient: if one did not, the next forward raises ``DistributedError``.
+    parameter must get a gradient: if one did not, the next forward raises ``DistributedError`` (a forward
+    with no backward after it is not an error).
     ``broadcast_buffers`` broadcasts rank 0's buffers before each forward. ``device_ids``,
     ``output_device``, ``dim``, ``process_group`` (only the default group exists), ``check_reduction``,
     ``gradient_as_bucket_view`` and ``static_graph`` are accepted and ignored.
@@ -110,7 +111,7 @@ class DistributedDataParallel(Module):
             for b, bucket in enumerate(self._buckets)
             for i, p in enumerate(bucket.params)
         ]
-        self._armed = False
+        self._armed = self._hooks_fired = False
         self._ready: set[tuple[int, int]] = set()
         self._next_bucket = 0
         self._locally_used = np.ones(len(self._params), dtype=np.int32)
@@ -140,7 +141,7 @@ class DistributedDataParallel(Module):
             self.require_backward_grad_sync = old
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
-        if self._armed:
+        if self._armed and self._hooks_fired:
             self._armed = False
             missing = [n for n, p in self.module.named_parameters() if p.requires_grad and p.numel() > 0
                        and self._where.get(_key(p)) not in self._ready]
@@ -170,11 +171,13 @@ class DistributedDataParallel(Module):
                 if _key(p) not in reached:
                     self._locally_used[j] = 0
                     self._mark_ready(*self._position[j], None)
+        self._hooks_fired = False  # a forward with no backward after it (no hook ran) is simply re-armed
         self._armed = True
 
     def _grad_ready(self, b: int, i: int, param: Tensor) -> None:
         if not self._armed:
             return  # under no_sync, or a backward without a DDP forward: gradients stay local
+        self._hooks_fired = True
         self._mark_ready(b, i, param.grad)
         self._start_ready_buckets()
 
