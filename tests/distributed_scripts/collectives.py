@@ -117,3 +117,14 @@ dist.barrier()
 print(f"rank {r}: collectives ok", flush=True)
 dist.destroy_process_group()
 assert not dist.is_initialized()
+
+# A communicator passed in is duplicated too: on COMM_SELF each rank is a group of one.
+from mpi4py import MPI  # noqa: E402
+
+dist.init_process_group("mpi", comm=MPI.COMM_SELF)
+assert dist.get_world_size() == 1 and dist.get_rank() == 0
+t = torch.full((2,), float(r))
+dist.all_reduce(t)
+assert t.tolist() == [float(r)] * 2
+dist.destroy_process_group()
+print(f"rank {r}: comm= ok", flush=True)
