@@ -39,6 +39,8 @@ MODULES = [
     "rustgrad.static.linalg",
     "rustgrad.static.random",
     "rustgrad.static.summary",
+    "rustgrad.distributed",
+    "rustgrad.nn.parallel",
 ]
 
 HEADER = """# API reference

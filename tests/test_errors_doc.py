@@ -290,6 +290,11 @@ def _in_a_graph(build: Callable[[], object]) -> Callable[[], object]:
     return run
 
 
+def _init_process_group_without_mpi4py():
+    with mock.patch.dict(sys.modules, {"mpi4py": None}):
+        rustgrad.distributed.init_process_group("mpi")
+
+
 TRIGGERS: list[Callable[[], object]] = [
     lambda: rustgrad.randn(2, 3).mm(rustgrad.randn(4, 5)),
     lambda: rustgrad.ones(2, 3) + rustgrad.ones(2, 4),
@@ -335,6 +340,9 @@ TRIGGERS: list[Callable[[], object]] = [
     lambda: rustgrad.nn.Module()(rustgrad.ones(1)),
     _resume_a_scheduler_without_initial_lr,
     _time_out_a_data_loader_worker,
+    # rustgrad.distributed (docs/distributed.md)
+    lambda: rustgrad.distributed.get_rank(),
+    _init_process_group_without_mpi4py,
 ]
 
 

@@ -98,6 +98,9 @@ from rustgrad.serialization import load, save
 
 __version__: str = _rustgrad.__version__
 
+# Data-parallel training over MPI (rustgrad/distributed/); mpi4py is imported only by init_process_group.
+from rustgrad import distributed  # noqa: E402
+
 _composites.add_methods(Tensor)
 
 # torch.conv1d/conv2d/conv_transpose2d take an optional bias, which the table's ops leave to Python.
@@ -140,3 +143,5 @@ __all__ += [
     "normal", "randint", "randint_like", "randperm", "seed", "set_rng_state",
 ]
 __all__ += _op_table_names
+# Data-parallel training over MPI (rustgrad/distributed/).
+__all__ += ["distributed"]

@@ -9,3 +9,8 @@ from rustgrad.nn.modules import __all__ as _module_names
 from rustgrad.nn.parameter import Parameter
 
 __all__ = [*_module_names, "Parameter", "functional", "init", "utils"]
+
+# DistributedDataParallel (rustgrad/nn/parallel/).
+from rustgrad.nn import parallel  # noqa: E402
+
+__all__ += ["parallel"]

@@ -26,3 +26,9 @@ __all__ = [
     "SequentialSampler", "Subset", "SubsetRandomSampler", "TensorDataset", "default_collate", "default_convert",
     "get_worker_info", "random_split",
 ]
+
+# DistributedSampler (rustgrad/utils/data/distributed.py), also importable from here as in torch.
+from rustgrad.utils.data import distributed  # noqa: E402
+from rustgrad.utils.data.distributed import DistributedSampler  # noqa: E402
+
+__all__ += ["DistributedSampler", "distributed"]
