@@ -50,7 +50,7 @@ class GilProbe:
         call()
         return self.count - before
 
-    def releases_the_gil(self, call: Callable[[], Any], attempts: int = 5) -> list[int]:
+    def releases_the_gil(self, call: Callable[[], Any], attempts: int = 10) -> list[int]:
         """The counts of up to `attempts` calls, stopping at the first that moved: a busy machine
         may not schedule the other thread during one call, a call that holds the GIL never lets it run."""
         counts: list[int] = []
