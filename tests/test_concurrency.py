@@ -95,7 +95,10 @@ def _big_session_run():
     lambda: (lambda a: lambda: a.exp().tanh().sum())(rustgrad.randn(1000, 1000)),
     _big_graph_backward,
     _big_session_run,
-], ids=["matmul", "elementwise_and_sum", "backward", "session_run"])
+    # Small inputs, a large output: a column plus a row, an outer product.
+    lambda: (lambda c, r: lambda: c + r)(rustgrad.randn(4000, 1), rustgrad.randn(1, 4000)),
+    lambda: (lambda c, r: lambda: c @ r)(rustgrad.randn(4000, 1), rustgrad.randn(1, 4000)),
+], ids=["matmul", "elementwise_and_sum", "backward", "session_run", "broadcast_to_large", "outer_product"])
 def test_other_python_threads_run_while_a_kernel_computes(make_work, restore_threads):
     """Independent of the number of cores and of the machine's load: the counter moves only while the GIL is free."""
     rustgrad.set_num_threads(1)

@@ -59,7 +59,7 @@ fn run_core(
     f: impl FnOnce() -> crate::error::Result<Tensor> + Send,
 ) -> PyResult<PyTensor> {
     guard(|| {
-        let work = inputs.iter().map(|t| t.numel()).max().unwrap_or(0);
+        let work = work_estimate(inputs);
         let out = if work >= GIL_RELEASE_MIN_ELEMENTS || is_matmul && work >= 4096 {
             let _ctrl_c = crate::interrupt::Armed::on_main_thread();
             py.detach(f)
@@ -68,6 +68,19 @@ fn run_core(
         };
         Ok(PyTensor::wrap(out?))
     })
+}
+
+/// How many elements a kernel on `inputs` may touch: the largest input, or the size of
+/// the inputs' broadcast shape, whichever is larger (a column plus a row, or their
+/// product, make a large output from small inputs). Only decides whether to release the GIL.
+fn work_estimate(inputs: &[&Tensor]) -> usize {
+    let largest = inputs.iter().map(|t| t.numel()).max().unwrap_or(0);
+    let rank = inputs.iter().map(|t| t.rank()).max().unwrap_or(0);
+    let dim_from_right = |t: &Tensor, d: usize| t.rank().checked_sub(d + 1).map_or(1, |i| t.shape()[i]);
+    let broadcast = (0..rank)
+        .map(|d| inputs.iter().map(|t| dim_from_right(t, d)).max().unwrap_or(1))
+        .fold(1usize, usize::saturating_mul);
+    largest.max(broadcast)
 }
 
 /// Runs an in-place kernel that writes `t` under the panic guard, with the GIL
