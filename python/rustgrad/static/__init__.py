@@ -185,3 +185,32 @@ from rustgrad.static import layers  # noqa: E402
 __all__ += ["layers"]
 # tf.summary and FileWriter (static/summary.py).
 __all__ += ["summary"]
+
+# Debugging: tf.Print, tf.Assert, the tf.assert_* checks and check_numerics (static/_debugging.py,
+# static/debugging.py).
+from rustgrad.static import debugging  # noqa: E402
+from rustgrad.static._debugging import (  # noqa: E402
+    Assert,
+    Print,
+    assert_equal,
+    assert_greater,
+    assert_greater_equal,
+    assert_less,
+    assert_less_equal,
+    assert_negative,
+    assert_non_negative,
+    assert_non_positive,
+    assert_none_equal,
+    assert_positive,
+    assert_rank,
+    assert_rank_at_least,
+    assert_type,
+    check_numerics,
+    verify_tensor_all_finite,
+)
+
+__all__ += [
+    "Assert", "Print", "assert_equal", "assert_greater", "assert_greater_equal", "assert_less", "assert_less_equal",
+    "assert_negative", "assert_non_negative", "assert_non_positive", "assert_none_equal", "assert_positive",
+    "assert_rank", "assert_rank_at_least", "assert_type", "check_numerics", "debugging", "verify_tensor_all_finite",
+]
