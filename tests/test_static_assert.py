@@ -221,3 +221,48 @@ def test_the_gradient_through_check_numerics_is_checked_too():
     assert str(info.value) == (
         "Not a number (NaN) or infinity (Inf) values detected in gradient. x checked : Tensor had Inf values"
     )
+
+
+SHAPES_CASES = {
+    "assert_shapes_static": (
+        lambda: tf.debugging.assert_shapes([(ph(tf.float32, [2, 3], "x"), ("N", "Q")),
+                                            (ph(tf.float32, [3], "y"), ("N",))]), {}),
+    "assert_shapes_rank_static": (lambda: tf.debugging.assert_shapes([(ph(tf.float32, [2, 3], "x"), ("N",))]), {}),
+    "assert_shapes_runtime": (
+        lambda: tf.debugging.assert_shapes([(ph(tf.float32, [None, 3], "x"), ("N", "Q")),
+                                            (ph(tf.float32, [None], "y"), ("N",))]),
+        {"x": np.zeros((2, 3), np.float32), "y": np.zeros((3,), np.float32)}),
+}
+CASES.update(SHAPES_CASES)
+
+
+@pytest.mark.parametrize("name", list(SHAPES_CASES))
+def test_assert_shapes_raises_tf1_errors(name):
+    want = FIXTURE[name]
+    with pytest.raises(RustgradError) as info:
+        _run_case(name)
+    assert isinstance(info.value, CLASSES[want["type"]]), (type(info.value), want["type"])
+    assert str(info.value) == want["message"]
+
+
+def test_assert_shapes_that_hold_run_without_error():
+    with tf.Graph().as_default():
+        x = ph(tf.float32, [None, 3], "x")
+        y = ph(tf.float32, None, "y")
+        op = tf.debugging.assert_shapes({x: ("N", 3), y: (..., "N")})
+        with tf.Session() as sess:
+            assert sess.run(op, {x: np.zeros((2, 3), np.float32), y: np.zeros((4, 2), np.float32)}) is None
+            with pytest.raises(InvalidArgumentError, match=r"Tensor y:0 dimension\] \[-1\] \[must have size\] \[2\]"):
+                sess.run(op, {x: np.zeros((2, 3), np.float32), y: np.zeros((2, 4), np.float32)})
+
+
+def test_assert_rank_in_accepts_any_listed_rank():
+    with tf.Graph().as_default():
+        x = ph(tf.float32, None, "x")
+        op = tf.assert_rank_in(x, [1, 3])
+        with tf.Session() as sess:
+            assert sess.run(op, {x: np.zeros((2,), np.float32)}) is None
+            with pytest.raises(InvalidArgumentError,
+                               match=r"^assertion failed: \[\] \[Tensor x:0 must have rank in\] \[1\] \[3\] "
+                                     r"\[Received shape: \] \[2 2\]$"):
+                sess.run(op, {x: np.zeros((2, 2), np.float32)})

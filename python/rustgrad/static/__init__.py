@@ -204,6 +204,7 @@ from rustgrad.static._debugging import (  # noqa: E402
     assert_positive,
     assert_rank,
     assert_rank_at_least,
+    assert_rank_in,
     assert_type,
     check_numerics,
     verify_tensor_all_finite,
@@ -212,5 +213,6 @@ from rustgrad.static._debugging import (  # noqa: E402
 __all__ += [
     "Assert", "Print", "assert_equal", "assert_greater", "assert_greater_equal", "assert_less", "assert_less_equal",
     "assert_negative", "assert_non_negative", "assert_non_positive", "assert_none_equal", "assert_positive",
-    "assert_rank", "assert_rank_at_least", "assert_type", "check_numerics", "debugging", "verify_tensor_all_finite",
+    "assert_rank", "assert_rank_at_least", "assert_rank_in", "assert_type", "check_numerics", "debugging",
+    "verify_tensor_all_finite",
 ]

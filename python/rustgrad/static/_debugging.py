@@ -21,8 +21,8 @@ from rustgrad.static._graph import Graph, Operation, Tensor, as_dtype, convert_t
 __all__ = [
     "Assert", "Print", "assert_equal", "assert_greater", "assert_greater_equal", "assert_less",
     "assert_less_equal", "assert_negative", "assert_non_negative", "assert_non_positive", "assert_none_equal",
-    "assert_positive", "assert_rank", "assert_rank_at_least", "assert_type", "check_numerics",
-    "verify_tensor_all_finite",
+    "assert_positive", "assert_rank", "assert_rank_at_least", "assert_rank_in", "assert_shapes", "assert_type",
+    "check_numerics", "verify_tensor_all_finite",
 ]
 
 
@@ -341,3 +341,155 @@ def verify_tensor_all_finite(t: Any = None, msg: Optional[str] = None, name: Opt
     graph = _graph_of(value)
     with graph.name_scope(name or "VerifyFinite"):
         return check_numerics(value, text)
+
+
+def assert_rank_in(x: Any, ranks: Sequence[Any], data: Optional[Sequence[Any]] = None,
+                   summarize: Optional[int] = None, message: Optional[str] = None,
+                   name: Optional[str] = None) -> Operation:
+    """An op failing the run unless the rank of ``x`` is one of ``ranks`` (see ``assert_rank``)."""
+    from rustgrad.static._generated_ops import equal, logical_or
+    from rustgrad.static._shapes import rank as rank_of
+    from rustgrad.static._shapes import shape as shape_of
+
+    graph = _graph_of(x, list(ranks))
+    with graph.name_scope(name or "assert_rank_in"):
+        x = graph._own(convert_to_tensor(x, graph=graph, name="x"))
+        rank_ts = [graph._own(convert_to_tensor(r, graph=graph, name="rank")) for r in ranks]
+        prefix = _message_prefix(message)
+        if data is None:
+            data = [prefix, f"Tensor {x.name} must have rank in", *rank_ts, "Received shape: ", shape_of(x)]
+        for r in rank_ts:
+            assert_type(r, int32)
+        statics = [_constant_value(r) for r in rank_ts]
+        if all(s is not None for s in statics):
+            if any(s.ndim != 0 for s in statics):
+                raise InvalidArgumentError("Rank must be a scalar.")
+            x_rank = x.shape.rank
+            if x_rank is not None:
+                wanted = tuple(int(s) for s in statics)
+                if x_rank not in wanted:
+                    raise InvalidArgumentError(
+                        f"{prefix}Tensor {x.name} must have rank in {wanted}.  Received rank {x_rank}, "
+                        f"shape {_shape_string(x)}"
+                    )
+                return _no_op(graph, "static_checks_determined_all_ok")
+        actual = rank_of(x)
+        condition = convert_to_tensor(False, graph=graph)
+        for r in rank_ts:
+            condition = logical_or(condition, equal(r, actual))
+        return Assert(condition, list(data), summarize=summarize)
+
+
+def _has_known_value(size: Any) -> bool:
+    if size is None or isinstance(size, Tensor):
+        return False
+    try:
+        int(size)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def assert_shapes(shapes: Any, data: Optional[Sequence[Any]] = None, summarize: Optional[int] = None,
+                  message: Optional[str] = None, name: Optional[str] = None) -> Operation:
+    """TF1's ``tf.debugging.assert_shapes``: ``shapes`` pairs tensors with shapes of sizes and
+    symbols (``("N", "Q")``, ``(..., "N")``, ``None`` or ``"."`` for any size); a symbol means one
+    size wherever it appears. Raises ``ValueError`` (an ``InvalidArgumentError``) when the static
+    shapes break a constraint, and otherwise returns an op checking the rest when it runs."""
+    from rustgrad.static._generated_ops import equal
+    from rustgrad.static._ops import group
+    from rustgrad.static._shapes import shape as shape_of
+
+    if isinstance(shapes, dict):
+        shapes = shapes.items()
+    pairs = list(shapes)
+    prefix = _message_prefix(message)
+    graph = _graph_of(*[t for t, _ in pairs])
+    with graph.name_scope(name or "assert_shapes"):
+        constraints = [(graph._own(convert_to_tensor(t, graph=graph)), s) for t, s in pairs if s is not None]
+        specs = []
+        for tensor, symbolic in constraints:
+            if not hasattr(symbolic, "__iter__") and not hasattr(symbolic, "__getitem__"):
+                raise InvalidArgumentError(
+                    f"{prefix}Tensor {tensor.name}.  Specified shape must be an iterable.  An iterable has the "
+                    f"attribute `__iter__` or `__getitem__`.  Received specified shape: {symbolic}"
+                )
+            symbols = tuple(symbolic)
+            innermost = False
+            for i, symbol in enumerate(symbols):
+                if symbol is Ellipsis or (isinstance(symbol, str) and symbol == "*"):
+                    if i != 0:
+                        raise InvalidArgumentError(
+                            f"{prefix}Tensor {tensor.name} specified shape index {i}.  Symbol `...` or `*` for a "
+                            "variable number of unspecified dimensions is only allowed as the first entry"
+                        )
+                    innermost = True
+            sizes = symbols[1:] if innermost else symbols
+            specs.append((tensor, innermost, _dimension_sizes(tensor), sizes or (1,)))
+        rank_checks = []
+        for tensor, innermost, _, sizes in specs:
+            rank = len(sizes)
+            if innermost and rank in (0, 1):
+                continue
+            if innermost:
+                check = assert_rank_at_least(tensor, rank, data=data, summarize=summarize, message=message)
+            elif rank in (0, 1):
+                check = assert_rank_in(tensor, [0, 1], data=data, summarize=summarize, message=message)
+            else:
+                check = assert_rank(tensor, rank, data=data, summarize=summarize, message=message)
+            rank_checks.append(check)
+        size_checks = []
+        specified: dict[Any, tuple[Any, Tensor, int]] = {}
+        for tensor, innermost, actual_sizes, sizes in specs:
+            for i, symbol in enumerate(sizes):
+                if symbol is None or (isinstance(symbol, str) and symbol == "."):
+                    continue
+                dim = i - len(sizes) if innermost else i
+                if symbol not in specified and not _has_known_value(symbol):
+                    specified[symbol] = (actual_sizes[dim], tensor, dim)
+                    continue
+                if _has_known_value(symbol):
+                    size, why = int(symbol), "Specified explicitly"
+                else:
+                    size, by, at = specified[symbol]
+                    why = f"Specified by tensor {by.name} dimension {at}"
+                actual = actual_sizes[dim]
+                if _has_known_value(actual) and _has_known_value(size):
+                    if int(actual) != int(size):
+                        raise InvalidArgumentError(
+                            f"{prefix}{why}.  Tensor {tensor.name} dimension {dim} must have size {int(size)}.  "
+                            f"Received size {int(actual)}, shape {_shape_string(tensor)}"
+                        )
+                    continue
+                condition = equal(convert_to_tensor(actual, int32, graph), convert_to_tensor(size, int32, graph))
+                items = data if data is not None else [
+                    prefix, why, f"Tensor {tensor.name} dimension", dim, "must have size", size,
+                    "Received shape: ", shape_of(tensor)]
+                size_checks.append(Assert(condition, list(items), summarize=summarize))
+        # Without control dependencies one group runs them all; rank checks come first (older nodes run first).
+        with graph.as_default():
+            return group(*rank_checks, *size_checks)
+
+
+def _dimension_sizes(x: Tensor) -> list:
+    """Each dimension's size: an int when it is static, else a 0-d int32 tensor read at run time."""
+    from rustgrad.static._shapes import shape as shape_of
+
+    shape = x.shape
+    if shape.rank == 0:
+        return [1]
+    if shape.rank is None:
+        dynamic = shape_of(x)
+        return _DynamicSizes(dynamic)
+    dynamic = shape_of(x) if any(d is None for d in shape) else None
+    return [int(d) if d is not None else dynamic[i] for i, d in enumerate(shape)]
+
+
+class _DynamicSizes:
+    """The sizes of a tensor of unknown rank: ``sizes[i]`` slices its run-time shape."""
+
+    def __init__(self, shape: Tensor) -> None:
+        self._shape = shape
+
+    def __getitem__(self, i: int) -> Tensor:
+        return self._shape[i]

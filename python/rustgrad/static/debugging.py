@@ -14,6 +14,8 @@ from rustgrad.static._debugging import (
     assert_positive,
     assert_rank,
     assert_rank_at_least,
+    assert_rank_in,
+    assert_shapes,
     assert_type,
     check_numerics,
 )
@@ -21,5 +23,5 @@ from rustgrad.static._debugging import (
 __all__ = [
     "Assert", "assert_equal", "assert_greater", "assert_greater_equal", "assert_less", "assert_less_equal",
     "assert_negative", "assert_non_negative", "assert_non_positive", "assert_none_equal", "assert_positive",
-    "assert_rank", "assert_rank_at_least", "assert_type", "check_numerics",
+    "assert_rank", "assert_rank_at_least", "assert_rank_in", "assert_shapes", "assert_type", "check_numerics",
 ]
