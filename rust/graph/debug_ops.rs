@@ -213,3 +213,60 @@ fn tf_dtype_name(dtype: DType) -> &'static str {
         DType::Bool => "bool",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::session::{RunHooks, Session};
+    use crate::graph::AssignMode;
+    use parking_lot::RwLock;
+    use std::sync::Arc;
+
+    fn run(session: &Session, fetches: &[NodeId]) -> Result<Vec<Option<Tensor>>> {
+        let mut no_check = || Ok(());
+        session.run(fetches, &[], vec![], RunHooks { between_steps: &mut no_check, trace: None })
+    }
+
+    #[test]
+    fn a_false_assertion_fails_the_run_with_tf_message_and_stores_no_assignment() {
+        let mut graph = Graph::new();
+        let (var, read) = graph.variable(DType::F64, vec![], Some("v"));
+        let one = graph.constant(Tensor::scalar(1.0, DType::F64), None);
+        let init = graph.assign(var, AssignMode::Set, false, one, None).unwrap();
+        let bump = graph.assign(var, AssignMode::Add, false, one, None).unwrap();
+        let no = graph.constant(Tensor::scalar(0.0, DType::Bool), None);
+        let shown = graph.constant(Tensor::from_vec(vec![1i32, 2, 3, 4], vec![2, 2]).unwrap(), None);
+        let data = vec![AssertItem::Text("x is".into()), AssertItem::Tensor];
+        let check = graph.debug_op(DebugOp::Assert { summarize: 3, data }, vec![no, shown], None).unwrap();
+        let session = Session::new(Arc::new(RwLock::new(graph)));
+        run(&session, &[init]).unwrap();
+        let err = run(&session, &[bump, check]).err().unwrap();
+        assert!(matches!(&err, Error::InvalidArgument(m) if m == "assertion failed: [x is] [[1 2][3...]...]"), "{err}");
+        assert_eq!(run(&session, &[read]).unwrap()[0].as_ref().unwrap().to_f64_vec(), [1.0]);
+    }
+
+    #[test]
+    fn first_n_counts_the_runs_of_each_session() {
+        let mut graph = Graph::new();
+        let x = graph.constant(Tensor::scalar(2.0, DType::F32), None);
+        let op = DebugOp::Print { message: "x ".into(), first_n: Some(2), summarize: 3 };
+        let printed = graph.debug_op(op, vec![x, x], None).unwrap();
+        let graph = Arc::new(RwLock::new(graph));
+        let session = Session::new(graph.clone());
+        for _ in 0..3 {
+            assert_eq!(run(&session, &[printed]).unwrap()[0].as_ref().unwrap().to_f64_vec(), [2.0]);
+        }
+        assert_eq!(session.print_counts.lock()[&printed], 2);
+        let other = Session::new(graph);
+        run(&other, &[printed]).unwrap();
+        assert_eq!(other.print_counts.lock()[&printed], 1);
+    }
+
+    #[test]
+    fn check_numerics_names_what_it_found() {
+        let values = Tensor::from_vec(vec![1.0f32, f32::INFINITY, f32::NAN], vec![3]).unwrap();
+        let err = check_numerics(&values, "m").unwrap_err().to_string();
+        assert_eq!(err, "m : Tensor had Inf and NaN values");
+        assert!(check_numerics(&Tensor::from_vec(vec![1.0f64], vec![1]).unwrap(), "m").is_ok());
+    }
+}

@@ -83,7 +83,7 @@ pub struct Session {
     /// One lock per variable, for the runs that assign it with `use_locking`.
     variable_locks: Mutex<Vec<Arc<Mutex<()>>>>,
     /// How many times each `Print` with a `first_n` ran in this session.
-    print_counts: super::debug_ops::PrintCounts,
+    pub(super) print_counts: super::debug_ops::PrintCounts,
 }
 
 /// How long a run waits for a variable's lock before it checks for Ctrl-C again.
