@@ -417,7 +417,7 @@ def assert_shapes(shapes: Any, data: Optional[Sequence[Any]] = None, summarize: 
             symbols = tuple(symbolic)
             innermost = False
             for i, symbol in enumerate(symbols):
-                if symbol is Ellipsis or (isinstance(symbol, str) and symbol == "*"):
+                if symbol is ... or (isinstance(symbol, str) and symbol == "*"):
                     if i != 0:
                         raise InvalidArgumentError(
                             f"{prefix}Tensor {tensor.name} specified shape index {i}.  Symbol `...` or `*` for a "
