@@ -1152,6 +1152,30 @@ class GraphCore:
         """Sets the calling thread's name scope: nodes it adds are named ``scope/Name``."""
     def unique_name(self, name: str, mark_as_used: builtins.bool = True) -> str:
         """``name`` under the calling thread's name scope, made unique as TF's ``Graph.unique_name``."""
+    # Debugging ops (rust/python/static_debug.rs).
+    def print_op(
+        self,
+        input: builtins.int,
+        data: Sequence[builtins.int],
+        message: str,
+        first_n: Optional[builtins.int] = None,
+        summarize: builtins.int = 3,
+        name: Optional[str] = None,
+    ) -> builtins.int:
+        """TF's ``Print``: ``input``'s value, and a line on standard error each time it runs."""
+    def assert_op(
+        self,
+        condition: builtins.int,
+        data: Sequence[Optional[str]],
+        tensors: Sequence[builtins.int],
+        summarize: builtins.int = 3,
+        name: Optional[str] = None,
+    ) -> builtins.int:
+        """TF's ``Assert``: ``data`` items are texts, or None for the next of ``tensors``."""
+    def check_numerics(self, input: builtins.int, message: str, name: Optional[str] = None) -> builtins.int:
+        """TF's ``CheckNumerics``: ``input``'s value; the run fails when it holds NaN or Inf."""
+    def node_constant_value(self, id: builtins.int) -> Optional[NDArray[Any]]:
+        """The value of a constant node as a numpy array, or None for any other node."""
 
 @final
 class SessionCore:

@@ -199,6 +199,7 @@ mod tests {
             random_draws: &mut draws,
             between_steps: &mut no_check,
             trace: None,
+            print_counts: None,
         };
         let result = execute(&plan, &mut ctx).unwrap();
         let item = |t: &Tensor| t.to_f64_vec()[0];

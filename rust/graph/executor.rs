@@ -32,6 +32,8 @@ pub struct RunContext<'a> {
     pub between_steps: &'a mut dyn FnMut() -> Result<()>,
     /// When set, receives (step name, op type, seconds) for every step run.
     pub trace: Option<&'a mut Vec<(String, String, f64)>>,
+    /// How many times each `Print` with a `first_n` ran in this session (None: no limit).
+    pub print_counts: Option<&'a super::debug_ops::PrintCounts>,
 }
 
 fn value<'v>(values: &'v [Option<Tensor>], slot: usize, name: &str) -> Result<&'v Tensor> {
@@ -425,6 +427,7 @@ fn run_step(
             Some(new_value)
         }
         StepKind::NoValue => None,
+        StepKind::Debug(op) => op.run(step.node, inputs, ctx.print_counts)?,
     })
 }
 

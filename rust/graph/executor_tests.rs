@@ -16,6 +16,7 @@ fn run_fed(plan: &Plan, feed: Tensor) -> RunResult {
         random_draws: &mut draws,
         between_steps: &mut no_check,
         trace: None,
+        print_counts: None,
     };
     execute(plan, &mut ctx).unwrap()
 }
@@ -62,8 +63,14 @@ fn run_update(plan: &Plan, variables: &mut Arc<Vec<Option<Tensor>>>) -> RunResul
     let mut draws = HashMap::new();
     let mut no_check = || Ok(());
     let feeds = vec![Tensor::from_vec(vec![1.0f64, 0.0, 0.0, 1.0], vec![2, 2]).unwrap()];
-    let mut ctx =
-        RunContext { feeds, variables: &snapshot, random_draws: &mut draws, between_steps: &mut no_check, trace: None };
+    let mut ctx = RunContext {
+        feeds,
+        variables: &snapshot,
+        random_draws: &mut draws,
+        between_steps: &mut no_check,
+        trace: None,
+        print_counts: None,
+    };
     let run = start(plan, &mut ctx).unwrap();
     drop(snapshot);
     run.commit(Some(variables), None).unwrap()

@@ -111,6 +111,15 @@ pub fn gradients(
                     }
                 }
             }
+            NodeKind::Debug(op) if op.passes_gradient() => {
+                if let (Some(&grad), true) = (slots.get(&(id, 0)), relevant.contains(&node.inputs[0])) {
+                    let grad = match op.gradient_check() {
+                        Some(check) => graph.write().debug_op(check, vec![grad], None)?,
+                        None => grad,
+                    };
+                    accumulate(&mut d, &mut slots, (node.inputs[0], 0), grad)?;
+                }
+            }
             NodeKind::FunctionOutput { index } => {
                 if let Some(&grad) = slots.get(&(id, 0)) {
                     accumulate(&mut d, &mut slots, (node.inputs[0], *index), grad)?;

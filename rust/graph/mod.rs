@@ -3,12 +3,14 @@
 //! as the eager tape, compiled into plans and executed by the eager kernels.
 
 pub mod control;
+pub mod debug_ops;
 pub mod executor;
 pub mod fusion;
 pub mod gradients;
 pub mod infer;
 pub mod plan;
 pub mod session;
+pub mod summarize;
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -92,6 +94,8 @@ pub enum NodeKind {
     FunctionOutput {
         index: usize,
     },
+    /// `Print`, `Assert` and `CheckNumerics` (see `debug_ops`).
+    Debug(debug_ops::DebugOp),
 }
 
 impl NodeKind {
@@ -111,11 +115,16 @@ impl NodeKind {
             NodeKind::Group => "NoOp".into(),
             NodeKind::FunctionCall { function, .. } => function.name().to_string(),
             NodeKind::FunctionOutput { .. } => "FunctionOutput".into(),
+            NodeKind::Debug(op) => op.type_name().into(),
         }
     }
 
     pub fn has_value(&self) -> bool {
-        !matches!(self, NodeKind::Group | NodeKind::FunctionCall { .. })
+        match self {
+            NodeKind::Group | NodeKind::FunctionCall { .. } => false,
+            NodeKind::Debug(op) => op.has_value(),
+            _ => true,
+        }
     }
 }
 

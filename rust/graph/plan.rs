@@ -77,6 +77,8 @@ pub enum StepKind {
     },
     /// Groups and function calls: run for their inputs, no value of their own.
     NoValue,
+    /// `Print`, `Assert`, `CheckNumerics`: read their inputs (see `debug_ops`).
+    Debug(super::debug_ops::DebugOp),
 }
 
 #[derive(Clone)]
@@ -119,6 +121,7 @@ impl Step {
             StepKind::PassThrough => "Identity".into(),
             StepKind::Assign { .. } => "Assign".into(),
             StepKind::NoValue => "NoOp".into(),
+            StepKind::Debug(op) => op.type_name().into(),
         }
     }
 }
@@ -222,6 +225,7 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
                 NodeKind::Assign { var, mode, .. } => StepKind::Assign { var: *var, mode: *mode },
                 NodeKind::Group | NodeKind::FunctionCall { .. } => StepKind::NoValue,
                 NodeKind::FunctionOutput { .. } => StepKind::PassThrough,
+                NodeKind::Debug(op) => StepKind::Debug(op.clone()),
             }
         };
         let (mut kind, fused_inputs) = match fusions.get(&id) {
@@ -390,9 +394,12 @@ fn allocates_output(kind: &StepKind) -> bool {
         | StepKind::StoredByProduct
         | StepKind::SumOfSquares
         | StepKind::ScaledByItem { .. } => true,
-        StepKind::Fed(_) | StepKind::Constant(_) | StepKind::ReadVar(_) | StepKind::PassThrough | StepKind::NoValue => {
-            false
-        }
+        StepKind::Fed(_)
+        | StepKind::Constant(_)
+        | StepKind::ReadVar(_)
+        | StepKind::PassThrough
+        | StepKind::NoValue
+        | StepKind::Debug(_) => false,
     }
 }
 

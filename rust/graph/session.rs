@@ -82,6 +82,8 @@ pub struct Session {
     plans: Mutex<PlanCache>,
     /// One lock per variable, for the runs that assign it with `use_locking`.
     variable_locks: Mutex<Vec<Arc<Mutex<()>>>>,
+    /// How many times each `Print` with a `first_n` ran in this session.
+    pub(super) print_counts: super::debug_ops::PrintCounts,
 }
 
 /// How long a run waits for a variable's lock before it checks for Ctrl-C again.
@@ -157,6 +159,7 @@ impl Session {
             }),
             plans: Mutex::new(PlanCache::default()),
             variable_locks: Mutex::new(vec![]),
+            print_counts: Mutex::new(HashMap::new()),
         }
     }
 
@@ -244,6 +247,7 @@ impl Session {
                 random_draws: &mut draws,
                 between_steps,
                 trace: trace.as_deref_mut(),
+                print_counts: Some(&self.print_counts),
             };
             start(&plan, &mut ctx)?
         };

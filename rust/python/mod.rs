@@ -11,6 +11,7 @@ mod index_key;
 mod ops;
 mod optim;
 mod random;
+mod static_debug;
 mod static_graph;
 mod tensor;
 

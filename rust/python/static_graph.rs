@@ -142,12 +142,12 @@ pub struct PyGraph {
 }
 
 impl PyGraph {
-    fn with<T>(&self, f: impl FnOnce(&Graph) -> Result<T>) -> PyResult<T> {
+    pub(super) fn with<T>(&self, f: impl FnOnce(&Graph) -> Result<T>) -> PyResult<T> {
         guard(|| Ok(f(&self.inner.read())?))
     }
 
     /// Edits the graph; waits while another thread's undoable edit is open.
-    fn with_mut<T>(&self, f: impl FnOnce(&mut Graph) -> Result<T>) -> PyResult<T> {
+    pub(super) fn with_mut<T>(&self, f: impl FnOnce(&mut Graph) -> Result<T>) -> PyResult<T> {
         guard(|| loop {
             {
                 let mut graph = self.inner.write();

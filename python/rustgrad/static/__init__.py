@@ -188,3 +188,34 @@ __all__ += ["summary"]
 from rustgrad.static._control import control_dependencies, group, no_op, tuple  # noqa: E402
 
 __all__ += ["control_dependencies", "group", "no_op", "tuple"]
+
+# Debugging: tf.Print, tf.Assert, the tf.assert_* checks and check_numerics (static/_debugging.py,
+# static/debugging.py).
+from rustgrad.static import debugging  # noqa: E402
+from rustgrad.static._debugging import (  # noqa: E402
+    Assert,
+    Print,
+    assert_equal,
+    assert_greater,
+    assert_greater_equal,
+    assert_less,
+    assert_less_equal,
+    assert_negative,
+    assert_non_negative,
+    assert_non_positive,
+    assert_none_equal,
+    assert_positive,
+    assert_rank,
+    assert_rank_at_least,
+    assert_rank_in,
+    assert_type,
+    check_numerics,
+    verify_tensor_all_finite,
+)
+
+__all__ += [
+    "Assert", "Print", "assert_equal", "assert_greater", "assert_greater_equal", "assert_less", "assert_less_equal",
+    "assert_negative", "assert_non_negative", "assert_non_positive", "assert_none_equal", "assert_positive",
+    "assert_rank", "assert_rank_at_least", "assert_rank_in", "assert_type", "check_numerics", "debugging",
+    "verify_tensor_all_finite",
+]
