@@ -197,3 +197,34 @@ def test_control_inputs_can_be_named(graph):
     with tf.control_dependencies(["c", "c:0"]):
         d = tf.constant(2.0)
     assert [op.name for op in d.op.control_inputs] == ["c"]
+
+
+def test_an_assert_as_a_control_input_guards_the_ops_of_the_block(graph):
+    x = tf.placeholder(tf.float32, [None])
+    v = tf.Variable(0.0, name="v")
+    with tf.control_dependencies([tf.assert_positive(x, message="x must be positive")]):
+        total = tf.reduce_sum(x)
+        update = tf.assign(v, total)
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        assert sess.run(update, {x: [1.0, 2.0]}) == 3.0
+        with pytest.raises(InvalidArgumentError, match="x must be positive"):
+            sess.run(update, {x: [1.0, -2.0]})
+        assert sess.run(v) == 3.0, "the failed run stored no assignment"
+
+
+def test_a_print_as_a_control_input_runs_before_the_ops_of_the_block(tmp_path):
+    import subprocess
+    import sys
+
+    program = (
+        "import rustgrad.compat.v1 as tf\n"
+        "x = tf.constant([1.0, 2.0])\n"
+        "with tf.control_dependencies([tf.Print(x, [x], message='x is ')]):\n"
+        "    y = x * 2.0\n"
+        "print(tf.Session().run(y).tolist())\n"
+    )
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[2.0, 4.0]"
+    assert "x is [1 2]" in result.stderr

@@ -396,8 +396,8 @@ def assert_shapes(shapes: Any, data: Optional[Sequence[Any]] = None, summarize: 
     symbols (``("N", "Q")``, ``(..., "N")``, ``None`` or ``"."`` for any size); a symbol means one
     size wherever it appears. Raises ``ValueError`` (an ``InvalidArgumentError``) when the static
     shapes break a constraint, and otherwise returns an op checking the rest when it runs."""
+    from rustgrad.static._control import group
     from rustgrad.static._generated_ops import equal
-    from rustgrad.static._ops import group
     from rustgrad.static._shapes import shape as shape_of
 
     if isinstance(shapes, dict):
