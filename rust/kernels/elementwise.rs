@@ -337,7 +337,7 @@ where
     }
     if a.dense {
         if let Some((dim, stride)) = channel_layout(b, shape) {
-            return zip_channel(shape, a.dense_slice(n), b, (dim, stride), |x, v| f(x, v));
+            return zip_channel(shape, a.dense_slice(n), b, (dim, stride), &f);
         }
     }
     if b.dense {
