@@ -1108,6 +1108,18 @@ class GraphCore:
     ) -> builtins.int:
         """``mode`` is ``"add"``, ``"sub"`` or anything else for a plain assignment. With
         ``use_locking``, runs holding the assign update the variable one at a time."""
+    def apply_adam(
+        self,
+        var: builtins.int,
+        m: builtins.int,
+        v: builtins.int,
+        scalars: Sequence[builtins.int],
+        grad: builtins.int,
+        name: Optional[str] = None,
+        use_locking: builtins.bool = False,
+    ) -> builtins.int:
+        """TF1's ``ApplyAdam`` of the variables ``var``, ``m``, ``v``; ``scalars`` are the nodes of
+        beta1_power, beta2_power, lr, beta1, beta2 and epsilon, in that order."""
     def begin_edit(self) -> None:
         """Begins an undoable edit by this thread (edits nest); waits while another thread's is open."""
     def end_edit(self, undo: builtins.bool) -> None:

@@ -172,3 +172,71 @@ fn run_adam<T: Float>(
     adam(slices, c);
     Ok(())
 }
+
+/// The scalars of TF1's `ApplyAdam`: the step's β powers, the learning rate, β₁, β₂, ε.
+#[derive(Clone, Copy, Debug)]
+pub struct TfAdamScalars {
+    pub beta1_power: f64,
+    pub beta2_power: f64,
+    pub lr: f64,
+    pub beta1: f64,
+    pub beta2: f64,
+    pub epsilon: f64,
+}
+
+/// TF1's `ApplyAdam` on new tensors: returns the new (var, m, v), leaving the inputs alone.
+///
+///     lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power)
+///     m = beta1 * m + (1 - beta1) * grad;  v = beta2 * v + (1 - beta2) * grad^2
+///     var -= lr_t * m / (sqrt(v) + epsilon)
+///
+/// One pass of the fused Adam kernel: TF's epsilon is added to sqrt(v) without v's bias
+/// correction, which is the kernel with a second-moment correction of exactly one.
+pub fn tf_apply_adam(
+    var: &Tensor,
+    m: &Tensor,
+    v: &Tensor,
+    grad: &Tensor,
+    s: &TfAdamScalars,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let (dtype, shape) = (var.dtype(), var.shape());
+    if !dtype.is_float() {
+        return dtype_err(format!("ApplyAdam: var is {}; only float variables can be updated", dtype.name()));
+    }
+    for (name, t) in [("m", m), ("v", v), ("grad", grad)] {
+        if t.dtype() != dtype || t.shape() != shape {
+            return Err(Error::InvalidArgument(format!(
+                "ApplyAdam: var and {name} must have the same dtype and shape, but var is {} {} and {name} is {} {}",
+                dtype.name(),
+                fmt_shape(shape),
+                t.dtype().name(),
+                fmt_shape(t.shape())
+            )));
+        }
+    }
+    let (new_var, new_m, new_v) = (copy(var)?, copy(m)?, copy(v)?);
+    let grad = if grad.is_contiguous() { grad.clone() } else { copy(grad)? };
+    if var.numel() > 0 {
+        float_dispatch!(dtype, "ApplyAdam", |T| {
+            run_adam::<T>(&new_var, &grad, &new_m, &new_v, None, &tf_adam_constants::<T>(s))
+        })?;
+    }
+    Ok((new_var, new_m, new_v))
+}
+
+fn tf_adam_constants<T: Float>(s: &TfAdamScalars) -> AdamConstants<T> {
+    let lr_t = s.lr * (1.0 - s.beta2_power).sqrt() / (1.0 - s.beta1_power);
+    AdamConstants {
+        beta1: T::from_f64(s.beta1),
+        one_minus_beta1: T::from_f64(1.0 - s.beta1),
+        beta2: T::from_f64(s.beta2),
+        one_minus_beta2: T::from_f64(1.0 - s.beta2),
+        // sqrt(v) / 1 is sqrt(v) exactly: TF adds epsilon to the uncorrected sqrt(v).
+        bias_correction2_sqrt: T::ONE,
+        eps: T::from_f64(s.epsilon),
+        neg_step_size: T::from_f64(-lr_t),
+        grad_sign: T::ONE,
+        l2_decay: None,
+        decay_factor: T::ONE,
+    }
+}

@@ -3,6 +3,7 @@
 //! that is ordered after an assign of it see the assigned value.
 
 use super::{AssignMode, Graph, NodeId, NodeKind, VarId};
+use crate::error::{Error, Result};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::thread::ThreadId;
 
@@ -122,21 +123,53 @@ impl OrderedReads {
     }
 }
 
+/// How a node that runs changes a variable.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Write {
+    /// The node's value is the variable's new value (an assign, or ApplyAdam's variable).
+    Value,
+    /// The node changes the variable but its value is another's (ApplyAdam's m and v).
+    Slot,
+}
+
+fn write_of(graph: &Graph, id: NodeId, var: VarId) -> Option<Write> {
+    match graph.nodes[id].kind {
+        NodeKind::Assign { var: v, .. } if v == var => Some(Write::Value),
+        NodeKind::ApplyAdam { vars, .. } if vars.var == var => Some(Write::Value),
+        NodeKind::ApplyAdam { vars, .. } if vars.m == var || vars.v == var => Some(Write::Slot),
+        _ => None,
+    }
+}
+
+/// A read of `var` by `reader`, ordered after `writer`, which changes `var` without having its value.
+fn slot_read_error(graph: &Graph, reader: NodeId, writer: NodeId, var: VarId) -> Error {
+    let (writer, var_name) = (&graph.nodes[writer], graph.variables.get(var).map_or("?", |v| v.name.as_str()));
+    Error::InvalidArgument(format!(
+        "'{}' reads the variable '{var_name}' after the {} op '{}' (through control dependencies), which \
+         updates it as a slot: the op's value is its variable's new value, not the slot's, so the read cannot see \
+         the slot's new value. Read the slot in a later run, or outside the control_dependencies block",
+        graph.nodes[reader].name,
+        writer.kind.type_name(&writer.shape),
+        writer.name
+    ))
+}
+
 /// Within a run every read of a variable sees its value from the start of the run,
 /// unless the reader is ordered after an assign of the variable through a path with
 /// at least one control edge: then it sees the value of the latest such assign (of
 /// several that are not ordered among themselves, the last made, which also runs
-/// last). `order` is the plan's nodes in increasing order; fed nodes do not run.
-pub(super) fn order_reads(graph: &Graph, order: &[NodeId], fed: &HashSet<NodeId>) -> OrderedReads {
+/// last). An `ApplyAdam` counts as an assign of its variable; a read of its m or v
+/// ordered after it is an error (its new slot values are no node's value).
+/// `order` is the plan's nodes in increasing order; fed nodes do not run.
+pub(super) fn order_reads(graph: &Graph, order: &[NodeId], fed: &HashSet<NodeId>) -> Result<OrderedReads> {
     let runs = |id: NodeId| !fed.contains(&id);
     let mut reads = OrderedReads::default();
     if !order.iter().any(|&id| runs(id) && !graph.nodes[id].control_inputs.is_empty()) {
-        return reads;
+        return Ok(reads);
     }
-    let assigned = |id: NodeId| match graph.nodes[id].kind {
-        NodeKind::Assign { var, .. } if runs(id) => Some(var),
-        _ => None,
-    };
+    let writes =
+        |id: NodeId| runs(id) && matches!(graph.nodes[id].kind, NodeKind::Assign { .. } | NodeKind::ApplyAdam { .. });
+    let assigned = |id: NodeId| writes(id).then_some(id);
     // For each node, the assigns that run before it through data edges only, and
     // through paths with a control edge.
     let mut by_data: HashMap<NodeId, BTreeSet<NodeId>> = HashMap::new();
@@ -147,31 +180,37 @@ pub(super) fn order_reads(graph: &Graph, order: &[NodeId], fed: &HashSet<NodeId>
         let (mut data, mut control) = (BTreeSet::new(), BTreeSet::new());
         for &i in &node.inputs {
             data.extend(by_data.get(&i).unwrap_or(&empty));
-            data.extend(assigned(i).map(|_| i));
+            data.extend(assigned(i));
             control.extend(by_control.get(&i).unwrap_or(&empty));
         }
         for &c in &node.control_inputs {
             control.extend(by_data.get(&c).unwrap_or(&empty));
             control.extend(by_control.get(&c).unwrap_or(&empty));
-            control.extend(assigned(c).map(|_| c));
+            control.extend(assigned(c));
         }
-        let latest_assign_of = |var: VarId| control.iter().rev().copied().find(|&a| assigned(a) == Some(var));
+        // The latest node ordered before this one through a control edge that changes var.
+        let latest_assign_of = |var: VarId| -> Result<Option<NodeId>> {
+            match control.iter().rev().find_map(|&a| write_of(graph, a, var).map(|w| (a, w))) {
+                Some((writer, Write::Slot)) => Err(slot_read_error(graph, id, writer, var)),
+                found => Ok(found.map(|(writer, _)| writer)),
+            }
+        };
         for (slot, &i) in node.inputs.iter().enumerate() {
             if let (NodeKind::VariableRead(var), true) = (&graph.nodes[i].kind, runs(i)) {
-                if let Some(assign) = latest_assign_of(*var) {
+                if let Some(assign) = latest_assign_of(*var)? {
                     reads.replaced.entry(id).or_default().push((slot, assign));
                 }
             }
         }
         if let NodeKind::Assign { var, mode: AssignMode::Add | AssignMode::Sub, .. } = node.kind {
-            if let Some(assign) = latest_assign_of(var) {
+            if let Some(assign) = latest_assign_of(var)? {
                 reads.base.insert(id, assign);
             }
         }
         by_data.insert(id, data);
         by_control.insert(id, control);
     }
-    reads
+    Ok(reads)
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! memory, and their assigns), and `Run::commit` runs those, with the session's
 //! variables locked, after checking that none of them can fail.
 
+use super::apply_adam::AdamVars;
 use super::plan::{Plan, RunState, Step, StepKind};
 use super::{AssignMode, NodeId, VarId};
 use crate::buffer_pool::{self, Kept};
@@ -426,9 +427,36 @@ fn run_step(
             side.assigns.push((*var, new_value.clone()));
             Some(new_value)
         }
+        StepKind::ApplyAdam { vars } => Some(apply_adam(*vars, inputs, &step.name, side)?),
         StepKind::NoValue => None,
         StepKind::Debug(op) => op.run(step.node, inputs, ctx.print_counts)?,
     })
+}
+
+/// Runs an `ApplyAdam` step (inputs var, m, v, the six scalars, grad): hands on the
+/// new var, m and v as assignments and returns the new var.
+fn apply_adam(vars: AdamVars, inputs: &[&Tensor], name: &str, side: &mut SideOutputs) -> Result<Tensor> {
+    let &[var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad] = inputs else {
+        return Err(Error::InvalidArgument(format!("internal: {name} has {} inputs, not 10", inputs.len())));
+    };
+    let scalar = |t: &Tensor, what: &str| match t.to_f64_vec()[..] {
+        [x] => Ok(x),
+        _ => Err(Error::InvalidArgument(format!(
+            "{what} is not a scalar: {} in ApplyAdam '{name}'",
+            crate::shape::fmt_shape(t.shape())
+        ))),
+    };
+    let scalars = forward::optim::TfAdamScalars {
+        beta1_power: scalar(beta1_power, "beta1_power")?,
+        beta2_power: scalar(beta2_power, "beta2_power")?,
+        lr: scalar(lr, "lr")?,
+        beta1: scalar(beta1, "beta1")?,
+        beta2: scalar(beta2, "beta2")?,
+        epsilon: scalar(epsilon, "epsilon")?,
+    };
+    let (new_var, new_m, new_v) = forward::optim::tf_apply_adam(var, m, v, grad, &scalars)?;
+    side.assigns.extend([(vars.var, new_var.clone()), (vars.m, new_m), (vars.v, new_v)]);
+    Ok(new_var)
 }
 
 #[cfg(test)]

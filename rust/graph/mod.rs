@@ -2,6 +2,7 @@
 //! dtypes inferred, differentiated symbolically with the same derivative rules
 //! as the eager tape, compiled into plans and executed by the eager kernels.
 
+pub mod apply_adam;
 pub mod control;
 pub mod debug_ops;
 pub mod executor;
@@ -83,6 +84,13 @@ pub enum NodeKind {
         mode: AssignMode,
         locking: bool,
     },
+    /// TF1's fused Adam step (see `apply_adam`): inputs are the reads of var, m and v, the
+    /// scalars and the gradient; the value is var's new value. var, m and v's new values are
+    /// stored when the run ends; `locking` as for `Assign`.
+    ApplyAdam {
+        vars: apply_adam::AdamVars,
+        locking: bool,
+    },
     /// Runs its inputs for their effects; has no value.
     Group,
     /// A user Function call: inputs are its forward outputs, then its tensor inputs. No value.
@@ -112,6 +120,7 @@ impl NodeKind {
             NodeKind::Assign { mode: AssignMode::Set, .. } => "Assign".into(),
             NodeKind::Assign { mode: AssignMode::Add, .. } => "AssignAdd".into(),
             NodeKind::Assign { mode: AssignMode::Sub, .. } => "AssignSub".into(),
+            NodeKind::ApplyAdam { .. } => "ApplyAdam".into(),
             NodeKind::Group => "NoOp".into(),
             NodeKind::FunctionCall { function, .. } => function.name().to_string(),
             NodeKind::FunctionOutput { .. } => "FunctionOutput".into(),

@@ -2,6 +2,7 @@
 //! decide when each intermediate value can be dropped. A plan holds everything
 //! it needs (ops, constants), so running it never touches the graph.
 
+use super::apply_adam::AdamVars;
 use super::control::order_reads;
 use super::fusion::{find_fusions, EnabledFusions};
 use super::{fmt_partial, AssignMode, Graph, NodeId, NodeKind, VarId};
@@ -75,6 +76,11 @@ pub enum StepKind {
         var: VarId,
         mode: AssignMode,
     },
+    /// TF1's fused Adam step (inputs: var, m, v, the six scalars, grad): its value is var's
+    /// new value, and it assigns var, m and v.
+    ApplyAdam {
+        vars: AdamVars,
+    },
     /// Groups and function calls: run for their inputs, no value of their own.
     NoValue,
     /// `Print`, `Assert`, `CheckNumerics`: read their inputs (see `debug_ops`).
@@ -120,6 +126,7 @@ impl Step {
             StepKind::ScaledByItem { .. } => "fused_squared_error_grad".into(),
             StepKind::PassThrough => "Identity".into(),
             StepKind::Assign { .. } => "Assign".into(),
+            StepKind::ApplyAdam { .. } => "ApplyAdam".into(),
             StepKind::NoValue => "NoOp".into(),
             StepKind::Debug(op) => op.type_name().into(),
         }
@@ -191,7 +198,7 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
     let mut order = needed_nodes(graph, fetches, &fed)?;
     let locked_variables = locked_variables(graph, &order, &fed);
     let enabled = EnabledFusions::from_env();
-    let reads = order_reads(graph, &order, &fed);
+    let reads = order_reads(graph, &order, &fed)?;
     let mut fusions = find_fusions(graph, &order, fetches, &fed, &enabled);
     // The patterns match the graph's own inputs: none applies once control edges change reads.
     if !reads.is_empty() {
@@ -223,6 +230,7 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
                 NodeKind::Op(Op::Copy | Op::StopGradient) => StepKind::PassThrough,
                 NodeKind::Op(op) => StepKind::Op(op.clone()),
                 NodeKind::Assign { var, mode, .. } => StepKind::Assign { var: *var, mode: *mode },
+                NodeKind::ApplyAdam { vars, .. } => StepKind::ApplyAdam { vars: *vars },
                 NodeKind::Group | NodeKind::FunctionCall { .. } => StepKind::NoValue,
                 NodeKind::FunctionOutput { .. } => StepKind::PassThrough,
                 NodeKind::Debug(op) => StepKind::Debug(op.clone()),
@@ -290,9 +298,10 @@ fn locked_variables(graph: &Graph, nodes: &[NodeId], fed: &HashSet<NodeId>) -> V
     let mut vars: Vec<VarId> = nodes
         .iter()
         .filter(|id| !fed.contains(id))
-        .filter_map(|&id| match graph.nodes[id].kind {
-            NodeKind::Assign { var, locking: true, .. } => Some(var),
-            _ => None,
+        .flat_map(|&id| match graph.nodes[id].kind {
+            NodeKind::Assign { var, locking: true, .. } => vec![var],
+            NodeKind::ApplyAdam { vars, locking: true } => vars.all().to_vec(),
+            _ => vec![],
         })
         .collect();
     vars.sort_unstable();
@@ -311,7 +320,12 @@ fn mark_in_place_updates(steps: &mut [Step]) -> Vec<usize> {
         for &i in &step.inputs {
             readers[i].push(s);
         }
-        if let StepKind::Assign { var, .. } = step.kind {
+        let assigned = match step.kind {
+            StepKind::Assign { var, .. } => vec![var],
+            StepKind::ApplyAdam { vars } => vars.all().to_vec(),
+            _ => vec![],
+        };
+        for var in assigned {
             *assigns_of.entry(var).or_insert(0) += 1;
         }
     }
@@ -394,6 +408,8 @@ fn allocates_output(kind: &StepKind) -> bool {
         | StepKind::StoredByProduct
         | StepKind::SumOfSquares
         | StepKind::ScaledByItem { .. } => true,
+        // Its three new tensors are made by copies, not from the step's buffer.
+        StepKind::ApplyAdam { .. } => false,
         StepKind::Fed(_)
         | StepKind::Constant(_)
         | StepKind::ReadVar(_)

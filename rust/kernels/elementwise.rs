@@ -335,6 +335,16 @@ where
         let s = a.data[a.offset];
         return map(b.dense_slice(n), |v| f(s, v));
     }
+    if a.dense {
+        if let Some((dim, stride)) = channel_layout(b, shape) {
+            return zip_channel(shape, a.dense_slice(n), b, (dim, stride), &f);
+        }
+    }
+    if b.dense {
+        if let Some((dim, stride)) = channel_layout(a, shape) {
+            return zip_channel(shape, b.dense_slice(n), a, (dim, stride), |y, v| f(v, y));
+        }
+    }
     let last = shape.len().saturating_sub(1);
     let in_rows = |o: &Operand<T>| o.strides.get(last).is_some_and(|&s| s == 0 || s == 1);
     if shape.len() > 1 && shape[last] >= ROW_MIN_ELEMENTS && in_rows(a) && in_rows(b) {
@@ -343,6 +353,53 @@ where
     let mut out = crate::storage::vec_with_capacity(n);
     walk(shape, [a.strides, b.strides], [a.offset, b.offset], |[i, j]| out.push(f(a.data[i], b.data[j])));
     out
+}
+
+/// Runs at least this long take `zip_channel`.
+const CHANNEL_MIN_RUN: usize = 8;
+
+/// For an operand that varies along one dim only (a per-channel bias against an NCHW
+/// tensor: strides `[0, 1, 0, 0]`), that dim and its stride, when the dims after it hold
+/// at least `CHANNEL_MIN_RUN` elements (the runs over which its value is constant).
+fn channel_layout<T>(o: &Operand<T>, shape: &[usize]) -> Option<(usize, isize)> {
+    let mut varying = o.strides.iter().zip(shape).enumerate().filter(|(_, (&s, &len))| s != 0 && len > 1);
+    let (dim, (&stride, _)) = varying.next()?;
+    let run: usize = shape[dim + 1..].iter().product();
+    (varying.next().is_none() && run >= CHANNEL_MIN_RUN).then_some((dim, stride))
+}
+
+/// `f(x, v)` over `shape`, where x is `dense` and v is `ch`'s value at the position's
+/// index along `dim` (see `channel_layout`): runs of one v with a plain loop that vectorises.
+fn zip_channel<T, U>(
+    shape: &[usize],
+    dense: &[T],
+    ch: &Operand<T>,
+    (dim, stride): (usize, isize),
+    f: impl Fn(T, T) -> U + Sync + Send,
+) -> Vec<U>
+where
+    T: Copy + Send + Sync + 'static,
+    U: Copy + Send + Sync + 'static,
+{
+    let (run, channels): (usize, usize) = (shape[dim + 1..].iter().product(), shape[dim]);
+    // The strided view is valid, so each channel's element is inside `ch.data`.
+    let value = |p: usize| ch.data[(ch.offset as isize + ((p / run) % channels) as isize * stride) as usize];
+    let fill = |start: usize, out: &mut [MaybeUninit<U>]| {
+        let mut done = 0;
+        while done < out.len() {
+            let p = start + done;
+            let len = (run - p % run).min(out.len() - done);
+            let v = value(p);
+            for (slot, &x) in out[done..done + len].iter_mut().zip(&dense[p..p + len]) {
+                slot.write(f(x, v));
+            }
+            done += len;
+        }
+    };
+    // SAFETY: `fill` writes every slot of its chunk: each pass writes `len` slots (the zipped
+    // slices are both `len` long, as `p + len <= start + out.len() <= dense.len()`) and
+    // advances `done` by `len` until the chunk is full.
+    unsafe { fill_chunks(dense.len(), fill) }
 }
 
 /// Rows at least this long take `zip_rows`.
@@ -451,6 +508,21 @@ pub fn where_select<T: Copy + Send + Sync + 'static>(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_per_channel_operand_broadcasts_over_nchw_on_either_side() {
+        use super::{binary, BinaryOp, Operand};
+        let shape = [2usize, 3, 2, 4];
+        let x: Vec<f64> = (0..48).map(|i| i as f64).collect();
+        let bias = [100.0, 200.0, 300.0];
+        let dense = Operand { data: &x, strides: &[24, 8, 4, 1], offset: 0, dense: true };
+        let channel = Operand { data: &bias, strides: &[0, 1, 0, 0], offset: 0, dense: false };
+        let expected = |swap: bool| -> Vec<f64> {
+            (0..48).map(|i| if swap { bias[(i / 8) % 3] - x[i] } else { x[i] - bias[(i / 8) % 3] }).collect()
+        };
+        assert_eq!(binary(BinaryOp::Sub, &shape, &dense, &channel), expected(false));
+        assert_eq!(binary(BinaryOp::Sub, &shape, &channel, &dense), expected(true));
+    }
+
     use super::*;
 
     fn dense<'a, T>(data: &'a [T], strides: &'a [isize]) -> Operand<'a, T> {

@@ -28,6 +28,20 @@ impl PoolGeom {
     pub fn output_len(&self) -> usize {
         self.planes * self.oh * self.ow
     }
+    /// Whether every window lies wholly inside the input: no padding, no dilation, and
+    /// the last window of each axis ends within it.
+    fn windows_inside(&self) -> bool {
+        let fits = |axis: usize, out: usize, size: usize| {
+            out == 0 || (out - 1) * self.stride[axis] + self.kernel[axis] <= size
+        };
+        self.pad == [0, 0]
+            && self.dilation == [1, 1]
+            && self.kernel[0] > 0
+            && self.kernel[1] > 0
+            && fits(0, self.oh, self.h)
+            && fits(1, self.ow, self.w)
+    }
+
     /// The input rows (or columns, `axis` 1) that output position `o` reads, in order.
     fn taps(&self, axis: usize, o: usize) -> impl Iterator<Item = usize> + '_ {
         let size = if axis == 0 { self.h } else { self.w };
@@ -65,8 +79,12 @@ fn for_planes<U: Send>(out: &mut [U], chunk: usize, work: usize, task: &(dyn Fn(
 /// wins ties, as torch.
 pub fn max_indices<T: Float>(g: &PoolGeom, x: &[T], out: &mut [i64]) {
     let plane_in = g.h * g.w;
+    let inside = g.windows_inside();
     for_planes(out, g.oh * g.ow, g.input_len(), &|plane, out| {
         let xs = &x[plane * plane_in..(plane + 1) * plane_in];
+        if inside {
+            return max_indices_inside(g, xs, out);
+        }
         for oy in 0..g.oh {
             for ox in 0..g.ow {
                 let mut best: Option<(usize, T)> = None;
@@ -87,6 +105,35 @@ pub fn max_indices<T: Float>(g: &PoolGeom, x: &[T], out: &mut [i64]) {
             }
         }
     });
+}
+
+/// `max_indices` of one plane when every window lies wholly inside it (no padding, no
+/// dilation, no partial window at the end): no tap is clipped, so the window is read
+/// row by row without per-tap checks. The same answers as the general loop: the first
+/// NaN wins, else the first of equal maxima.
+fn max_indices_inside<T: Float>(g: &PoolGeom, xs: &[T], out: &mut [i64]) {
+    let ([kh, kw], [sh, sw]) = (g.kernel, g.stride);
+    for oy in 0..g.oh {
+        let out_row = &mut out[oy * g.ow..(oy + 1) * g.ow];
+        for (ox, o) in out_row.iter_mut().enumerate() {
+            let first = oy * sh * g.w + ox * sw;
+            let (mut best_at, mut best) = (first, xs[first]);
+            if !best.is_nan() {
+                'window: for row in (first..).step_by(g.w).take(kh) {
+                    for (at, &v) in xs[row..row + kw].iter().enumerate().map(|(k, v)| (row + k, v)) {
+                        if v.is_nan() {
+                            best_at = at;
+                            break 'window;
+                        }
+                        if v > best {
+                            (best_at, best) = (at, v);
+                        }
+                    }
+                }
+            }
+            *o = best_at as i64;
+        }
+    }
 }
 
 /// Each plane's values at the flat `indices`.
@@ -215,4 +262,68 @@ pub fn adaptive_avg_grad<T: Float>(g: &PoolGeom, gy: &[T], gx: &mut [T]) {
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn geom(h: usize, w: usize, kernel: usize, stride: usize, pad: usize) -> PoolGeom {
+        let out = |size: usize| (size + 2 * pad - kernel) / stride + 1;
+        PoolGeom {
+            planes: 2,
+            h,
+            w,
+            oh: out(h),
+            ow: out(w),
+            kernel: [kernel; 2],
+            stride: [stride; 2],
+            pad: [pad; 2],
+            pad_end: [pad; 2],
+            dilation: [1, 1],
+        }
+    }
+
+    /// The general loop, by way of a padding that no window reaches into.
+    fn general_indices(g: &PoolGeom, x: &[f64]) -> Vec<i64> {
+        let mut out = vec![0; g.output_len()];
+        let plane_in = g.h * g.w;
+        for (plane, chunk) in out.chunks_mut(g.oh * g.ow).enumerate() {
+            let xs = &x[plane * plane_in..(plane + 1) * plane_in];
+            for oy in 0..g.oh {
+                for ox in 0..g.ow {
+                    let mut best: Option<(usize, f64)> = None;
+                    'window: for iy in g.taps(0, oy) {
+                        for ix in g.taps(1, ox) {
+                            let (at, v) = (iy * g.w + ix, xs[iy * g.w + ix]);
+                            if v.is_nan() {
+                                best = Some((at, v));
+                                break 'window;
+                            }
+                            if best.is_none_or(|(_, b)| v > b) {
+                                best = Some((at, v));
+                            }
+                        }
+                    }
+                    chunk[oy * g.ow + ox] = best.map_or(0, |(at, _)| at as i64);
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn windows_inside_the_plane_give_the_general_loops_indices_with_ties_and_nans() {
+        for (h, w, kernel, stride) in [(6, 6, 2, 2), (7, 5, 3, 2), (5, 5, 2, 1), (4, 6, 3, 3)] {
+            let g = geom(h, w, kernel, stride, 0);
+            assert!(g.windows_inside());
+            let mut x: Vec<f64> = (0..g.input_len()).map(|i| ((i * 7) % 5) as f64).collect();
+            x[3] = f64::NAN;
+            x[g.h * g.w + 8] = f64::NAN;
+            let mut fast = vec![0; g.output_len()];
+            max_indices(&g, &x, &mut fast);
+            assert_eq!(fast, general_indices(&g, &x), "{h}x{w} kernel {kernel} stride {stride}");
+        }
+        assert!(!geom(6, 6, 3, 2, 1).windows_inside(), "a padded window is not inside");
+    }
 }

@@ -331,6 +331,24 @@ impl PyGraph {
         self.with_mut(|g| g.assign(var, mode, use_locking, value, name.as_deref()))
     }
 
+    /// TF1's `ApplyAdam` of the variables `var`, `m`, `v`; `scalars` are the nodes of
+    /// beta1_power, beta2_power, lr, beta1, beta2 and epsilon, in that order.
+    #[pyo3(signature = (var, m, v, scalars, grad, name=None, use_locking=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn apply_adam(
+        &self,
+        var: usize,
+        m: usize,
+        v: usize,
+        scalars: [NodeId; 6],
+        grad: NodeId,
+        name: Option<String>,
+        use_locking: bool,
+    ) -> PyResult<NodeId> {
+        let vars = crate::graph::apply_adam::AdamVars { var, m, v };
+        self.with_mut(|g| g.apply_adam(vars, scalars, grad, use_locking, name.as_deref()))
+    }
+
     /// Begins an undoable edit by this thread (they nest); waits while another
     /// thread's is open. Other threads' edits of the graph wait until it ends.
     fn begin_edit(&self) -> PyResult<()> {
@@ -432,6 +450,7 @@ impl PyGraph {
         self.with(|g| {
             Ok(match g.node(id)?.kind {
                 crate::graph::NodeKind::Assign { var, .. } | crate::graph::NodeKind::VariableRead(var) => Some(var),
+                crate::graph::NodeKind::ApplyAdam { vars, .. } => Some(vars.var),
                 _ => None,
             })
         })

@@ -245,6 +245,7 @@ class AdamOptimizer(Optimizer):
         self._beta2 = beta2
         self._epsilon = epsilon
         self._graph: Optional[Graph] = None
+        self._scalars: dict[tuple[str, int, Any], list[Tensor]] = {}
 
     def _powers(self, graph: Graph, dtype: Any = None) -> tuple[Variable, Variable]:
         for value in (self._beta1, self._beta2):
@@ -257,27 +258,37 @@ class AdamOptimizer(Optimizer):
         # TF1 creates the powers with the dtype of the first variable (by name).
         first = min(var_list, key=lambda v: v.name)
         self._powers(graph, first.dtype)
+        self._scalars = {}  # the hyperparameters' tensors are made anew for each apply_gradients
         for v in var_list:
             self._zeros_slot(v, self._name)
             self._zeros_slot(v, f"{self._name}_1")
 
     def _apply_dense(self, grad: Tensor, var: Variable) -> list[Tensor]:
-        beta1_power, beta2_power = self._powers(var.graph)
+        """One ``ApplyAdam`` op (TF1's ``training_ops.apply_adam``): the fused update of ``var`` and
+        both its slots in one pass; its value is the variable's new value."""
+        graph = var.graph
+        beta1_power, beta2_power = self._powers(graph)
         if beta1_power.dtype != var.dtype:
-            beta1_power = var.graph._op("cast", (var.dtype,), [beta1_power])  # type: ignore[assignment]
-            beta2_power = var.graph._op("cast", (var.dtype,), [beta2_power])  # type: ignore[assignment]
-        lr = self._hyper(self._lr, var, "learning_rate")
-        beta1, beta2 = float(self._beta1), float(self._beta2)
-        epsilon = self._hyper(self._epsilon, var, "epsilon")
+            beta1_power = graph._op("cast", (var.dtype,), [beta1_power])  # type: ignore[assignment]
+            beta2_power = graph._op("cast", (var.dtype,), [beta2_power])  # type: ignore[assignment]
         m = self._zeros_slot(var, self._name)
         v = self._zeros_slot(var, f"{self._name}_1")
-        lr_t = (1.0 - beta2_power).sqrt() * lr / (1.0 - beta1_power)
-        new_m = m * beta1 + grad * (1.0 - beta1)
-        new_v = v * beta2 + grad * grad * (1.0 - beta2)
-        step = lr_t * new_m / (new_v.sqrt() + epsilon)
-        locking = self._use_locking
-        return [m.assign(new_m, use_locking=locking), v.assign(new_v, use_locking=locking),
-                var.assign_sub(step, use_locking=locking)]
+        scalars = [beta1_power, beta2_power, *self._scalar_tensors(var)]
+        node = graph._core.apply_adam(var._var, m._var, v._var, [t._id for t in scalars], grad._id, None,
+                                      bool(self._use_locking))
+        return [Tensor(graph, node)]
+
+    def _scalar_tensors(self, var: Variable) -> list[Tensor]:
+        """learning_rate, beta1, beta2 and epsilon as scalar tensors of ``var``'s dtype, made once per dtype."""
+        key = ("scalars", id(var.graph), var.dtype)
+        cached = self._scalars.get(key)
+        if cached is None:
+            values = [self._hyper(self._lr, var, "learning_rate"), float(self._beta1), float(self._beta2),
+                      self._hyper(self._epsilon, var, "epsilon")]
+            cached = [value if isinstance(value, Tensor) else convert_to_tensor(value, var.dtype, var.graph)
+                      for value in values]
+            self._scalars[key] = cached
+        return cached
 
     def _finish(self, graph: Graph) -> list[Tensor]:
         beta1_power, beta2_power = self._powers(graph)
