@@ -186,9 +186,11 @@ pub struct TfAdamScalars {
 
 /// TF1's `ApplyAdam` on new tensors: returns the new (var, m, v), leaving the inputs alone.
 ///
-///     lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power)
-///     m = beta1 * m + (1 - beta1) * grad;  v = beta2 * v + (1 - beta2) * grad^2
-///     var -= lr_t * m / (sqrt(v) + epsilon)
+/// ```text
+/// lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power)
+/// m = beta1 * m + (1 - beta1) * grad;  v = beta2 * v + (1 - beta2) * grad^2
+/// var -= lr_t * m / (sqrt(v) + epsilon)
+/// ```
 ///
 /// One pass of the fused Adam kernel: TF's epsilon is added to sqrt(v) without v's bias
 /// correction, which is the kernel with a second-moment correction of exactly one.
