@@ -100,10 +100,9 @@ impl Graph {
 mod tests {
     use super::*;
     use crate::dtype::DType;
-    use crate::graph::executor::{execute, RunContext};
+    use crate::graph::executor::execute_with;
     use crate::graph::plan::compile;
     use crate::tensor::Tensor;
-    use std::collections::HashMap;
 
     fn scalar(graph: &mut Graph, value: f64) -> NodeId {
         graph.constant(Tensor::scalar(value, DType::F64), None)
@@ -127,16 +126,7 @@ mod tests {
             Some(Tensor::from_vec(vec![0.0f64, 0.0], vec![2]).unwrap()),
             Some(Tensor::from_vec(vec![0.0f64, 0.0], vec![2]).unwrap()),
         ];
-        let (mut draws, mut no_check) = (HashMap::new(), || Ok(()));
-        let mut ctx = RunContext {
-            feeds: vec![],
-            variables: &variables,
-            random_draws: &mut draws,
-            between_steps: &mut no_check,
-            trace: None,
-            print_counts: None,
-        };
-        let result = execute(&plan, &mut ctx).unwrap();
+        let result = execute_with(&plan, vec![], &variables).unwrap();
         let assigned: Vec<VarId> = result.assigns.iter().map(|(var, _)| *var).collect();
         assert_eq!(assigned, vec![var, m, v]);
         let lr_t = 0.1 * (1.0f64 - 0.999).sqrt() / (1.0 - 0.9);

@@ -217,7 +217,7 @@ pub(super) fn order_reads(graph: &Graph, order: &[NodeId], fed: &HashSet<NodeId>
 mod tests {
     use super::*;
     use crate::dtype::DType;
-    use crate::graph::executor::{execute, RunContext};
+    use crate::graph::executor::execute_with;
     use crate::graph::plan::compile;
     use crate::op::Op;
     use crate::tensor::Tensor;
@@ -230,17 +230,7 @@ mod tests {
     fn run(graph: &Graph, fetches: &[NodeId], start: f64) -> (Vec<Option<f64>>, Vec<f64>) {
         let plan = compile(graph, fetches, &[]).unwrap();
         let variables = vec![Some(Tensor::scalar(start, DType::F64))];
-        let mut draws = HashMap::new();
-        let mut no_check = || Ok(());
-        let mut ctx = RunContext {
-            feeds: vec![],
-            variables: &variables,
-            random_draws: &mut draws,
-            between_steps: &mut no_check,
-            trace: None,
-            print_counts: None,
-        };
-        let result = execute(&plan, &mut ctx).unwrap();
+        let result = execute_with(&plan, vec![], &variables).unwrap();
         let item = |t: &Tensor| t.to_f64_vec()[0];
         (
             result.fetched.iter().map(|v| v.as_ref().map(item)).collect(),

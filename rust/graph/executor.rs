@@ -81,6 +81,22 @@ pub fn execute(plan: &Plan, ctx: &mut RunContext<'_>) -> Result<RunResult> {
     run.commit(None, ctx.trace.as_deref_mut())
 }
 
+/// Runs a whole plan on `feeds` and `variables`, with no hooks (see `execute`): for the tests.
+#[cfg(test)]
+pub fn execute_with(plan: &Plan, feeds: Vec<Tensor>, variables: &[Option<Tensor>]) -> Result<RunResult> {
+    let mut draws = HashMap::new();
+    let mut no_check = || Ok(());
+    let mut ctx = RunContext {
+        feeds,
+        variables,
+        random_draws: &mut draws,
+        between_steps: &mut no_check,
+        trace: None,
+        print_counts: None,
+    };
+    execute(plan, &mut ctx)
+}
+
 /// How traces name a fused update that wrote into its variable's memory.
 pub const IN_PLACE_UPDATE: &str = "fused_sgd_update_in_place";
 

@@ -8,17 +8,7 @@ use crate::kernels::elementwise::ScalarOp;
 
 /// Runs a plan that reads no variables on one fed value.
 fn run_fed(plan: &Plan, feed: Tensor) -> RunResult {
-    let mut draws = HashMap::new();
-    let mut no_check = || Ok(());
-    let mut ctx = RunContext {
-        feeds: vec![feed],
-        variables: &[],
-        random_draws: &mut draws,
-        between_steps: &mut no_check,
-        trace: None,
-        print_counts: None,
-    };
-    execute(plan, &mut ctx).unwrap()
+    execute_with(plan, vec![feed], &[]).unwrap()
 }
 
 /// A chain x → x+1 → (x+1)+1 → ... of 50 adds, run twice on the same plan.
