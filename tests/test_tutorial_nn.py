@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from _child import child_env
 
@@ -33,8 +34,11 @@ def run_with_rustgrad(name: str, steps: int) -> tuple[list[float], str]:
     return losses, result_line
 
 
-def coefficients(result_line: str) -> list[float]:
-    return [float(v) for v in re.findall(r"(-?\d+\.\d+(?:e-?\d+)?) x", result_line)]
+def coefficients_with_constant(result_line: str) -> list[float]:
+    """a, b, c, d of the Result line `y = a + b x + c x^2 + d x^3`."""
+    match = re.fullmatch(r"Result: y = (\S+) \+ (\S+) x \+ (\S+) x\^2 \+ (\S+) x\^3", result_line)
+    assert match, result_line
+    return [float(v) for v in match.groups()]
 
 
 @pytest.mark.parametrize("name", ["polynomial_nn.py", "polynomial_module.py"])
@@ -43,8 +47,19 @@ def test_polynomial_programs_fit_sin_as_torch_does(name):
     assert all(math.isfinite(v) for v in losses)
     assert losses[-1] < losses[0] / 10
     assert losses[-1] < 30  # torch ends near 9-12 after 2000 steps; the best cubic has 8.8
-    b, _, d = coefficients(result_line)
-    assert abs(b - LEAST_SQUARES_B) < 0.06 and abs(d - LEAST_SQUARES_D) < 0.01, result_line
+    a, b, c, d = coefficients_with_constant(result_line)
+    # The weights start unseeded (torch's program), and plain SGD at lr 1e-6 leaves the coefficients
+    # still on their way after 2000 steps by an amount that depends on the start: over 5,000 random
+    # starts of the same SGD in float64 numpy the worst ends were |b - B| = 0.075 and |d - D| = 0.0107
+    # (a CI run ended at 0.0601 over an earlier 0.06 bar). The loss checks below pin the fit itself.
+    assert abs(b - LEAST_SQUARES_B) < 0.12 and abs(d - LEAST_SQUARES_D) < 0.02, result_line
+    x = np.linspace(-math.pi, math.pi, 2000, dtype=np.float32).astype(np.float64)
+    features = np.stack([np.ones_like(x), x, x**2, x**3], axis=1)
+    _, residual, *_ = np.linalg.lstsq(features, np.sin(x), rcond=None)
+    assert min(losses) >= 0.99 * residual[0]  # nothing beats least squares
+    fitted = a + b * x + c * x**2 + d * x**3
+    # The printed polynomial is the fitted one: its loss is about the last one printed, a step earlier.
+    assert abs(np.sum((fitted - np.sin(x)) ** 2) - losses[-1]) < 0.01 * losses[-1], (result_line, losses[-1])
 
 
 def test_dynamic_net_trains_with_a_randomly_reused_parameter():
