@@ -175,7 +175,7 @@ impl Graph {
                 if dtype != DType::Bool {
                     return Err(Error::DType(format!(
                         "Input 'condition' of 'Assert' Op has type {} that does not match expected type of bool.",
-                        tf_dtype_name(dtype)
+                        dtype.name()
                     )));
                 }
                 let tensors = data.iter().filter(|d| **d == AssertItem::Tensor).count();
@@ -191,7 +191,7 @@ impl Graph {
                     return Err(Error::DType(format!(
                         "Value passed to parameter 'tensor' has DataType {} not in list of allowed values: \
                          float32, float64",
-                        tf_dtype_name(dtype)
+                        dtype.name()
                     )));
                 }
             }
@@ -199,18 +199,6 @@ impl Graph {
         let (dtype, shape) = if op.has_value() { (dtype, shape) } else { (DType::Bool, Some(vec![])) };
         let base = op.type_name().to_string();
         Ok(self.push(NodeKind::Debug(op), inputs, Some(name.unwrap_or(&base)), dtype, shape))
-    }
-}
-
-/// TF's names of dtypes, as its errors write them.
-fn tf_dtype_name(dtype: DType) -> &'static str {
-    match dtype {
-        DType::F32 => "float32",
-        DType::F64 => "float64",
-        DType::I64 => "int64",
-        DType::I32 => "int32",
-        DType::U8 => "uint8",
-        DType::Bool => "bool",
     }
 }
 
