@@ -151,8 +151,9 @@ struct SideOutputs {
     assigns: Vec<(VarId, Tensor)>,
     /// Copies that fused updates stored for fetched assigns, by the update's step.
     fetch_copies: Vec<(usize, Tensor)>,
-    /// The activation a fused product stored, and the slot of the step it belongs to.
-    activation: Option<(usize, Tensor)>,
+    /// The second output a fused step stored (a product's activation, a pooling's
+    /// indices), and the slot of the step it belongs to.
+    second_output: Option<(usize, Tensor)>,
 }
 
 /// Runs the plan's steps up to its commit phase.
@@ -180,8 +181,8 @@ pub fn start<'p>(plan: &'p Plan, ctx: &mut RunContext<'_>) -> Result<Run<'p>> {
             run.withdraw_buffers();
         }
         run.values[s] = out?;
-        if let Some((slot, activation)) = run.side.activation.take() {
-            run.values[slot] = Some(activation);
+        if let Some((slot, second)) = run.side.second_output.take() {
+            run.values[slot] = Some(second);
         }
         run.finish_step(s, started, ctx.trace.as_deref_mut(), None);
     }
@@ -189,18 +190,14 @@ pub fn start<'p>(plan: &'p Plan, ctx: &mut RunContext<'_>) -> Result<Run<'p>> {
 }
 
 impl Run<'_> {
-    /// Offers the step's buffers (its own, and the activation's of a fused product)
+    /// Offers the step's buffers (its own, and its second output's when fused)
     /// to the allocations of its kernel, and tensor headers to its new tensors.
     /// Returns whether it offered anything (and so whether to withdraw after).
     fn offer_buffers(&mut self, s: usize) -> bool {
         let mut offered = !self.shells.is_empty();
         tensor::offer_shells(&mut self.shells, SHELLS_PER_STEP);
         let steps = &self.plan.steps;
-        let activation = match steps[s].kind {
-            StepKind::MatMulActivation { activation_slot, .. } => Some(activation_slot),
-            _ => None,
-        };
-        for slot in std::iter::once(s).chain(activation) {
+        for slot in std::iter::once(s).chain(steps[s].kind.second_output_slot()) {
             if let Some(buffer) = steps[slot].buffer {
                 if let Some(kept) = self.buffers[buffer].take() {
                     buffer_pool::offer(buffer, kept);
@@ -411,8 +408,13 @@ fn run_step(
         StepKind::MatMulActivation { transpose_a, transpose_b, activation, activation_slot } => {
             let (product, activated) =
                 forward::matmul_activation(inputs[0], inputs[1], *transpose_a, *transpose_b, *activation)?;
-            side.activation = Some((*activation_slot, activated));
+            side.second_output = Some((*activation_slot, activated));
             Some(product)
+        }
+        StepKind::MaxPoolWithIndices { pool, indices_slot } => {
+            let (pooled, indices) = pool.with_indices(inputs[0])?;
+            side.second_output = Some((*indices_slot, indices));
+            Some(pooled)
         }
         StepKind::StoredByProduct => None,
         StepKind::SumOfSquares => Some(forward::sum_of_squares(inputs[0])?),

@@ -1,12 +1,14 @@
 //! Fusions: patterns in the graph that one step computes in fewer passes than
 //! the ops it replaces (an SGD update as one product, relu's backward mask,
-//! a product with its activation, the squared error and its gradient).
+//! a product with its activation, the squared error and its gradient, max pooling
+//! with the indices its gradient reads).
 
 use super::plan::StepKind;
 use super::{Graph, NodeId, NodeKind};
 use crate::kernels::elementwise::{BinaryOp, ScalarOp, UnaryOp};
 use crate::kernels::matmul::SecondOutput;
 use crate::op::Op;
+use crate::ops::TableOps;
 use std::collections::{HashMap, HashSet};
 
 /// A fused step found in the graph: the node it replaces, its inputs, and the
@@ -61,14 +63,14 @@ impl FusionView<'_> {
 
 /// The fusions a plan may use. `RUSTGRAD_DISABLE_FUSION` turns them off, to
 /// measure what each brings: a comma-separated list of `update`, `fetch_copy`,
-/// `in_place`, `mask`, `activation`, `squared_error` and `memory_plan` turns those off; any other value
+/// `in_place`, `mask`, `activation`, `squared_error`, `pool_indices` and `memory_plan` turns those off; any other value
 /// (`1`, `all`, or a word it does not know) turns all of them off.
 pub(super) struct EnabledFusions {
     disabled: Option<Vec<String>>,
 }
 
-const FUSION_NAMES: [&str; 7] =
-    ["update", "fetch_copy", "in_place", "mask", "activation", "squared_error", "memory_plan"];
+const FUSION_NAMES: [&str; 8] =
+    ["update", "fetch_copy", "in_place", "mask", "activation", "squared_error", "pool_indices", "memory_plan"];
 
 impl EnabledFusions {
     pub(super) fn from_env() -> EnabledFusions {
@@ -123,6 +125,12 @@ pub(super) fn find_fusions(
     }
     for &id in order.iter().filter(|_| enabled("squared_error")) {
         insert_group(&mut fusions, squared_error_fusions(&view, id));
+    }
+    let position: HashMap<NodeId, usize> = order.iter().enumerate().map(|(i, &id)| (id, i)).collect();
+    for &id in order.iter().filter(|_| enabled("pool_indices")) {
+        if let Some(group) = pool_indices_fusion(&view, &position, id) {
+            insert_group(&mut fusions, group);
+        }
     }
     fusions
 }
@@ -292,4 +300,25 @@ fn update_fusion(view: &FusionView<'_>, id: NodeId) -> Option<Fusion> {
         };
         Fusion { kind, inputs, absorbed: vec![*scaled, product] }
     })
+}
+
+/// `max_pool2d(x)` and, later in the plan, `max_pool2d_indices(x)` with the same
+/// arguments (max pooling's rule emits it for its gradient): the pooling's pass
+/// stores the indices too, so the backward pass does not search x for the maxima again.
+fn pool_indices_fusion(
+    view: &FusionView<'_>,
+    position: &HashMap<NodeId, usize>,
+    id: NodeId,
+) -> Option<Vec<(NodeId, Fusion)>> {
+    let Some(Op::Table(TableOps::MaxPool2d(pool))) = view.op_of(id) else { return None };
+    let &[x] = view.inputs(id) else { return None };
+    let after_pool = |other: &NodeId| position.get(other) > position.get(&id);
+    let indices = view.readers(x).iter().copied().filter(after_pool).find(|&r| {
+        matches!(view.op_of(r), Some(Op::Table(TableOps::MaxPool2dIndices(i))) if pool.has_indices(i))
+            && view.inputs(r) == [x]
+    })?;
+    let kind = StepKind::MaxPoolWithIndices { pool: pool.clone(), indices_slot: indices };
+    let fused_pool = Fusion { kind, inputs: vec![x], absorbed: vec![] };
+    let stored = Fusion { kind: StepKind::StoredByProduct, inputs: vec![id], absorbed: vec![] };
+    Some(vec![(id, fused_pool), (indices, stored)])
 }

@@ -60,7 +60,15 @@ pub enum StepKind {
         activation: SecondOutput,
         activation_slot: usize,
     },
-    /// The activation of a `MatMulActivation` step, already stored by it.
+    /// Fused `max_pool2d(x)` and `max_pool2d_indices(x)` of the same arguments (input x):
+    /// the pooling's pass also stores the indices its gradient reads, into the slot of
+    /// the step `indices_slot` (a `StoredByProduct` step), so no pass searches x again.
+    MaxPoolWithIndices {
+        pool: crate::ops::pool::MaxPool2d,
+        indices_slot: usize,
+    },
+    /// The second output of a `MatMulActivation` or `MaxPoolWithIndices` step, already
+    /// stored by it.
     StoredByProduct,
     /// Fused `sum(d ** 2)` over all elements (input d), without storing the squares.
     SumOfSquares,
@@ -100,6 +108,25 @@ pub struct Step {
     pub buffer: Option<usize>,
 }
 
+impl StepKind {
+    /// The step whose value this fused step also stores (see `StoredByProduct`).
+    pub fn second_output_slot(&self) -> Option<usize> {
+        match self {
+            StepKind::MatMulActivation { activation_slot: slot, .. }
+            | StepKind::MaxPoolWithIndices { indices_slot: slot, .. } => Some(*slot),
+            _ => None,
+        }
+    }
+
+    fn second_output_slot_mut(&mut self) -> Option<&mut usize> {
+        match self {
+            StepKind::MatMulActivation { activation_slot: slot, .. }
+            | StepKind::MaxPoolWithIndices { indices_slot: slot, .. } => Some(slot),
+            _ => None,
+        }
+    }
+}
+
 impl Step {
     /// For `var.assign(value)`, the step computing `value`.
     pub fn assigned_value(&self) -> Option<usize> {
@@ -121,6 +148,7 @@ impl Step {
             StepKind::MaskedGrad { .. } => "fused_masked_grad".into(),
             StepKind::MatMulActivation { activation: SecondOutput::Relu, .. } => "fused_mm_relu".into(),
             StepKind::MatMulActivation { .. } => "fused_mm_maximum".into(),
+            StepKind::MaxPoolWithIndices { .. } => "fused_max_pool_with_indices".into(),
             StepKind::StoredByProduct => "StoredByProduct".into(),
             StepKind::SumOfSquares => "fused_sum_of_squares".into(),
             StepKind::ScaledByItem { .. } => "fused_squared_error_grad".into(),
@@ -240,9 +268,9 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
             Some(f) => (f.kind.clone(), Some(f.inputs.as_slice())),
             None => (kind, None),
         };
-        if let StepKind::MatMulActivation { activation_slot, .. } = &mut kind {
-            *activation_slot = position(*activation_slot).ok_or_else(|| {
-                Error::InvalidArgument(format!("internal: the activation of {} was pruned", node.name))
+        if let Some(slot) = kind.second_output_slot_mut() {
+            *slot = position(*slot).ok_or_else(|| {
+                Error::InvalidArgument(format!("internal: the second output of {} was pruned", node.name))
             })?;
         }
         let ordered_inputs;
@@ -373,8 +401,8 @@ fn move_to_end(steps: Vec<Step>, deferred: &[usize], fetch_steps: &mut [(usize, 
         .filter_map(|&old| slots[old].take())
         .map(|mut step| {
             step.inputs.iter_mut().for_each(|i| *i = new_index[*i]);
-            if let StepKind::MatMulActivation { activation_slot, .. } = &mut step.kind {
-                *activation_slot = new_index[*activation_slot];
+            if let Some(slot) = step.kind.second_output_slot_mut() {
+                *slot = new_index[*slot];
             }
             step
         })
@@ -405,6 +433,7 @@ fn allocates_output(kind: &StepKind) -> bool {
         StepKind::Random { .. }
         | StepKind::MaskedGrad { .. }
         | StepKind::MatMulActivation { .. }
+        | StepKind::MaxPoolWithIndices { .. }
         | StepKind::StoredByProduct
         | StepKind::SumOfSquares
         | StepKind::ScaledByItem { .. } => true,
@@ -432,11 +461,11 @@ fn plan_buffers(graph: &Graph, steps: &mut [Step]) -> usize {
     let mut free: HashMap<Class, Vec<usize>> = HashMap::new();
     let mut class_of: Vec<Class> = vec![];
     for s in 0..steps.len() {
-        // A fused product stores its activation too, so that value's life starts here.
-        let stored_here = match steps[s].kind {
-            StepKind::MatMulActivation { activation_slot, .. } => vec![s, activation_slot],
-            StepKind::StoredByProduct => vec![],
-            ref kind if allocates_output(kind) => vec![s],
+        // A fused step stores its second output too, so that value's life starts here.
+        let stored_here = match (&steps[s].kind, steps[s].kind.second_output_slot()) {
+            (_, Some(second)) => vec![s, second],
+            (StepKind::StoredByProduct, _) => vec![],
+            (kind, _) if allocates_output(kind) => vec![s],
             _ => vec![],
         };
         for value in stored_here {

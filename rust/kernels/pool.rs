@@ -319,6 +319,7 @@ mod tests {
             assert!(g.windows_inside());
             let mut x: Vec<f64> = (0..g.input_len()).map(|i| ((i * 7) % 5) as f64).collect();
             x[3] = f64::NAN;
+            x[g.w + 3] = f64::NAN; // below the first NaN: often in the same window, which the first wins
             x[g.h * g.w + 8] = f64::NAN;
             let mut fast = vec![0; g.output_len()];
             max_indices(&g, &x, &mut fast);

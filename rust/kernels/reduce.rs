@@ -86,7 +86,40 @@ pub fn sum_dims<T: Number>(x: &[T], shape: &[usize], dims: &[usize]) -> Vec<T> {
     if is_prefix {
         return sum_columns(x, kept);
     }
+    if let Some((outer, inner)) = around_kept_block(shape, dims) {
+        return sum_around(x, outer, kept, inner);
+    }
     sum_general(x, shape, dims, kept)
+}
+
+/// When `dims` are a leading run and a trailing run of axes with every kept axis between
+/// them (NCHW's per-channel sum over (0, 2, 3)): the sizes of the leading and trailing blocks.
+fn around_kept_block(shape: &[usize], dims: &[usize]) -> Option<(usize, usize)> {
+    let leading = dims.iter().enumerate().take_while(|&(i, &d)| d == i).count();
+    let trailing = &dims[leading..];
+    let first_trailing = shape.len().checked_sub(trailing.len())?;
+    let contiguous = trailing.iter().enumerate().all(|(i, &d)| d == first_trailing + i);
+    (leading > 0 && !trailing.is_empty() && contiguous).then(|| {
+        let outer = shape[..leading].iter().product();
+        let inner = shape[first_trailing..].iter().product();
+        (outer, inner)
+    })
+}
+
+/// Sums `x` viewed as (outer, kept, inner) over its first and last axes: each contiguous
+/// row of `inner` elements is summed as `sum_rows` sums a row, then added to its kept
+/// position's total, rows in order.
+fn sum_around<T: Number>(x: &[T], outer: usize, kept: usize, inner: usize) -> Vec<T> {
+    let mut acc = crate::storage::zeroed_vec::<T::Acc>(kept);
+    if inner > 0 {
+        for block in x.chunks(kept * inner).take(outer) {
+            for (a, row) in acc.iter_mut().zip(block.chunks(inner)) {
+                let row_sum = row.chunks(CHUNK).fold(T::Acc::ZERO, |t, c| t.plus(sum_slice(c, |v| v)));
+                *a = a.plus(row_sum);
+            }
+        }
+    }
+    crate::storage::collect_vec(acc.len(), acc.iter().map(|&a| T::from_acc(a)))
 }
 
 /// Each output is the sum of one contiguous row of length `row`.
@@ -230,6 +263,27 @@ mod tests {
                 assert!((f - s).abs() < 1e-12, "dims {dims:?}: {f} vs {s}");
             }
         }
+    }
+
+    #[test]
+    fn sums_around_a_kept_block_agree_with_the_general_walk() {
+        let shape = [3, 4, 5, 6];
+        let x: Vec<f64> = (0..360).map(|i| (i as f64 * 0.7).cos()).collect();
+        for dims in [vec![0, 2, 3], vec![0, 3], vec![0, 1, 3], vec![0, 1, 2, 3]] {
+            assert!(dims.len() == 4 || around_kept_block(&shape, &dims).is_some(), "dims {dims:?}");
+            let fast = sum_dims(&x, &shape, &dims);
+            let slow = naive(&x, &shape, &dims);
+            assert_eq!(fast.len(), slow.len(), "dims {dims:?}");
+            for (f, s) in fast.iter().zip(&slow) {
+                assert!((f - s).abs() < 1e-12, "dims {dims:?}: {f} vs {s}");
+            }
+        }
+        assert_eq!(around_kept_block(&shape, &[0, 2]), None, "a kept axis after the trailing run");
+        assert_eq!(around_kept_block(&shape, &[1, 3]), None, "no leading run");
+        let ints: Vec<i64> = (0..360).collect();
+        let per_channel = sum_dims(&ints, &shape, &[0, 2, 3]);
+        let expected: Vec<i64> = (0..4).map(|c| (0..360).filter(|i| (i / 30) % 4 == c).sum()).collect();
+        assert_eq!(per_channel, expected);
     }
 
     #[test]

@@ -504,6 +504,7 @@ table! {
         ConvInputGrad(conv::ConvInputGrad),
         ConvWeightGrad(conv::ConvWeightGrad),
         PoolGrad(pool::PoolGrad),
+        MaxPoolGrad(pool::MaxPoolGrad),
         ActivationBackward(activation::ActivationBackward),
         NormBackward(norms::NormBackward),
         LinearBackward(layers::LinearBackward),

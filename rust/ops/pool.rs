@@ -117,6 +117,10 @@ impl PoolConfig {
 
     /// The pooled values (`indices`: the flat indices of the maxima, int64).
     fn run(&self, x: &Tensor, indices: bool) -> Result<Tensor> {
+        if self.reduce == Reduce::Max {
+            let (values, idx) = self.max_pool(x, !indices, indices)?;
+            return values.or(idx).ok_or_else(|| Error::Internal(format!("{}: nothing computed", self.op())));
+        }
         let dtype = self.float_input(x)?;
         let batched = self.window.batched("input", x.shape())?;
         let x4 = self.window.to_nchw(x)?;
@@ -124,60 +128,108 @@ impl PoolConfig {
         let geom = self.geometry(dims, x.shape())?;
         let out_shape = Self::output_nchw(&geom, dims);
         let out = float_dispatch!(dtype, self.op(), |T| {
-            let xs = x4.to_vec::<T>()?;
             let mut out = crate::storage::zeroed_vec::<T>(geom.output_len());
-            match self.reduce {
-                Reduce::Max => {
-                    let mut idx = crate::storage::zeroed_vec::<i64>(geom.output_len());
-                    kernel::max_indices(&geom, &xs, &mut idx);
-                    if indices {
-                        Tensor::from_vec(idx, out_shape.as_slice())?
-                    } else {
-                        kernel::take_indices(&geom, &xs, &idx, &mut out);
-                        Tensor::from_vec(out, out_shape.as_slice())?
-                    }
-                }
-                Reduce::Avg(how) => {
-                    kernel::avg(&geom, how, &xs, &mut out);
-                    Tensor::from_vec(out, out_shape.as_slice())?
-                }
-                Reduce::Adaptive(_) => {
-                    kernel::adaptive_avg(&geom, &xs, &mut out);
-                    Tensor::from_vec(out, out_shape.as_slice())?
-                }
-            }
+            x4.with_contiguous::<T, _>(|xs| match self.reduce {
+                Reduce::Adaptive(_) => kernel::adaptive_avg(&geom, xs, &mut out),
+                Reduce::Avg(how) => kernel::avg(&geom, how, xs, &mut out),
+                Reduce::Max => {}
+            })?;
+            Tensor::from_vec(out, out_shape.as_slice())?
         });
         self.window.from_nchw(out, batched)
     }
 
-    /// The input's gradient for the output's gradient `g`.
-    fn grad(&self, g: &Tensor, x: &Tensor) -> Result<Tensor> {
-        let dtype = self.float_input(g)?;
+    /// Max pooling's values and the flat indices of its maxima (int64), each when asked
+    /// for, from one pass over `x`.
+    fn max_pool(&self, x: &Tensor, values: bool, indices: bool) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let dtype = self.float_input(x)?;
         let batched = self.window.batched("input", x.shape())?;
-        let x_dims = self.window.nchw_shape(x.shape())?;
-        let geom = self.geometry(x_dims, x.shape())?;
+        let x4 = self.window.to_nchw(x)?;
+        let dims = [x4.shape()[0], x4.shape()[1], x4.shape()[2], x4.shape()[3]];
+        let geom = self.geometry(dims, x.shape())?;
+        let out_shape = Self::output_nchw(&geom, dims);
+        let (pooled, idx) = float_dispatch!(dtype, self.op(), |T| {
+            let mut idx = crate::storage::zeroed_vec::<i64>(geom.output_len());
+            let mut out = if values { crate::storage::zeroed_vec::<T>(geom.output_len()) } else { vec![] };
+            x4.with_contiguous::<T, _>(|xs| {
+                kernel::max_indices(&geom, xs, &mut idx);
+                if values {
+                    kernel::take_indices(&geom, xs, &idx, &mut out);
+                }
+            })?;
+            let pooled = if values { Some(Tensor::from_vec(out, out_shape.as_slice())?) } else { None };
+            (pooled, Tensor::from_vec(idx, out_shape.as_slice())?)
+        });
+        let pooled = pooled.map(|p| self.window.from_nchw(p, batched)).transpose()?;
+        let idx = if indices { Some(self.window.from_nchw(idx, batched)?) } else { None };
+        Ok((pooled, idx))
+    }
+
+    /// The output gradient `g` as NCHW, checked against the pooling of an input of `x_dims`.
+    fn nchw_grad(&self, g: &Tensor, geom: &PoolGeom, x_dims: [usize; 4]) -> Result<Tensor> {
         let g4 = self.window.to_nchw(g)?;
-        if g4.shape() != Self::output_nchw(&geom, x_dims) {
+        if g4.shape() != Self::output_nchw(geom, x_dims) {
             return shape_err(format!(
                 "{}_backward: the output gradient has shape {} but the pooling's output is {}",
                 self.op(),
                 fmt_shape(g.shape()),
-                fmt_shape(&Self::output_nchw(&geom, x_dims))
+                fmt_shape(&Self::output_nchw(geom, x_dims))
             ));
         }
+        Ok(g4)
+    }
+
+    /// The input's gradient for the output's gradient `g`.
+    fn grad(&self, g: &Tensor, x: &Tensor) -> Result<Tensor> {
+        if self.reduce == Reduce::Max {
+            let (_, indices) = self.max_pool(x, false, true)?;
+            let indices = indices.ok_or_else(|| Error::Internal(format!("{}: no indices", self.op())))?;
+            return self.max_grad(g, &indices, x.shape());
+        }
+        let dtype = self.float_input(g)?;
+        let batched = self.window.batched("input", x.shape())?;
+        let x_dims = self.window.nchw_shape(x.shape())?;
+        let geom = self.geometry(x_dims, x.shape())?;
+        let g4 = self.nchw_grad(g, &geom, x_dims)?;
         let out = float_dispatch!(dtype, self.op(), |T| {
-            let gs = g4.to_vec::<T>()?;
             let mut gx = crate::storage::zeroed_vec::<T>(geom.input_len());
-            match self.reduce {
-                Reduce::Max => {
-                    let xs = self.window.to_nchw(&crate::forward::as_dtype(x, dtype)?)?.to_vec::<T>()?;
-                    let mut idx = crate::storage::zeroed_vec::<i64>(geom.output_len());
-                    kernel::max_indices(&geom, &xs, &mut idx);
-                    kernel::max_grad(&geom, &gs, &idx, &mut gx);
+            g4.with_contiguous::<T, _>(|gs| match self.reduce {
+                Reduce::Avg(how) => kernel::avg_grad(&geom, how, gs, &mut gx),
+                Reduce::Adaptive(_) => kernel::adaptive_avg_grad(&geom, gs, &mut gx),
+                Reduce::Max => {}
+            })?;
+            Tensor::from_vec(gx, x_dims.as_slice())?
+        });
+        self.window.from_nchw(out, batched)
+    }
+
+    /// Max pooling's input gradient (for an input of `x_shape`) from the flat indices of
+    /// its maxima: each output's gradient added at its maximum.
+    fn max_grad(&self, g: &Tensor, indices: &Tensor, x_shape: &[usize]) -> Result<Tensor> {
+        let dtype = self.float_input(g)?;
+        let batched = self.window.batched("input", x_shape)?;
+        let x_dims = self.window.nchw_shape(x_shape)?;
+        let geom = self.geometry(x_dims, x_shape)?;
+        let g4 = self.nchw_grad(g, &geom, x_dims)?;
+        let i4 = self.window.to_nchw(indices)?;
+        let plane = (geom.h * geom.w) as i64;
+        if i4.shape() != g4.shape() || indices.dtype() != DType::I64 {
+            return Err(Error::Internal(format!(
+                "{}_backward: indices of shape {} and dtype {} for an output gradient of shape {}",
+                self.op(),
+                fmt_shape(indices.shape()),
+                indices.dtype().name(),
+                fmt_shape(g.shape())
+            )));
+        }
+        let out = float_dispatch!(dtype, self.op(), |T| {
+            let mut gx = crate::storage::zeroed_vec::<T>(geom.input_len());
+            i4.with_contiguous::<i64, _>(|idx| {
+                if idx.iter().any(|&i| !(0..plane).contains(&i)) {
+                    return Err(Error::Internal(format!("{}_backward: an index lies outside its plane", self.op())));
                 }
-                Reduce::Avg(how) => kernel::avg_grad(&geom, how, &gs, &mut gx),
-                Reduce::Adaptive(_) => kernel::adaptive_avg_grad(&geom, &gs, &mut gx),
-            }
+                g4.with_contiguous::<T, _>(|gs| kernel::max_grad(&geom, gs, idx, &mut gx))
+            })??;
             Tensor::from_vec(gx, x_dims.as_slice())?
         });
         self.window.from_nchw(out, batched)
@@ -326,6 +378,14 @@ macro_rules! pool_op {
                     return Ok(vec![None]);
                 }
                 let x = nth(a.inputs, 0, $name)?;
+                if self.0.reduce == Reduce::Max {
+                    // The indices are their own node, so a plan that also runs the pooling
+                    // computes them in the pooling's pass (`graph/fusion.rs`).
+                    let indices =
+                        d.apply(Op::Table(TableOps::MaxPool2dIndices(MaxPool2dIndices(self.0.clone()))), &[x])?;
+                    let grad = Op::Table(TableOps::MaxPoolGrad(MaxPoolGrad(self.0.clone())));
+                    return Ok(vec![Some(d.apply(grad, &[a.grad, &indices, x])?)]);
+                }
                 let grad = Op::Table(TableOps::PoolGrad(PoolGrad(self.0.clone())));
                 Ok(vec![Some(d.apply(grad, &[a.grad, x])?)])
             }
@@ -431,5 +491,52 @@ impl TableOp for PoolGrad {
 
     fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
         Err(no_double_backward("PoolBackward0"))
+    }
+}
+
+/// `(g, indices, x)`: max pooling's input gradient from the flat indices of its maxima
+/// (`max_pool2d_indices`); `x` gives only the shape.
+#[derive(Clone, Debug)]
+pub struct MaxPoolGrad(PoolConfig);
+
+impl TableOp for MaxPoolGrad {
+    const SPEC: Spec = internal("max_pool_grad", ONE_INPUT);
+
+    fn build(_args: &Args) -> Result<Self> {
+        Err(Error::Internal("max_pool_grad is built by max pooling's rule only".into()))
+    }
+
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        let op = "max_pool_grad";
+        self.0.max_grad(nth(inputs, 0, op)?, nth(inputs, 1, op)?, nth(inputs, 2, op)?.shape())
+    }
+
+    fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
+        let (_, dtype) = *nth(inputs, 0, "max_pool_grad")?;
+        let (shape, _) = *nth(inputs, 2, "max_pool_grad")?;
+        Ok((shape.clone(), dtype))
+    }
+
+    fn saves(&self, _needs: &[bool]) -> Saves {
+        Saves { inputs: 0, output: false }
+    }
+
+    fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        Err(no_double_backward("MaxPool2DWithIndicesBackward0"))
+    }
+}
+
+impl MaxPool2d {
+    /// Whether `indices` computes the indices of this pooling's maxima (same arguments).
+    pub fn has_indices(&self, indices: &MaxPool2dIndices) -> bool {
+        self.0 == indices.0
+    }
+
+    /// The pooled values and the flat indices of their maxima, from one pass over `x`.
+    pub fn with_indices(&self, x: &Tensor) -> Result<(Tensor, Tensor)> {
+        match self.0.max_pool(x, true, true)? {
+            (Some(values), Some(indices)) => Ok((values, indices)),
+            _ => Err(Error::Internal("max_pool2d: values or indices missing".into())),
+        }
     }
 }

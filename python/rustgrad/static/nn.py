@@ -127,6 +127,7 @@ def l2_loss(t: Any, name: Optional[str] = None) -> Tensor:
     t = convert_to_tensor(t)
     if not t.dtype.is_floating_point:
         raise DTypeError(f"l2_loss: t must be float32 or float64, got {t.dtype.name}")
-    total = reduce_sum(t * t)
+    # `t ** 2` (not `t * t`) so that plans fuse the sum of squares and its gradient (graph/fusion.rs).
+    total = reduce_sum(t**2.0)
     return total.graph._op("binary", ("mul",), [total, convert_to_tensor(0.5, total.dtype, total.graph)],
                           name or "L2Loss")
