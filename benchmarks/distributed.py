@@ -6,8 +6,9 @@ Run under MPI (needs ``pip install 'rustgrad[mpi]'``); each rank uses one thread
 
 Each repetition starts after a barrier and counts the slowest rank's time; rank 0 prints the
 median and the minimum. The model is an MLP 256-512-512-10 (0.4M parameters, one bucket):
-one process on the whole batch, DDP on its share of it, and DDP under ``no_sync`` (the
-compute alone).
+one process on the whole batch, DDP on its share of it, DDP with ``bucket_cap_mb=0.25``
+(four buckets, whose allreduces can overlap the rest of backward), and DDP under ``no_sync``
+(the compute alone).
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ def main() -> None:
     single_opt = torch.optim.SGD(single.parameters(), lr=0.01)
     ddp = DistributedDataParallel(mlp())
     ddp_opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    small = DistributedDataParallel(mlp(), bucket_cap_mb=0.25)
+    small_opt = torch.optim.SGD(small.parameters(), lr=0.01)
 
     def single_step() -> None:
         single_opt.zero_grad()
@@ -87,6 +90,11 @@ def main() -> None:
         F.mse_loss(ddp(x_mine), y_mine).backward()
         ddp_opt.step()
 
+    def small_buckets_step() -> None:
+        small_opt.zero_grad()
+        F.mse_loss(small(x_mine), y_mine).backward()
+        small_opt.step()
+
     def compute_only() -> None:
         with ddp.no_sync():
             ddp_step()
@@ -94,6 +102,7 @@ def main() -> None:
     steps = [
         (f"one process, batch {BATCH}", single_step),
         (f"DDP, {share} per rank", ddp_step),
+        (f"DDP, 0.25 MB buckets, {share} per rank", small_buckets_step),
         (f"DDP no_sync, {share} per rank", compute_only),
     ]
     for name, step in steps:

@@ -6,11 +6,17 @@
 //! A leaf keeps its hooks; a non-leaf tensor's hooks live on the node that made
 //! it, keyed by which of the node's outputs it is, since the reverse pass meets
 //! node outputs and not tensors.
+//!
+//! Also the callbacks queued during a pass to run once it is over (torch's
+//! `Variable._execution_engine.queue_callback`), with which data-parallel
+//! training waits for the reductions its hooks started.
 
 use crate::autograd::node::Node;
 use crate::error::{grad_err, Result};
 use crate::shape::fmt_shape;
 use crate::tensor::{Tensor, WeakTensor};
+use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -131,6 +137,11 @@ pub fn leaf_grad_hooks(leaf: &Tensor) -> Vec<Arc<dyn GradHook>> {
     leaf.with_meta(|meta| meta.grad_hooks.iter().map(|(_, h)| h.clone()).collect())
 }
 
+/// Whether the leaf has post-accumulate hooks (then the pass writes its `.grad` as soon as it is final).
+pub fn has_post_accumulate_hooks(leaf: &Tensor) -> bool {
+    leaf.with_meta(|meta| !meta.post_accumulate_hooks.is_empty())
+}
+
 /// Runs a leaf's post-accumulate hooks (after its `.grad` was written).
 pub fn run_post_accumulate_hooks(leaf: &Tensor) -> Result<()> {
     let hooks: Vec<_> = leaf.with_meta(|meta| meta.post_accumulate_hooks.iter().map(|(_, h)| h.clone()).collect());
@@ -144,6 +155,77 @@ pub fn run_node_hooks(node: &Node, grads: &mut [Option<Tensor>]) -> Result<()> {
         if let Some(Some(g)) = grads.get_mut(out_nr).map(Option::take) {
             grads[out_nr] = Some(run_grad_hooks([&hook], g)?);
         }
+    }
+    Ok(())
+}
+
+/// Called once, after the reverse pass during which it was queued.
+pub trait PassCallback: Send {
+    fn call(&self) -> Result<()>;
+}
+
+thread_local! {
+    /// The callback queues of the passes running on this thread, innermost last
+    /// (a hook may run a backward of its own).
+    static PASS_CALLBACKS: RefCell<Vec<VecDeque<Box<dyn PassCallback>>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The callback queue of one pass: open while it runs, dropped (with whatever
+/// is left in it) when the pass ends, failed or not.
+pub struct PassCallbacks {
+    depth: usize,
+}
+
+impl PassCallbacks {
+    pub fn open() -> PassCallbacks {
+        let depth = PASS_CALLBACKS.with(|queues| {
+            let mut queues = queues.borrow_mut();
+            queues.push(VecDeque::new());
+            queues.len()
+        });
+        PassCallbacks { depth }
+    }
+
+    /// Runs the queued callbacks in order, including those they queue themselves;
+    /// the first error stops them and the rest are dropped.
+    pub fn run(self) -> Result<()> {
+        while let Some(callback) = self.next() {
+            callback.call()?;
+        }
+        Ok(())
+    }
+
+    fn next(&self) -> Option<Box<dyn PassCallback>> {
+        // The borrow ends before the callback runs, so that it may queue another.
+        PASS_CALLBACKS.with(|queues| queues.borrow_mut().get_mut(self.depth - 1)?.pop_front())
+    }
+}
+
+impl Drop for PassCallbacks {
+    fn drop(&mut self) {
+        let dropped = PASS_CALLBACKS.with(|queues| {
+            let mut queues = queues.borrow_mut();
+            queues.split_off(self.depth - 1)
+        });
+        // User callbacks are dropped after the borrow ends, in case dropping one runs code.
+        drop(dropped);
+    }
+}
+
+/// Queues `callback` to run after the innermost reverse pass running on this thread.
+pub fn queue_callback(callback: Box<dyn PassCallback>) -> Result<()> {
+    let refused = PASS_CALLBACKS.with(|queues| match queues.borrow_mut().last_mut() {
+        Some(queue) => {
+            queue.push_back(callback);
+            None
+        }
+        None => Some(callback),
+    });
+    if refused.is_some() {
+        return grad_err(
+            "Final callbacks can only be installed during backward pass: call queue_callback from a hook or \
+             a custom Function's backward while backward() or autograd.grad() runs",
+        );
     }
     Ok(())
 }
