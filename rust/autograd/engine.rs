@@ -259,8 +259,9 @@ impl LeafSums<'_> {
         accumulate(&mut entry.1, grad)
     }
 
-    /// Adds what one edge brought into `leaf`; true when that was the last edge into it.
-    fn add_edge(&mut self, leaf: &Tensor, grad: Option<Tensor>) -> Result<bool> {
+    /// Adds what one edge brought into `leaf`; when that was the last edge into it,
+    /// the leaf's id goes into `finished`.
+    fn add_edge(&mut self, leaf: &Tensor, grad: Option<Tensor>, finished: &mut Vec<usize>) -> Result<()> {
         if let Some(grad) = grad {
             self.add_root(leaf, grad)?;
         }
@@ -268,7 +269,10 @@ impl LeafSums<'_> {
             *d = d.saturating_sub(1);
             *d
         });
-        Ok(left == Some(0))
+        if left == Some(0) {
+            finished.push(leaf.id());
+        }
+        Ok(())
     }
 
     /// Adds the leaves given as roots; those that no edge of the pass reaches are final already.
@@ -432,11 +436,7 @@ pub fn run_backward(
                         ready.push(Ready(child.sequence, child.clone()));
                     }
                 }
-                Some(Edge::Leaf(leaf)) => {
-                    if leaves.add_edge(leaf, grad)? {
-                        finished_leaves.push(leaf.id());
-                    }
-                }
+                Some(Edge::Leaf(leaf)) => leaves.add_edge(leaf, grad, &mut finished_leaves)?,
                 None => {}
             }
         }

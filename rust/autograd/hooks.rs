@@ -229,3 +229,94 @@ pub fn queue_callback(callback: Box<dyn PassCallback>) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::autograd::engine::{backward, BackwardOptions};
+    use crate::autograd::record::apply;
+    use crate::dtype::Scalar;
+    use crate::kernels::elementwise::{BinaryOp, ScalarOp, UnaryOp};
+    use crate::op::Op;
+    use std::sync::Mutex;
+
+    type Log = Arc<Mutex<Vec<String>>>;
+
+    struct Record(Log, &'static str);
+
+    impl PostAccumulateHook for Record {
+        fn call(&self, leaf: &Tensor) -> Result<()> {
+            let grad = leaf.grad().map(|g| g.to_f64_vec()).unwrap_or_default();
+            self.0.lock().unwrap().push(format!("{} hook {grad:?}", self.1));
+            Ok(())
+        }
+    }
+
+    impl PassCallback for Record {
+        fn call(&self) -> Result<()> {
+            self.0.lock().unwrap().push(self.1.to_string());
+            Ok(())
+        }
+    }
+
+    /// Queues a `Record` callback when called as a post-accumulate hook.
+    struct QueueOne(Log);
+
+    impl PostAccumulateHook for QueueOne {
+        fn call(&self, _: &Tensor) -> Result<()> {
+            queue_callback(Box::new(Record(self.0.clone(), "callback")))
+        }
+    }
+
+    fn leaf(values: &[f64]) -> Tensor {
+        let t = Tensor::from_vec(values.to_vec(), vec![values.len()]).unwrap();
+        t.set_requires_grad(true);
+        t
+    }
+
+    /// loss = sum(exp(3y) * w): w's gradient is final two nodes before y's.
+    fn run(y: &Tensor, w: &Tensor, log: &Log) -> Result<()> {
+        let deep = apply(Op::Unary(UnaryOp::Exp), &[&apply(Op::Scalar(ScalarOp::Mul, Scalar::Float(3.0)), &[y])?])?;
+        let loss = apply(Op::Sum { dims: None, keepdim: false }, &[&apply(Op::Binary(BinaryOp::Mul), &[&deep, w])?])?;
+        let seed = Tensor::full(loss.shape(), 1.0, loss.dtype())?;
+        let node_log = log.clone();
+        let mut each_node = move || {
+            node_log.lock().unwrap().push("node".into());
+            Ok(())
+        };
+        let options = BackwardOptions { retain_graph: false, between_nodes: &mut each_node, detect_anomaly: false };
+        backward(&[(loss, seed)], options)
+    }
+
+    #[test]
+    fn a_leafs_post_accumulate_hooks_run_when_its_gradient_is_final_and_callbacks_after_the_pass() {
+        let (y, w) = (leaf(&[0.0]), leaf(&[2.0]));
+        let log: Log = Arc::default();
+        register_post_accumulate_hook(&w, Arc::new(Record(log.clone(), "w"))).unwrap();
+        register_post_accumulate_hook(&w, Arc::new(QueueOne(log.clone()))).unwrap();
+        register_post_accumulate_hook(&y, Arc::new(Record(log.clone(), "y"))).unwrap();
+        run(&y, &w, &log).unwrap();
+        let expected = ["node", "node", "w hook [1.0]", "node", "node", "y hook [6.0]", "callback"];
+        assert_eq!(*log.lock().unwrap(), expected);
+    }
+
+    #[test]
+    fn callbacks_are_refused_outside_a_pass_and_a_failed_pass_drops_its_own() {
+        let log: Log = Arc::default();
+        let err = queue_callback(Box::new(Record(log.clone(), "outside"))).unwrap_err().to_string();
+        assert!(err.contains("only be installed during backward pass"), "{err}");
+        let (y, w) = (leaf(&[0.0]), leaf(&[2.0]));
+        register_post_accumulate_hook(&w, Arc::new(QueueOne(log.clone()))).unwrap();
+        let deep = apply(Op::Unary(UnaryOp::Exp), &[&y]).unwrap();
+        crate::forward::fill(&deep, Scalar::Float(0.0)).unwrap(); // ExpBackward's saved output is stale
+        let loss =
+            apply(Op::Sum { dims: None, keepdim: false }, &[&apply(Op::Binary(BinaryOp::Mul), &[&deep, &w]).unwrap()])
+                .unwrap();
+        let seed = Tensor::full(loss.shape(), 1.0, loss.dtype()).unwrap();
+        let mut no_check = || Ok(());
+        let options = BackwardOptions { retain_graph: false, between_nodes: &mut no_check, detect_anomaly: false };
+        assert!(backward(&[(loss, seed)], options).is_err());
+        assert!(log.lock().unwrap().is_empty(), "the failed pass ran its callback");
+        assert!(queue_callback(Box::new(Record(log.clone(), "after"))).is_err(), "the failed pass left its queue open");
+    }
+}
