@@ -31,7 +31,12 @@ class _VariableMeta(type):
 
 class Variable(metaclass=_VariableMeta):
     """torch's deprecated ``Variable``: every Tensor is one (``isinstance(t, Variable)``), and
-    ``Variable(data, requires_grad=False)`` returns ``data`` detached from its history (sharing its memory)."""
+    ``Variable(data, requires_grad=False)`` returns ``data`` detached from its history (sharing its memory).
+
+    ``Variable._execution_engine.queue_callback(callback)``, called from a hook or a custom Function's
+    backward, runs ``callback()`` once the running backward pass is over (every ``.grad`` written),
+    before ``backward()`` or ``autograd.grad`` returns; outside a pass it raises ``GradientError``.
+    """
 
     _execution_engine = _ExecutionEngine()
 
