@@ -6,8 +6,11 @@ Run under MPI (needs ``pip install 'rustgrad[mpi]'``); each rank uses one thread
 
 Each repetition starts after a barrier and counts the slowest rank's time; rank 0 prints the
 median and the minimum. The model is an MLP 256-512-512-10 (0.4M parameters, one bucket):
-one process on the whole batch, DDP on its share of it, and DDP under ``no_sync`` (the
-compute alone).
+one process on the whole batch, DDP on its share of it, DDP with ``bucket_cap_mb=0.25``
+(four buckets, whose allreduces can overlap the rest of backward), and DDP under ``no_sync``
+(the compute alone). Then a wider MLP 1024-2048-2048-2048-10 (10.5M parameters, 40 MB of
+float32 gradients, six 4 MB buckets, batch 256 per rank): DDP and ``no_sync``, whose difference
+is the communication that backward does not hide.
 """
 
 from __future__ import annotations
@@ -43,9 +46,12 @@ def line(name: str, median: float, least: float) -> str:
     return f"{name:<40} median {median:8.3f} ms, min {least:8.3f} ms"
 
 
-def mlp() -> nn.Module:
+def mlp(widths: tuple[int, ...] = (256, 512, 512, 10)) -> nn.Module:
     torch.manual_seed(0)
-    return nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+    layers: list[nn.Module] = []
+    for fan_in, fan_out in zip(widths[:-1], widths[1:]):
+        layers += [nn.Linear(fan_in, fan_out), nn.ReLU()]
+    return nn.Sequential(*layers[:-1])
 
 
 def main() -> None:
@@ -76,6 +82,8 @@ def main() -> None:
     single_opt = torch.optim.SGD(single.parameters(), lr=0.01)
     ddp = DistributedDataParallel(mlp())
     ddp_opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    small = DistributedDataParallel(mlp(), bucket_cap_mb=0.25)
+    small_opt = torch.optim.SGD(small.parameters(), lr=0.01)
 
     def single_step() -> None:
         single_opt.zero_grad()
@@ -87,6 +95,11 @@ def main() -> None:
         F.mse_loss(ddp(x_mine), y_mine).backward()
         ddp_opt.step()
 
+    def small_buckets_step() -> None:
+        small_opt.zero_grad()
+        F.mse_loss(small(x_mine), y_mine).backward()
+        small_opt.step()
+
     def compute_only() -> None:
         with ddp.no_sync():
             ddp_step()
@@ -94,11 +107,31 @@ def main() -> None:
     steps = [
         (f"one process, batch {BATCH}", single_step),
         (f"DDP, {share} per rank", ddp_step),
+        (f"DDP, 0.25 MB buckets, {share} per rank", small_buckets_step),
         (f"DDP no_sync, {share} per rank", compute_only),
     ]
     for name, step in steps:
         for _ in range(3):
             step()
+        report(line(name, *timed(comm, step, 200)))
+
+    wide = DistributedDataParallel(mlp((1024, 2048, 2048, 2048, 10)), bucket_cap_mb=4)
+    wide_opt = torch.optim.SGD(wide.parameters(), lr=0.01)
+    wide_x = torch.tensor(rng.randn(256, 1024), dtype=torch.float32)
+    wide_y = torch.tensor(rng.randn(256, 10), dtype=torch.float32)
+
+    def wide_step() -> None:
+        wide_opt.zero_grad()
+        F.mse_loss(wide(wide_x), wide_y).backward()
+        wide_opt.step()
+
+    def wide_compute_only() -> None:
+        with wide.no_sync():
+            wide_step()
+
+    for name, step in [("wide MLP, DDP, 6 buckets, 256 per rank", wide_step),
+                       ("wide MLP, DDP no_sync, 256 per rank", wide_compute_only)]:
+        step()
         report(line(name, *timed(comm, step, 30)))
     dist.destroy_process_group()
 

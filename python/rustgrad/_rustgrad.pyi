@@ -70,6 +70,9 @@ __all__ = [
     "_save_tensors",
     "_apply_function",
     "_first_changed",
+    # ddpoverlap: end-of-backward callbacks
+    "_queue_callback",
+    # end ddpoverlap
     "_panic_for_test",
     "_matmul",
     "_where",
@@ -1326,6 +1329,11 @@ def _save_tensors(
 def _first_changed(saved: tuple[Any, ...], versions: tuple[Any, ...]) -> Optional[builtins.int]:
     """The index of the first saved tensor modified in place since it was saved, if any."""
 
+# ddpoverlap: end-of-backward callbacks
+def _queue_callback(callback: Callable[[], object]) -> None:
+    """Runs ``callback()`` once the running backward pass is over (``Variable._execution_engine.queue_callback``)."""
+
+# end ddpoverlap
 def _panic_for_test(message: str) -> NoReturn:
     """Always raises ``rustgrad.errors.InternalError`` (a Rust panic caught by the guard)."""
 

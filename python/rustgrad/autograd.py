@@ -16,6 +16,7 @@ from rustgrad import _rustgrad
 from rustgrad._grad_mode import _decorate, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from rustgrad._graph_value import GraphValue
 from rustgrad._rustgrad import AccumulateGrad, Node, RemovableHandle, Tensor, backward, grad, is_anomaly_enabled
+from rustgrad._variable import Variable  # ddpoverlap: Variable._execution_engine.queue_callback
 from rustgrad.errors import ArgumentTypeError, GradientError
 
 __all__ = [
@@ -35,6 +36,8 @@ __all__ = [
     "Node",
     "AccumulateGrad",
     "RemovableHandle",
+    # ddpoverlap
+    "Variable",
 ]
 
 

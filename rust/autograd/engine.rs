@@ -1,7 +1,10 @@
 //! The reverse pass: one topological order over the nodes reachable from the
-//! roots, walked once, deeper nodes first. Leaf gradients are collected on the
-//! side and written to `.grad` only when the whole pass has succeeded, so a
-//! failed backward changes nothing.
+//! roots, walked once, deeper nodes first. Leaf gradients are summed on the side;
+//! a leaf's gradient is final once every edge into it has been walked. A leaf
+//! with post-accumulate hooks then gets its `.grad` written and its hooks run
+//! right away, so that data-parallel training can start reducing it while the
+//! rest of the pass runs (as in torch). Every other leaf is written only when
+//! the whole pass has succeeded, so a failed backward leaves its `.grad` alone.
 
 use super::grad_mode::GradModeGuard;
 use super::hooks;
@@ -114,14 +117,17 @@ fn accumulate(slot: &mut Option<Tensor>, grad: Tensor) -> Result<()> {
     Ok(())
 }
 
-/// Every node reachable from the roots, and how many reachable edges point at each.
+/// Every node reachable from the roots, and how many reachable edges point at
+/// each node and at each leaf.
 struct Reachable {
     dependencies: HashMap<usize, usize>,
+    leaf_dependencies: HashMap<usize, usize>,
     nodes: Vec<Arc<Node>>,
 }
 
 fn dependencies(roots: &[Arc<Node>]) -> Result<Reachable> {
     let mut deps: HashMap<usize, usize> = HashMap::new();
+    let mut leaf_deps: HashMap<usize, usize> = HashMap::new();
     let mut seen: HashMap<usize, Arc<Node>> = HashMap::new();
     let mut stack: Vec<Arc<Node>> = roots.to_vec();
     for r in roots {
@@ -137,16 +143,19 @@ fn dependencies(roots: &[Arc<Node>]) -> Result<Reachable> {
             ));
         }
         for edge in node.next.iter().flatten() {
-            if let Edge::Node(child, _) = edge {
-                *deps.entry(child.id()).or_insert(0) += 1;
-                if let std::collections::hash_map::Entry::Vacant(slot) = seen.entry(child.id()) {
-                    slot.insert(child.clone());
-                    stack.push(child.clone());
+            match edge {
+                Edge::Node(child, _) => {
+                    *deps.entry(child.id()).or_insert(0) += 1;
+                    if let std::collections::hash_map::Entry::Vacant(slot) = seen.entry(child.id()) {
+                        slot.insert(child.clone());
+                        stack.push(child.clone());
+                    }
                 }
+                Edge::Leaf(leaf) => *leaf_deps.entry(leaf.id()).or_insert(0) += 1,
             }
         }
     }
-    Ok(Reachable { dependencies: deps, nodes: seen.into_values().collect() })
+    Ok(Reachable { dependencies: deps, leaf_dependencies: leaf_deps, nodes: seen.into_values().collect() })
 }
 
 /// Checks a gradient returned for input `i` of `node` and casts it to the input's dtype.
@@ -232,21 +241,114 @@ fn run_node(node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor
         .collect()
 }
 
+/// The leaves' gradients during a pass: summed as they arrive, and finished
+/// (hooked, captured, written or set aside) once no edge into the leaf is left.
+struct LeafSums<'a> {
+    sums: HashMap<usize, (Tensor, Option<Tensor>)>,
+    pending: HashMap<usize, usize>,
+    /// `autograd.grad`'s inputs that are leaves: (leaf id, slot in `captured`).
+    capture: Option<&'a HashMap<usize, usize>>,
+    /// Final gradients of leaves without post-accumulate hooks, written after the pass.
+    deferred: Vec<(Tensor, Tensor)>,
+}
+
+impl LeafSums<'_> {
+    /// Adds a leaf's gradient given as a root of the pass (no edge is walked for it).
+    fn add_root(&mut self, leaf: &Tensor, grad: Tensor) -> Result<()> {
+        let entry = self.sums.entry(leaf.id()).or_insert_with(|| (leaf.clone(), None));
+        accumulate(&mut entry.1, grad)
+    }
+
+    /// Adds what one edge brought into `leaf`; when that was the last edge into it,
+    /// the leaf's id goes into `finished`.
+    fn add_edge(&mut self, leaf: &Tensor, grad: Option<Tensor>, finished: &mut Vec<usize>) -> Result<()> {
+        if let Some(grad) = grad {
+            self.add_root(leaf, grad)?;
+        }
+        let left = self.pending.get_mut(&leaf.id()).map(|d| {
+            *d = d.saturating_sub(1);
+            *d
+        });
+        if left == Some(0) {
+            finished.push(leaf.id());
+        }
+        Ok(())
+    }
+
+    /// Adds the leaves given as roots; those that no edge of the pass reaches are final already.
+    fn add_roots(&mut self, roots: Vec<(Tensor, Tensor)>, captured: &mut [Option<Tensor>]) -> Result<()> {
+        let mut final_now = Vec::new();
+        for (leaf, grad) in roots {
+            self.add_root(&leaf, grad)?;
+            if !self.pending.contains_key(&leaf.id()) && !final_now.contains(&leaf.id()) {
+                final_now.push(leaf.id());
+            }
+        }
+        self.finish(&final_now, captured)
+    }
+
+    /// Finishes the leaves in `ids`, whose gradients are final: runs their gradient
+    /// hooks and captures them; in `backward()`, writes the `.grad` of those with
+    /// post-accumulate hooks and then runs these hooks (each once all of them are
+    /// written), and sets the others aside for after the pass.
+    fn finish(&mut self, ids: &[usize], captured: &mut [Option<Tensor>]) -> Result<()> {
+        let mut now = Vec::new();
+        for id in ids {
+            let Some((leaf, Some(grad))) = self.sums.remove(id) else { continue };
+            let grad = hooks::run_grad_hooks(&hooks::leaf_grad_hooks(&leaf), grad)?;
+            match self.capture {
+                Some(capture) => {
+                    if let Some(&slot) = capture.get(id) {
+                        captured[slot] = Some(grad);
+                    }
+                }
+                None if hooks::has_post_accumulate_hooks(&leaf) => now.push((leaf, grad)),
+                None => self.deferred.push((leaf, grad)),
+            }
+        }
+        write_grads(now)
+    }
+}
+
 /// What a reverse pass produced: gradients for leaves, and for requested tensors.
 pub struct BackwardResult {
     pub leaf_grads: Vec<(Tensor, Tensor)>,
     pub captured: Vec<Option<Tensor>>,
 }
 
+/// `backward()`: the reverse pass from `roots` (each with its gradient), the
+/// `.grad` writes set aside for its end, then the callbacks queued during it.
+pub fn backward(roots: &[(Tensor, Tensor)], options: BackwardOptions<'_>) -> Result<()> {
+    let callbacks = hooks::PassCallbacks::open();
+    let result = run_backward(roots, None, options)?;
+    write_grads(result.leaf_grads)?;
+    callbacks.run()
+}
+
+/// `autograd.grad`: the gradients of `inputs` (None where none reached them),
+/// after the callbacks queued during the pass have run; `.grad` is left alone.
+pub fn grad(
+    roots: &[(Tensor, Tensor)],
+    inputs: &[Tensor],
+    options: BackwardOptions<'_>,
+) -> Result<Vec<Option<Tensor>>> {
+    let callbacks = hooks::PassCallbacks::open();
+    let result = run_backward(roots, Some(inputs), options)?;
+    callbacks.run()?;
+    Ok(result.captured)
+}
+
 /// The reverse pass from `roots` (each with its gradient). With `capture`, the
-/// gradients of those tensors are returned and leaves are left alone.
+/// gradients of those tensors are returned and leaves are left alone. Without it,
+/// leaves with post-accumulate hooks are written (and their hooks run) during the
+/// pass, and the other leaves' gradients are returned for the caller to write.
 pub fn run_backward(
     roots: &[(Tensor, Tensor)],
     capture: Option<&[Tensor]>,
     options: BackwardOptions<'_>,
 ) -> Result<BackwardResult> {
     let _no_grad = GradModeGuard::new(false);
-    let mut leaf_grads: HashMap<usize, (Tensor, Option<Tensor>)> = HashMap::new();
+    let mut root_leaves: Vec<(Tensor, Tensor)> = Vec::new();
     let mut buffers: HashMap<usize, Vec<Option<Tensor>>> = HashMap::new();
     let mut root_nodes = Vec::new();
     for (i, (root, grad)) in roots.iter().enumerate() {
@@ -256,10 +358,7 @@ pub fn run_backward(
                 accumulate(&mut slots[root.output_nr()], grad.clone())?;
                 root_nodes.push(node);
             }
-            None if root.requires_grad() => {
-                let entry = leaf_grads.entry(root.id()).or_insert_with(|| (root.clone(), None));
-                accumulate(&mut entry.1, grad.clone())?;
-            }
+            None if root.requires_grad() => root_leaves.push((root.clone(), grad.clone())),
             None => {
                 return grad_err(format!(
                     "element {i} of tensors does not require grad and does not have a grad_fn; \
@@ -268,7 +367,7 @@ pub fn run_backward(
             }
         }
     }
-    let Reachable { dependencies: mut deps, nodes: all_nodes } = dependencies(&root_nodes)?;
+    let Reachable { dependencies: mut deps, leaf_dependencies, nodes: all_nodes } = dependencies(&root_nodes)?;
 
     // Tensors whose gradient the caller wants: leaves by identity, others by (node, output).
     let mut capture_leaf: HashMap<usize, usize> = HashMap::new();
@@ -281,6 +380,13 @@ pub fn run_backward(
     }
     let mut captured: Vec<Option<Tensor>> = vec![None; capture.map_or(0, |c| c.len())];
     let mut retained_grads: Vec<(Tensor, Tensor)> = Vec::new();
+    let mut leaves = LeafSums {
+        sums: HashMap::new(),
+        pending: leaf_dependencies,
+        capture: capture.map(|_| &capture_leaf),
+        deferred: Vec::new(),
+    };
+    leaves.add_roots(root_leaves, &mut captured)?;
 
     let mut ready: BinaryHeap<Ready> = BinaryHeap::new();
     for node in &root_nodes {
@@ -314,6 +420,7 @@ pub fn run_backward(
                 node.op.name()
             ));
         }
+        let mut finished_leaves = Vec::new();
         for (edge, grad) in node.next.iter().zip(input_grads) {
             match edge {
                 Some(Edge::Node(child, out_nr)) => {
@@ -329,16 +436,15 @@ pub fn run_backward(
                         ready.push(Ready(child.sequence, child.clone()));
                     }
                 }
-                Some(Edge::Leaf(leaf)) => {
-                    if let Some(grad) = grad {
-                        let entry = leaf_grads.entry(leaf.id()).or_insert_with(|| (leaf.clone(), None));
-                        accumulate(&mut entry.1, grad)?;
-                    }
-                }
+                Some(Edge::Leaf(leaf)) => leaves.add_edge(leaf, grad, &mut finished_leaves)?,
                 None => {}
             }
         }
+        leaves.finish(&finished_leaves, &mut captured)?;
     }
+    // Every edge has been walked, so no leaf is left unfinished; this is only a safeguard.
+    let unfinished: Vec<usize> = leaves.sums.keys().copied().collect();
+    leaves.finish(&unfinished, &mut captured)?;
     if !options.retain_graph {
         for node in &all_nodes {
             node.release_saved();
@@ -347,25 +453,14 @@ pub fn run_backward(
             }
         }
     }
-    let mut leaf_out = Vec::new();
-    for (id, (leaf, mut grad)) in leaf_grads {
-        if let Some(g) = grad.take() {
-            grad = Some(hooks::run_grad_hooks(&hooks::leaf_grad_hooks(&leaf), g)?);
-        }
-        if let Some(&slot) = capture_leaf.get(&id) {
-            captured[slot] = grad.clone();
-        }
-        if let Some(grad) = grad {
-            leaf_out.push((leaf, grad));
-        }
-    }
+    let mut leaf_out = leaves.deferred;
     // Non-leaf tensors that asked to keep their gradient are updated like leaves.
     leaf_out.extend(retained_grads);
     Ok(BackwardResult { leaf_grads: leaf_out, captured })
 }
 
-/// Writes the gradients a reverse pass produced into `.grad`, then runs the
-/// leaves' post-accumulate hooks, each once all gradients are written.
+/// Writes gradients into `.grad`, then runs the leaves' post-accumulate hooks,
+/// each once all of these gradients are written.
 pub fn write_grads(leaf_grads: Vec<(Tensor, Tensor)>) -> Result<()> {
     for (leaf, grad) in &leaf_grads {
         accumulate_into_leaf(leaf, grad.clone())?;

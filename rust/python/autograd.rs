@@ -4,7 +4,7 @@
 use super::convert::{flag, opt_arg, repr, type_name};
 use super::errors::{argument_type_error, external, guard};
 use super::tensor::PyTensor;
-use crate::autograd::engine::{run_backward, write_grads, BackwardOptions};
+use crate::autograd::engine::{self, BackwardOptions};
 use crate::autograd::grad_mode;
 use crate::autograd::node::{Edge, Node};
 use crate::autograd::record;
@@ -69,7 +69,7 @@ fn roots(outputs: Vec<Tensor>, grads: Vec<Option<Tensor>>) -> Result<Vec<(Tensor
         .collect()
 }
 
-/// `Tensor.backward`: the reverse pass with the GIL released, then `.grad` updated.
+/// `Tensor.backward`: the reverse pass with the GIL released (hooks and callbacks take it back).
 pub fn run_backward_py(
     py: Python<'_>,
     outputs: Vec<Tensor>,
@@ -80,12 +80,11 @@ pub fn run_backward_py(
         let roots = roots(outputs, grads)?;
         let anomaly = DETECT_ANOMALY.load(Ordering::Relaxed);
         let _ctrl_c = crate::interrupt::Armed::on_main_thread();
-        let result = py.detach(|| {
+        Ok(py.detach(|| {
             let mut check = signal_checker();
             let options = BackwardOptions { retain_graph, between_nodes: &mut check, detect_anomaly: anomaly };
-            run_backward(&roots, None, options)
-        })?;
-        Ok(write_grads(result.leaf_grads)?)
+            engine::backward(&roots, options)
+        })?)
     })
 }
 
@@ -174,16 +173,15 @@ pub fn grad<'py>(
         let roots = roots(outs, grads)?;
         let anomaly = DETECT_ANOMALY.load(Ordering::Relaxed);
         let _ctrl_c = crate::interrupt::Armed::on_main_thread();
-        let result = py.detach(|| {
+        Ok(py.detach(|| {
             let mut check = signal_checker();
             let options = BackwardOptions {
                 retain_graph: retain_graph.unwrap_or(false),
                 between_nodes: &mut check,
                 detect_anomaly: anomaly,
             };
-            run_backward(&roots, Some(&ins), options)
-        })?;
-        Ok(result.captured)
+            engine::grad(&roots, &ins, options)
+        })?)
     })?;
     let mut out = Vec::with_capacity(captured.len());
     for (i, g) in captured.into_iter().enumerate() {

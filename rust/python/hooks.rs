@@ -1,10 +1,10 @@
 //! Tensor hooks from Python: `register_hook` and `register_post_accumulate_grad_hook`,
-//! and the handle that removes them.
+//! the handle that removes them, and callbacks queued to run at the end of a pass.
 
 use super::convert::repr;
 use super::errors::{argument_type_error, external};
 use super::tensor::PyTensor;
-use crate::autograd::hooks::{self, GradHook, HookHandle, PostAccumulateHook};
+use crate::autograd::hooks::{self, GradHook, HookHandle, PassCallback, PostAccumulateHook};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 use pyo3::prelude::*;
@@ -73,7 +73,8 @@ impl PyRemovableHandle {
 
 fn callable(hook: &Bound<'_, PyAny>, op: &str) -> PyResult<Py<PyAny>> {
     if !hook.is_callable() {
-        return Err(argument_type_error(format!("{op}: the hook must be callable, got {}", repr(hook))));
+        let what = if op == "queue_callback" { "callback" } else { "hook" };
+        return Err(argument_type_error(format!("{op}: the {what} must be callable, got {}", repr(hook))));
     }
     Ok(hook.clone().unbind())
 }
@@ -86,4 +87,24 @@ pub fn register_hook(tensor: &Tensor, hook: &Bound<'_, PyAny>) -> PyResult<PyRem
 pub fn register_post_accumulate_grad_hook(tensor: &Tensor, hook: &Bound<'_, PyAny>) -> PyResult<PyRemovableHandle> {
     let hook = Arc::new(PythonPostAccumulateHook(callable(hook, "register_post_accumulate_grad_hook")?));
     Ok(PyRemovableHandle { handle: hooks::register_post_accumulate_hook(tensor, hook)? })
+}
+
+/// A Python callable run with no arguments once the pass that queued it is over.
+struct PythonPassCallback(Py<PyAny>);
+
+impl PassCallback for PythonPassCallback {
+    fn call(&self) -> Result<()> {
+        Python::attach(|py| {
+            self.0.bind(py).call0().map_err(external)?;
+            Ok(())
+        })
+    }
+}
+
+/// `Variable._execution_engine.queue_callback(callback)`: runs `callback()` once the
+/// backward pass running now is over (from a hook or a custom Function's backward).
+#[pyfunction]
+pub fn _queue_callback(callback: &Bound<'_, PyAny>) -> PyResult<()> {
+    let callback = Box::new(PythonPassCallback(callable(callback, "queue_callback")?));
+    Ok(hooks::queue_callback(callback)?)
 }

@@ -59,6 +59,7 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(autograd::_save_tensors, m)?)?;
     m.add_function(wrap_pyfunction!(autograd::_apply_function, m)?)?;
     m.add_function(wrap_pyfunction!(autograd::_first_changed, m)?)?;
+    m.add_function(wrap_pyfunction!(hooks::_queue_callback, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_panic_for_test, m)?)?;
     m.add_function(wrap_pyfunction!(index_key::_parse_index_key, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::_matmul, m)?)?;

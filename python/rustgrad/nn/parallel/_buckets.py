@@ -3,7 +3,8 @@
 Parameters are bucketed in reverse order (the order backward usually produces their gradients, as
 in torch), up to ``bucket_cap_mb`` per bucket and one dtype per bucket. A bucket's allreduce starts
 as soon as all its gradients are in, and buckets start in index order on every rank (MPI needs the
-same order of collectives everywhere, and rustgrad runs post-accumulate hooks in no fixed order).
+same order of collectives everywhere, and the order in which backward finishes the gradients
+depends on the graph, not only on the parameter order).
 """
 
 from __future__ import annotations

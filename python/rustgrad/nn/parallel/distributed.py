@@ -11,6 +11,7 @@ import numpy as np
 
 from rustgrad._grad_mode import is_grad_enabled
 from rustgrad._rustgrad import Tensor
+from rustgrad._variable import Variable
 from rustgrad.distributed._collectives import broadcast, check_agreement
 from rustgrad.distributed._group import DistributedError, _group
 from rustgrad.errors import ArgumentTypeError, InvalidArgumentError
@@ -66,10 +67,11 @@ class DistributedDataParallel(Module):
     """Wraps ``module`` so that ``backward()`` leaves, on every rank, the gradients averaged over the ranks.
 
     Construction checks that every rank has the same parameters and broadcasts rank 0's parameters and
-    buffers. Each forward in grad mode arms the buckets; each parameter's post-accumulate-grad hook
-    copies its gradient into its bucket, and a full bucket starts its ``Iallreduce`` (in bucket order).
-    The hook that starts the last bucket waits for all of them and writes the averages into ``.grad``,
-    so the gradients are averaged when ``backward()`` returns.
+    buffers. Each forward in grad mode arms the buckets; each parameter's post-accumulate-grad hook runs
+    as soon as backward has finished its gradient, copies it into its bucket, and a full bucket starts its
+    ``Iallreduce`` (in bucket order) while backward goes on. A callback at the end of the backward pass
+    (``Variable._execution_engine.queue_callback``) waits for all of them and writes the averages into
+    ``.grad``, so the gradients are averaged when ``backward()`` returns.
 
     ``find_unused_parameters=True`` walks the autograd graph from the forward's outputs, as torch does,
     and counts the parameters it does not reach as ready with a zero gradient; a parameter no rank used
@@ -111,9 +113,10 @@ class DistributedDataParallel(Module):
             for b, bucket in enumerate(self._buckets)
             for i, p in enumerate(bucket.params)
         ]
-        self._armed = self._hooks_fired = False
+        self._armed = self._hooks_fired = self._callback_queued = False
         self._ready: set[tuple[int, int]] = set()
         self._next_bucket = 0
+        self._in_flight: list[Any] = []
         self._locally_used = np.ones(len(self._params), dtype=np.int32)
 
     def _check_same_parameters_everywhere(self) -> None:
@@ -161,6 +164,7 @@ class DistributedDataParallel(Module):
     def _arm(self, out: Any) -> None:
         self._ready = set()
         self._next_bucket = 0
+        self._in_flight = []
         for bucket in self._buckets:
             bucket.pending = len(bucket.params)
             bucket.request = None
@@ -172,12 +176,16 @@ class DistributedDataParallel(Module):
                     self._locally_used[j] = 0
                     self._mark_ready(*self._position[j], None)
         self._hooks_fired = False  # a forward with no backward after it (no hook ran) is simply re-armed
+        self._callback_queued = False  # a failed backward drops the callback its first hook queued
         self._armed = True
 
     def _grad_ready(self, b: int, i: int, param: Tensor) -> None:
         if not self._armed:
             return  # under no_sync, or a backward without a DDP forward: gradients stay local
         self._hooks_fired = True
+        if not self._callback_queued:
+            Variable._execution_engine.queue_callback(self._end_of_backward)
+            self._callback_queued = True
         self._mark_ready(b, i, param.grad)
         self._start_ready_buckets()
 
@@ -197,13 +205,24 @@ class DistributedDataParallel(Module):
         while self._next_bucket < len(self._buckets) and self._buckets[self._next_bucket].pending == 0:
             bucket = self._buckets[self._next_bucket]
             bucket.request = g.comm.Iallreduce(g.mpi.IN_PLACE, bucket.flat, op=g.mpi.SUM)
+            self._in_flight.append(bucket.request)
             self._next_bucket += 1
-        if self._next_bucket == len(self._buckets):
+        # MPI moves a non-blocking collective on only inside MPI calls: each hook gives it a nudge.
+        if self._in_flight and g.mpi.Request.Testall(self._in_flight):
+            self._in_flight = []
+
+    def _end_of_backward(self) -> None:
+        """Queued by the first hook of each backward pass; runs when the pass is over."""
+        self._callback_queued = False
+        if self._armed and self._next_bucket == len(self._buckets):
             self._finish()
+        # Otherwise some parameter got no gradient in this pass: a later backward may still bring it
+        # (its hooks queue this again), or the next forward reports it.
 
     def _finish(self) -> None:
         """Waits for every bucket and writes the averaged gradients into ``.grad``."""
         self._armed = False
+        self._in_flight = []
         g = self._group
         used = self._locally_used
         if self.find_unused_parameters:
