@@ -163,7 +163,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300, help="steps per timed loop (default 300)")
     parser.add_argument("--repeats", type=int, default=5, help="alone/mixed pairs per line (default 5)")
-    parser.add_argument("--spins", default=f"{rustgrad.get_spin_us()},0", help="spin settings in µs (default: current,0)")
+    parser.add_argument("--spins", default=f"{rustgrad.get_spin_us()},0",
+                        help="spin settings in µs (default: current,0)")
     parser.add_argument("--modes", default="eager,static")
     parser.add_argument("--kinds", default="pipeline,numpy-step")
     args = parser.parse_args()

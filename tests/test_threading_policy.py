@@ -127,7 +127,8 @@ def test_one_thread_runs_products_without_any_helper():
 @pytest.mark.parametrize("us", [-1, 1_000_001, 10**30])
 def test_set_spin_us_rejects_values_outside_0_to_1000000(us):
     before = rustgrad.get_spin_us()
-    with pytest.raises(errors.InvalidArgumentError, match=rf"set_spin_us: .*between 0 and 1000000 microseconds, got {us}"):
+    expected = rf"set_spin_us: .*between 0 and 1000000 microseconds, got {us}"
+    with pytest.raises(errors.InvalidArgumentError, match=expected):
         rustgrad.set_spin_us(us)
     assert rustgrad.get_spin_us() == before
 
