@@ -12,9 +12,10 @@ numpy work run between steps:
   product, so numpy's threads run too);
 - ``numpy-step``: one step of the same net in numpy (in place), as the issue measured.
 
-Only rustgrad's steps are timed. "alone" runs the steps back to back on batches prepared
-beforehand, "mixed" runs them in the numpy loop; each line is the median over the repeats,
-which alternate alone and mixed. It prints both times and mixed/alone (the target: ≤ 1.15),
+"alone" runs rustgrad's steps back to back on batches prepared beforehand (and numpy's work
+back to back), "mixed" alternates them; each figure is the median over the repeats, which
+alternate alone and mixed. It prints rustgrad's step time alone and mixed and their ratio
+(the target: mixed ≤ 1.15× alone), and the same for numpy's work between the steps,
 for every spin setting in ``--spins`` (``rustgrad.set_spin_us``). numpy runs on its best
 BLAS kernel: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are removed from this process's
 environment (the script re-executes itself).
@@ -126,15 +127,25 @@ def time_alone(step: Step, batches: list[np.ndarray], steps: int) -> float:
     return 1e6 * (time.perf_counter() - start) / steps
 
 
-def time_mixed(step: Step, prepare: Callable[[], np.ndarray], steps: int) -> float:
-    """µs per step (the step alone), with numpy's work between steps and no pause."""
-    spent = 0.0
+def time_numpy_alone(prepare: Callable[[], np.ndarray], steps: int) -> float:
+    """µs per call of numpy's work, calls back to back."""
+    start = time.perf_counter()
     for _ in range(steps):
-        batch = prepare()
+        prepare()
+    return 1e6 * (time.perf_counter() - start) / steps
+
+
+def time_mixed(step: Step, prepare: Callable[[], np.ndarray], steps: int) -> tuple[float, float]:
+    """µs per rustgrad step and per numpy call, alternating with no pause."""
+    in_step = in_numpy = 0.0
+    for _ in range(steps):
         start = time.perf_counter()
+        batch = prepare()
+        middle = time.perf_counter()
         step(batch)
-        spent += time.perf_counter() - start
-    return 1e6 * spent / steps
+        in_step += time.perf_counter() - middle
+        in_numpy += middle - start
+    return 1e6 * in_step / steps, 1e6 * in_numpy / steps
 
 
 def settle() -> None:
@@ -142,7 +153,8 @@ def settle() -> None:
     time.sleep(0.2)
 
 
-def measure(mode: str, kind: str, spin: int, args: argparse.Namespace) -> tuple[float, float]:
+def measure(mode: str, kind: str, spin: int, args: argparse.Namespace) -> tuple[float, float, float, float]:
+    """Median µs per step: rustgrad alone, rustgrad mixed, numpy alone, numpy mixed."""
     rustgrad.set_spin_us(spin)
     problem = Problem.make(0)
     step = (eager_step if mode == "eager" else static_step)(problem)
@@ -150,13 +162,17 @@ def measure(mode: str, kind: str, spin: int, args: argparse.Namespace) -> tuple[
     batches = [Pipeline(problem, seed=2).next_batch() for _ in range(PREPARED)]
     time_alone(step, batches, 30)  # warm-up: plans, buffer pool, helpers
     time_mixed(step, prepare, 30)
-    alone, mixed = [], []
+    alone, mixed, numpy_alone, numpy_mixed = [], [], [], []
     for _ in range(args.repeats):
         settle()
         alone.append(time_alone(step, batches, args.steps))
         settle()
-        mixed.append(time_mixed(step, prepare, args.steps))
-    return statistics.median(alone), statistics.median(mixed)
+        numpy_alone.append(time_numpy_alone(prepare, args.steps))
+        settle()
+        ours, theirs = time_mixed(step, prepare, args.steps)
+        mixed.append(ours)
+        numpy_mixed.append(theirs)
+    return tuple(statistics.median(t) for t in (alone, mixed, numpy_alone, numpy_mixed))  # type: ignore[return-value]
 
 
 def main() -> None:
@@ -171,12 +187,15 @@ def main() -> None:
     spins = [int(s) for s in args.spins.split(",")]
     print(f"rustgrad {rustgrad.__version__}, {rustgrad.get_num_threads()} thread(s); numpy {np.__version__}; "
           f"{args.repeats} x {args.steps} steps per loop; µs per rustgrad step (median)")
-    print(f"  {'mode':<7} {'numpy between steps':<20} {'spin µs':>7} {'alone':>8} {'mixed':>8}  mixed/alone")
+    print(f"  {'':<7} {'':<20} {'':>7} {'rustgrad step':^30}  {'numpy between steps':^30}")
+    print(f"  {'mode':<7} {'numpy between steps':<20} {'spin µs':>7} {'alone':>8} {'mixed':>8}  mixed/alone"
+          f"  {'alone':>8} {'mixed':>8}  mixed/alone")
     for kind in args.kinds.split(","):
         for mode in args.modes.split(","):
             for spin in spins:
-                alone, mixed = measure(mode, kind, spin, args)
-                print(f"  {mode:<7} {kind:<20} {spin:>7} {alone:8.1f} {mixed:8.1f}  {mixed / alone:5.2f}", flush=True)
+                alone, mixed, np_alone, np_mixed = measure(mode, kind, spin, args)
+                print(f"  {mode:<7} {kind:<20} {spin:>7} {alone:8.1f} {mixed:8.1f}  {mixed / alone:11.2f}"
+                      f"  {np_alone:8.1f} {np_mixed:8.1f}  {np_mixed / np_alone:11.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -198,7 +198,7 @@ def test_idle_spin_helpers_stay_parked(spin_us):
     rustgrad.set_spin_us(spin_us)
     for _ in range(5):
         split_product()
-    time.sleep(0.1)  # well past the spin window: the helpers have parked
+    time.sleep(0.2)  # well past the spin window: the helpers have parked
     helpers = spin_helper_tasks()
     assert len(helpers) == 2
     before = [context_switches(t) for t in helpers]

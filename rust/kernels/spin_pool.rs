@@ -87,7 +87,9 @@ fn spin_env_message(text: &str) -> String {
 }
 
 /// What is wrong with `RUSTGRAD_SPIN_US`, if anything (it is then ignored): the package warns with it at import.
+/// Also settles the spin from the variable now, so that no helper reads the environment later.
 pub fn spin_env_problem() -> Option<String> {
+    spin_us();
     spin_us_from_env().err()
 }
 

@@ -3,7 +3,9 @@
 use pyo3::prelude::*;
 use pyo3::types::PyInt;
 
-/// Sets how long, in microseconds, helper threads spin after a job before they park.
+/// Sets how long, in microseconds, kernel helper threads spin after a job before they park
+/// (0 to 1,000,000; 0 parks them right after each job). The default is 300, or
+/// ``RUSTGRAD_SPIN_US`` at start-up. See docs/performance.md, "Threads".
 #[pyfunction]
 pub fn set_spin_us(us: &Bound<'_, PyAny>) -> PyResult<()> {
     // An int too large for 64 bits is out of range like any other (not an overflow).
@@ -14,6 +16,7 @@ pub fn set_spin_us(us: &Bound<'_, PyAny>) -> PyResult<()> {
     Ok(crate::kernels::spin_pool::set_spin_us(us)?)
 }
 
+/// Microseconds kernel helper threads spin after a job before they park (see ``set_spin_us``).
 #[pyfunction]
 pub fn get_spin_us() -> u64 {
     crate::kernels::spin_pool::spin_us()
