@@ -262,10 +262,10 @@ pub fn helper_count() -> usize {
 /// next `run` starts new ones.
 pub fn forget_helpers_after_fork() {
     if POOL.is_locked() {
-        // SAFETY: a forked child has one thread, this one, which holds no guard of `POOL`;
-        // so the lock is held by a parent thread that does not exist here and will never
-        // release it. Unlocking only hands the pool to this thread, and `forget_helpers`
-        // below only moves the vectors out and forgets them, whatever state they were in.
+        // A forked child has one thread, this one, which holds no guard of `POOL`; so the lock
+        // is held by a parent thread that does not exist here and will never release it.
+        // `forget_helpers` below only moves the vectors out and forgets them, whatever their state.
+        // SAFETY: no guard of `POOL` exists in this process (see above), so nobody else unlocks it.
         unsafe { POOL.force_unlock() };
     }
     let mut pool = POOL.lock();
