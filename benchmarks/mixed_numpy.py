@@ -1,7 +1,7 @@
 """rustgrad's seed training step in a loop that prepares each batch with numpy, as a data
 pipeline does, against the same steps alone: does each library's threads get in the other's way?
 
-    python benchmarks/mixed_numpy.py [--steps 300] [--repeats 5] [--spins 300,0]
+    python benchmarks/mixed_numpy.py [--steps 300] [--repeats 5] [--spins 300,0] [--threads N]
 
 The seed step is the reference two-layer net (64×1000×100×10, float32), eager (custom
 Function ReLU) and static (one Session.run), each fed a new batch per step. Two kinds of
@@ -183,7 +183,10 @@ def main() -> None:
                         help="spin settings in µs (default: current,0)")
     parser.add_argument("--modes", default="eager,static")
     parser.add_argument("--kinds", default="pipeline,numpy-step")
+    parser.add_argument("--threads", type=int, default=None, help="kernel threads (default: all cores)")
     args = parser.parse_args()
+    if args.threads is not None:
+        rustgrad.set_num_threads(args.threads)
     spins = [int(s) for s in args.spins.split(",")]
     print(f"rustgrad {rustgrad.__version__}, {rustgrad.get_num_threads()} thread(s); numpy {np.__version__}; "
           f"{args.repeats} x {args.steps} steps per loop; µs per rustgrad step (median)")
