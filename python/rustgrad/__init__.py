@@ -145,3 +145,11 @@ __all__ += [
 __all__ += _op_table_names
 # Data-parallel training over MPI (rustgrad/distributed/).
 __all__ += ["distributed"]
+# Kernel threads' spin setting (rust/python/threading.rs, docs/performance.md "Threads").
+from rustgrad._rustgrad import get_spin_us, set_spin_us  # noqa: E402
+
+if (_spin_problem := _rustgrad._spin_us_env_problem()) is not None:
+    import warnings as _warnings
+
+    _warnings.warn(_spin_problem, RuntimeWarning, stacklevel=2)
+__all__ += ["get_spin_us", "set_spin_us"]

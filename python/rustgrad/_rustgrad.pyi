@@ -61,6 +61,11 @@ __all__ = [
     "empty_cache",
     "memory_cached",
     "_after_fork_in_child",
+    # Kernel threads' spin setting (rust/python/threading.rs).
+    "set_spin_us",
+    "get_spin_us",
+    "_spin_us_env_problem",
+    "_spin_helper_count",
     "backward",
     "grad",
     "is_grad_enabled",
@@ -1291,6 +1296,14 @@ def memory_cached() -> builtins.int:
     """Bytes of freed tensor memory rustgrad keeps for reuse: at most the smaller of
     512 MiB and an eighth of the memory the process may use."""
 def _after_fork_in_child() -> None: ...
+
+# Kernel threads' spin setting (rust/python/threading.rs).
+def set_spin_us(us: builtins.int) -> None:
+    """Sets how long (µs, 0 to 1,000,000) kernel helper threads spin after a job before they park; 0 parks at once."""
+def get_spin_us() -> builtins.int:
+    """Microseconds kernel helper threads spin after a job (default 300, or RUSTGRAD_SPIN_US at start-up)."""
+def _spin_us_env_problem() -> Optional[builtins.str]: ...
+def _spin_helper_count() -> builtins.int: ...
 def backward(
     tensors: Union[Tensor, Iterable[Tensor]],
     grad_tensors: Union[Tensor, Iterable[Optional[Tensor]], None] = None,

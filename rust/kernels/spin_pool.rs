@@ -4,18 +4,94 @@
 //! and waking them costs about as much as the work they would do. These helper
 //! threads instead spin for a short while after each job (as BLAS libraries'
 //! threads do), so a product that follows within that window starts on all
-//! cores at once. After `IDLE_SPIN` without work a helper parks.
+//! cores at once. The window is a setting (`spin_us`: `RUSTGRAD_SPIN_US` at
+//! start-up, `set_spin_us` later; 0 parks right after each job). After it a helper
+//! parks with no timeout, so an idle process has no thread that wakes up.
+//!
+//! There are `threads::wanted_threads() - 1` helpers: `set_num_threads(n)` starts
+//! or stops helpers to match (a stopped helper exits), and a forked child starts
+//! its own (the parent's do not exist in it).
 //!
 //! `run(parts, f)` calls `f(0)` on the calling thread and `f(1..parts)` on
 //! helpers, and returns when all have finished.
 
+use crate::error::{Error, Result};
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::thread::{self, Thread};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
-const IDLE_SPIN: Duration = Duration::from_micros(300);
+/// How long a helper spins after a job when neither `RUSTGRAD_SPIN_US` nor `set_spin_us` says otherwise.
+pub const DEFAULT_SPIN_US: u64 = 300;
+/// The longest spin `set_spin_us` and `RUSTGRAD_SPIN_US` accept: one second.
+pub const MAX_SPIN_US: u64 = 1_000_000;
+/// `SPIN_US` before the environment has been read.
+const SPIN_UNREAD: u64 = u64::MAX;
+static SPIN_US: AtomicU64 = AtomicU64::new(SPIN_UNREAD);
+
+/// Microseconds a helper spins after a job before it parks.
+pub fn spin_us() -> u64 {
+    let us = SPIN_US.load(Ordering::Relaxed);
+    if us != SPIN_UNREAD {
+        return us;
+    }
+    let from_env = spin_us_from_env().ok().flatten().unwrap_or(DEFAULT_SPIN_US);
+    // A `set_spin_us` that ran meanwhile wins over the environment.
+    match SPIN_US.compare_exchange(SPIN_UNREAD, from_env, Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => from_env,
+        Err(current) => current,
+    }
+}
+
+/// Sets the spin after each job, 0 ≤ us ≤ `MAX_SPIN_US`; 0 parks helpers right after each job.
+pub fn set_spin_us(requested: i64) -> Result<()> {
+    let us = u64::try_from(requested)
+        .ok()
+        .filter(|&us| us <= MAX_SPIN_US)
+        .ok_or_else(|| spin_range_error(&requested.to_string()))?;
+    SPIN_US.store(us, Ordering::Relaxed);
+    Ok(())
+}
+
+/// `set_spin_us`'s error for a value (shown as given) outside 0..=`MAX_SPIN_US`.
+pub fn spin_range_error(shown: &str) -> Error {
+    Error::InvalidArgument(format!(
+        "set_spin_us: the spin time must be between 0 and {MAX_SPIN_US} microseconds, got {shown}"
+    ))
+}
+
+/// The spin `RUSTGRAD_SPIN_US` asks for: None when it is unset or empty, and a message
+/// when it is not a whole number of microseconds in 0..=`MAX_SPIN_US`.
+fn spin_us_from_env() -> std::result::Result<Option<u64>, String> {
+    match std::env::var("RUSTGRAD_SPIN_US") {
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(raw)) => Err(spin_env_message(&raw.to_string_lossy())),
+        Ok(text) => parse_spin_us(&text).map_err(|()| spin_env_message(&text)),
+    }
+}
+
+fn parse_spin_us(text: &str) -> std::result::Result<Option<u64>, ()> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    text.parse::<u64>().ok().filter(|&us| us <= MAX_SPIN_US).map(Some).ok_or(())
+}
+
+fn spin_env_message(text: &str) -> String {
+    format!(
+        "RUSTGRAD_SPIN_US must be a whole number of microseconds between 0 and {MAX_SPIN_US}, got {text:?}; \
+         using the default of {DEFAULT_SPIN_US}"
+    )
+}
+
+/// What is wrong with `RUSTGRAD_SPIN_US`, if anything (it is then ignored): the package warns with it at import.
+/// Also settles the spin from the variable now, so that no helper reads the environment later.
+pub fn spin_env_problem() -> Option<String> {
+    spin_us();
+    spin_us_from_env().err()
+}
 
 /// One call's work, shared with the helpers for the duration of `run`.
 struct Job {
@@ -28,35 +104,124 @@ struct Job {
 struct Helper {
     /// The job to run and the part number, published by `run`; null when idle.
     slot: AtomicPtr<(*const Job, usize)>,
+    /// Set (with the slot empty) when the pool shrinks: the helper then exits.
+    retired: AtomicBool,
     thread: Thread,
     placement: placement::Placement,
+    /// How often the helper came back from `park` (the tests check that idle helpers stay parked).
+    #[cfg(test)]
+    wakeups: AtomicUsize,
 }
 
 struct Pool {
     helpers: Vec<Arc<Helper>>,
+    /// The helpers' threads, in the same order, joined when the pool shrinks.
+    handles: Vec<JoinHandle<()>>,
     /// The process that started the helpers: a forked child has none of them.
     pid: u32,
-    /// One `run` at a time: concurrent callers would otherwise race for helpers.
-    busy: Mutex<()>,
+    /// The size at which starting a thread failed (usize::MAX: none), so `run` does not retry on every call.
+    failed_at: usize,
 }
 
-fn helper_loop(me: Arc<Helper>) {
+/// The helpers. Its lock also makes one `run` at a time: concurrent callers would otherwise race
+/// for helpers (a caller that finds it locked runs its parts alone).
+static POOL: Mutex<Pool> = Mutex::new(Pool::new());
+
+impl Pool {
+    const fn new() -> Pool {
+        Pool { helpers: Vec::new(), handles: Vec::new(), pid: 0, failed_at: usize::MAX }
+    }
+
+    /// Starts or stops helpers until there are `wanted`; in a forked child, first forgets the parent's.
+    fn fit(&mut self, wanted: usize) {
+        let pid = std::process::id();
+        if self.pid != pid {
+            self.forget_helpers();
+            self.pid = pid;
+        }
+        while self.helpers.len() > wanted {
+            self.retire_last();
+        }
+        if self.helpers.len() < wanted && self.failed_at != wanted {
+            while self.helpers.len() < wanted {
+                if !self.start_helper() {
+                    self.failed_at = wanted;
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Drops the helpers without touching them: in a forked child their threads do not exist, so
+    /// they can be neither woken nor joined (nor their handles detached).
+    fn forget_helpers(&mut self) {
+        std::mem::forget(std::mem::take(&mut self.helpers));
+        std::mem::forget(std::mem::take(&mut self.handles));
+        self.failed_at = usize::MAX;
+    }
+
+    fn retire_last(&mut self) {
+        let (Some(helper), Some(handle)) = (self.helpers.pop(), self.handles.pop()) else { return };
+        // The slot is empty: outside `run` (whose lock the caller holds) no job is published.
+        helper.retired.store(true, Ordering::Release);
+        helper.thread.unpark();
+        // A helper catches its parts' panics, so it only ever returns.
+        let _ = handle.join();
+    }
+
+    fn start_helper(&mut self) -> bool {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let name = format!("rustgrad-spin-{}", self.helpers.len());
+        let spawned = thread::Builder::new().name(name).spawn(move || {
+            let me = Arc::new(Helper {
+                slot: AtomicPtr::new(std::ptr::null_mut()),
+                retired: AtomicBool::new(false),
+                thread: thread::current(),
+                placement: placement::Placement::of_current_thread(),
+                #[cfg(test)]
+                wakeups: AtomicUsize::new(0),
+            });
+            if tx.send(me.clone()).is_ok() {
+                helper_loop(&me);
+            }
+        });
+        let Ok(handle) = spawned else { return false };
+        match rx.recv() {
+            Ok(helper) => {
+                self.helpers.push(helper);
+                self.handles.push(handle);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+}
+
+fn helper_loop(me: &Helper) {
     let mut idle_since = Instant::now();
     loop {
         let published = me.slot.swap(std::ptr::null_mut(), Ordering::Acquire);
-        if published.is_null() {
-            if idle_since.elapsed() < IDLE_SPIN {
-                // Yield now and then, so a busy machine loses little to the spinning.
-                thread::yield_now();
-            } else {
-                thread::park_timeout(Duration::from_millis(50));
-            }
+        if !published.is_null() {
+            // SAFETY: `run` keeps the job alive until `remaining` reaches 0, which happens only
+            // after this part's decrement; the boxed pair was published for exactly one taker.
+            unsafe { run_published(published) };
+            idle_since = Instant::now();
             continue;
         }
-        // SAFETY: `run` keeps the job alive until `remaining` reaches 0, which happens only
-        // after this part's decrement; the boxed pair was published for exactly one taker.
-        unsafe { run_published(published) };
-        idle_since = Instant::now();
+        if me.retired.load(Ordering::Acquire) {
+            return;
+        }
+        if idle_since.elapsed() < Duration::from_micros(spin_us()) {
+            // Yield now and then, so a busy machine loses little to the spinning.
+            thread::yield_now();
+        } else {
+            // No timeout and no polling: `run` stores the job in the slot (and `retire_last` sets
+            // `retired`) before it unparks, and an unpark that comes after the checks above leaves
+            // a token that makes this `park` return at once, so no wake-up is lost.
+            thread::park();
+            #[cfg(test)]
+            me.wakeups.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -78,31 +243,34 @@ unsafe fn run_published(published: *mut (*const Job, usize)) {
     job.remaining.fetch_sub(1, Ordering::Release);
 }
 
-fn pool() -> Option<&'static Pool> {
-    static POOL: OnceLock<Option<Pool>> = OnceLock::new();
-    let pool = POOL.get_or_init(|| {
-        let helpers = thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1);
-        let mut list = Vec::new();
-        for i in 0..helpers {
-            let (tx, rx) = std::sync::mpsc::channel();
-            let spawned = thread::Builder::new().name(format!("rustgrad-spin-{i}")).spawn(move || {
-                let me = Arc::new(Helper {
-                    slot: AtomicPtr::new(std::ptr::null_mut()),
-                    thread: thread::current(),
-                    placement: placement::Placement::of_current_thread(),
-                });
-                if tx.send(me.clone()).is_ok() {
-                    helper_loop(me);
-                }
-            });
-            match spawned.ok().and_then(|_| rx.recv().ok()) {
-                Some(helper) => list.push(helper),
-                None => break,
-            }
-        }
-        (!list.is_empty()).then_some(Pool { helpers: list, pid: std::process::id(), busy: Mutex::new(()) })
-    });
-    pool.as_ref().filter(|p| p.pid == std::process::id())
+fn wanted_helpers() -> usize {
+    super::threads::wanted_threads().saturating_sub(1)
+}
+
+/// Starts or stops helpers to match the kernel thread count (`set_num_threads` calls this),
+/// waiting for a `run` in progress to finish first. Stopped helpers have exited on return.
+pub fn fit_to_thread_count() {
+    POOL.lock().fit(wanted_helpers());
+}
+
+/// The number of helper threads (the tests check that it follows `set_num_threads`).
+pub fn helper_count() -> usize {
+    POOL.lock().helpers.len()
+}
+
+/// Forgets the parent's helpers in a forked child (their threads do not exist here); the
+/// next `run` starts new ones.
+pub fn forget_helpers_after_fork() {
+    if POOL.is_locked() {
+        // A forked child has one thread, this one, which holds no guard of `POOL`; so the lock
+        // is held by a parent thread that does not exist here and will never release it.
+        // `forget_helpers` below only moves the vectors out and forgets them, whatever their state.
+        // SAFETY: no guard of `POOL` exists in this process (see above), so nobody else unlocks it.
+        unsafe { POOL.force_unlock() };
+    }
+    let mut pool = POOL.lock();
+    pool.forget_helpers();
+    pool.pid = 0;
 }
 
 /// Runs `task(0)..task(parts - 1)`: parts 1..=h on the h helpers, the rest on this
@@ -112,13 +280,22 @@ fn pool() -> Option<&'static Pool> {
 /// return, or unwind, before every helper is done with it: `WaitForHelpers` waits on
 /// every exit path, including a panic in the caller's own parts.
 pub fn run(parts: usize, task: &(dyn Fn(usize) + Sync)) {
+    run_on(&POOL, wanted_helpers(), parts, task);
+}
+
+fn run_on(pool: &Mutex<Pool>, wanted: usize, parts: usize, task: &(dyn Fn(usize) + Sync)) {
     let serial = || (0..parts).for_each(task);
     if parts <= 1 {
         return serial();
     }
-    let Some(pool) = pool() else { return serial() };
-    let Some(_guard) = pool.busy.try_lock() else { return serial() };
+    // Declared before `wait`, so the lock is held until `wait` has finished (also on unwind):
+    // no `fit` can retire a helper that still works on this job.
+    let Some(mut pool) = pool.try_lock() else { return serial() };
+    pool.fit(wanted);
     let helped = (parts - 1).min(pool.helpers.len());
+    if helped == 0 {
+        return serial();
+    }
     // SAFETY: erasing the lifetime is sound because `wait` below (a drop guard, so it runs
     // on return and on unwind alike) keeps this frame, the job and `task` alive until
     // `remaining` reaches 0, i.e. until no helper can touch them any more.
@@ -129,6 +306,7 @@ pub fn run(parts: usize, task: &(dyn Fn(usize) + Sync)) {
     for (i, helper) in wait.helpers.iter().enumerate() {
         helper.placement.avoid(caller_cpu);
         let pair = Box::into_raw(Box::new((&job as *const Job, i + 1)));
+        // Stored before the unpark: a helper about to park then finds the job, or is woken.
         helper.slot.store(pair, Ordering::Release);
         helper.thread.unpark();
     }
@@ -265,19 +443,27 @@ mod tests {
         }
     }
 
+    /// A pool of its own, with `helpers` helpers, for tests that must not change the global one.
+    fn pool_of(helpers: usize) -> Mutex<Pool> {
+        let pool = Mutex::new(Pool::new());
+        pool.lock().fit(helpers);
+        pool
+    }
+
     /// The caller's own part panics while a helper is still working on its part: `run` must
     /// not unwind past the helper's use of the job (and of data borrowed from this frame).
     #[test]
     fn a_panic_in_the_callers_part_waits_for_slow_helpers() {
         use std::time::Duration;
-        if pool().is_none() {
-            return; // one CPU: no helpers, nothing to wait for
+        let pool = pool_of(1);
+        if pool.lock().helpers.is_empty() {
+            return; // the OS refused a thread: nothing to wait for
         }
         let finished = AtomicUsize::new(0);
         for _ in 0..5 {
             let data = vec![1u64; 1024];
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                run(2, &|part| {
+                run_on(&pool, 1, 2, &|part| {
                     if part == 0 {
                         panic!("the caller's share fails");
                     }
@@ -296,5 +482,85 @@ mod tests {
         // Without the wait, `finished` would still be changing here; it must be stable now.
         std::thread::sleep(Duration::from_millis(100));
         assert_eq!(finished.load(Ordering::SeqCst), done);
+    }
+
+    #[test]
+    fn a_pool_grows_and_shrinks_and_stopped_helpers_exit() {
+        let pool = pool_of(3);
+        assert_eq!(pool.lock().helpers.len(), 3);
+        let names: Vec<String> =
+            pool.lock().handles.iter().filter_map(|h| h.thread().name().map(String::from)).collect();
+        assert_eq!(names, ["rustgrad-spin-0", "rustgrad-spin-1", "rustgrad-spin-2"]);
+        let stopped: Vec<_> = pool.lock().helpers[1..].iter().map(Arc::downgrade).collect();
+        // Which thread ran each part: the caller, or a helper by name. (A helper that is slow to
+        // pick its part up hands it back to the caller, so not every helper need appear.)
+        let ran_on: Vec<Mutex<Option<String>>> = (0..4).map(|_| Mutex::new(None)).collect();
+        let caller = thread::current().id();
+        let record = |p: usize| {
+            let me = thread::current();
+            let who = if me.id() == caller { "caller".to_string() } else { me.name().unwrap_or("?").to_string() };
+            *ran_on[p].lock() = Some(who);
+        };
+        let runners = |ran_on: &[Mutex<Option<String>>]| -> Vec<String> {
+            ran_on.iter().map(|t| t.lock().take().expect("every part ran")).collect()
+        };
+        run_on(&pool, 3, 4, &record);
+        assert!(runners(&ran_on).iter().all(|w| names.contains(w) || w == "caller"));
+
+        // Shrinking joins the stopped helpers: their threads have exited (and dropped their handle),
+        // and only the caller and the helper left run parts.
+        run_on(&pool, 1, 4, &record);
+        assert_eq!(pool.lock().helpers.len(), 1);
+        assert!(stopped.iter().all(|h| h.upgrade().is_none()));
+        assert!(runners(&ran_on).iter().all(|w| w == "rustgrad-spin-0" || w == "caller"));
+
+        // Growing again, and to none.
+        pool.lock().fit(2);
+        assert_eq!(pool.lock().helpers.len(), 2);
+        let hits = AtomicUsize::new(0);
+        run_on(&pool, 0, 3, &|_| {
+            hits.fetch_add(1, Ordering::Relaxed);
+        });
+        assert_eq!(hits.load(Ordering::Relaxed), 3);
+        assert!(pool.lock().helpers.is_empty());
+    }
+
+    #[test]
+    fn idle_helpers_stay_parked_until_the_next_job() {
+        use std::time::Duration;
+        let pool = pool_of(1);
+        let hits = AtomicUsize::new(0);
+        run_on(&pool, 1, 2, &|_| {
+            hits.fetch_add(1, Ordering::Relaxed);
+        });
+        // Past the spin window (300 µs by default), the helper parks.
+        thread::sleep(Duration::from_millis(50) + Duration::from_micros(spin_us()));
+        let wakeups = pool.lock().helpers[0].wakeups.load(Ordering::Relaxed);
+        thread::sleep(Duration::from_millis(300));
+        assert_eq!(pool.lock().helpers[0].wakeups.load(Ordering::Relaxed), wakeups, "an idle helper woke up");
+        // And a job still wakes it.
+        run_on(&pool, 1, 2, &|_| {
+            hits.fetch_add(1, Ordering::Relaxed);
+        });
+        assert_eq!(hits.load(Ordering::Relaxed), 4);
+    }
+
+    #[test]
+    fn the_spin_setting_is_bounded_and_the_variable_parsed() {
+        for bad in [-1, 1_000_001, i64::MIN] {
+            let err = set_spin_us(bad).unwrap_err().to_string();
+            assert!(
+                err.contains("set_spin_us") && err.contains("between 0 and 1000000") && err.contains(&bad.to_string()),
+                "{err}"
+            );
+        }
+        assert_eq!(parse_spin_us(" 250 "), Ok(Some(250)));
+        assert_eq!(parse_spin_us("0"), Ok(Some(0)));
+        assert_eq!(parse_spin_us("1000000"), Ok(Some(1_000_000)));
+        assert_eq!(parse_spin_us(""), Ok(None));
+        for bad in ["-1", "1000001", "3.5", "fast", "1e3"] {
+            assert_eq!(parse_spin_us(bad), Err(()), "{bad}");
+        }
+        assert!(spin_env_message("fast").contains("RUSTGRAD_SPIN_US") && spin_env_message("fast").contains("\"fast\""));
     }
 }

@@ -1,10 +1,25 @@
 //! The thread pool the kernels run on. Its size can change at run time
-//! (`set_num_threads`), and it honours RAYON_NUM_THREADS at start-up.
+//! (`set_num_threads`, which also sizes the spin pool: see `spin_pool.rs`), and it
+//! honours RAYON_NUM_THREADS at start-up.
 
 use crate::error::{Error, Result};
 use parking_lot::RwLock;
 use rayon::{ThreadPool, ThreadPoolBuilder};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
+
+/// The count `set_num_threads` last set; 0 until it is called.
+static CHOSEN: AtomicUsize = AtomicUsize::new(0);
+
+/// The number of kernel threads: the last `set_num_threads`, else RAYON_NUM_THREADS, else
+/// the number of CPUs. A forked child keeps its parent's choice.
+pub fn wanted_threads() -> usize {
+    static DEFAULT: OnceLock<usize> = OnceLock::new();
+    match CHOSEN.load(Ordering::Relaxed) {
+        0 => *DEFAULT.get_or_init(default_threads),
+        chosen => chosen,
+    }
+}
 
 fn pool_slot() -> &'static RwLock<Option<Arc<ThreadPool>>> {
     static SLOT: OnceLock<RwLock<Option<Arc<ThreadPool>>>> = OnceLock::new();
@@ -31,7 +46,7 @@ pub fn pool() -> Option<Arc<ThreadPool>> {
     }
     let mut slot = pool_slot().write();
     if slot.is_none() {
-        *slot = build_pool(default_threads());
+        *slot = build_pool(wanted_threads());
     }
     slot.clone()
 }
@@ -44,7 +59,8 @@ pub fn num_threads() -> usize {
 /// this runs on has cores, and few enough that starting them takes milliseconds.
 pub const MAX_THREADS: usize = 1024;
 
-/// Replaces the pool with one of `threads` threads, 1 ≤ threads ≤ `MAX_THREADS`.
+/// Replaces the pool with one of `threads` threads, 1 ≤ threads ≤ `MAX_THREADS`, and
+/// starts or stops spin helpers to leave `threads - 1` of them.
 pub fn set_num_threads(requested: i64) -> Result<()> {
     let threads = usize::try_from(requested).unwrap_or(0);
     if !(1..=MAX_THREADS).contains(&threads) {
@@ -52,14 +68,18 @@ pub fn set_num_threads(requested: i64) -> Result<()> {
             "set_num_threads: the number of threads must be between 1 and {MAX_THREADS}, got {requested}"
         )));
     }
+    CHOSEN.store(threads, Ordering::Relaxed);
     let new_pool = build_pool(threads);
     *pool_slot().write() = new_pool;
+    super::spin_pool::fit_to_thread_count();
     Ok(())
 }
 
-/// Forgets the pool without joining its threads. A forked child calls this: the
-/// parent's worker threads do not exist in the child, so the child builds its own.
+/// Forgets the pools without joining their threads. A forked child calls this: the
+/// parent's worker threads do not exist in the child, so the child builds its own
+/// (of the parent's size).
 pub fn forget_pool_after_fork() {
+    super::spin_pool::forget_helpers_after_fork();
     if let Some(slot) = pool_slot().try_write() {
         if let Some(pool) = slot.as_ref() {
             std::mem::forget(pool.clone());

@@ -14,6 +14,8 @@ mod random;
 mod static_debug;
 mod static_graph;
 mod tensor;
+// Kernel threads' spin setting (issue 18, threading).
+mod threading;
 
 use pyo3::prelude::*;
 
@@ -66,6 +68,11 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tensor::_where, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::from_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(optim::_adam_update, m)?)?;
+    // Kernel threads' spin setting (rust/python/threading.rs).
+    m.add_function(wrap_pyfunction!(threading::set_spin_us, m)?)?;
+    m.add_function(wrap_pyfunction!(threading::get_spin_us, m)?)?;
+    m.add_function(wrap_pyfunction!(threading::_spin_us_env_problem, m)?)?;
+    m.add_function(wrap_pyfunction!(threading::_spin_helper_count, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
