@@ -131,3 +131,33 @@ def test_turning_the_fusion_off_gives_the_same_bits():
     assert fused_ops == "['fused_max_pool_with_indices', 'max_pool_grad']"
     assert unfused_ops == "['max_pool2d', 'max_pool2d_indices', 'max_pool_grad']"
     assert fused_bits == unfused_bits
+
+
+@pytest.mark.parametrize("shape", [(64, 16, 8, 8), (3, 5, 40, 40)])
+def test_poolings_split_over_threads_give_the_one_thread_bits(shape):
+    """Large poolings run their planes on the spin helpers, one contiguous run of planes each."""
+    import rustgrad
+    import rustgrad.nn.functional as F
+
+    x_value = np.random.default_rng(4).standard_normal(shape).astype(np.float32)
+    expected, argmax = numpy_max_pool(x_value.astype(np.float64), 2, 2, (shape[2] // 2, shape[3] // 2))
+    g_value = np.random.default_rng(5).standard_normal(expected.shape).astype(np.float32)
+
+    def run(threads):
+        rustgrad.set_num_threads(threads)
+        x = rustgrad.tensor(x_value, requires_grad=True)
+        pooled, averaged = F.max_pool2d(x, 2), F.avg_pool2d(x, 2)
+        ((pooled + averaged) * rustgrad.tensor(g_value)).sum().backward()
+        return pooled.detach().numpy(), averaged.detach().numpy(), x.grad.numpy()
+
+    before = rustgrad.get_num_threads()
+    try:
+        one, two = run(1), run(2)
+    finally:
+        rustgrad.set_num_threads(before)
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(one[0], expected.astype(np.float32))
+    average_grad = np.repeat(np.repeat(g_value, 2, axis=2), 2, axis=3) / 4
+    expected_grad = numpy_grad(shape, argmax, g_value.astype(np.float64)) + average_grad
+    np.testing.assert_allclose(one[2], expected_grad, rtol=1e-6, atol=1e-6)

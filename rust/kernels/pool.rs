@@ -3,7 +3,6 @@
 
 use crate::dtype::Float;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The sizes of one pooling: `pad` is the padding before (top, left) and `pad_end` after
 /// (bottom, right); a window never lies wholly in the padding.
@@ -56,22 +55,25 @@ impl PoolGeom {
 const THREADING_MIN_ELEMENTS: usize = 1 << 16;
 
 /// Runs `task(plane, out_chunk)` for each plane's chunk of `out`, on the spin pool when large.
+/// Each worker takes one contiguous run of planes: claiming planes one at a time (an atomic
+/// counter and a lock per plane) made the digits network's pooling (1,024 planes of 8×8)
+/// two to six times slower on two threads than on one.
 fn for_planes<U: Send>(out: &mut [U], chunk: usize, work: usize, task: &(dyn Fn(usize, &mut [U]) + Sync)) {
     if chunk == 0 {
         return;
     }
-    let workers = if work < THREADING_MIN_ELEMENTS { 1 } else { super::threads::num_threads().max(1) };
+    let planes = out.len() / chunk;
+    let workers = if work < THREADING_MIN_ELEMENTS { 1 } else { super::threads::num_threads().clamp(1, planes.max(1)) };
     if workers == 1 {
         out.chunks_mut(chunk).enumerate().for_each(|(i, c)| task(i, c));
         return;
     }
-    let slots: Vec<Mutex<&mut [U]>> = out.chunks_mut(chunk).map(Mutex::new).collect();
-    let next = AtomicUsize::new(0);
-    super::spin_pool::run(workers.min(slots.len()), &|_| loop {
-        let plane = next.fetch_add(1, Ordering::Relaxed);
-        let Some(slot) = slots.get(plane) else { break };
-        // Each slot is claimed by one worker only, so this lock never waits.
-        task(plane, &mut slot.lock());
+    let per_worker = planes.div_ceil(workers);
+    let runs: Vec<Mutex<&mut [U]>> = out.chunks_mut(per_worker * chunk).map(Mutex::new).collect();
+    super::spin_pool::run(runs.len(), &|part| {
+        // Each run belongs to one part only, so this lock never waits.
+        let mut run = runs[part].lock();
+        run.chunks_mut(chunk).enumerate().for_each(|(i, c)| task(part * per_worker + i, c));
     });
 }
 
