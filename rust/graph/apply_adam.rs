@@ -1,7 +1,7 @@
 //! TF1's `ApplyAdam` node: one fused Adam step of a variable and its two slots,
 //! whose three new values are stored when the run succeeds.
 
-use super::{fmt_partial, known, Graph, NodeId, NodeKind, VarId};
+use super::{fmt_partial, known, may_be, Graph, NodeId, NodeKind, VarId};
 use crate::error::{Error, Result};
 
 /// The variables one `ApplyAdam` updates: the variable and its first and second moments.
@@ -75,10 +75,7 @@ impl Graph {
             }
         }
         let g = &self.nodes[grad];
-        let fits = g.shape.as_ref().is_none_or(|dims| {
-            dims.len() == target.shape.len() && dims.iter().zip(&target.shape).all(|(d, &s)| d.is_none_or(|d| d == s))
-        });
-        if g.dtype != target.dtype || !fits {
+        if g.dtype != target.dtype || !may_be(&g.shape, &target.shape) {
             return Err(Error::InvalidArgument(format!(
                 "ApplyAdam of '{}': var and grad must have the same dtype and shape, but var is {} {} and grad is {} {}",
                 target.name,

@@ -1,13 +1,39 @@
 //! Shape and dtype inference for graph nodes. A mismatch that is already
 //! certain when the node is built raises then, naming the op and both shapes.
 
-use super::{fmt_partial, PartialShape};
+use super::PartialShape;
 use crate::dtype::DType;
 use crate::error::{dtype_err, shape_err, Error, Result};
 use crate::kernels::elementwise::BinaryOp;
 use crate::op::{IndexItem, Op};
 
 use crate::ops::Meta;
+
+/// `(?, 3)` — TF's way of writing partial shapes, used in every static error.
+pub fn fmt_partial(shape: &PartialShape) -> String {
+    match shape {
+        None => "<unknown>".into(),
+        Some(dims) => {
+            let parts: Vec<String> = dims.iter().map(|d| d.map_or("?".into(), |v| v.to_string())).collect();
+            if parts.len() == 1 {
+                format!("({},)", parts[0])
+            } else {
+                format!("({})", parts.join(", "))
+            }
+        }
+    }
+}
+
+pub fn known(shape: &[usize]) -> PartialShape {
+    Some(shape.iter().map(|&d| Some(d)).collect())
+}
+
+/// Whether a value of the partial shape `partial` may have exactly `shape` (a variable's).
+pub fn may_be(partial: &PartialShape, shape: &[usize]) -> bool {
+    partial
+        .as_ref()
+        .is_none_or(|dims| dims.len() == shape.len() && dims.iter().zip(shape).all(|(d, &s)| d.is_none_or(|d| d == s)))
+}
 
 fn input<'a>(op: &Op, inputs: &'a [Meta<'a>], i: usize) -> Result<Meta<'a>> {
     inputs.get(i).copied().ok_or_else(|| {

@@ -13,6 +13,8 @@ pub mod plan;
 pub mod session;
 pub mod summarize;
 
+pub use infer::{fmt_partial, known, may_be};
+
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::Op;
@@ -27,25 +29,6 @@ pub type VarId = usize;
 
 /// A shape known up to some dims (`None` dims) or not at all (`None` rank).
 pub type PartialShape = Option<Vec<Option<usize>>>;
-
-/// `(?, 3)` — TF's way of writing partial shapes, used in every static error.
-pub fn fmt_partial(shape: &PartialShape) -> String {
-    match shape {
-        None => "<unknown>".into(),
-        Some(dims) => {
-            let parts: Vec<String> = dims.iter().map(|d| d.map_or("?".into(), |v| v.to_string())).collect();
-            if parts.len() == 1 {
-                format!("({},)", parts[0])
-            } else {
-                format!("({})", parts.join(", "))
-            }
-        }
-    }
-}
-
-pub fn known(shape: &[usize]) -> PartialShape {
-    Some(shape.iter().map(|&d| Some(d)).collect())
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AssignMode {
@@ -469,13 +452,7 @@ impl Graph {
                 info.dtype.name()
             )));
         }
-        let fits = match &v.shape {
-            None => true,
-            Some(dims) => {
-                dims.len() == info.shape.len() && dims.iter().zip(&info.shape).all(|(d, &s)| d.is_none_or(|d| d == s))
-            }
-        };
-        if !fits {
+        if !may_be(&v.shape, &info.shape) {
             return Err(Error::Shape(format!(
                 "assign to '{}': shapes must be equal, but the variable is {} and the value is {}",
                 info.name,
