@@ -40,8 +40,8 @@ import numpy as np  # noqa: E402
 
 import rustgrad  # noqa: E402
 from numpy_steps import InPlaceNumpyStep  # noqa: E402
-from rustgrad import static as tf  # noqa: E402
-from rustgrad._demo import LEARNING_RATE, MyReLU, Problem, build_static  # noqa: E402
+from rustgrad._demo import Problem  # noqa: E402
+from steps import eager_batch_step, static_batch_step  # noqa: E402
 
 DATA_ROWS = 4096
 PREPARED = 32  # batches prepared up front for the "alone" loops
@@ -71,36 +71,8 @@ class Pipeline:
 
 
 def eager_step(problem: Problem) -> Step:
-    y = rustgrad.from_numpy(problem.y)
-    w1 = rustgrad.tensor(problem.w1, requires_grad=True)
-    w2 = rustgrad.tensor(problem.w2, requires_grad=True)
-
-    def step(batch: np.ndarray) -> float:
-        x = rustgrad.from_numpy(batch)
-        loss = (MyReLU.apply(x.mm(w1)).mm(w2) - y).pow(2).sum()
-        value = loss.item()
-        loss.backward()
-        with rustgrad.no_grad():
-            w1.sub_(LEARNING_RATE * w1.grad)
-            w2.sub_(LEARNING_RATE * w2.grad)
-            w1.grad.zero_()
-            w2.grad.zero_()
-        return value
-
-    return step
-
-
-def static_step(problem: Problem) -> Step:
-    graph, t = build_static(problem)
-    sess = tf.Session(graph=graph)
-    sess.run(t["init"])
-    fetches = [t["loss"], *t["train"]]
-
-    def step(batch: np.ndarray) -> float:
-        return float(sess.run(fetches, feed_dict={t["x"]: batch, t["y"]: problem.y})[0])
-
-    step.session = sess  # type: ignore[attr-defined]
-    return step
+    train_on = eager_batch_step(problem)
+    return lambda batch: train_on(rustgrad.from_numpy(batch))
 
 
 def between_steps(kind: str, problem: Problem) -> Callable[[], np.ndarray]:
@@ -157,7 +129,7 @@ def measure(mode: str, kind: str, spin: int, args: argparse.Namespace) -> tuple[
     """Median µs per step: rustgrad alone, rustgrad mixed, numpy alone, numpy mixed."""
     rustgrad.set_spin_us(spin)
     problem = Problem.make(0)
-    step = (eager_step if mode == "eager" else static_step)(problem)
+    step = (eager_step if mode == "eager" else static_batch_step)(problem)
     prepare = between_steps(kind, problem)
     batches = [Pipeline(problem, seed=2).next_batch() for _ in range(PREPARED)]
     time_alone(step, batches, 30)  # warm-up: plans, buffer pool, helpers

@@ -11,14 +11,14 @@ from rustgrad import static as tf
 from rustgrad._demo import LEARNING_RATE, MyReLU, Problem
 
 
-def eager_step(problem: Problem, custom_relu: bool = True) -> Callable[[], float]:
-    """The reference PyTorch loop body (custom Function ReLU, or the built-in relu)."""
-    x, y = rustgrad.from_numpy(problem.x), rustgrad.from_numpy(problem.y)
+def eager_batch_step(problem: Problem, custom_relu: bool = True) -> Callable[[Any], float]:
+    """The reference PyTorch loop body on the batch it is given (a rustgrad tensor of x's shape)."""
+    y = rustgrad.from_numpy(problem.y)
     w1 = rustgrad.tensor(problem.w1, requires_grad=True)
     w2 = rustgrad.tensor(problem.w2, requires_grad=True)
     relu = MyReLU.apply if custom_relu else rustgrad.relu
 
-    def step() -> float:
+    def step(x: Any) -> float:
         y_pred = relu(x.mm(w1)).mm(w2)
         loss = (y_pred - y).pow(2).sum()
         value = loss.item()
@@ -33,20 +33,38 @@ def eager_step(problem: Problem, custom_relu: bool = True) -> Callable[[], float
     return step
 
 
-def static_step(problem: Problem) -> Callable[[], float]:
-    """The reference TF1 loop body: one Session.run of loss and both assigns."""
+def eager_step(problem: Problem, custom_relu: bool = True) -> Callable[[], float]:
+    """The reference PyTorch loop body (custom Function ReLU, or the built-in relu) on the problem's x."""
+    x = rustgrad.from_numpy(problem.x)
+    train_on = eager_batch_step(problem, custom_relu)
+    return lambda: train_on(x)
+
+
+def static_batch_step(problem: Problem) -> Callable[[np.ndarray], float]:
+    """The reference TF1 loop body on the batch it is given: one Session.run of loss and both assigns
+    (the step's ``session`` attribute is its session)."""
     from rustgrad._demo import build_static
 
     graph, t = build_static(problem)
     sess = tf.Session(graph=graph)
     sess.run(t["init"])
-    feed = {t["x"]: problem.x, t["y"]: problem.y}
     fetches = [t["loss"], *t["train"]]
 
-    def step() -> float:
-        return float(sess.run(fetches, feed_dict=feed)[0])
+    def step(batch: np.ndarray) -> float:
+        return float(sess.run(fetches, feed_dict={t["x"]: batch, t["y"]: problem.y})[0])
 
     step.session = sess  # type: ignore[attr-defined]
+    return step
+
+
+def static_step(problem: Problem) -> Callable[[], float]:
+    """The reference TF1 loop body on the problem's x."""
+    train_on = static_batch_step(problem)
+
+    def step() -> float:
+        return train_on(problem.x)
+
+    step.session = train_on.session  # type: ignore[attr-defined]
     return step
 
 
