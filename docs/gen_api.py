@@ -22,6 +22,7 @@ from typing import Any, Optional
 MODULES = [
     "rustgrad",
     "rustgrad.autograd",
+    "rustgrad.autograd.functional",
     "rustgrad.optim",
     "rustgrad.optim.lr_scheduler",
     "rustgrad.utils.data",

@@ -15,7 +15,7 @@ from rustgrad.static._composites import split, unstack
 from rustgrad.static._creation import fill, range
 from rustgrad.static._generated_ops import *  # noqa: F403 - the op table's TF1 functions
 from rustgrad.static._generated_ops import __all__ as _op_table_names
-from rustgrad.static._gradients import gradients
+from rustgrad.static._gradients import gradients, hessians
 from rustgrad.static._graph import (
     Graph,
     Operation,
@@ -219,3 +219,5 @@ __all__ += [
     "assert_rank", "assert_rank_at_least", "assert_rank_in", "assert_type", "check_numerics", "debugging",
     "verify_tensor_all_finite",
 ]
+# Second derivatives (lead, issue 16; static/_gradients.py).
+__all__ += ["hessians"]

@@ -93,3 +93,45 @@ def apply_function(cls: Any, args: tuple, ctx: Any) -> Any:
                                            [a._id for a in tensor_args])
     wrapped = tuple(Tensor(graph, i) for i in out_ids)
     return wrapped[0] if single else wrapped
+
+
+def hessians(ys: Any, xs: Any, name: str = "hessians", colocate_gradients_with_ops: bool = False,
+             gate_gradients: bool = False, aggregation_method: Any = None) -> list[Optional[Tensor]]:
+    """The Hessian of sum(ys) with respect to each x (TF 1.15: the blocks d²y/dx², not the cross terms).
+
+    Row j of x's Hessian is the gradient of (dy/dx)[j], built as one ``gradients`` call seeded with
+    the j-th unit vector, so x's size must be known when the graph is built; the graph grows by
+    one backward pass per element, which suits up to a few hundred elements. None where ys do
+    not depend on x. The colocation, gating and aggregation arguments are accepted for TF's
+    signature and change nothing here.
+    """
+    import numpy as np
+
+    from rustgrad.static._collections import name_scope
+    from rustgrad.static._generated_ops import stack
+    from rustgrad.static._ops import reshape
+
+    xs = _graph_tensors("xs", _as_list(xs))
+    result: list[Optional[Tensor]] = []
+    with name_scope(name):
+        first = gradients(ys, xs)
+        for x, g in zip(xs, first):
+            if g is None:
+                result.append(None)
+                continue
+            shape = x.shape.as_list()
+            if shape is None or any(d is None for d in shape):
+                raise InvalidArgumentError(
+                    f"hessians: the shape of '{x.name}' must be fully known when the graph is built, got "
+                    f"{x.shape}; give the placeholder a complete shape"
+                )
+            n = int(np.prod(shape, dtype=np.int64))
+            flat = reshape(g, [-1])
+            rows = []
+            for j in range(n):
+                unit = np.zeros(n, dtype=x.dtype.as_numpy_dtype)
+                unit[j] = 1
+                (row,) = gradients([flat], [x], grad_ys=[unit])
+                rows.append(reshape(row, [-1]) if row is not None else convert_to_tensor(np.zeros(n, unit.dtype)))
+            result.append(reshape(stack(rows), shape + shape))
+    return result

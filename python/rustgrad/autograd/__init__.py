@@ -298,3 +298,7 @@ def _analytical_jacobian(fn: Callable[..., Any], inputs: Sequence[Any],
         np.stack(r) if r else np.zeros((0, t.numel())) for r, t in zip(rows, diff_inputs)
     ]
 
+
+
+# lead (issue 16): torch.autograd.functional's names.
+from rustgrad.autograd import functional as functional  # noqa: E402
