@@ -2,7 +2,9 @@
 
     python benchmarks/memory.py [--steps 500]
 
-Each program runs in a fresh process: import, then the training loop.
+Each program runs in a fresh process: import, then the training loop. The rustgrad programs
+are the reference PyTorch and TF1 programs with their imports changed (examples/two_layer_eager.py
+and examples/two_layer_static.py), so they import what a user's program imports.
 """
 
 from __future__ import annotations
@@ -14,16 +16,20 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
-EAGER = """
+EXAMPLES = HERE.parent / "examples"
+
+EAGER = f"""
 import sys
-from rustgrad._demo import Problem, train_eager
-train_eager(Problem.make(0), int(sys.argv[1]))
+sys.path.insert(0, {str(EXAMPLES)!r})
+from two_layer_eager import main
+main(int(sys.argv[1]))
 """
 
-STATIC = """
+STATIC = f"""
 import sys
-from rustgrad._demo import Problem, train_static
-train_static(Problem.make(0), int(sys.argv[1]))
+sys.path.insert(0, {str(EXAMPLES)!r})
+from two_layer_static import main
+main(int(sys.argv[1]))
 """
 
 # The same data as rustgrad._demo.Problem.make(0), made with numpy alone (no rustgrad import).
@@ -40,27 +46,58 @@ for _ in range(int(sys.argv[1])):
 """
 
 
+LARGE = (1024, 4096, 4096, 1000)
+
+# The large step (1024x4096x4096x1000): numpy in place against the static Session step, each on
+# the same problem (benchmarks/steps.py's scaled_problem) in a fresh process.
+LARGE_NUMPY = f"""
+import sys
+sys.path.insert(0, {str(HERE)!r})
+from steps import numpy_step, scaled_problem
+step = numpy_step(scaled_problem({LARGE!r}), in_place=True)
+for _ in range(int(sys.argv[1])):
+    step()
+"""
+
+LARGE_STATIC = f"""
+import sys
+sys.path.insert(0, {str(HERE)!r})
+from steps import static_step, scaled_problem
+step = static_step(scaled_problem({LARGE!r}))
+for _ in range(int(sys.argv[1])):
+    step()
+"""
+
+
+def peak_mib(code: str, steps: int) -> float:
+    """ru_maxrss of `code` run in a fresh interpreter (its own child, so the peak is its alone)."""
+    out = subprocess.run(
+        [sys.executable, "-c",
+         "import resource, subprocess, sys\n"
+         "subprocess.run([sys.executable, '-c', sys.argv[1], sys.argv[2]], check=True)\n"
+         "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)",
+         code, str(steps)],
+        check=True, capture_output=True, text=True).stdout
+    return int(out.split()[-1]) / 1024
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=500)
+    parser.add_argument("--large-steps", type=int, default=3, help="steps of the large step (0 skips it)")
     args = parser.parse_args()
-    # ru_maxrss of children is the maximum over all of them, so each program runs under its
-    # own fresh interpreter, which reports the peak of its single child.
-    results = {}
-    for name, code in (("numpy in place", NUMPY), ("rustgrad eager", EAGER), ("rustgrad static", STATIC)):
-        out = subprocess.run(
-            [sys.executable, "-c",
-             "import resource, subprocess, sys\n"
-             "subprocess.run([sys.executable, '-c', sys.argv[1], sys.argv[2]], check=True)\n"
-             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)",
-             code, str(args.steps)],
-            check=True, capture_output=True, text=True).stdout
-        results[name] = int(out.split()[-1]) / 1024
+    results = {name: peak_mib(code, args.steps)
+               for name, code in (("numpy in place", NUMPY), ("rustgrad eager", EAGER), ("rustgrad static", STATIC))}
     base = results["numpy in place"]
     print(f"peak RSS, import plus {args.steps} steps of the reference two-layer net")
     for name, mib in results.items():
         print(f"  {name:<18} {mib:7.1f} MiB   {mib / base:.2f}x numpy in place")
-
+    if args.large_steps:
+        numpy_mib = peak_mib(LARGE_NUMPY, args.large_steps)
+        static_mib = peak_mib(LARGE_STATIC, args.large_steps)
+        print(f"peak RSS, {args.large_steps} steps of the large step {'x'.join(map(str, LARGE))}")
+        print(f"  {'numpy in place':<18} {numpy_mib:7.1f} MiB   1.00x numpy in place")
+        print(f"  {'rustgrad static':<18} {static_mib:7.1f} MiB   {static_mib / numpy_mib:.2f}x numpy in place")
 
 if __name__ == "__main__":
     main()

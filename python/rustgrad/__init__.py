@@ -6,9 +6,11 @@
 
 from __future__ import annotations
 
+import importlib as _importlib
 import os as _os
+from typing import TYPE_CHECKING, Any
 
-from rustgrad import _composites, _rustgrad, autograd, cuda, errors, nn, optim, return_types, utils, viz
+from rustgrad import _composites, _rustgrad, autograd, cuda, errors, return_types
 from rustgrad._comparisons import allclose, equal
 from rustgrad._composites import chunk, split, unbind
 from rustgrad._creation import (
@@ -93,20 +95,52 @@ from rustgrad._rustgrad import (
     memory_cached,
     set_num_threads,
 )
-from rustgrad.nn.functional import cosine_similarity
-from rustgrad.serialization import load, save
 
 __version__: str = _rustgrad.__version__
 
-# Data-parallel training over MPI (rustgrad/distributed/); mpi4py is imported only by init_process_group.
-from rustgrad import distributed  # noqa: E402
-
 _composites.add_methods(Tensor)
 
-# torch.conv1d/conv2d/conv_transpose2d take an optional bias, which the table's ops leave to Python.
-conv1d = nn.functional.conv1d
-conv2d = nn.functional.conv2d
-conv_transpose2d = nn.functional.conv_transpose2d
+# Imported on first use, so that a program that only needs tensors and autograd (the reference
+# eager program) does not pay for the framework's memory: 6.5 MiB of RSS (benchmarks/memory.py).
+_LAZY_SUBMODULES = frozenset({"distributed", "nn", "optim", "serialization", "utils", "viz"})
+_LAZY_NAMES = {
+    "load": "rustgrad.serialization",
+    "save": "rustgrad.serialization",
+    "cosine_similarity": "rustgrad.nn.functional",
+    # torch.conv1d/conv2d/conv_transpose2d take an optional bias, which the table's ops leave to Python.
+    "conv1d": "rustgrad.nn.functional",
+    "conv2d": "rustgrad.nn.functional",
+    "conv_transpose2d": "rustgrad.nn.functional",
+}
+
+# The op table's conv functions take no bias; the names resolve to nn.functional's, on first use.
+for _name in ("conv1d", "conv2d", "conv_transpose2d"):
+    globals().pop(_name, None)
+
+if TYPE_CHECKING:
+    from rustgrad import distributed, nn, optim, utils, viz
+    from rustgrad import serialization as serialization
+    from rustgrad.nn.functional import conv1d as conv1d
+    from rustgrad.nn.functional import conv2d as conv2d
+    from rustgrad.nn.functional import conv_transpose2d as conv_transpose2d
+    from rustgrad.nn.functional import cosine_similarity
+    from rustgrad.serialization import load, save
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_SUBMODULES:
+        return _importlib.import_module(f"rustgrad.{name}")
+    module = _LAZY_NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rustgrad' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _LAZY_SUBMODULES | set(_LAZY_NAMES))
+
 
 float32 = _rustgrad.float32
 float64 = _rustgrad.float64

@@ -4,6 +4,9 @@ A contiguous tensor is handed to MPI as the numpy array ``Tensor.numpy()`` retur
 tensor's memory: MPI reads and writes the tensor itself, with no copy. A non-contiguous tensor (and a
 bool tensor, whose numpy view is a copy) goes through a contiguous copy that is written back.
 
+Float sums and products over 3 or more ranks are added in rank order (``_ordered.py``), so that every
+rank, and every rerun, gets the same bits.
+
 Before each collective the ranks exchange a small record (the op, dtype and shape) so that ranks
 calling the same collective on different shapes or dtypes get a ``ShapeError``/``DTypeError`` naming
 the ranks, instead of a hang or garbage.
@@ -19,6 +22,7 @@ from rustgrad import _rustgrad
 from rustgrad._grad_mode import no_grad
 from rustgrad._rustgrad import Tensor
 from rustgrad.distributed._group import DistributedError, _Group, _group
+from rustgrad.distributed._ordered import start_reduction
 from rustgrad.errors import ArgumentTypeError, DTypeError, ShapeError
 
 __all__ = ["ReduceOp", "Work", "all_gather", "all_reduce", "barrier", "broadcast", "reduce_scatter"]
@@ -208,7 +212,8 @@ def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: Any = None,
     op = _check_op("all_reduce", op, tensor)
     check_agreement(g, "all_reduce", _record(_ALL_REDUCE, op.value, tensor), "the ReduceOp")
     buffer = _Buffer(tensor)
-    request = g.comm.Iallreduce(g.mpi.IN_PLACE, buffer.array, op=_mpi_op(g, op, tensor))
+    sums = op in (ReduceOp.SUM, ReduceOp.AVG, ReduceOp.PRODUCT)
+    request = start_reduction(g, buffer.array, _mpi_op(g, op, tensor), sums, product=op is ReduceOp.PRODUCT)
     return _run(g, request, _finisher(buffer, g.size if op is ReduceOp.AVG else 1), async_op)
 
 

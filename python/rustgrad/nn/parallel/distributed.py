@@ -14,6 +14,7 @@ from rustgrad._rustgrad import Tensor
 from rustgrad._variable import Variable
 from rustgrad.distributed._collectives import broadcast, check_agreement
 from rustgrad.distributed._group import DistributedError, _group
+from rustgrad.distributed._ordered import start_reduction
 from rustgrad.errors import ArgumentTypeError, InvalidArgumentError
 from rustgrad.nn.modules.module import Module
 from rustgrad.nn.parallel._buckets import copy_grad_in, copy_grad_out, make_buckets
@@ -204,12 +205,12 @@ class DistributedDataParallel(Module):
         g = self._group
         while self._next_bucket < len(self._buckets) and self._buckets[self._next_bucket].pending == 0:
             bucket = self._buckets[self._next_bucket]
-            bucket.request = g.comm.Iallreduce(g.mpi.IN_PLACE, bucket.flat, op=g.mpi.SUM)
+            bucket.request = start_reduction(g, bucket.flat, g.mpi.SUM, sum_or_product=True)
             self._in_flight.append(bucket.request)
             self._next_bucket += 1
-        # MPI moves a non-blocking collective on only inside MPI calls: each hook gives it a nudge.
-        if self._in_flight and g.mpi.Request.Testall(self._in_flight):
-            self._in_flight = []
+        # MPI moves a non-blocking collective on only inside MPI calls: each hook gives it a nudge
+        # (and moves an ordered sum from its scatter to its gather).
+        self._in_flight = [r for r in self._in_flight if not r.test()]
 
     def _end_of_backward(self) -> None:
         """Queued by the first hook of each backward pass; runs when the pass is over."""
