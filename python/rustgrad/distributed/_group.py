@@ -39,6 +39,7 @@ class _Group:
         self.mpi = mpi
         self.rank: int = comm.Get_rank()
         self.size: int = comm.Get_size()
+        self.ordered_sequence: Any = None  # made by distributed/_ordered.py's first rank-order sum
 
 
 _default: Optional[_Group] = None
@@ -166,6 +167,8 @@ def destroy_process_group(group: Any = None) -> None:
         sys.excepthook, _previous_excepthook = _previous_excepthook, None
     if not group.mpi.Is_finalized():
         group.comm.Free()
+        if group.ordered_sequence is not None:
+            group.ordered_sequence.comm.Free()
 
 
 def _group(op: str, group: Any = None) -> _Group:

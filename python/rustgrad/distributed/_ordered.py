@@ -15,6 +15,7 @@ Each rank sends and receives 2(p-1)/p of the buffer, as in a ring allreduce. Wit
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 import numpy as np
@@ -43,7 +44,13 @@ class PlainReduction:
 
 
 class OrderedReduction:
-    """A sum (or product) of a contiguous 1-D float array over the ranks, in rank order, in place."""
+    """A sum (or product) of a contiguous 1-D float array over the ranks, in rank order, in place.
+
+    Several may be in flight (DDP starts one per bucket). MPI needs every rank to start the
+    collectives of a communicator in the same order, and when a scatter finishes differs from
+    rank to rank; so the gathers run on their own communicator and start in the order the
+    reductions were made, each once its scatter is done (`_Sequence`).
+    """
 
     def __init__(self, g: _Group, flat: np.ndarray, product: bool = False) -> None:
         self.g, self.flat, self.product = g, flat, product
@@ -52,44 +59,58 @@ class OrderedReduction:
         self.displs = [0, *np.cumsum(self.counts[:-1]).tolist()]
         mine = self.counts[g.rank]
         self.pieces = np.empty((p, mine), dtype=flat.dtype)
-        mpi_type = g.mpi.DOUBLE if flat.dtype == np.float64 else g.mpi.FLOAT
-        self.mpi_type = mpi_type
+        self.mpi_type = g.mpi.DOUBLE if flat.dtype == np.float64 else g.mpi.FLOAT
+        self.sequence = _Sequence.of(g)
         self.request = g.comm.Ialltoallv(
-            [flat, self.counts, self.displs, mpi_type],
-            [self.pieces, [mine] * p, [mine * r for r in range(p)], mpi_type],
+            [flat, self.counts, self.displs, self.mpi_type],
+            [self.pieces, [mine] * p, [mine * r for r in range(p)], self.mpi_type],
         )
         self.gathering = False
-        self.done = False
+        self.sequence.waiting.append(self)
 
-    def _reduce_mine_and_share(self) -> None:
+    def start_gather(self) -> None:
+        """Adds this rank's chunk in rank order and starts sharing every chunk (scatter done)."""
         start = self.displs[self.g.rank]
         chunk = self.flat[start : start + self.counts[self.g.rank]]
         (np.multiply if self.product else np.add).reduce(self.pieces, axis=0, out=chunk)
-        self.request = self.g.comm.Iallgatherv(self.g.mpi.IN_PLACE,
-                                               [self.flat, self.counts, self.displs, self.mpi_type])
+        self.request = self.sequence.comm.Iallgatherv(self.g.mpi.IN_PLACE,
+                                                      [self.flat, self.counts, self.displs, self.mpi_type])
         self.gathering = True
 
     def test(self) -> bool:
-        if self.done:
-            return True
-        if not self.request.Test():
-            return False
-        if not self.gathering:
-            self._reduce_mine_and_share()
-            return self.test()
-        self.done = True
-        return True
+        self.sequence.start_ready_gathers()
+        return self.gathering and bool(self.request.Test())
 
     def wait(self) -> None:
-        if self.done:
-            return
+        self.sequence.start_gathers_through(self)
         self.request.Wait()
-        if not self.gathering:
-            self._reduce_mine_and_share()
-            self.request.Wait()
-        self.done = True
 
     Test, Wait = test, wait
+
+
+class _Sequence:
+    """A group's ordered reductions whose gathers have not started, oldest first, and the
+    communicator (a duplicate of the group's) that the gathers use."""
+
+    def __init__(self, g: _Group) -> None:
+        self.comm = g.comm.Dup()  # collective: made at the first ordered reduction, the same call on every rank
+        self.waiting: deque[OrderedReduction] = deque()
+
+    @staticmethod
+    def of(g: _Group) -> _Sequence:
+        if g.ordered_sequence is None:
+            g.ordered_sequence = _Sequence(g)
+        return g.ordered_sequence
+
+    def start_ready_gathers(self) -> None:
+        while self.waiting and self.waiting[0].request.Test():
+            self.waiting.popleft().start_gather()
+
+    def start_gathers_through(self, last: OrderedReduction) -> None:
+        while not last.gathering:
+            head = self.waiting.popleft()
+            head.request.Wait()
+            head.start_gather()
 
 
 def start_reduction(g: _Group, array: np.ndarray, op: Any, sum_or_product: bool, product: bool = False) -> Any:
