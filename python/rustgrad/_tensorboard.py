@@ -207,18 +207,39 @@ def graph_def(nodes: Sequence[Any]) -> Any:
 # ----- the event file -----
 
 
+class _NoFile:
+    """The event file of a rank that does not write (see ``EventWriter``)."""
+
+    _file_name = None
+
+    def add_event(self, event: Any) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 class EventWriter:
     """An event file in ``logdir``, written by TensorBoard's ``EventFileWriter`` (asynchronously,
-    flushed every ``flush_secs`` seconds, on ``flush()`` and on ``close()``)."""
+    flushed every ``flush_secs`` seconds, on ``flush()`` and on ``close()``). On ranks other than 0
+    of an initialized ``rustgrad.distributed`` process group nothing is written, so that a
+    data-parallel job logs one run, not one per rank."""
 
     def __init__(self, logdir: str, flush_secs: float = 120, filename_suffix: str = "",
                  max_queue: int = 10, what: str = "a summary writer") -> None:
+        from rustgrad.distributed._group import writes_here
+
         self._tb = modules(what)
-        self._writer = self._tb.EventFileWriter(logdir, max_queue, flush_secs, filename_suffix or "")
+        self._writer: Any = (self._tb.EventFileWriter(logdir, max_queue, flush_secs, filename_suffix or "")
+                             if writes_here() else _NoFile())
         self.logdir = logdir
 
     @property
-    def file_name(self) -> str:
+    def file_name(self) -> Optional[str]:
+        """The event file's path; None on a rank that does not write."""
         return self._writer._file_name
 
     def add_event(self, event: Any) -> None:

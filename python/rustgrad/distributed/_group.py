@@ -151,6 +151,12 @@ def _install_excepthook(g: _Group) -> None:
     sys.excepthook = abort_the_job
 
 
+def writes_here() -> bool:
+    """Whether the checkpoint and summary helpers write on this process: not on ranks other than 0
+    of an initialized process group, where every rank holds the same weights (Horovod's rule)."""
+    return _default is None or _default.rank == 0
+
+
 def is_initialized() -> bool:
     """Whether ``init_process_group`` has run (and ``destroy_process_group`` has not since)."""
     return _default is not None

@@ -74,7 +74,8 @@ class Saver:
         a step is given) and returns the path written. The file is written through a temporary file
         renamed over it at the end, so a failed save leaves no partial file. With ``write_state``, the
         path is recorded in the state file ``latest_filename`` (default ``checkpoint``) of its folder
-        and the oldest checkpoint beyond ``max_to_keep`` is deleted."""
+        and the oldest checkpoint beyond ``max_to_keep`` is deleted. On ranks other than 0 of an
+        initialized ``rustgrad.distributed`` process group nothing is written (the path is returned)."""
         latest_filename = latest_filename or "checkpoint"
         if os.path.split(latest_filename)[0]:
             raise InvalidArgumentError(
@@ -90,6 +91,10 @@ class Saver:
         parent = _npz.missing_parent(path)
         if parent is not None:
             raise InvalidArgumentError(f"Parent directory of {path} doesn't exist, can't save.")
+        from rustgrad.distributed._group import writes_here
+
+        if not writes_here():  # every rank of a data-parallel job holds the same values: rank 0 writes
+            return path
         _npz.write_npz(path, self._arrays(sess), "Saver.save", SerializationError)
         if write_state:
             with self._lock:
