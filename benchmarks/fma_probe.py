@@ -103,11 +103,11 @@ def best_gflops(lib: ctypes.CDLL, threads: int, runs: int, seconds: float) -> fl
     return max(lib.fma_probe_gflops(threads, iterations) for _ in range(runs))
 
 
-def measure(threads: int | None = None, runs: int = 5, seconds: float = 0.05,
-            build_dir: Path = BUILD_DIR) -> Peak:
+def measure(threads: int | None = None, runs: int = 5, seconds: float = 0.05, build_dir: Path = BUILD_DIR,
+            environ: dict[str, str] | None = None) -> Peak:
     """The FMA peak on 1 thread and on all ``threads`` (default: every CPU); raises ProbeUnavailable."""
     threads = threads or os.cpu_count() or 1
-    lib = load(build(build_dir))
+    lib = load(build(build_dir, environ))
     one = best_gflops(lib, 1, runs, seconds)
     every = best_gflops(lib, threads, runs, seconds) if threads > 1 else one
     return Peak(lib.fma_probe_isa().decode(), one, every, threads, runs)
