@@ -18,7 +18,6 @@ sys.path.insert(0, str(BENCHMARKS))
 
 import fma_probe  # noqa: E402
 import report  # noqa: E402
-import report_rows  # noqa: E402
 from floor import (  # noqa: E402
     NUMPY_NEAR_FLOOR,
     TARGETS,
@@ -282,8 +281,9 @@ def test_the_report_runs_without_a_compiler(tmp_path):
     (tmp_path / "docs").mkdir()
     env = {k: v for k, v in os.environ.items() if k != "CC"}
     env.update(PATH=str(tmp_path), MPLBACKEND="Agg")
-    result = subprocess.run([sys.executable, str(BENCHMARKS / "report.py"), "--json", str(tmp_path / "suite.json"),
-                             "--results", str(tmp_path / "last.json"), "--docs", str(tmp_path / "docs" / "b.md"), "--overhead-rounds", "1"],
+    args = ["--json", str(tmp_path / "suite.json"), "--results", str(tmp_path / "last.json"),
+            "--docs", str(tmp_path / "docs" / "b.md"), "--overhead-rounds", "1"]
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "report.py"), *args],
                             env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "FMA peak: not measured (no C compiler found" in result.stdout
