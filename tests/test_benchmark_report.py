@@ -291,3 +291,9 @@ def test_the_report_runs_without_a_compiler(tmp_path):
     assert saved["peak_gflops"]["all_threads"] is None
     assert {r["key"] for r in saved["rows"]} >= {"test_static_session", "one_element_add_requires_grad"}
     assert "rustgrad static, Session.run" in (tmp_path / "docs" / "b.md").read_text()
+
+
+def test_a_busy_machines_all_thread_peak_is_flagged():
+    busy = "\n".join(report.peak_lines(Peaks(240.0, 250.0, 2, "avx512f")))
+    assert "Warning: the 2-thread peak is only 1.04× the one-thread peak" in busy
+    assert "Warning" not in "\n".join(report.peak_lines(Peaks(240.0, 480.0, 2, "avx512f")))
