@@ -79,12 +79,17 @@ def machine(data: dict) -> list[str]:
     info = data.get("machine_info", {})
     cpu = info.get("cpu", {})
     import numpy
-    import threadpoolctl
 
     import rustgrad
 
+    try:
+        import threadpoolctl
+    except ImportError:  # the bench extra is not installed: the BLAS line says unknown
+        pools: list[dict] = []
+    else:
+        pools = threadpoolctl.threadpool_info()
     blas = [f"{p.get('internal_api')} {p.get('version')} ({p.get('architecture')}, {p.get('num_threads')} threads)"
-            for p in threadpoolctl.threadpool_info() if p.get("user_api") == "blas"]
+            for p in pools if p.get("user_api") == "blas"]
     return [
         f"- CPU: {cpu.get('brand_raw', platform.processor())}, {os.cpu_count()} cores",
         f"- Python {platform.python_version()}, numpy {numpy.__version__}, rustgrad {rustgrad.__version__}",

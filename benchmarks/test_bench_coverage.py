@@ -1,6 +1,6 @@
 """One benchmark per op or module family that the other files do not time: shape ops, indexing,
-sorting, selection, random numbers, softmax, normalisation, pooling, data loading and the TF1
-framework layer. Each at one mid size, against the same work in numpy, so the whole file runs in
+sorting, selection, random numbers, softmax, activations, normalisation, pooling, embeddings, data
+loading and the TF1 framework layer. Each at one mid size, against the same work in numpy, so the whole file runs in
 seconds. Each case's two callables return the same values (tests/test_benchmark_report.py)."""
 
 from __future__ import annotations
@@ -149,6 +149,84 @@ def _max_pool() -> Case:
     return Case("`max_pool2d(2)` forward + backward, 32×16×32×32", ours, lambda: lambda: _numpy_max_pool_grad(a))
 
 
+def _numpy_batch_norm_grad(a: np.ndarray, g: np.ndarray, eps: float = 1e-5) -> np.ndarray:
+    axes = (0, 2, 3)
+    mean = a.mean(axes, keepdims=True)
+    rstd = 1 / np.sqrt(a.var(axes, keepdims=True) + eps)
+    xhat = (a - mean) * rstd
+    return rstd * (g - g.mean(axes, keepdims=True) - xhat * (g * xhat).mean(axes, keepdims=True))
+
+
+def _batch_norm() -> Case:
+    rng = np.random.default_rng(0)
+    a, g = (rng.standard_normal((32, 16, 32, 32), dtype=np.float32) for _ in range(2))
+    tg = rustgrad.from_numpy(g)
+
+    def ours() -> Callable[[], Any]:
+        x = rustgrad.tensor(a, requires_grad=True)
+
+        def run() -> Any:
+            x.grad = None
+            F.batch_norm(x, None, None, training=True).backward(tg)
+            return x.grad
+
+        return run
+
+    return Case("`batch_norm` (training) forward + backward, 32×16×32×32", ours,
+                lambda: lambda: _numpy_batch_norm_grad(a, g))
+
+
+def _silu() -> Case:
+    a = _matrix()
+
+    def ours() -> Callable[[], Any]:
+        x = rustgrad.tensor(a, requires_grad=True)
+
+        def run() -> Any:
+            x.grad = None
+            F.silu(x).sum().backward()
+            return x.grad
+
+        return run
+
+    def theirs() -> Callable[[], Any]:
+        def run() -> np.ndarray:
+            s = 1 / (1 + np.exp(-a))
+            return s * (1 + a * (1 - s))
+
+        return run
+
+    return Case("`silu` forward + backward, 1024×1024", ours, theirs)
+
+
+def _embedding() -> Case:
+    rng = np.random.default_rng(0)
+    table, g = rng.standard_normal((10_000, 128), dtype=np.float32), rng.standard_normal((4096, 128), dtype=np.float32)
+    index = rng.integers(0, 10_000, 4096)
+    tindex, tg = rustgrad.from_numpy(index), rustgrad.from_numpy(g)
+
+    def ours() -> Callable[[], Any]:
+        w = rustgrad.tensor(table, requires_grad=True)
+
+        def run() -> Any:
+            w.grad = None
+            F.embedding(tindex, w).backward(tg)
+            return w.grad
+
+        return run
+
+    def theirs() -> Callable[[], Any]:
+        def run() -> np.ndarray:
+            _ = table[index]
+            grad = np.zeros_like(table)
+            np.add.at(grad, index, g)
+            return grad
+
+        return run
+
+    return Case("`embedding` forward + backward, 4096 of 10000×128", ours, theirs)
+
+
 def _data_loader() -> Case:
     x = _matrix(1400, 64)
     labels = np.arange(1400) % 10
@@ -205,7 +283,8 @@ def _tf1_mlp_step() -> Case:
 CASES: dict[str, Case] = {}
 for _name, _make in [("cat", _cat), ("indexing", _indexing), ("gather", _gather), ("sort", _sort),
                      ("where", _where), ("randn", _randn), ("softmax", _softmax), ("layer_norm", _layer_norm),
-                     ("max_pool2d", _max_pool), ("data_loader", _data_loader), ("tf1_mlp_step", _tf1_mlp_step)]:
+                     ("max_pool2d", _max_pool), ("batch_norm", _batch_norm), ("silu", _silu),
+                     ("embedding", _embedding), ("data_loader", _data_loader), ("tf1_mlp_step", _tf1_mlp_step)]:
     CASES[_name] = _make()
 
 
