@@ -236,7 +236,7 @@ def seed_state(rows: list[Row]) -> str:
 
 
 def render(data: dict, sections: list[Section], rows: list[Row], peaks: Peaks, state: str,
-           verdicts: list[Verdict], note: str, has_chart: bool) -> list[str]:
+           verdicts: list[Verdict], note: str, chart_name: str | None) -> list[str]:
     with_floor = not peaks.unavailable
     lines = ["# Benchmarks", "",
              "Written by `python benchmarks/report.py` (medians from one run; ratios compare medians "
@@ -249,8 +249,8 @@ def render(data: dict, sections: list[Section], rows: list[Row], peaks: Peaks, s
               "it worsened by more than 10%; `× floor` is rustgrad's time ÷ the floor, `numpy × floor` numpy's.",
               ""]
     lines += target_lines(verdicts, state) + worsened_lines(rows)
-    if has_chart:
-        lines += ["![seed step](benchmarks.png)", ""]
+    if chart_name:
+        lines += [f"![seed step]({chart_name})", ""]
     for section in sections:
         lines += section_lines(section, with_floor)
     return lines
@@ -308,7 +308,11 @@ def main() -> None:
     args = parser.parse_args()
     peaks_before = measure_peaks()
     json_path = args.json
-    if json_path is None:
+    note = args.note
+    if json_path is not None:
+        note = (f"{note}; " if note else "") + (f"the suite's medians were read from {json_path.name}; the FMA peak "
+                                                 "and the one-element adds were measured when the report was written")
+    else:
         json_path = Path(tempfile.mkdtemp()) / "benchmarks.json"
         run_suite(json_path, args.quick)
     data = json.loads(json_path.read_text())
@@ -318,9 +322,10 @@ def main() -> None:
     sections, rows = build_rows(medians(data), one_element, peaks, previous)
     state = seed_state(rows)
     verdicts = judge_all(rows)
-    has_chart = chart(seed_chart(sections[0]), args.docs.with_suffix(".png"))
-    args.docs.write_text("\n".join(render(data, sections, rows, peaks, state, verdicts, args.note, has_chart)))
-    meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "note": args.note,
+    image = args.docs.with_suffix(".png")
+    chart_name = image.name if chart(seed_chart(sections[0]), image) else None
+    args.docs.write_text("\n".join(render(data, sections, rows, peaks, state, verdicts, note, chart_name)))
+    meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "note": note,
             "quick": args.quick, "cpu_count": os.cpu_count()}
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(results_json(rows, peaks, state, verdicts, meta), indent=1) + "\n")

@@ -213,7 +213,7 @@ def test_without_a_peak_the_tables_have_no_floor_columns():
     m = _medians(("test_static_session", 1e-4), ("test_numpy_in_place", 3e-4))
     peaks = Peaks(unavailable="no C compiler found ($CC, cc, gcc or clang)")
     sections, rows = report.build_rows(m, None, peaks, None)
-    text = "\n".join(report.render({}, sections, rows, peaks, machine_state(None), judge_all(rows), "", False))
+    text = "\n".join(report.render({}, sections, rows, peaks, machine_state(None), judge_all(rows), "", None))
     assert "FMA peak: not measured (no C compiler found" in text
     assert "× floor" not in text.split("## Seed")[1]
     assert "| rustgrad static, Session.run | 100.0 µs | 300.0 µs | 0.33 | new |" in text
