@@ -54,7 +54,8 @@ def run_suite(json_path: Path, quick: bool) -> None:
     env = best_blas.environment()
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "benchmarks"), "-q", "-p", "no:cacheprovider",
            f"--benchmark-json={json_path}", "--benchmark-disable-gc", "--benchmark-warmup=on"]
-    cmd += ["--benchmark-max-time=0.2" if quick else "--benchmark-max-time=0.5"]
+    # pytest-benchmark's warmup would otherwise run up to as many rounds as the timing itself
+    cmd += ["--benchmark-max-time=0.2" if quick else "--benchmark-max-time=0.5", "--benchmark-warmup-iterations=20"]
     if subprocess.run(cmd, env=env, cwd=ROOT).returncode != 0 and not json_path.exists():
         sys.exit("the benchmark suite failed before writing its results")
 
