@@ -148,7 +148,15 @@ class Verdict:
     reason: str = ""
 
 
-def judge(target: Target, row: Row | None) -> Verdict:
+def peak_scales(one_thread: float | None, all_threads: float | None, threads: int) -> bool:
+    """Whether the all-thread peak is at least 90% of ``threads`` × the one-thread peak, as on an idle
+    machine; when other processes hold cores, it is lower, and so are the floors' multiples."""
+    if not one_thread or not all_threads:
+        return False
+    return threads <= 1 or all_threads >= 0.9 * threads * one_thread
+
+
+def judge(target: Target, row: Row | None, peak_trusted: bool = True) -> Verdict:
     if row is None:
         return Verdict(target, "not judged", "–", "the row did not run")
     if target.kind == "ratio":
@@ -159,6 +167,9 @@ def judge(target: Target, row: Row | None) -> Verdict:
     if row.multiple is None:
         return Verdict(target, "not judged", "–", "no FMA peak measured")
     figure = f"{row.multiple:.2f}× the floor" if target.kind == "multiple" else f"{row.percent_of_peak:.0f}% of peak"
+    if not peak_trusted:
+        return Verdict(target, "not judged", figure, "the all-thread FMA peak did not scale with the threads "
+                                                     "(other processes held cores)")
     numpy_multiple = row.numpy_multiple
     if numpy_multiple is None or numpy_multiple > NUMPY_NEAR_FLOOR:
         seen = "no numpy time" if numpy_multiple is None else f"numpy at {numpy_multiple:.2f}× its floor"
@@ -167,9 +178,9 @@ def judge(target: Target, row: Row | None) -> Verdict:
     return Verdict(target, "met" if met else "missed", figure)
 
 
-def judge_all(rows: list[Row], targets: list[Target] = TARGETS) -> list[Verdict]:
+def judge_all(rows: list[Row], targets: list[Target] = TARGETS, peak_trusted: bool = True) -> list[Verdict]:
     by_key = {row.key: row for row in rows}
-    return [judge(target, by_key.get(target.key)) for target in targets]
+    return [judge(target, by_key.get(target.key), peak_trusted) for target in targets]
 
 
 @dataclass

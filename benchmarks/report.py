@@ -41,6 +41,7 @@ from floor import (
     apply_peak,
     judge_all,
     machine_state,
+    peak_scales,
     results_json,
 )
 from report_rows import Section
@@ -133,6 +134,7 @@ def section_lines(section: Section, with_floor: bool) -> list[str]:
     """A section as a markdown table: every row against numpy and, with a peak, against the floor."""
     if not section.rows:
         return []
+    with_floor = with_floor and any(row.flops for row in section.rows)
     header = ["row", "rustgrad", "numpy", "× numpy", "× numpy vs last report"]
     if with_floor:
         header += ["FLOPs", "floor", "× floor", "numpy × floor"]
@@ -148,11 +150,12 @@ def peak_lines(peaks: Peaks) -> list[str]:
     lines = [f"- FMA peak (float32, {peaks.isa}, `benchmarks/fma_probe.c`, best of the runs before and after the "
              f"suite): {peaks.one_thread:.0f} GFLOP/s on 1 thread, {peaks.all_threads:.0f} GFLOP/s on "
              f"{peaks.threads} threads"]
-    scaling = (peaks.all_threads or 0) / (peaks.one_thread or 1)
-    if peaks.threads > 1 and scaling < 0.9 * peaks.threads:
+    if not peak_scales(peaks.one_thread, peaks.all_threads, peaks.threads):
+        scaling = (peaks.all_threads or 0) / (peaks.one_thread or 1)
         lines.append(f"- Warning: the {peaks.threads}-thread peak is only {scaling:.2f}× the one-thread peak (about "
                      f"{peaks.threads}× on an idle machine): other processes held cores while it was measured, so "
-                     "the all-thread floors are too high and the multiples of them too low")
+                     "the all-thread floors are too high, the multiples of them too low, and the floor targets are "
+                     "not judged")
     return lines
 
 
@@ -322,7 +325,7 @@ def main() -> None:
     previous = json.loads(args.results.read_text()) if args.results.exists() else None
     sections, rows = build_rows(medians(data), one_element, peaks, previous)
     state = seed_state(rows)
-    verdicts = judge_all(rows)
+    verdicts = judge_all(rows, peak_trusted=peak_scales(peaks.one_thread, peaks.all_threads, peaks.threads))
     image = args.docs.with_suffix(".png")
     chart_name = image.name if chart(seed_chart(sections[0]), image) else None
     args.docs.write_text("\n".join(render(data, sections, rows, peaks, state, verdicts, note, chart_name)))

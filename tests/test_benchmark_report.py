@@ -32,6 +32,7 @@ from floor import (  # noqa: E402
     lstm_step_flops,
     machine_state,
     matmul_flops,
+    peak_scales,
     results_json,
     two_layer_step_flops,
 )
@@ -216,6 +217,16 @@ def test_without_a_peak_the_tables_have_no_floor_columns():
     text = "\n".join(report.render({}, sections, rows, peaks, machine_state(None), judge_all(rows), "", None))
     assert "FMA peak: not measured (no C compiler found" in text
     assert "× floor" not in text.split("## Seed")[1]
+
+
+def test_sections_without_products_have_no_floor_columns():
+    m = _medians(("test_static_session", 1e-4), ("test_numpy_in_place", 3e-4),
+                 ("test_rustgrad_op[add-1M]", 1e-4), ("test_numpy_op[add-1M]", 2e-4))
+    peaks = Peaks(100.0, 200.0, 2, "avx512f")
+    sections, rows = report.build_rows(m, None, peaks, None)
+    text = "\n".join(report.render({}, sections, rows, peaks, "s", judge_all(rows), "", None))
+    seed, elementwise = text.split("## Seed")[1].split("## float32 elementwise")
+    assert "| × floor | numpy × floor |" in seed and "× floor" not in elementwise
     assert "| rustgrad static, Session.run | 100.0 µs | 300.0 µs | 0.33 | new |" in text
 
 
@@ -297,3 +308,13 @@ def test_a_busy_machines_all_thread_peak_is_flagged():
     busy = "\n".join(report.peak_lines(Peaks(240.0, 250.0, 2, "avx512f")))
     assert "Warning: the 2-thread peak is only 1.04× the one-thread peak" in busy
     assert "Warning" not in "\n".join(report.peak_lines(Peaks(240.0, 480.0, 2, "avx512f")))
+
+
+def test_floor_targets_are_not_judged_on_a_peak_measured_with_cores_busy():
+    assert peak_scales(240.0, 470.0, 2) and not peak_scales(240.0, 250.0, 2) and peak_scales(240.0, 240.0, 1)
+    assert not peak_scales(None, None, 2)
+    static, add = _floored(seconds=12e-6, numpy_seconds=20e-6), _floored(seconds=12e-6, numpy_seconds=20e-6)
+    static.key, add.key = TARGETS[0].key, _target("ratio").key
+    verdicts = judge_all([static, add], [TARGETS[0], _target("ratio")], peak_trusted=False)
+    assert verdicts[0].status == "not judged" and "other processes held cores" in verdicts[0].reason
+    assert verdicts[1].status == "met"  # 0.6× numpy: ratios are judged whatever the peak
