@@ -306,6 +306,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="reuse a pytest-benchmark JSON file instead of running")
     parser.add_argument("--results", type=Path, default=RESULTS,
                         help="where to write this report's results (and read the previous report's)")
+    parser.add_argument("--previous", type=Path, help="the report to compare the ratios with (default: --results)")
     parser.add_argument("--docs", type=Path, default=DOCS / "benchmarks.md")
     parser.add_argument("--note", default="", help="a line for the report's header (e.g. what else was running)")
     parser.add_argument("--overhead-rounds", type=int, default=5, help="rounds of the one-element add timing")
@@ -322,7 +323,8 @@ def main() -> None:
     data = json.loads(json_path.read_text())
     one_element = one_element_add_ns(args.overhead_rounds)
     peaks = best_peaks(peaks_before, measure_peaks())
-    previous = json.loads(args.results.read_text()) if args.results.exists() else None
+    previous_path = args.previous or args.results
+    previous = json.loads(previous_path.read_text()) if previous_path.exists() else None
     sections, rows = build_rows(medians(data), one_element, peaks, previous)
     state = seed_state(rows)
     verdicts = judge_all(rows, peak_trusted=peak_scales(peaks.one_thread, peaks.all_threads, peaks.threads))
