@@ -292,8 +292,10 @@ def test_the_report_runs_without_a_compiler(tmp_path):
     (tmp_path / "docs").mkdir()
     env = {k: v for k, v in os.environ.items() if k != "CC"}
     env.update(PATH=str(tmp_path), MPLBACKEND="Agg")
+    (tmp_path / "earlier.json").write_text(json.dumps({"rows": [{"key": "test_static_session", "ratio": 0.25}]}))
     args = ["--json", str(tmp_path / "suite.json"), "--results", str(tmp_path / "last.json"),
-            "--docs", str(tmp_path / "docs" / "b.md"), "--overhead-rounds", "1"]
+            "--previous", str(tmp_path / "earlier.json"), "--docs", str(tmp_path / "docs" / "b.md"),
+            "--overhead-rounds", "1"]
     result = subprocess.run([sys.executable, str(BENCHMARKS / "report.py"), *args],
                             env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -301,7 +303,9 @@ def test_the_report_runs_without_a_compiler(tmp_path):
     saved = json.loads((tmp_path / "last.json").read_text())
     assert saved["peak_gflops"]["all_threads"] is None
     assert {r["key"] for r in saved["rows"]} >= {"test_static_session", "one_element_add_requires_grad"}
-    assert "rustgrad static, Session.run" in (tmp_path / "docs" / "b.md").read_text()
+    docs = (tmp_path / "docs" / "b.md").read_text()
+    assert "| rustgrad static, Session.run | 100.0 µs | 300.0 µs | 0.33 | **+33% worse** |" in docs
+    assert "- Seed two-layer step (64×1000×100×10, float32): rustgrad static, Session.run: 0.25 → 0.33" in docs
 
 
 def test_a_busy_machines_all_thread_peak_is_flagged():
