@@ -109,13 +109,16 @@ def apply_history(rows: list[Row], previous: dict[str, Any] | None) -> None:
         row.previous_ratio = ratios.get(row.key)
 
 
-def machine_state(numpy_multiple: float | None) -> str:
-    """The state the run looks like, from numpy's own multiple of the floor on the seed step."""
+def machine_state(numpy_multiple: float | None, peak_trusted: bool = True) -> str:
+    """The state the run looks like, from numpy's own multiple of the floor on the seed step (and whether
+    other processes held cores while the peak was measured)."""
     if numpy_multiple is None:
         return "unknown (no floor measured)"
     if numpy_multiple <= NUMPY_NEAR_FLOOR:
-        return f"normal state (numpy at {numpy_multiple:.2f}× the floor, within {NUMPY_NEAR_FLOOR}×)"
-    return f"slow state (numpy at {numpy_multiple:.2f}× the floor, beyond {NUMPY_NEAR_FLOOR}×)"
+        state = f"normal state (numpy at {numpy_multiple:.2f}× the floor, within {NUMPY_NEAR_FLOOR}×)"
+    else:
+        state = f"slow state (numpy at {numpy_multiple:.2f}× the floor, beyond {NUMPY_NEAR_FLOOR}×)"
+    return state if peak_trusted else f"busy machine (other processes held cores), {state}"
 
 
 @dataclass(frozen=True)

@@ -234,9 +234,9 @@ def seed_chart(seed: Section) -> dict[str, float]:
     return dict(items[:3] + [("numpy by hand, preallocated in place", baseline * 1e6)] + items[3:])
 
 
-def seed_state(rows: list[Row]) -> str:
+def seed_state(rows: list[Row], peak_trusted: bool) -> str:
     seed = next((r for r in rows if r.key == "test_static_session"), None)
-    return machine_state(seed.numpy_multiple if seed else None)
+    return machine_state(seed.numpy_multiple if seed else None, peak_trusted)
 
 
 def render(data: dict, sections: list[Section], rows: list[Row], peaks: Peaks, state: str,
@@ -249,7 +249,7 @@ def render(data: dict, sections: list[Section], rows: list[Row], peaks: Peaks, s
     if note:
         lines.append(f"- Note: {note}")
     lines += ["", "Columns: `× numpy` is rustgrad's time ÷ numpy's; `× numpy vs last report` is the change of "
-              "that ratio against the previous report's (`benchmarks/results/last_report.json`), in bold when "
+              "that ratio against the previous report's (its results file), in bold when "
               "it worsened by more than 10%; `× floor` is rustgrad's time ÷ the floor, `numpy × floor` numpy's.",
               ""]
     lines += target_lines(verdicts, state) + worsened_lines(rows)
@@ -326,8 +326,9 @@ def main() -> None:
     previous_path = args.previous or args.results
     previous = json.loads(previous_path.read_text()) if previous_path.exists() else None
     sections, rows = build_rows(medians(data), one_element, peaks, previous)
-    state = seed_state(rows)
-    verdicts = judge_all(rows, peak_trusted=peak_scales(peaks.one_thread, peaks.all_threads, peaks.threads))
+    peak_trusted = peak_scales(peaks.one_thread, peaks.all_threads, peaks.threads)
+    state = seed_state(rows, peak_trusted)
+    verdicts = judge_all(rows, peak_trusted=peak_trusted)
     image = args.docs.with_suffix(".png")
     chart_name = image.name if chart(seed_chart(sections[0]), image) else None
     args.docs.write_text("\n".join(render(data, sections, rows, peaks, state, verdicts, note, chart_name)))

@@ -107,36 +107,35 @@ def framework(m: Medians) -> Section:
     return s
 
 
-def elementwise(m: Medians) -> Section:
-    import test_bench_ops
+def _params(m: Medians, test: str) -> list[str]:
+    """The parameter ids of ``test`` that ran, in the order they ran (the suite's JSON order)."""
+    prefix = f"{test}["
+    return [key[len(prefix):-1] for key in m if key.startswith(prefix)]
 
+
+def elementwise(m: Medians) -> Section:
     s = Section("float32 elementwise ops and reductions (all threads)", "Memory-bound: no FMA floor.")
-    for op in test_bench_ops.OPS:
-        for size in test_bench_ops.SIZES:
-            _pair(s, m, f"test_rustgrad_op[{op}-{size}]", f"`{op}` {size}", f"test_numpy_op[{op}-{size}]")
+    for param in _params(m, "test_rustgrad_op"):
+        op, size = param.rsplit("-", 1)
+        _pair(s, m, f"test_rustgrad_op[{param}]", f"`{op}` {size}", f"test_numpy_op[{param}]")
     return s
 
 
 def reductions(m: Medians) -> Section:
-    import test_bench_reductions
-
     s = Section("float32 reductions and scans (all threads)",
                 "`_dim0`/`_dim1`/`_rows`: along one dim of an (n/1024, 1024) matrix; otherwise over all elements. "
                 "Memory-bound: no FMA floor.")
-    for name, _, _ in test_bench_reductions.OPS:
-        for size in test_bench_reductions.IDS:
-            _pair(s, m, f"test_reduction_rustgrad[{size}-{name}]", f"`{name}` {size}",
-                  f"test_reduction_numpy[{size}-{name}]")
+    for param in _params(m, "test_reduction_rustgrad"):
+        size, name = param.split("-", 1)
+        _pair(s, m, f"test_reduction_rustgrad[{param}]", f"`{name}` {size}", f"test_reduction_numpy[{param}]")
     return s
 
 
 def losses(m: Medians) -> Section:
-    import test_bench_losses
-
     s = Section("float32 cross-entropy forward and backward (all threads)",
                 "`F.cross_entropy` of (N, C) logits, mean, then `backward()`, against the hand-written stable "
                 "log-softmax and softmax − one-hot. No products: no FMA floor.")
-    for size in test_bench_losses.IDS:
+    for size in _params(m, "test_cross_entropy_rustgrad"):
         _pair(s, m, f"test_cross_entropy_rustgrad[{size}]", f"cross_entropy {size}",
               f"test_cross_entropy_numpy[{size}]")
     return s
@@ -188,13 +187,13 @@ def scaling(m: Medians) -> Section:
 
 
 def coverage(m: Medians) -> Section:
-    import test_bench_coverage
+    import coverage_cases
 
     s = Section("Other op and module families (all threads)",
                 "One row per family the op-breadth, PyTorch-framework and TF1-framework issues added that the "
                 "sections above do not time (`benchmarks/test_bench_coverage.py`), at one mid size each, against "
                 "the same work in numpy.")
-    for name, case in test_bench_coverage.CASES.items():
+    for name, case in coverage_cases.CASES.items():
         _pair(s, m, f"test_coverage_rustgrad[{name}]", case.label, f"test_coverage_numpy[{name}]",
               flops=case.flops, formula=case.formula)
     return s

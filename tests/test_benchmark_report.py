@@ -156,6 +156,7 @@ def test_machine_state_from_numpys_multiple_of_the_floor():
     assert machine_state(NUMPY_NEAR_FLOOR).startswith("normal state")
     assert machine_state(4.9).startswith("slow state (numpy at 4.90× the floor")
     assert machine_state(None).startswith("unknown")
+    assert machine_state(4.9, peak_trusted=False).startswith("busy machine (other processes held cores), slow state")
 
 
 # ---- the comparison with the previous report
@@ -231,9 +232,9 @@ def test_sections_without_products_have_no_floor_columns():
 
 
 def test_coverage_cases_compute_what_their_numpy_counterparts_compute():
-    import test_bench_coverage
+    import coverage_cases
 
-    for name, case in test_bench_coverage.CASES.items():
+    for name, case in coverage_cases.CASES.items():
         if name in ("randn", "tf1_mlp_step"):
             continue  # different generators; the TF1 step is checked below
         ours, theirs = case.ours()(), case.theirs()()
@@ -242,9 +243,9 @@ def test_coverage_cases_compute_what_their_numpy_counterparts_compute():
 
 
 def test_the_tf1_mlp_step_follows_the_numpy_steps_loss_curve():
-    import test_bench_coverage
+    import coverage_cases
 
-    case = test_bench_coverage.CASES["tf1_mlp_step"]
+    case = coverage_cases.CASES["tf1_mlp_step"]
     ours, theirs = case.ours(), case.theirs()
     curves = np.array([[ours(), theirs()] for _ in range(4)])
     assert curves[-1, 0] < curves[0, 0]
@@ -322,3 +323,12 @@ def test_floor_targets_are_not_judged_on_a_peak_measured_with_cores_busy():
     verdicts = judge_all([static, add], [TARGETS[0], _target("ratio")], peak_trusted=False)
     assert verdicts[0].status == "not judged" and "other processes held cores" in verdicts[0].reason
     assert verdicts[1].status == "met"  # 0.6× numpy: ratios are judged whatever the peak
+
+
+def test_parametrised_rows_are_read_from_the_suites_keys():
+    m = _medians(("test_rustgrad_op[amax(dim)-16M]", 2e-3), ("test_numpy_op[amax(dim)-16M]", 1e-3),
+                 ("test_reduction_rustgrad[1M-cumsum_rows]", 1e-3), ("test_reduction_numpy[1M-cumsum_rows]", 4e-3),
+                 ("test_cross_entropy_rustgrad[64x10]", 1e-5))
+    _, rows = report.build_rows(m, None, Peaks(), None)
+    assert [(r.label, r.ratio) for r in rows] == [("`amax(dim)` 16M", 2.0), ("`cumsum_rows` 1M", 0.25),
+                                                   ("cross_entropy 64x10", None)]
