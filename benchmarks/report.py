@@ -196,7 +196,7 @@ def best_peaks(first: Peaks, second: Peaks) -> Peaks:
                  second.all_threads or 0), first.threads, first.isa, samples=first.samples + second.samples)
 
 
-def one_element_add_ns(rounds: int = 5, adds: int = 100_000) -> dict[str, float]:
+def one_element_add_seconds(rounds: int = 5, adds: int = 100_000) -> dict[str, float]:
     """Seconds per bare one-element ``a + b``: numpy's, and rustgrad's with and without requires_grad;
     the best of ``rounds`` interleaved rounds of three repeats each."""
     import numpy as np
@@ -321,7 +321,7 @@ def main() -> None:
         json_path = Path(tempfile.mkdtemp()) / "benchmarks.json"
         run_suite(json_path, args.quick)
     data = json.loads(json_path.read_text())
-    one_element = one_element_add_ns(args.overhead_rounds)
+    one_element = one_element_add_seconds(args.overhead_rounds)
     peaks = best_peaks(peaks_before, measure_peaks())
     previous_path = args.previous or args.results
     previous = json.loads(previous_path.read_text()) if previous_path.exists() else None
