@@ -1,11 +1,18 @@
-"""Runs the benchmark suite and writes docs/benchmarks.md and docs/benchmarks.png.
+"""Runs the benchmark suite, measures the machine's FMA peak in the same run, and writes
+docs/benchmarks.md, docs/benchmarks.png and benchmarks/results/last_report.json.
 
     python benchmarks/report.py            # the whole suite (a few minutes)
-    python benchmarks/report.py --quick    # fewer rounds, skips the largest scaling size
+    python benchmarks/report.py --quick    # fewer rounds
+    python benchmarks/report.py --note "two Rust builds were running"
 
 numpy runs on its best BLAS kernel: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are
 removed from the environment of the benchmark process only. Every figure in the
 report is a median from this one run, and every ratio compares medians from it.
+Every row is printed against numpy and, where it runs products, against its floor:
+its FLOPs ÷ the FMA peak (benchmarks/fma_probe.c, compiled on first use; without a
+C compiler the floor columns are left out). Each row's ratio to numpy is compared
+with the previous report's (the results file), and a ratio that worsened by more
+than 10% is flagged.
 """
 
 from __future__ import annotations
@@ -17,23 +24,41 @@ import platform
 import subprocess
 import sys
 import tempfile
+import timeit
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import best_blas
+import fma_probe
+import report_rows
+from floor import (
+    NUMPY_NEAR_FLOOR,
+    Peaks,
+    Row,
+    Verdict,
+    apply_history,
+    apply_peak,
+    judge_all,
+    machine_state,
+    peak_scales,
+    results_json,
+)
+from report_rows import Section
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
+RESULTS = ROOT / "benchmarks" / "results" / "last_report.json"
 
 
 def run_suite(json_path: Path, quick: bool) -> None:
     env = best_blas.environment()
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "benchmarks"), "-q", "-p", "no:cacheprovider",
            f"--benchmark-json={json_path}", "--benchmark-disable-gc", "--benchmark-warmup=on"]
-    if quick:
-        cmd += ["--benchmark-max-time=0.2", "-k", "not 1024x4096x4096x1000"]
-    subprocess.run(cmd, check=True, env=env, cwd=ROOT)
+    # pytest-benchmark's warmup would otherwise run up to as many rounds as the timing itself
+    cmd += ["--benchmark-max-time=0.2" if quick else "--benchmark-max-time=0.5", "--benchmark-warmup-iterations=20"]
+    if subprocess.run(cmd, env=env, cwd=ROOT).returncode != 0 and not json_path.exists():
+        sys.exit("the benchmark suite failed before writing its results")
 
 
 def medians(data: dict) -> dict[str, dict]:
@@ -56,12 +81,17 @@ def machine(data: dict) -> list[str]:
     info = data.get("machine_info", {})
     cpu = info.get("cpu", {})
     import numpy
-    import threadpoolctl
 
     import rustgrad
 
+    try:
+        import threadpoolctl
+    except ImportError:  # the bench extra is not installed: the BLAS line says unknown
+        pools: list[dict] = []
+    else:
+        pools = threadpoolctl.threadpool_info()
     blas = [f"{p.get('internal_api')} {p.get('version')} ({p.get('architecture')}, {p.get('num_threads')} threads)"
-            for p in threadpoolctl.threadpool_info() if p.get("user_api") == "blas"]
+            for p in pools if p.get("user_api") == "blas"]
     return [
         f"- CPU: {cpu.get('brand_raw', platform.processor())}, {os.cpu_count()} cores",
         f"- Python {platform.python_version()}, numpy {numpy.__version__}, rustgrad {rustgrad.__version__}",
@@ -70,214 +100,176 @@ def machine(data: dict) -> list[str]:
     ]
 
 
-def section_step(m: dict) -> tuple[list[str], dict[str, float]]:
-    base = m["test_numpy_in_place"]["median"]
-    rows = [("rustgrad eager, custom Function ReLU (the reference program)", "test_eager_custom_function"),
-            ("rustgrad eager, built-in relu", "test_eager_builtin_relu"),
-            ("rustgrad static, Session.run", "test_static_session"),
-            ("numpy by hand, preallocated in place", "test_numpy_in_place"),
-            ("numpy by hand, one array per op", "test_numpy_one_array_per_op"),
-            ("PyTorch eager", "test_pytorch")]
-    lines = ["## Seed two-layer step (64×1000×100×10, float32)", "",
-             "| way | median per step | × numpy in place |", "|---|---|---|"]
-    chart = {}
-    for label, key in rows:
-        if key in m:
-            t = m[key]["median"]
-            lines.append(f"| {label} | {fmt_time(t)} | {t / base:.2f} |")
-            chart[label] = t * 1e6
-    return lines + [""], chart
+def fmt_flops(flops: int) -> str:
+    for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if flops >= scale:
+            return f"{flops / scale:.3g} {unit}"
+    return str(flops)
 
 
-def section_matmul(m: dict) -> list[str]:
-    lines = ["## float32 matmul (GFLOP/s)", "",
-             "| m×k×n | rustgrad 1 thread | numpy 1 thread | rustgrad 2 threads | numpy 2 threads "
-             "| ratio (2 threads) |",
-             "|---|---|---|---|---|---|"]
-    shapes = sorted({k.split("[")[1].split("-")[0] for k in m if k.startswith("test_rustgrad_matmul")},
-                    key=lambda s: [int(v) for v in s.split("x")])
-    for shape in shapes:
-        cells = []
-        rates = {}
-        for threads in ("1", "2"):
-            for who in ("rustgrad", "numpy"):
-                key = f"test_{who}_matmul[{shape}-{threads}]"
-                if key not in m:
-                    cells.append("–")
-                    continue
-                flops = m[key]["extra"].get("flops", 0)
-                rate = flops / m[key]["median"] / 1e9
-                rates[(who, threads)] = rate
-                cells.append(f"{rate:.0f}")
-        ratio = rates.get(("rustgrad", "2"), 0) / rates.get(("numpy", "2"), 1)
-        lines.append(f"| {shape} | " + " | ".join(cells) + f" | {ratio:.2f} |")
+def fmt_change(row: Row) -> str:
+    """The ratio's change against the previous report's: ``+4%``, or flagged when worse by more than 10%."""
+    change = row.change
+    if change is None:
+        return "new" if row.ratio is not None and row.previous_ratio is None else "–"
+    text = f"{change:+.0%}"
+    return f"**{text} worse**" if row.worsened else text
+
+
+def fmt_multiple(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def row_cells(row: Row, with_floor: bool) -> list[str]:
+    cells = [row.label, fmt_time(row.seconds), "–" if row.numpy_seconds is None else fmt_time(row.numpy_seconds),
+             fmt_multiple(row.ratio), fmt_change(row)]
+    if with_floor:
+        flops = f"{row.formula} = {fmt_flops(row.flops)}" if row.flops else "–"
+        floor = "–" if row.floor is None else fmt_time(row.floor)
+        cells += [flops, floor, fmt_multiple(row.multiple), fmt_multiple(row.numpy_multiple)]
+    return cells
+
+
+def section_lines(section: Section, with_floor: bool) -> list[str]:
+    """A section as a markdown table: every row against numpy and, with a peak, against the floor."""
+    if not section.rows:
+        return []
+    with_floor = with_floor and any(row.flops for row in section.rows)
+    header = ["row", "rustgrad", "numpy", "× numpy", "× numpy vs last report"]
+    if with_floor:
+        header += ["FLOPs", "floor", "× floor", "numpy × floor"]
+    lines = [f"## {section.title}", "", section.note, "", "| " + " | ".join(header) + " |",
+             "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row_cells(row, with_floor)) + " |" for row in section.rows]
     return lines + [""]
 
 
-def ratio_rows(m: dict, rows: list[tuple[str, str, str, str]]) -> list[str]:
-    """``| op | size | rustgrad | numpy | × numpy |`` rows for each (op, size, our key, numpy key) that ran."""
-    lines = ["| op | size | rustgrad | numpy | × numpy |", "|---|---|---|---|---|"]
-    for op, size, ours_key, ref_key in rows:
-        if ours_key in m and ref_key in m:
-            ours, ref = m[ours_key]["median"], m[ref_key]["median"]
-            lines.append(f"| `{op}` | {size} | {fmt_time(ours)} | {fmt_time(ref)} | {ours / ref:.2f} |")
+def peak_lines(peaks: Peaks) -> list[str]:
+    if peaks.unavailable:
+        return [f"- FMA peak: not measured ({peaks.unavailable}); the rows are printed without floor columns."]
+    lines = [f"- FMA peak (float32, {peaks.isa}, `benchmarks/fma_probe.c`, best of the runs before and after the "
+             f"suite): {peaks.one_thread:.0f} GFLOP/s on 1 thread, {peaks.all_threads:.0f} GFLOP/s on "
+             f"{peaks.threads} threads"]
+    if not peak_scales(peaks.one_thread, peaks.all_threads, peaks.threads):
+        scaling = (peaks.all_threads or 0) / (peaks.one_thread or 1)
+        lines.append(f"- Warning: the {peaks.threads}-thread peak is only {scaling:.2f}× the one-thread peak (about "
+                     f"{peaks.threads}× on an idle machine): other processes held cores while it was measured, so "
+                     "the all-thread floors are too high, the multiples of them too low, and the floor targets are "
+                     "not judged")
+    return lines
+
+
+def target_lines(verdicts: list[Verdict], state: str) -> list[str]:
+    lines = ["## Targets", "",
+             f"Machine state: {state}. The floor targets are judged only where numpy's own row is within "
+             f"{NUMPY_NEAR_FLOOR}× of its floor; ratios to numpy are judged in every state.", "",
+             "| target | figure | verdict |", "|---|---|---|"]
+    for v in verdicts:
+        verdict = v.status if not v.reason else f"{v.status}: {v.reason}"
+        lines.append(f"| {v.target.name} | {v.figure} | {verdict} |")
     return lines + [""]
 
 
-def section_ops(m: dict) -> list[str]:
-    import test_bench_ops
-
-    rows = [(op, size, f"test_rustgrad_op[{op}-{size}]", f"test_numpy_op[{op}-{size}]")
-            for op in test_bench_ops.OPS for size in test_bench_ops.SIZES]
-    return ["## float32 elementwise ops and reductions (all threads)", "", *ratio_rows(m, rows)]
-
-
-def section_reductions(m: dict) -> list[str]:
-    import test_bench_reductions
-
-    rows = [(name, size, f"test_reduction_rustgrad[{size}-{name}]", f"test_reduction_numpy[{size}-{name}]")
-            for name, _, _ in test_bench_reductions.OPS for size in test_bench_reductions.IDS]
-    return ["## float32 reductions and scans (all threads)", "",
-            "`_dim0`/`_dim1`/`_rows`: along one dim of an (n/1024, 1024) matrix; otherwise over all elements.", "",
-            *ratio_rows(m, rows)]
-
-
-def section_losses(m: dict) -> list[str]:
-    import test_bench_losses
-
-    rows = [("cross_entropy fwd+bwd", size, f"test_cross_entropy_rustgrad[{size}]", f"test_cross_entropy_numpy[{size}]")
-            for size in test_bench_losses.IDS]
-    return ["## float32 cross-entropy forward and backward (all threads)", "",
-            "`F.cross_entropy` of (N, C) logits and int64 targets, mean, then `backward()`; numpy: the "
-            "hand-written stable log-softmax and softmax − one-hot.", "", *ratio_rows(m, rows)]
-
-
-def section_strided(m: dict) -> list[str]:
-    lines = ["## Strided views (float32, all threads)", "",
-             "A view read in place against the same op after `.contiguous()`, and numpy's strided op.", "",
-             "| operands | side | view | copy, then op | numpy | view × numpy |", "|---|---|---|---|---|---|"]
-    rows = [("transposed view + matrix", "test_transposed_view_plus_matrix",
-             "test_transposed_view_copied_then_plus_matrix", "test_numpy_transposed_plus_matrix"),
-            ("expanded row + matrix", "test_expanded_row_plus_matrix",
-             "test_expanded_row_copied_then_plus_matrix", "test_numpy_row_plus_matrix")]
-    for label, *names in rows:
-        for side in ("1024x1024", "4096x4096"):
-            keys = [f"{n}[{side}]" for n in names]
-            if all(k in m for k in keys):
-                view, copied, ref = (m[k]["median"] for k in keys)
-                lines.append(f"| {label} | {side} | {fmt_time(view)} | {fmt_time(copied)} | {fmt_time(ref)} "
-                             f"| {view / ref:.2f} |")
+def worsened_lines(rows: list[Row]) -> list[str]:
+    worse = [r for r in rows if r.worsened]
+    if not worse:
+        return ["No ratio to numpy worsened by more than 10% against the previous report.", ""]
+    lines = [f"{len(worse)} ratio(s) to numpy worsened by more than 10% against the previous report:", ""]
+    lines += [f"- {r.section}: {r.label}: {r.previous_ratio:.2f} → {r.ratio:.2f}" for r in worse]
     return lines + [""]
 
 
-def section_batched_matmul(m: dict) -> list[str]:
-    lines = ["## float32 batched matmul (all threads)", "",
-             "| batch×m×k×n | rustgrad `bmm` | rustgrad `@` | numpy `matmul` | `bmm` × numpy | `@` × numpy |",
-             "|---|---|---|---|---|---|"]
-    shapes = sorted({k.split("[")[1].rstrip("]") for k in m if k.startswith("test_numpy_batched_matmul[")},
-                    key=lambda s: [int(v) for v in s.split("x")])
-    for shape in shapes:
-        keys = [f"test_rustgrad_batched_matmul[{shape}-bmm]", f"test_rustgrad_batched_matmul[{shape}-at]",
-                f"test_numpy_batched_matmul[{shape}]"]
-        if not all(k in m for k in keys):
-            continue
-        bmm, at, ref = (m[k]["median"] for k in keys)
-        lines.append(f"| {shape} | {fmt_time(bmm)} | {fmt_time(at)} | {fmt_time(ref)} | {bmm / ref:.2f} "
-                     f"| {at / ref:.2f} |")
-    return lines + [""]
+def measure_peaks(runs: int = 5, environ: dict[str, str] | None = None, build_dir: Path | None = None) -> Peaks:
+    """The FMA peak now, or why there is none (never raises for a missing compiler)."""
+    try:
+        peak = fma_probe.measure(runs=runs, environ=environ, build_dir=build_dir or fma_probe.BUILD_DIR)
+    except fma_probe.ProbeUnavailable as err:
+        return Peaks(unavailable=str(err))
+    return Peaks(peak.one_thread, peak.all_threads, peak.threads, peak.isa,
+                 samples=[{"one_thread": peak.one_thread, "all_threads": peak.all_threads}])
 
 
-def section_einsum(m: dict) -> list[str]:
-    lines = ["## float32 einsum `bij,bjk->bik` (all threads)", "",
-             "| batch×m×k×n | rustgrad `einsum` | rustgrad `bmm` | numpy `einsum(optimize=True)` | numpy `matmul` "
-             "| `einsum` × `bmm` | `einsum` × numpy `matmul` |",
-             "|---|---|---|---|---|---|---|"]
-    shapes = sorted({k.split("[")[1].split("-")[0] for k in m if k.startswith("test_numpy_einsum_batched_matmul[")},
-                    key=lambda s: [int(v) for v in s.split("x")])
-    for shape in shapes:
-        ours_key = f"test_rustgrad_einsum_batched_matmul[{shape}"
-        numpy_key = f"test_numpy_einsum_batched_matmul[{shape}"
-        keys = [f"{ours_key}-einsum]", f"{ours_key}-bmm]", f"{numpy_key}-einsum]", f"{numpy_key}-matmul]"]
-        if not all(k in m for k in keys):
-            continue
-        ours, bmm, np_einsum, np_matmul = (m[k]["median"] for k in keys)
-        lines.append(f"| {shape} | {fmt_time(ours)} | {fmt_time(bmm)} | {fmt_time(np_einsum)} | {fmt_time(np_matmul)} "
-                     f"| {ours / bmm:.2f} | {ours / np_matmul:.2f} |")
-    return lines + [""]
+def best_peaks(first: Peaks, second: Peaks) -> Peaks:
+    if first.unavailable or second.unavailable:
+        return first if first.unavailable else second
+    return Peaks(max(first.one_thread or 0, second.one_thread or 0), max(first.all_threads or 0,
+                 second.all_threads or 0), first.threads, first.isa, samples=first.samples + second.samples)
 
 
-def section_conv(m: dict) -> list[str]:
-    lines = ["## float32 conv2d forward + backward, padding 1 (all threads)", "",
-             "The three products (forward, input and weight gradients); numpy: im2col by strided views and "
-             "one matmul per product over the whole batch.", "",
-             "| N×C×H×W, O×k×k | rustgrad | numpy im2col + matmul | × numpy | rustgrad GFLOP/s |",
-             "|---|---|---|---|---|"]
-    shapes = sorted({k.split("[")[1].rstrip("]") for k in m if k.startswith("test_numpy_conv2d_step[")})
-    for shape in shapes:
-        keys = [f"test_rustgrad_conv2d_step[{shape}]", f"test_numpy_conv2d_step[{shape}]"]
-        if not all(k in m for k in keys):
-            continue
-        ours, ref = (m[k]["median"] for k in keys)
-        n, c, h, w, o, k = (int(v) for v in shape.split("x"))
-        gflops = 3 * 2 * n * o * h * w * c * k * k / ours / 1e9
-        lines.append(f"| {n}×{c}×{h}×{w}, {o}×{k}×{k} | {fmt_time(ours)} | {fmt_time(ref)} | {ours / ref:.2f} "
-                     f"| {gflops:.0f} |")
-    return lines + [""]
+def one_element_add_seconds(rounds: int = 5, adds: int = 100_000) -> dict[str, float]:
+    """Seconds per bare one-element ``a + b``: numpy's, and rustgrad's with and without requires_grad;
+    the best of ``rounds`` interleaved rounds of three repeats each."""
+    import numpy as np
+
+    import rustgrad
+
+    operands = {"numpy": (np.array([1.0]), np.array([2.0])),
+                "requires_grad": (rustgrad.tensor([1.0], requires_grad=True),
+                                  rustgrad.tensor([2.0], requires_grad=True)),
+                "no_grad": (rustgrad.tensor([1.0]), rustgrad.tensor([2.0]))}
+    best = dict.fromkeys(operands, float("inf"))
+    for _ in range(rounds):
+        for name, (a, b) in operands.items():
+            timing = timeit.repeat("a + b", globals={"a": a, "b": b}, number=adds, repeat=3)
+            best[name] = min(best[name], min(timing) / adds)
+    return best
 
 
-def section_nn(m: dict) -> list[str]:
-    """The framework layer's steps: the MLP step three ways and the LSTM, each against numpy by hand."""
-    lines = ["## Framework layer: MLP step and LSTM (float32)", "",
-             "MLP: `Sequential(Linear(784, 256), ReLU, Linear(256, 10))`, `CrossEntropyLoss`, `Adam`, batch 64 "
-             "(`benchmarks/nn_steps.py`); the bare-ops step calls the same functions and Adam's kernel on plain "
-             "tensors, so the difference is what the module and optimizer layers cost. LSTM: one layer, input 32, "
-             "hidden 128, batch 16, 50 steps, forward and backward.", "",
-             "| step | rustgrad | numpy by hand | × numpy |", "|---|---|---|---|"]
-    rows = [("MLP, modules + optimizer", "test_mlp_modules_and_optimizer", "test_mlp_numpy"),
-            ("MLP, bare ops", "test_mlp_bare_ops", "test_mlp_numpy"),
-            ("LSTM forward + backward", "test_rustgrad_lstm", "test_numpy_lstm")]
-    for label, ours_key, ref_key in rows:
-        if ours_key in m and ref_key in m:
-            ours, ref = m[ours_key]["median"], m[ref_key]["median"]
-            lines.append(f"| {label} | {fmt_time(ours)} | {fmt_time(ref)} | {ours / ref:.2f} |")
-    layer, bare = m.get("test_mlp_modules_and_optimizer"), m.get("test_mlp_bare_ops")
-    if layer and bare:
-        lines += ["", f"The module and optimizer layers cost {(layer['median'] - bare['median']) * 1e6:.0f} µs per "
-                      "MLP step over the bare ops."]
-    return lines + [""]
+def build_rows(m: dict, one_element: dict[str, float] | None, peaks: Peaks,
+               previous: dict[str, Any] | None) -> tuple[list[Section], list[Row]]:
+    sections = report_rows.all_sections(m, one_element)
+    rows = [row for section in sections for row in section.rows]
+    apply_peak(rows, peaks.one_thread, peaks.all_threads)
+    apply_history(rows, previous)
+    return sections, rows
 
 
-def section_overhead(m: dict) -> list[str]:
-    base = m["test_numpy_one_element_add"]["median"]
-    rows = [("numpy one-element `a + b`", "test_numpy_one_element_add"),
-            ("one-element add, no grad", "test_one_element_add_without_grad"),
-            ("one-element add, requires_grad", "test_one_element_add_with_grad"),
-            ("tiny `(a*b).sum().backward()`", "test_tiny_backward"),
-            ("tiny custom Function forward + backward", "test_tiny_custom_function"),
-            ("`Session.run` of a tiny cached graph", "test_tiny_session_run")]
-    lines = ["## Per-op overhead", "",
-             "Medians of one call. A one-element add is timed 1,000 calls at a time, and its figure includes "
-             "pytest-benchmark's own call of the op (tens of ns); `python benchmarks/one_element_add.py` "
-             "times a bare `a + b`.", "",
-             "| operation | median | × numpy one-element add |", "|---|---|---|"]
-    for label, key in rows:
-        if key in m:
-            t = m[key]["median"]
-            lines.append(f"| {label} | {fmt_time(t)} | {t / base:.2f} |")
-    return lines + [""]
+def seed_chart(seed: Section) -> dict[str, float]:
+    """µs per step of each way of the seed step, numpy in place (every row's baseline) fourth."""
+    values = {r.label: r.seconds * 1e6 for r in seed.rows}
+    baseline = next((r.numpy_seconds for r in seed.rows if r.numpy_seconds is not None), None)
+    if baseline is None:
+        return values
+    items = list(values.items())
+    return dict(items[:3] + [("numpy by hand, preallocated in place", baseline * 1e6)] + items[3:])
 
 
-def section_scaling(m: dict) -> list[str]:
-    lines = ["## Scaling: the two-layer step at larger sizes", "",
-             "| N×D_in×H×D_out | eager | static | numpy in place | eager × numpy | static × numpy |",
-             "|---|---|---|---|---|---|"]
-    for size in ("256x4096x1024x10", "1024x4096x4096x1000"):
-        keys = [f"test_scaling_{w}[{size}]" for w in ("eager", "static", "numpy_in_place")]
-        if not all(k in m for k in keys):
-            continue
-        e, s, n = (m[k]["median"] for k in keys)
-        lines.append(f"| {size} | {fmt_time(e)} | {fmt_time(s)} | {fmt_time(n)} | {e / n:.2f} | {s / n:.2f} |")
-    return lines + [""]
+def seed_state(rows: list[Row], peak_trusted: bool) -> str:
+    seed = next((r for r in rows if r.key == "test_static_session"), None)
+    return machine_state(seed.numpy_multiple if seed else None, peak_trusted)
+
+
+def render(data: dict, sections: list[Section], rows: list[Row], peaks: Peaks, state: str,
+           verdicts: list[Verdict], note: str, chart_name: str | None) -> list[str]:
+    with_floor = not peaks.unavailable
+    lines = ["# Benchmarks", "",
+             "Written by `python benchmarks/report.py` (medians from one run; ratios compare medians "
+             "from the same run; the floor of a row is its FLOPs ÷ the FMA peak measured in the same run). "
+             "Do not edit by hand.", "", *machine(data), *peak_lines(peaks), f"- Machine state: {state}"]
+    if note:
+        lines.append(f"- Note: {note}")
+    lines += ["", "Columns: `× numpy` is rustgrad's time ÷ numpy's; `× numpy vs last report` is the change of "
+              "that ratio against the previous report's (its results file), in bold when "
+              "it worsened by more than 10%; `× floor` is rustgrad's time ÷ the floor, `numpy × floor` numpy's.",
+              ""]
+    lines += target_lines(verdicts, state) + worsened_lines(rows)
+    if chart_name:
+        lines += [f"![seed step]({chart_name})", ""]
+    for section in sections:
+        lines += section_lines(section, with_floor)
+    return lines
+
+
+def print_summary(rows: list[Row], peaks: Peaks, state: str, verdicts: list[Verdict]) -> None:
+    print("\n".join(peak_lines(peaks)))
+    print(f"machine state: {state}")
+    for row in rows:
+        floor = "" if row.multiple is None else (f"  {row.multiple:6.2f}× floor (numpy "
+                                                 f"{fmt_multiple(row.numpy_multiple)}×)")
+        ratio = "" if row.ratio is None else f"  {row.ratio:5.2f}× numpy ({fmt_change(row)})"
+        print(f"{row.section[:28]:<28} {row.label[:48]:<48} {fmt_time(row.seconds):>10}{ratio}{floor}")
+    for v in verdicts:
+        print(f"target: {v.target.name}: {v.figure}: {v.status}{': ' + v.reason if v.reason else ''}")
 
 
 def step_figure(values: dict[str, float], plt: Any) -> Any:
@@ -312,25 +304,40 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", type=Path, help="reuse a pytest-benchmark JSON file instead of running")
+    parser.add_argument("--results", type=Path, default=RESULTS,
+                        help="where to write this report's results (and read the previous report's)")
+    parser.add_argument("--previous", type=Path, help="the report to compare the ratios with (default: --results)")
+    parser.add_argument("--docs", type=Path, default=DOCS / "benchmarks.md")
+    parser.add_argument("--note", default="", help="a line for the report's header (e.g. what else was running)")
+    parser.add_argument("--overhead-rounds", type=int, default=5, help="rounds of the one-element add timing")
     args = parser.parse_args()
+    peaks_before = measure_peaks()
     json_path = args.json
-    if json_path is None:
+    note = args.note
+    if json_path is not None:
+        note = (f"{note}; " if note else "") + (f"the suite's medians were read from {json_path.name}; the FMA peak "
+                                                 "and the one-element adds were measured when the report was written")
+    else:
         json_path = Path(tempfile.mkdtemp()) / "benchmarks.json"
         run_suite(json_path, args.quick)
     data = json.loads(json_path.read_text())
-    m = medians(data)
-    step_lines, step_chart = section_step(m)
-    has_chart = chart(step_chart, DOCS / "benchmarks.png")
-    lines = ["# Benchmarks", "",
-             "Written by `python benchmarks/report.py` (medians from one run; ratios compare medians "
-             "from the same run). Do not edit by hand.", "", *machine(data), ""]
-    if has_chart:
-        lines += ["![seed step](benchmarks.png)", ""]
-    lines += (step_lines + section_matmul(m) + section_batched_matmul(m) + section_einsum(m) + section_conv(m)
-              + section_nn(m) + section_ops(m) + section_reductions(m) + section_losses(m) + section_strided(m)
-              + section_overhead(m) + section_scaling(m))
-    (DOCS / "benchmarks.md").write_text("\n".join(lines))
-    print(f"wrote {DOCS / 'benchmarks.md'}")
+    one_element = one_element_add_seconds(args.overhead_rounds)
+    peaks = best_peaks(peaks_before, measure_peaks())
+    previous_path = args.previous or args.results
+    previous = json.loads(previous_path.read_text()) if previous_path.exists() else None
+    sections, rows = build_rows(medians(data), one_element, peaks, previous)
+    peak_trusted = peak_scales(peaks.one_thread, peaks.all_threads, peaks.threads)
+    state = seed_state(rows, peak_trusted)
+    verdicts = judge_all(rows, peak_trusted=peak_trusted)
+    image = args.docs.with_suffix(".png")
+    chart_name = image.name if chart(seed_chart(sections[0]), image) else None
+    args.docs.write_text("\n".join(render(data, sections, rows, peaks, state, verdicts, note, chart_name)))
+    meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "note": note,
+            "quick": args.quick, "cpu_count": os.cpu_count()}
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps(results_json(rows, peaks, state, verdicts, meta), indent=1) + "\n")
+    print_summary(rows, peaks, state, verdicts)
+    print(f"wrote {args.docs} and {args.results}")
 
 
 if __name__ == "__main__":
