@@ -946,7 +946,7 @@ class Tensor:
         create_graph: builtins.bool = False,
         inputs: None = None,
     ) -> None:
-        """``create_graph=True`` (higher-order gradients) and ``inputs=`` raise ``GradientError``."""
+        """``create_graph=True`` records the pass, so ``.grad`` can be differentiated again; ``inputs=`` raises."""
     def retain_grad(self) -> None:
         """Keeps this non-leaf tensor's gradient in ``.grad`` after ``backward()``."""
     def register_hook(self, hook: Callable[[Tensor], Optional[Tensor]]) -> RemovableHandle:
@@ -1308,6 +1308,7 @@ def backward(
     tensors: Union[Tensor, Iterable[Tensor]],
     grad_tensors: Union[Tensor, Iterable[Optional[Tensor]], None] = None,
     retain_graph: Optional[builtins.bool] = None,
+    create_graph: builtins.bool = False,
 ) -> None: ...
 @overload
 def grad(

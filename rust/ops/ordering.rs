@@ -3,7 +3,7 @@
 //! `sort` (torch) and `math.top_k` and `sort` (TF1) are compositions of them in Python.
 
 use super::{
-    internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Role, Spec, TableOp, TableOps, TF_SEMANTICS,
+    internal, nth, Args, Input, Kind, Meta, Param, Role, Spec, TableOp, TableOps, TF_SEMANTICS,
 };
 use crate::dtype::{dispatch, float_dispatch, numeric_dispatch, DType};
 use crate::error::{dtype_err, Error, Result};
@@ -483,10 +483,17 @@ impl TableOp for TakeAlongDimGrad {
     }
 
     fn saves(&self, _needs: &[bool]) -> Saves {
-        Saves { inputs: 0, output: false }
+        // Only recorded when a backward is (create_graph): its rule reads the indices.
+        Saves { inputs: 0b100, output: false }
     }
 
-    fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
-        Err(no_double_backward("TakeAlongDimBackward0"))
+    /// Linear in g: the adjoint of the scatter-add is the pick itself.
+    fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        if !a.needs.first().copied().unwrap_or(false) {
+            return Ok(vec![None, None, None]);
+        }
+        let indices = nth(a.inputs, 2, "take_along_dim_backward")?;
+        let take = Op::Table(TableOps::TakeAlongDim(self.take.clone()));
+        Ok(vec![Some(d.apply(take, &[a.grad, indices])?), None, None])
     }
 }

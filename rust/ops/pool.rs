@@ -489,8 +489,17 @@ impl TableOp for PoolGrad {
         Saves { inputs: 0b11, output: false }
     }
 
-    fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
-        Err(no_double_backward("PoolBackward0"))
+    /// An average pooling's gradient is linear in g: its adjoint is the pooling itself.
+    fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        if !a.needs.first().copied().unwrap_or(false) {
+            return Ok(vec![None, None]);
+        }
+        let pool = match self.0.reduce {
+            Reduce::Avg(_) => TableOps::AvgPool2d(AvgPool2d(self.0.clone())),
+            Reduce::Adaptive(_) => TableOps::AdaptiveAvgPool2d(AdaptiveAvgPool2d(self.0.clone())),
+            Reduce::Max => return Err(no_double_backward("PoolBackward0")),
+        };
+        Ok(vec![Some(d.apply(Op::Table(pool), &[a.grad])?), None])
     }
 }
 
