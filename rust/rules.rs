@@ -195,9 +195,10 @@ pub fn vjp<D: Differentiator>(d: &mut D, op: &Op, a: RuleArgs<'_, D::Value>) -> 
         Op::IndexBackward(items) => Ok(vec![Some(d.apply(Op::Index(items.clone()), &[g])?), None]),
         Op::MaskedScatter => Ok(vec![Some(d.apply(Op::MaskedSelect, &[g, x(1)?])?), None, None]),
         // The engine runs a Function's own backward; no rule reaches it.
-        Op::Custom(_) => Err(Error::Gradient(
-            format!("{}: differentiating this op is not supported (no double backward through it)", op.backward_name()),
-        )),
+        Op::Custom(_) => Err(Error::Gradient(format!(
+            "{}: differentiating this op is not supported (no double backward through it)",
+            op.backward_name()
+        ))),
     }
 }
 
@@ -404,43 +405,6 @@ impl<D: Differentiator> Differentiator for LocalTape<'_, D> {
 
     fn rank(&self, value: &Local) -> Option<usize> {
         self.d.rank(&self.values[*value])
-    }
-}
-
-impl<D: Differentiator> LocalTape<'_, D> {
-    /// A mark for `vjp_since`: how many ops the tape holds.
-    pub fn mark(&self) -> usize {
-        self.records.len()
-    }
-
-    /// Reverse mode over the ops recorded since `mark`, seeded with `seed` at `out`: the
-    /// gradient of each of `wrt` (None where none reaches it). What it emits goes on this
-    /// tape, so a composite can be the gradient of another (a fused backward op), and is
-    /// then differentiated once more by `vjp_of_composite`.
-    pub fn vjp_since(&mut self, mark: usize, out: Local, seed: Local, wrt: &[Local]) -> Result<Vec<Option<Local>>> {
-        let records: Vec<(Op, Vec<Local>, Local)> = self.records.get(mark..).unwrap_or(&[]).to_vec();
-        let mut leads = vec![false; self.values.len()];
-        for &w in wrt {
-            leads[w] = true;
-        }
-        for (_, ins, o) in &records {
-            leads[*o] = leads[*o] || ins.iter().any(|&i| leads[i]);
-        }
-        let mut grads: Vec<Option<Local>> = vec![None; self.values.len()];
-        grads[out] = Some(seed);
-        for (op, ins, o) in records.iter().rev() {
-            let Some(g) = grads[*o].filter(|_| leads[*o]) else { continue };
-            let needs: Vec<bool> = ins.iter().map(|&i| leads[i]).collect();
-            let args = RuleArgs { inputs: ins, output: o, grad: &g, needs: &needs };
-            for (&i, gi) in ins.iter().zip(vjp(self, op, args)?) {
-                let Some(gi) = gi.filter(|_| leads[i]) else { continue };
-                grads[i] = Some(match grads[i] {
-                    Some(previous) => self.apply(Op::Binary(BinaryOp::Add), &[&previous, &gi])?,
-                    None => gi,
-                });
-            }
-        }
-        Ok(wrt.iter().map(|&w| grads[w]).collect())
     }
 }
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from test_gradients import CASES
@@ -42,18 +42,22 @@ NO_DOUBLE_BACKWARD = "differentiating this op is not supported"
 WITHOUT_DOUBLE_BACKWARD = {
     "prod",
     "cumprod",
-    "conv1d",
-    "conv2d",
-    "conv_transpose2d",
-    "max_pool2d",
-    "max_pool2d_with_indices",
-    "avg_pool2d",
-    "adaptive_avg_pool2d",
-    "layer_norm",
     "group_norm",
-    "batch_norm",
     "scatter",
+    "scatter_add",
 }
+
+# Inputs (by position among the data inputs) checked without a gradient: the class losses
+# have no second derivatives in their class weights (that raises, see test_higher_order.py).
+CONSTANT_INPUTS = {"cross_entropy": {1}, "nll_loss": {1}}
+
+# Ops whose first derivative jumps at 0 by convention (pow's is 0 where the exponent is 0,
+# as torch; a norm's at the origin): finite differences cannot check across the jump.
+JUMPS_AT_ZERO = {"pow", "norm"}
+
+# Ops not differentiable where their value is 0 (a square root there), whose first derivative
+# is 0 there by convention, as torch's: std of equal values.
+KINK_AT_ZERO_VALUE = {"std"}
 
 
 def check(fn, inputs, name):
@@ -167,7 +171,7 @@ def test_unary_ops_have_second_derivatives_matching_finite_differences(spec, dat
 
 
 @pytest.mark.parametrize("spec", [spec for spec in TABLE if spec.differentiable], ids=lambda s: s.name)
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_table_ops_have_second_derivatives_matching_finite_differences(spec, data):
     reference = TABLE_REFERENCES[spec.name]
@@ -178,8 +182,27 @@ def test_table_ops_have_second_derivatives_matching_finite_differences(spec, dat
     else:
         elements = st.floats(-bound, bound) if reference.grad_elements is None else reference.grad_elements
         arrays = [data.draw(hnp.arrays(np.float64, shape, elements=elements)) for shape in shapes_in]
-    assume(sum(a.size for a in arrays) <= 16)  # each check costs one first-derivative pass per element
+    assume(sum(a.size for a in arrays) <= 30)  # each check costs one first-derivative pass per element
+    if spec.name in JUMPS_AT_ZERO:
+        assume(all(np.all(np.abs(a) > 1e-3) for a in arrays))
     kwargs = reference.torch_args(data, shapes_in)
     indices = reference.indices(data, shapes_in, kwargs) if reference.indices else {}
     eager = _with_indices(_call(spec, _eager(spec.name), kwargs, by_name=True), indices, rustgrad.tensor)
-    check(eager, tuple(leaf(a) for a in arrays), spec.name)
+    constant = CONSTANT_INPUTS.get(spec.name, set())
+    inputs = tuple(
+        rustgrad.tensor(a, dtype=rustgrad.float64) if i in constant else leaf(a) for i, a in enumerate(arrays)
+    )
+    assume(_differentiable_at(eager, inputs, spec.name))
+    check(eager, inputs, spec.name)
+
+
+def _differentiable_at(fn, inputs, name) -> bool:
+    """Whether the value and the first derivatives are finite (a second derivative is checked
+    only there: not for a one-sample std, nor a std of equal values)."""
+    out = fn(*inputs)
+    value = np.asarray(out.detach(), dtype=np.float64)
+    if not np.all(np.isfinite(value)) or (name in KINK_AT_ZERO_VALUE and np.any(np.abs(value) < 1e-6)):
+        return False
+    wanted = [t for t in inputs if t.requires_grad]
+    grads = rustgrad.autograd.grad(out.sum(), wanted, allow_unused=True)
+    return all(g is None or np.all(np.isfinite(np.asarray(g, dtype=np.float64))) for g in grads)

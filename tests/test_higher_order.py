@@ -489,3 +489,36 @@ def test_double_backward_of_an_op_without_one_names_the_op():
     (g,) = grad(x.prod(), x, create_graph=True)
     with pytest.raises(GradientError, match="ProdBackward0: differentiating this op is not supported"):
         grad(g.sum(), x)
+
+
+@pytest.mark.parametrize(
+    "name, f",
+    [
+        ("layer_norm", lambda x: (F.layer_norm(x.reshape(2, 2) ** 2, (2,)) * tensor([[1.0, 2.0], [-1.0, 0.5]])).sum()),
+        (
+            "batch_norm_training",
+            lambda x: (F.batch_norm(x.reshape(2, 2, 1) * x.reshape(2, 2, 1), None, None, training=True) ** 3).sum(),
+        ),
+        (
+            "batch_norm_eval",
+            lambda x: (F.batch_norm(x.reshape(2, 2) ** 3, tensor([0.1, -0.2]), tensor([1.5, 0.7])) ** 2).sum(),
+        ),
+        (
+            "conv2d",
+            lambda x: (F.conv2d(x.reshape(1, 1, 2, 2) ** 2, x.reshape(1, 1, 2, 2), padding=1) ** 2).sum(),
+        ),
+        ("avg_pool2d", lambda x: (F.avg_pool2d(x.reshape(1, 1, 2, 2) ** 2, 1) ** 2).sum() + F.avg_pool2d(
+            x.reshape(1, 2, 2) ** 3, 2).sum()),
+        ("adaptive_avg_pool2d", lambda x: (F.adaptive_avg_pool2d(x.reshape(1, 2, 2) ** 3, (1, 2)) ** 2).sum()),
+        ("max_pool2d", lambda x: (F.max_pool2d(x.reshape(1, 1, 2, 2) ** 3, (1, 2)) ** 2).sum()),
+    ],
+)
+def test_hessian_through_layer_backward_ops_matches_finite_differences(name, f):
+    np.testing.assert_allclose(hessian(f, leaf(X)), fd_hessian(f, X), rtol=1e-6, atol=1e-7)
+
+
+def test_double_backward_in_the_class_weights_names_the_op():
+    x, w = leaf(X.reshape(2, 2)), leaf([0.5, 2.0])
+    (g,) = grad(F.cross_entropy(x * w, rustgrad.tensor([1, 0]), weight=w), x, create_graph=True)
+    with pytest.raises(GradientError, match="CrossEntropyBackward0: differentiating this op is not supported"):
+        grad(g.sum(), w)

@@ -182,3 +182,23 @@ def test_static_second_derivative_through_indexing_and_masks_agrees_with_eager()
         return tf.reduce_sum(picked**3) + tf.reduce_sum(masked**3) + tf.reduce_sum(x[1:3] ** 3)
 
     np.testing.assert_allclose(static_hessian(static_f, X), eager_hessian(eager_f, X), rtol=1e-12, atol=1e-14)
+
+
+def test_static_second_derivatives_through_fused_backward_ops_agree_with_eager():
+    """softmax's, softplus's and elu's gradients are fused ops; their rules are composites."""
+    c = RNG.normal(size=4)
+    F = rustgrad.nn.functional
+
+    def eager_f(x):
+        ct = rustgrad.tensor(c, dtype=F64)
+        return (F.softmax(x, dim=0) * ct).sum() + (F.softplus(x) * x).sum() + (F.elu(x) * ct).sum()
+
+    def static_f(x):
+        ct = tf.constant(c, dtype=tf.float64)
+        return (
+            tf.reduce_sum(tf.nn.softmax(x) * ct)
+            + tf.reduce_sum(tf.nn.softplus(x) * x)
+            + tf.reduce_sum(tf.nn.elu(x) * ct)
+        )
+
+    np.testing.assert_allclose(static_hessian(static_f, X), eager_hessian(eager_f, X), rtol=1e-12, atol=1e-14)

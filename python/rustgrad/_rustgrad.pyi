@@ -75,6 +75,8 @@ __all__ = [
     "_save_tensors",
     "_apply_function",
     "_first_changed",
+    # higher (issue 16): a Function's saved outputs with their history under create_graph
+    "_with_history",
     # ddpoverlap: end-of-backward callbacks
     "_queue_callback",
     # end ddpoverlap
@@ -1342,6 +1344,10 @@ def _save_tensors(
 
 def _first_changed(saved: tuple[Any, ...], versions: tuple[Any, ...]) -> Optional[builtins.int]:
     """The index of the first saved tensor modified in place since it was saved, if any."""
+
+# higher (issue 16)
+def _with_history(tensor: Tensor, node: Node, output_nr: builtins.int) -> Tensor:
+    """An alias of ``tensor`` (same data and version counter) that is output ``output_nr`` of ``node``."""
 
 # ddpoverlap: end-of-backward callbacks
 def _queue_callback(callback: Callable[[], object]) -> None:

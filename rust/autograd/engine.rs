@@ -222,7 +222,8 @@ fn run_node(node: &Arc<Node>, grads: Vec<Option<Tensor>>, create_graph: bool) ->
                 .zip(&node.output_meta)
                 .map(|(g, (shape, dtype))| g.map_or_else(|| Tensor::zeros(shape, *dtype), Ok))
                 .collect::<Result<Vec<_>>>()?;
-            let returned = if create_graph { custom.backward_recorded(filled, node)? } else { custom.backward(filled)? };
+            let returned =
+                if create_graph { custom.backward_recorded(filled, node)? } else { custom.backward(filled)? };
             if returned.len() != node.next.len() {
                 return grad_err(format!(
                     "function {} returned an incorrect number of gradients (expected {}, got {})",

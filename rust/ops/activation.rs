@@ -251,7 +251,8 @@ fn slope<D: Differentiator>(d: &mut D, act: Act, x: &D::Value) -> Result<D::Valu
             let square = d.mul(x, x)?;
             let exponent = d.scalar(&square, ScalarOp::Mul, -0.5)?;
             let e = d.unary(UnaryOp::Exp, &exponent)?;
-            let pdf = d.scalar(&e, ScalarOp::Mul, 0.5 * std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2)?;
+            let pdf =
+                d.scalar(&e, ScalarOp::Mul, 0.5 * std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2)?;
             let xp = d.mul(x, &pdf)?;
             add(d, &cdf, &xp)
         }

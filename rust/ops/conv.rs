@@ -5,10 +5,7 @@
 
 use super::args::Padding;
 use super::spatial::{oihw_shape, out_size, weight_from_oihw, weight_oihw, Pad, Window};
-use super::{
-    internal, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps, TorchFront,
-    TF_SEMANTICS,
-};
+use super::{internal, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps, TorchFront, TF_SEMANTICS};
 use crate::dtype::{float_dispatch, DType};
 use crate::error::{dtype_err, shape_err, Error, Result};
 use crate::graph::PartialShape;

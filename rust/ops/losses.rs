@@ -9,8 +9,8 @@ use crate::dtype::{float_dispatch, DType};
 use crate::error::{shape_err, Error, Result};
 use crate::forward;
 use crate::graph::PartialShape;
-use crate::kernels::losses::{self, ClassLoss, Reduction, Rows};
 use crate::kernels::elementwise::{BinaryOp, UnaryOp};
+use crate::kernels::losses::{self, ClassLoss, Reduction, Rows};
 use crate::op::Op;
 use crate::rules::{vjp_of_composite, Differentiator, RuleArgs, Saves};
 use crate::shape::{fmt_shape, normalize_dim};
@@ -520,7 +520,8 @@ impl TableOp for ClassLossGrad {
             Error::Gradient(format!("{name}: differentiating it twice needs the input's rank known when it is built"))
         })?;
         let dim = Some(self.settings.class_dim(rank)? as isize);
-        let nll = ClassLossGrad { settings: ClassSettings { logits: false, ..self.settings.clone() }, wrt_weight: false };
+        let nll =
+            ClassLossGrad { settings: ClassSettings { logits: false, ..self.settings.clone() }, wrt_weight: false };
         vjp_of_composite(d, a, |t, ins| {
             let log_probs = t.apply(Op::Table(TableOps::LogSoftmax(Softmax { dim })), &[&ins[1]])?;
             let operands = [&ins[0], &log_probs, &ins[2], &ins[3]];

@@ -241,7 +241,8 @@ impl TableOp for VarGrad {
             let ones = t.apply(Op::FullLike(1.0), &[x])?;
             let count = t.apply(Op::Sum { dims: m.dims.clone(), keepdim: true }, &[&ones])?;
             let denominator = t.scalar(&count, ScalarOp::Sub, m.correction)?;
-            let spread = t.apply(Op::ExpandReduced { dims: m.dims.clone(), keepdim: m.keepdim, mean: false }, &[g, x])?;
+            let spread =
+                t.apply(Op::ExpandReduced { dims: m.dims.clone(), keepdim: m.keepdim, mean: false }, &[g, x])?;
             let scaled = t.scalar(&spread, ScalarOp::Mul, 2.0)?;
             let weighted = t.mul(&scaled, &centred)?;
             t.div(&weighted, &denominator)

@@ -2,9 +2,7 @@
 //! `take_along_dim`, which reads elements at such positions. `max(dim)`, `topk` and
 //! `sort` (torch) and `math.top_k` and `sort` (TF1) are compositions of them in Python.
 
-use super::{
-    internal, nth, Args, Input, Kind, Meta, Param, Role, Spec, TableOp, TableOps, TF_SEMANTICS,
-};
+use super::{internal, nth, Args, Input, Kind, Meta, Param, Role, Spec, TableOp, TableOps, TF_SEMANTICS};
 use crate::dtype::{dispatch, float_dispatch, numeric_dispatch, DType};
 use crate::error::{dtype_err, Error, Result};
 use crate::forward;
@@ -325,6 +323,11 @@ pub struct TakeAlongDim {
 }
 
 impl TakeAlongDim {
+    /// `take_along_dim(.., dim)`, for rules that emit it.
+    pub fn along(dim: isize) -> TakeAlongDim {
+        TakeAlongDim { dim: Some(dim) }
+    }
+
     /// The walk, the (flattened) operands' shapes and the dim, checked.
     fn plan(&self, x: &Tensor, indices: &Tensor) -> Result<(Along, usize)> {
         let op = "take_along_dim";

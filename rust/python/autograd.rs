@@ -193,12 +193,8 @@ pub fn grad<'py>(
         let _ctrl_c = crate::interrupt::Armed::on_main_thread();
         Ok(py.detach(|| {
             let mut check = signal_checker();
-            let options = BackwardOptions {
-                retain_graph,
-                create_graph,
-                between_nodes: &mut check,
-                detect_anomaly: anomaly,
-            };
+            let options =
+                BackwardOptions { retain_graph, create_graph, between_nodes: &mut check, detect_anomaly: anomaly };
             engine::grad(&roots, &ins, options)
         })?)
     })?;
