@@ -202,3 +202,44 @@ def test_static_second_derivatives_through_fused_backward_ops_agree_with_eager()
         )
 
     np.testing.assert_allclose(static_hessian(static_f, X), eager_hessian(eager_f, X), rtol=1e-12, atol=1e-14)
+
+
+def test_static_second_derivatives_through_layer_ops_agree_with_eager():
+    """linear, gelu, layer_norm and cross_entropy: their gradients are fused ops."""
+    rng = np.random.default_rng(5)
+    data, targets = rng.normal(size=(4, 3)), np.array([1, 0, 1, 1])
+    x0 = rng.normal(size=6)
+    F = rustgrad.nn.functional
+
+    def eager_f(x):
+        t = rustgrad.tensor
+        hidden = F.gelu(F.linear(t(data, dtype=F64), x.reshape(2, 3), t(np.zeros(2), dtype=F64)))
+        normed = F.layer_norm(hidden * x[:2], (2,), t(np.ones(2), dtype=F64), t(np.zeros(2), dtype=F64))
+        return F.cross_entropy(normed * 3.0, t(targets))
+
+    def static_f(x):
+        c = tf.constant
+        hidden = tf.gelu(tf.linear(c(data, dtype=tf.float64), tf.reshape(x, (2, 3)), c(np.zeros(2), dtype=tf.float64)))
+        normed = tf.layer_norm(hidden * x[:2], c(np.ones(2), dtype=tf.float64), c(np.zeros(2), dtype=tf.float64), (2,))
+        return tf.cross_entropy(normed * 3.0, c(targets), c(np.zeros(0), dtype=tf.float64))
+
+    np.testing.assert_allclose(static_hessian(static_f, x0), eager_hessian(eager_f, x0), rtol=1e-10, atol=1e-13)
+
+
+def test_static_second_derivatives_through_nhwc_convolution_and_max_pooling_agree_with_eager():
+    """TF's NHWC layout in the graph, torch's NCHW eagerly: the same function."""
+    rng = np.random.default_rng(6)
+    image = rng.normal(size=(1, 3, 4, 1))  # NHWC
+    x0 = rng.normal(size=4)  # a 2x2 filter, one channel in and out
+    F = rustgrad.nn.functional
+
+    def eager_f(x):
+        nchw = rustgrad.tensor(image, dtype=F64).permute(0, 3, 1, 2)
+        conv = F.conv2d(nchw, x.reshape(2, 2, 1, 1).permute(3, 2, 0, 1))
+        return (F.max_pool2d(conv * conv, (1, 2), stride=1) ** 2).sum()
+
+    def static_f(x):
+        conv = tf.nn.conv2d(tf.constant(image, dtype=tf.float64), tf.reshape(x, (2, 2, 1, 1)), 1, "VALID")
+        return tf.reduce_sum(tf.nn.max_pool2d(conv * conv, (1, 2), 1, "VALID") ** 2)
+
+    np.testing.assert_allclose(static_hessian(static_f, x0), eager_hessian(eager_f, x0), rtol=1e-10, atol=1e-13)
