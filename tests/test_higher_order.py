@@ -522,3 +522,18 @@ def test_double_backward_in_the_class_weights_names_the_op():
     (g,) = grad(F.cross_entropy(x * w, rustgrad.tensor([1, 0]), weight=w), x, create_graph=True)
     with pytest.raises(GradientError, match="CrossEntropyBackward0: differentiating this op is not supported"):
         grad(g.sum(), w)
+
+
+@pytest.mark.parametrize("layer", ["RNN", "LSTM", "GRU"])
+def test_recurrent_layers_give_gradients_under_create_graph_and_refuse_a_second_derivative(layer):
+    rustgrad.manual_seed(0)
+    module = getattr(rustgrad.nn, layer)(3, 4).double()
+    inputs = tensor(np.random.default_rng(7).normal(size=(5, 2, 3))).requires_grad_()
+    weight = module.weight_hh_l0
+    plain = grad(module(inputs)[0].pow(2).sum(), [inputs, weight])
+    recorded = grad(module(inputs)[0].pow(2).sum(), [inputs, weight], create_graph=True)
+    for p, r in zip(plain, recorded):
+        np.testing.assert_allclose(values(r), values(p), rtol=1e-12)
+    assert recorded[0].requires_grad
+    with pytest.raises(GradientError, match="marked with @once_differentiable"):
+        grad(recorded[0].sum(), weight)
