@@ -32,6 +32,15 @@ pub trait CustomBackward: Send + Sync {
     fn name(&self) -> &str;
     /// Gradients for each forward input, given one gradient per forward output.
     fn backward(&self, grads: Vec<crate::tensor::Tensor>) -> crate::error::Result<Vec<Option<crate::tensor::Tensor>>>;
+    /// `backward` in a pass that records itself (`create_graph=True`); `node` is this
+    /// function's own tape node, whose outputs the values it saved may be.
+    fn backward_recorded(
+        &self,
+        grads: Vec<crate::tensor::Tensor>,
+        _node: &std::sync::Arc<crate::autograd::node::Node>,
+    ) -> crate::error::Result<Vec<Option<crate::tensor::Tensor>>> {
+        self.backward(grads)
+    }
     /// Frees what the forward saved; called when the graph is released after backward.
     fn release(&self) {}
 }

@@ -118,7 +118,10 @@ pub fn saves(op: &Op, needs: &[bool]) -> Saves {
         | Op::ReshapeLike
         | Op::CheckGradShape(_)
         | Op::FullLike(_) => (none(), false),
-        Op::ExpandReduced { .. } | Op::IndexBackward(_) | Op::MaskedScatter | Op::Custom(_) => (all(), false),
+        // Linear in the gradient; the other operands are read for their shape only.
+        Op::ExpandReduced { .. } | Op::IndexBackward(_) => (none(), false),
+        Op::MaskedScatter => (only(1), false),
+        Op::Custom(_) => (all(), false),
         Op::Table(t) => return t.saves(needs),
     };
     Saves { inputs, output }
@@ -182,9 +185,20 @@ pub fn vjp<D: Differentiator>(d: &mut D, op: &Op, a: RuleArgs<'_, D::Value>) -> 
         }
         Op::FullLike(_) => Ok(vec![None]),
         Op::Table(t) => t.vjp(d, a),
-        Op::ExpandReduced { .. } | Op::IndexBackward(_) | Op::MaskedScatter | Op::Custom(_) => Err(Error::Gradient(
-            format!("{}: differentiating this op is not supported (no double backward through it)", op.backward_name()),
-        )),
+        // The backward ops of reductions and indexing are linear in the gradient: each rule
+        // is the adjoint map, the forward op itself (the reduction, or the pick).
+        Op::ExpandReduced { dims, keepdim, mean } => {
+            let (dims, keepdim) = (dims.clone(), *keepdim);
+            let reduce = if *mean { Op::Mean { dims, keepdim } } else { Op::Sum { dims, keepdim } };
+            Ok(vec![Some(d.apply(reduce, &[g])?), None])
+        }
+        Op::IndexBackward(items) => Ok(vec![Some(d.apply(Op::Index(items.clone()), &[g])?), None]),
+        Op::MaskedScatter => Ok(vec![Some(d.apply(Op::MaskedSelect, &[g, x(1)?])?), None, None]),
+        // The engine runs a Function's own backward; no rule reaches it.
+        Op::Custom(_) => Err(Error::Gradient(format!(
+            "{}: differentiating this op is not supported (no double backward through it)",
+            op.backward_name()
+        ))),
     }
 }
 
@@ -363,4 +377,73 @@ fn matmul_rule<D: Differentiator>(
         return Ok(vec![ga, gb]);
     }
     Ok(vec![ga.map(|g| sum_to(d, g, a)).transpose()?, gb.map(|g| sum_to(d, g, b)).transpose()?])
+}
+
+/// A value inside a composite: an index into its tape.
+pub type Local = usize;
+
+/// The differentiator a composite is built with: each op goes to the outer
+/// differentiator `d` at once (so a composite is evaluated, recorded or added to a
+/// graph as `d` does), and is also kept here, to be differentiated afterwards.
+pub struct LocalTape<'d, D: Differentiator> {
+    d: &'d mut D,
+    values: Vec<D::Value>,
+    records: Vec<(Op, Vec<Local>, Local)>,
+}
+
+impl<D: Differentiator> Differentiator for LocalTape<'_, D> {
+    type Value = Local;
+
+    fn apply(&mut self, op: Op, inputs: &[&Local]) -> Result<Local> {
+        let values: Vec<&D::Value> = inputs.iter().map(|&&i| &self.values[i]).collect();
+        let out = self.d.apply(op.clone(), &values)?;
+        self.values.push(out);
+        let id = self.values.len() - 1;
+        self.records.push((op, inputs.iter().map(|&&i| i).collect(), id));
+        Ok(id)
+    }
+
+    fn rank(&self, value: &Local) -> Option<usize> {
+        self.d.rank(&self.values[*value])
+    }
+}
+
+/// The rule of an op given as a composite of differentiable ops: `build` computes the
+/// op's output from its inputs (locals `0..n`, in order) with ops that have rules of
+/// their own; the composite is then differentiated backwards from `a.grad`, with
+/// every op emitted through `d`. So fused backward ops (activations, softmax, losses)
+/// get exact derivatives of any order in both modes, at the cost of recomputing the
+/// composite's forward once.
+pub fn vjp_of_composite<D: Differentiator>(
+    d: &mut D,
+    a: RuleArgs<'_, D::Value>,
+    build: impl FnOnce(&mut LocalTape<'_, D>, &[Local]) -> Result<Local>,
+) -> Result<Vec<Option<D::Value>>> {
+    let n = a.inputs.len();
+    let mut tape = LocalTape { d, values: a.inputs.to_vec(), records: Vec::new() };
+    let inputs: Vec<Local> = (0..n).collect();
+    let out = build(&mut tape, &inputs)?;
+    let LocalTape { d, values, records } = tape;
+    // Which locals depend on an input whose gradient is wanted.
+    let mut wanted: Vec<bool> = (0..values.len()).map(|i| i < n && a.needs.get(i).copied().unwrap_or(false)).collect();
+    for (_, ins, o) in &records {
+        wanted[*o] = ins.iter().any(|&i| wanted[i]);
+    }
+    let mut grads: Vec<Option<D::Value>> = vec![None; values.len()];
+    grads[out] = Some(a.grad.clone());
+    for (op, ins, o) in records.iter().rev() {
+        let Some(g) = grads[*o].take().filter(|_| wanted[*o]) else { continue };
+        let operands: Vec<D::Value> = ins.iter().map(|&i| values[i].clone()).collect();
+        let needs: Vec<bool> = ins.iter().map(|&i| wanted[i]).collect();
+        let args = RuleArgs { inputs: &operands, output: &values[*o], grad: &g, needs: &needs };
+        for (&i, gi) in ins.iter().zip(vjp(d, op, args)?) {
+            let Some(gi) = gi.filter(|_| wanted[i]) else { continue };
+            grads[i] = Some(match grads[i].take() {
+                Some(previous) => d.apply(Op::Binary(BinaryOp::Add), &[&previous, &gi])?,
+                None => gi,
+            });
+        }
+    }
+    grads.truncate(n);
+    Ok(grads)
 }

@@ -75,6 +75,8 @@ __all__ = [
     "_save_tensors",
     "_apply_function",
     "_first_changed",
+    # higher (issue 16): a Function's saved outputs with their history under create_graph
+    "_with_history",
     # ddpoverlap: end-of-backward callbacks
     "_queue_callback",
     # end ddpoverlap
@@ -946,7 +948,7 @@ class Tensor:
         create_graph: builtins.bool = False,
         inputs: None = None,
     ) -> None:
-        """``create_graph=True`` (higher-order gradients) and ``inputs=`` raise ``GradientError``."""
+        """``create_graph=True`` records the pass, so ``.grad`` can be differentiated again; ``inputs=`` raises."""
     def retain_grad(self) -> None:
         """Keeps this non-leaf tensor's gradient in ``.grad`` after ``backward()``."""
     def register_hook(self, hook: Callable[[Tensor], Optional[Tensor]]) -> RemovableHandle:
@@ -1308,6 +1310,7 @@ def backward(
     tensors: Union[Tensor, Iterable[Tensor]],
     grad_tensors: Union[Tensor, Iterable[Optional[Tensor]], None] = None,
     retain_graph: Optional[builtins.bool] = None,
+    create_graph: builtins.bool = False,
 ) -> None: ...
 @overload
 def grad(
@@ -1341,6 +1344,10 @@ def _save_tensors(
 
 def _first_changed(saved: tuple[Any, ...], versions: tuple[Any, ...]) -> Optional[builtins.int]:
     """The index of the first saved tensor modified in place since it was saved, if any."""
+
+# higher (issue 16)
+def _with_history(tensor: Tensor, node: Node, output_nr: builtins.int) -> Tensor:
+    """An alias of ``tensor`` (same data and version counter) that is output ``output_nr`` of ``node``."""
 
 # ddpoverlap: end-of-backward callbacks
 def _queue_callback(callback: Callable[[], object]) -> None:

@@ -9,6 +9,7 @@
 use super::grad_mode::GradModeGuard;
 use super::hooks;
 use super::node::{Edge, Node, PerInput, SavedTensor};
+use super::record;
 use crate::error::{grad_err, Error, Result};
 use crate::forward::{self, forward};
 use crate::kernels::elementwise::BinaryOp;
@@ -22,6 +23,9 @@ use std::sync::Arc;
 /// Options of one reverse pass.
 pub struct BackwardOptions<'a> {
     pub retain_graph: bool,
+    /// Record the pass itself (grad mode on, as torch), so that its gradients can be
+    /// differentiated again. Off, the pass evaluates and records nothing.
+    pub create_graph: bool,
     /// Called between nodes; an error (e.g. Ctrl-C) stops the pass with nothing changed.
     pub between_nodes: &'a mut dyn FnMut() -> Result<()>,
     /// With anomaly detection on, a NaN produced by a node stops the pass and names it.
@@ -44,12 +48,31 @@ impl EagerValue {
     fn saved(saved: &SavedTensor) -> EagerValue {
         EagerValue { tensor: saved.tensor.clone(), expected_version: Some(saved.version) }
     }
+
+    /// A saved value as `create_graph` needs it: with its history back (torch's
+    /// `SavedVariable` unpack), so that what a rule computes from it is differentiable
+    /// in it. `edge` is where the saved tensor's gradient went in the forward graph.
+    /// The saved alias itself has no history: saving an output made no cycle.
+    fn saved_with_history(saved: &SavedTensor, edge: Option<&Edge>) -> EagerValue {
+        let tensor = match edge {
+            // Leaf gradients are matched by the leaf's identity, so the leaf itself.
+            Some(Edge::Leaf(leaf)) => leaf.clone(),
+            Some(Edge::Node(node, output_nr)) => {
+                let t = saved.tensor.alias();
+                t.set_history(Some(node.clone()), *output_nr);
+                t
+            }
+            None => saved.tensor.clone(),
+        };
+        EagerValue { tensor, expected_version: Some(saved.version) }
+    }
 }
 
 /// Evaluates the ops a rule emits immediately, refusing saved tensors that were
-/// modified in place after being saved.
+/// modified in place after being saved. With `create_graph` it records them too.
 struct EagerDifferentiator<'a> {
     node: &'a Node,
+    create_graph: bool,
 }
 
 impl Differentiator for EagerDifferentiator<'_> {
@@ -80,6 +103,9 @@ impl Differentiator for EagerDifferentiator<'_> {
             }
         }
         let tensors: Vec<&Tensor> = inputs.iter().map(|v| &v.tensor).collect();
+        if self.create_graph {
+            return Ok(EagerValue::fresh(record::apply(op, &tensors)?));
+        }
         Ok(EagerValue::fresh(forward(&op, &tensors)?))
     }
 
@@ -109,9 +135,10 @@ impl Ord for Ready {
     }
 }
 
-fn accumulate(slot: &mut Option<Tensor>, grad: Tensor) -> Result<()> {
+fn accumulate(slot: &mut Option<Tensor>, grad: Tensor, create_graph: bool) -> Result<()> {
     *slot = Some(match slot.take() {
         None => grad,
+        Some(previous) if create_graph => record::apply(Op::Binary(BinaryOp::Add), &[&previous, &grad])?,
         Some(previous) => forward::binary(BinaryOp::Add, &previous, &grad)?,
     });
     Ok(())
@@ -159,7 +186,7 @@ fn dependencies(roots: &[Arc<Node>]) -> Result<Reachable> {
 }
 
 /// Checks a gradient returned for input `i` of `node` and casts it to the input's dtype.
-fn check_input_grad(node: &Node, i: usize, grad: Tensor) -> Result<Tensor> {
+fn check_input_grad(node: &Node, i: usize, grad: Tensor, create_graph: bool) -> Result<Tensor> {
     let (shape, dtype) = &node.input_meta[i];
     if grad.shape() != shape.as_slice() {
         return grad_err(format!(
@@ -170,6 +197,9 @@ fn check_input_grad(node: &Node, i: usize, grad: Tensor) -> Result<Tensor> {
         ));
     }
     if grad.dtype() != *dtype {
+        if create_graph {
+            return record::apply(Op::Cast(*dtype), &[&grad]);
+        }
         return forward::cast(&grad, *dtype);
     }
     Ok(grad)
@@ -180,7 +210,9 @@ fn has_nan(t: &Tensor) -> bool {
 }
 
 /// Runs the rule (or the custom backward) of one node on its output gradients.
-fn run_node(node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+/// With `create_graph`, what the rule emits is recorded and reads the saved values with
+/// their history (the saved output's is this node itself).
+fn run_node(node: &Arc<Node>, grads: Vec<Option<Tensor>>, create_graph: bool) -> Result<Vec<Option<Tensor>>> {
     // The node's name is only needed for errors; making it costs allocations.
     let name = || node.name();
     let input_grads = match &node.op {
@@ -190,7 +222,8 @@ fn run_node(node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor
                 .zip(&node.output_meta)
                 .map(|(g, (shape, dtype))| g.map_or_else(|| Tensor::zeros(shape, *dtype), Ok))
                 .collect::<Result<Vec<_>>>()?;
-            let returned = custom.backward(filled)?;
+            let returned =
+                if create_graph { custom.backward_recorded(filled, node)? } else { custom.backward(filled)? };
             if returned.len() != node.next.len() {
                 return grad_err(format!(
                     "function {} returned an incorrect number of gradients (expected {}, got {})",
@@ -214,19 +247,21 @@ fn run_node(node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor
                 .input_meta
                 .iter()
                 .enumerate()
-                .map(|(i, meta)| (saved.inputs.get(i).and_then(Option::as_ref), meta))
-                .map(|(s, (shape, dtype))| match s {
+                .map(|(i, meta)| (i, saved.inputs.get(i).and_then(Option::as_ref), meta))
+                .map(|(i, s, (shape, dtype))| match s {
+                    Some(s) if create_graph => Ok(EagerValue::saved_with_history(s, node.next[i].as_ref())),
                     Some(s) => Ok(EagerValue::saved(s)),
                     // The rule reads only this input's shape and dtype.
                     None => Ok(EagerValue::fresh(Tensor::placeholder(shape, *dtype)?)),
                 })
                 .collect::<Result<_>>()?;
             let output = match &saved.output {
+                Some(s) if create_graph => EagerValue::saved_with_history(s, Some(&Edge::Node(node.clone(), 0))),
                 Some(s) => EagerValue::saved(s),
                 None => grad.clone(),
             };
             let needs: PerInput<bool> = node.next.iter().map(Option::is_some).collect();
-            let mut d = EagerDifferentiator { node };
+            let mut d = EagerDifferentiator { node, create_graph };
             let args = RuleArgs { inputs: &inputs, output: &output, grad: &grad, needs: &needs };
             rules::vjp(&mut d, op, args)?.into_iter().map(|v| v.map(|v| v.tensor)).collect()
         }
@@ -235,7 +270,7 @@ fn run_node(node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor
         .into_iter()
         .enumerate()
         .map(|(i, g)| match (g, node.next.get(i)) {
-            (Some(g), Some(Some(_))) => check_input_grad(node, i, g).map(Some),
+            (Some(g), Some(Some(_))) => check_input_grad(node, i, g, create_graph).map(Some),
             _ => Ok(None),
         })
         .collect()
@@ -250,13 +285,14 @@ struct LeafSums<'a> {
     capture: Option<&'a HashMap<usize, usize>>,
     /// Final gradients of leaves without post-accumulate hooks, written after the pass.
     deferred: Vec<(Tensor, Tensor)>,
+    create_graph: bool,
 }
 
 impl LeafSums<'_> {
     /// Adds a leaf's gradient given as a root of the pass (no edge is walked for it).
     fn add_root(&mut self, leaf: &Tensor, grad: Tensor) -> Result<()> {
         let entry = self.sums.entry(leaf.id()).or_insert_with(|| (leaf.clone(), None));
-        accumulate(&mut entry.1, grad)
+        accumulate(&mut entry.1, grad, self.create_graph)
     }
 
     /// Adds what one edge brought into `leaf`; when that was the last edge into it,
@@ -306,7 +342,7 @@ impl LeafSums<'_> {
                 None => self.deferred.push((leaf, grad)),
             }
         }
-        write_grads(now)
+        write_grads(now, self.create_graph)
     }
 }
 
@@ -320,8 +356,9 @@ pub struct BackwardResult {
 /// `.grad` writes set aside for its end, then the callbacks queued during it.
 pub fn backward(roots: &[(Tensor, Tensor)], options: BackwardOptions<'_>) -> Result<()> {
     let callbacks = hooks::PassCallbacks::open();
+    let create_graph = options.create_graph;
     let result = run_backward(roots, None, options)?;
-    write_grads(result.leaf_grads)?;
+    write_grads(result.leaf_grads, create_graph)?;
     callbacks.run()
 }
 
@@ -347,7 +384,9 @@ pub fn run_backward(
     capture: Option<&[Tensor]>,
     options: BackwardOptions<'_>,
 ) -> Result<BackwardResult> {
-    let _no_grad = GradModeGuard::new(false);
+    // Grad mode during the pass is create_graph, as in torch: off, nothing is recorded.
+    let create_graph = options.create_graph;
+    let _grad_mode = GradModeGuard::new(create_graph);
     let mut root_leaves: Vec<(Tensor, Tensor)> = Vec::new();
     let mut buffers: HashMap<usize, Vec<Option<Tensor>>> = HashMap::new();
     let mut root_nodes = Vec::new();
@@ -355,7 +394,7 @@ pub fn run_backward(
         match root.grad_fn() {
             Some(node) => {
                 let slots = buffers.entry(node.id()).or_insert_with(|| vec![None; node.output_meta.len()]);
-                accumulate(&mut slots[root.output_nr()], grad.clone())?;
+                accumulate(&mut slots[root.output_nr()], grad.clone(), create_graph)?;
                 root_nodes.push(node);
             }
             None if root.requires_grad() => root_leaves.push((root.clone(), grad.clone())),
@@ -385,6 +424,7 @@ pub fn run_backward(
         pending: leaf_dependencies,
         capture: capture.map(|_| &capture_leaf),
         deferred: Vec::new(),
+        create_graph,
     };
     leaves.add_roots(root_leaves, &mut captured)?;
 
@@ -410,7 +450,7 @@ pub fn run_backward(
                 }
             }
         }
-        let input_grads = run_node(&node, grads)?;
+        let input_grads = run_node(&node, grads, create_graph)?;
         let first_nan = || input_grads.iter().position(|g| g.as_ref().is_some_and(has_nan));
         if let Some(i) = options.detect_anomaly.then(first_nan).flatten() {
             return grad_err(format!(
@@ -426,7 +466,7 @@ pub fn run_backward(
                 Some(Edge::Node(child, out_nr)) => {
                     if let Some(grad) = grad {
                         let slots = buffers.entry(child.id()).or_insert_with(|| vec![None; child.output_meta.len()]);
-                        accumulate(&mut slots[*out_nr], grad)?;
+                        accumulate(&mut slots[*out_nr], grad, create_graph)?;
                     }
                     let left = deps.get_mut(&child.id()).map(|d| {
                         *d -= 1;
@@ -461,9 +501,13 @@ pub fn run_backward(
 
 /// Writes gradients into `.grad`, then runs the leaves' post-accumulate hooks,
 /// each once all of these gradients are written.
-pub fn write_grads(leaf_grads: Vec<(Tensor, Tensor)>) -> Result<()> {
+pub fn write_grads(leaf_grads: Vec<(Tensor, Tensor)>, create_graph: bool) -> Result<()> {
     for (leaf, grad) in &leaf_grads {
-        accumulate_into_leaf(leaf, grad.clone())?;
+        if create_graph {
+            accumulate_recorded_into_leaf(leaf, grad.clone())?;
+        } else {
+            accumulate_into_leaf(leaf, grad.clone())?;
+        }
     }
     leaf_grads.iter().try_for_each(|(leaf, _)| hooks::run_post_accumulate_hooks(leaf))
 }
@@ -479,6 +523,20 @@ pub fn accumulate_into_leaf(leaf: &Tensor, grad: Tensor) -> Result<()> {
         }
         Some(existing) => forward::add_in_place(&existing, &grad, 1.0),
     }
+}
+
+/// `accumulate_into_leaf` for `backward(create_graph=True)`: recorded and out of
+/// place, so `.grad` keeps the history of both terms (torch does the same).
+fn accumulate_recorded_into_leaf(leaf: &Tensor, grad: Tensor) -> Result<()> {
+    let _recording = GradModeGuard::new(true);
+    let total = match leaf.grad() {
+        None if grad.is_contiguous() && grad.is_uniquely_owned() => grad,
+        // The caller may hold `grad` (a seed given for a leaf root): `.grad` gets a copy.
+        None => record::apply(Op::Copy, &[&grad])?,
+        Some(existing) => record::apply(Op::Binary(BinaryOp::Add), &[&existing, &grad])?,
+    };
+    leaf.set_grad(Some(total));
+    Ok(())
 }
 
 #[cfg(test)]
@@ -497,7 +555,8 @@ mod tests {
     fn backward(root: &Tensor, retain_graph: bool) -> Result<()> {
         let seed = Tensor::full(root.shape(), 1.0, root.dtype())?;
         let mut no_check = || Ok(());
-        let options = BackwardOptions { retain_graph, between_nodes: &mut no_check, detect_anomaly: false };
+        let options =
+            BackwardOptions { retain_graph, create_graph: false, between_nodes: &mut no_check, detect_anomaly: false };
         for (leaf, grad) in run_backward(&[(root.clone(), seed)], None, options)?.leaf_grads {
             accumulate_into_leaf(&leaf, grad)?;
         }

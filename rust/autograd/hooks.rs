@@ -284,7 +284,12 @@ mod tests {
             node_log.lock().unwrap().push("node".into());
             Ok(())
         };
-        let options = BackwardOptions { retain_graph: false, between_nodes: &mut each_node, detect_anomaly: false };
+        let options = BackwardOptions {
+            retain_graph: false,
+            create_graph: false,
+            between_nodes: &mut each_node,
+            detect_anomaly: false,
+        };
         backward(&[(loss, seed)], options)
     }
 
@@ -314,7 +319,12 @@ mod tests {
                 .unwrap();
         let seed = Tensor::full(loss.shape(), 1.0, loss.dtype()).unwrap();
         let mut no_check = || Ok(());
-        let options = BackwardOptions { retain_graph: false, between_nodes: &mut no_check, detect_anomaly: false };
+        let options = BackwardOptions {
+            retain_graph: false,
+            create_graph: false,
+            between_nodes: &mut no_check,
+            detect_anomaly: false,
+        };
         assert!(backward(&[(loss, seed)], options).is_err());
         assert!(log.lock().unwrap().is_empty(), "the failed pass ran its callback");
         assert!(queue_callback(Box::new(Record(log.clone(), "after"))).is_err(), "the failed pass left its queue open");

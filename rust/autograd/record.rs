@@ -59,6 +59,11 @@ pub fn apply(op: Op, inputs: &[&Tensor]) -> Result<Tensor> {
         // One look at each input's metadata both decides and builds the record.
         let next = per_input(inputs, edge_for);
         if next.iter().any(Option::is_some) {
+            // An op may hand back its input itself (a sum to the same shape, a cast to the
+            // same dtype): the history goes on an alias, never on the input.
+            if inputs.iter().any(|t| t.same_tensor(&out)) {
+                out = out.alias();
+            }
             attach(op, inputs, next, &mut out);
         }
     }

@@ -116,8 +116,8 @@ impl ActFloat for f64 {
 pub const SELU_SCALE: f64 = 1.050_700_987_355_480_5;
 pub const SELU_ALPHA: f64 = 1.673_263_242_354_377_3;
 /// `sqrt(2/pi)` and the cubic coefficient of the tanh approximation of GELU.
-const GELU_K: f64 = 0.797_884_560_802_865_4;
-const GELU_C: f64 = 0.044_715;
+pub const GELU_K: f64 = 0.797_884_560_802_865_4;
+pub const GELU_C: f64 = 0.044_715;
 
 /// One activation with its parameters.
 #[derive(Copy, Clone, Debug, PartialEq)]

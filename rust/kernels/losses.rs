@@ -356,7 +356,15 @@ impl<T: FastExp> ClassLoss<'_, T> {
                 let stride = self.rows.inner;
                 let wt = self.w(t);
                 if !self.logits {
-                    gb[t * stride + i] = T::from_f64(-k * wt);
+                    // Log-probabilities given: the loss is linear in them.
+                    if eps != 0.0 {
+                        for c in 0..classes {
+                            gb[c * stride + i] = T::from_f64(-k * eps / classes as f64 * self.w(c));
+                        }
+                        gb[t * stride + i] = gb[t * stride + i] - T::from_f64(k * (1.0 - eps) * wt);
+                    } else {
+                        gb[t * stride + i] = T::from_f64(-k * wt);
+                    }
                     continue;
                 }
                 let hot = (1.0 - eps) * wt;

@@ -4,15 +4,15 @@
 //! entries). Values and slopes are in `kernels::activation`.
 
 use super::binary::same_float_dtype;
-use super::{internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps, TorchFront};
+use super::{internal, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps, TorchFront};
 use crate::dtype::{float_dispatch, DType};
 use crate::error::{Error, Result};
 use crate::forward;
 use crate::graph::PartialShape;
-use crate::kernels::activation::Act;
-use crate::kernels::elementwise::{map, zip_broadcast};
+use crate::kernels::activation::{Act, GELU_C, GELU_K, SELU_ALPHA, SELU_SCALE};
+use crate::kernels::elementwise::{map, zip_broadcast, BinaryOp, CmpOp, ScalarOp, UnaryOp};
 use crate::op::Op;
-use crate::rules::{Differentiator, RuleArgs, Saves};
+use crate::rules::{vjp_of_composite, Differentiator, RuleArgs, Saves};
 use crate::tensor::Tensor;
 
 /// The gradient of an activation: `g · slope(x)`, in one pass.
@@ -186,7 +186,117 @@ impl TableOp for ActivationBackward {
         Saves { inputs: 0b11, output: false }
     }
 
-    fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
-        Err(no_double_backward("activation_backward"))
+    /// `g · s(x)` is linear in g, so d/dg is the op itself; d/dx is `gg · g · s'(x)`, from
+    /// the slope written with differentiable ops (exact to any order). Piecewise-linear
+    /// activations have s' = 0 almost everywhere.
+    fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        let x = nth(a.inputs, 1, "activation_backward")?;
+        let need = |i: usize| a.needs.get(i).copied().unwrap_or(false);
+        let dg = if need(0) { Some(backward(d, self.act, x, a.grad)?) } else { None };
+        let curved = !matches!(self.act, Act::LeakyRelu { .. } | Act::Hardtanh { .. });
+        let dx = if need(1) && curved {
+            let args = RuleArgs { inputs: a.inputs, output: a.output, grad: a.grad, needs: &[false, true] };
+            let act = self.act;
+            let mut grads = vjp_of_composite(d, args, |t, ins| {
+                let s = slope(t, act, &ins[1])?;
+                t.mul(&ins[0], &s)
+            })?;
+            grads.pop().flatten()
+        } else {
+            None
+        };
+        Ok(vec![dg, dx])
+    }
+}
+
+/// `pos` where x > 0, else `neg`.
+fn where_positive<D: Differentiator>(d: &mut D, x: &D::Value, pos: &D::Value, neg: &D::Value) -> Result<D::Value> {
+    let zeros = d.zeros_like(x)?;
+    let cond = d.apply(Op::Compare(CmpOp::Gt), &[x, &zeros])?;
+    d.apply(Op::Where, &[&cond, pos, neg])
+}
+
+fn add<D: Differentiator>(d: &mut D, a: &D::Value, b: &D::Value) -> Result<D::Value> {
+    d.apply(Op::Binary(BinaryOp::Add), &[a, b])
+}
+
+/// The slope `s(x)` of an activation written with differentiable ops (the kernels'
+/// `Act::slope`, whose own derivative is then exact). Only for activations with curvature.
+fn slope<D: Differentiator>(d: &mut D, act: Act, x: &D::Value) -> Result<D::Value> {
+    match act {
+        // σ(x)(1 + x(1 − σ(x)))
+        Act::Silu => {
+            let s = d.unary(UnaryOp::Sigmoid, x)?;
+            let rest = d.scalar(&s, ScalarOp::RSub, 1.0)?;
+            let xr = d.mul(x, &rest)?;
+            let inner = d.scalar(&xr, ScalarOp::Add, 1.0)?;
+            d.mul(&s, &inner)
+        }
+        Act::Selu => {
+            let e = d.unary(UnaryOp::Exp, x)?;
+            let neg = d.scalar(&e, ScalarOp::Mul, SELU_SCALE * SELU_ALPHA)?;
+            let pos = d.apply(Op::FullLike(SELU_SCALE), &[x])?;
+            where_positive(d, x, &pos, &neg)
+        }
+        Act::LogSigmoid => {
+            let n = d.unary(UnaryOp::Neg, x)?;
+            d.unary(UnaryOp::Sigmoid, &n)
+        }
+        // Φ(x) + x·φ(x), Φ(x) = (1 + erf(x/√2))/2, φ(x) = e^(−x²/2)/√(2π)
+        Act::Gelu => {
+            let scaled = d.scalar(x, ScalarOp::Mul, std::f64::consts::FRAC_1_SQRT_2)?;
+            let erf = d.unary(UnaryOp::Erf, &scaled)?;
+            let shifted = d.scalar(&erf, ScalarOp::Add, 1.0)?;
+            let cdf = d.scalar(&shifted, ScalarOp::Mul, 0.5)?;
+            let square = d.mul(x, x)?;
+            let exponent = d.scalar(&square, ScalarOp::Mul, -0.5)?;
+            let e = d.unary(UnaryOp::Exp, &exponent)?;
+            let pdf =
+                d.scalar(&e, ScalarOp::Mul, 0.5 * std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2)?;
+            let xp = d.mul(x, &pdf)?;
+            add(d, &cdf, &xp)
+        }
+        // (1 + t)/2 + x(1 − t²)u′/2, t = tanh(u), u = k(x + c x³), u′ = k(1 + 3c x²)
+        Act::GeluTanh => {
+            let square = d.mul(x, x)?;
+            let cube = d.mul(&square, x)?;
+            let c_cube = d.scalar(&cube, ScalarOp::Mul, GELU_C)?;
+            let inner = add(d, x, &c_cube)?;
+            let u = d.scalar(&inner, ScalarOp::Mul, GELU_K)?;
+            let t = d.unary(UnaryOp::Tanh, &u)?;
+            let half_one_plus_t = {
+                let one_plus_t = d.scalar(&t, ScalarOp::Add, 1.0)?;
+                d.scalar(&one_plus_t, ScalarOp::Mul, 0.5)?
+            };
+            let t2 = d.mul(&t, &t)?;
+            let one_minus_t2 = d.scalar(&t2, ScalarOp::RSub, 1.0)?;
+            let du = {
+                let c_square = d.scalar(&square, ScalarOp::Mul, 3.0 * GELU_C)?;
+                let one_plus = d.scalar(&c_square, ScalarOp::Add, 1.0)?;
+                d.scalar(&one_plus, ScalarOp::Mul, GELU_K)?
+            };
+            let xr = d.mul(x, &one_minus_t2)?;
+            let xrd = d.mul(&xr, &du)?;
+            let half = d.scalar(&xrd, ScalarOp::Mul, 0.5)?;
+            add(d, &half_one_plus_t, &half)
+        }
+        Act::Elu { alpha } => {
+            let e = d.unary(UnaryOp::Exp, x)?;
+            let neg = d.scalar(&e, ScalarOp::Mul, alpha)?;
+            let pos = d.apply(Op::FullLike(1.0), &[x])?;
+            where_positive(d, x, &pos, &neg)
+        }
+        // 1 where βx > threshold (there softplus is x itself), else σ(βx)
+        Act::Softplus { beta, threshold } => {
+            let bx = d.scalar(x, ScalarOp::Mul, beta)?;
+            let s = d.unary(UnaryOp::Sigmoid, &bx)?;
+            let limit = d.apply(Op::FullLike(threshold), &[x])?;
+            let linear = d.apply(Op::Compare(CmpOp::Gt), &[&bx, &limit])?;
+            let ones = d.apply(Op::FullLike(1.0), &[x])?;
+            d.apply(Op::Where, &[&linear, &ones, &s])
+        }
+        Act::LeakyRelu { .. } | Act::Hardtanh { .. } => {
+            Err(Error::Internal("activation_backward: a piecewise-linear activation has no curvature".into()))
+        }
     }
 }

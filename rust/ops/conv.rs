@@ -5,10 +5,7 @@
 
 use super::args::Padding;
 use super::spatial::{oihw_shape, out_size, weight_from_oihw, weight_oihw, Pad, Window};
-use super::{
-    internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps, TorchFront,
-    TF_SEMANTICS,
-};
+use super::{internal, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps, TorchFront, TF_SEMANTICS};
 use crate::dtype::{float_dispatch, DType};
 use crate::error::{dtype_err, shape_err, Error, Result};
 use crate::graph::PartialShape;
@@ -578,12 +575,25 @@ impl TableOp for ConvInputGrad {
         Ok((shape.clone(), dtype))
     }
 
-    fn saves(&self, _needs: &[bool]) -> Saves {
-        Saves { inputs: 0b10, output: false }
+    fn saves(&self, needs: &[bool]) -> Saves {
+        // The first-order pass reads the weight; a recorded one (create_graph) reads g too.
+        let reads_g = needs.get(1).copied().unwrap_or(false);
+        Saves { inputs: 0b10 | u32::from(reads_g), output: false }
     }
 
-    fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
-        Err(no_double_backward("ConvolutionBackward0"))
+    /// Bilinear in (g, w); x is read for its shape only. `<gg, Jₓᵀg> = <conv(gg, w), g>`, so
+    /// d/dg is the convolution of gg, and d/dw the weight gradient with gg as the input.
+    fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        let cfg = &self.0;
+        let (g, w) = (nth(a.inputs, 0, cfg.op())?, nth(a.inputs, 1, cfg.op())?);
+        let need = |i: usize| a.needs.get(i).copied().unwrap_or(false);
+        let dg = if need(0) { Some(d.apply(conv_op(cfg.clone()), &[a.grad, w])?) } else { None };
+        let dw = if need(1) {
+            Some(d.apply(Op::Table(TableOps::ConvWeightGrad(ConvWeightGrad(cfg.clone()))), &[g, a.grad, w])?)
+        } else {
+            None
+        };
+        Ok(vec![dg, dw, None])
     }
 }
 
@@ -622,7 +632,18 @@ impl TableOp for ConvWeightGrad {
         Saves { inputs: 0b11, output: false }
     }
 
-    fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
-        Err(no_double_backward("ConvolutionBackward0"))
+    /// Bilinear in (g, x); w is read for its shape only. `<gg, J_wᵀg> = <conv(x, gg), g>`, so
+    /// d/dg is the convolution of x by gg, and d/dx the input gradient through gg.
+    fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        let cfg = &self.0;
+        let (g, x) = (nth(a.inputs, 0, cfg.op())?, nth(a.inputs, 1, cfg.op())?);
+        let need = |i: usize| a.needs.get(i).copied().unwrap_or(false);
+        let dg = if need(0) { Some(d.apply(conv_op(cfg.clone()), &[x, a.grad])?) } else { None };
+        let dx = if need(1) {
+            Some(d.apply(Op::Table(TableOps::ConvInputGrad(ConvInputGrad(cfg.clone()))), &[g, a.grad, x])?)
+        } else {
+            None
+        };
+        Ok(vec![dg, dx, None])
     }
 }

@@ -193,9 +193,37 @@ impl TableOp for LinearBackward {
         Saves { inputs: 0b111, output: false }
     }
 
-    fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
-        Err(no_double_backward("linear_backward"))
+    /// Bilinear in (g, the other operand); the remaining operand is read for its shape only.
+    /// Input part `g·W`: d/dg = `gg·Wᵀ` (a bias-free `linear`), d/dW = `gᵀ·gg` (the weight
+    /// part with `gg` as input). Weight part `gᵀ·X`: d/dg = `X·ggᵀ`, d/dX = `g·gg`.
+    fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        let op = "linear_backward";
+        let (g, x, w) = (nth(a.inputs, 0, op)?, nth(a.inputs, 1, op)?, nth(a.inputs, 2, op)?);
+        let need = |i: usize| a.needs.get(i).copied().unwrap_or(false);
+        let gg = a.grad;
+        let backward = |d: &mut D, part: LinearPart, operands: [&D::Value; 3]| {
+            d.apply(Op::Table(TableOps::LinearBackward(LinearBackward { part })), &operands)
+        };
+        Ok(match self.part {
+            LinearPart::Input => vec![
+                if need(0) { Some(product_with_transpose(d, gg, w)?) } else { None },
+                None,
+                if need(2) { Some(backward(d, LinearPart::Weight, [g, gg, w])?) } else { None },
+            ],
+            LinearPart::Weight => vec![
+                if need(0) { Some(product_with_transpose(d, x, gg)?) } else { None },
+                if need(1) { Some(backward(d, LinearPart::Input, [g, x, gg])?) } else { None },
+                None,
+            ],
+        })
     }
+}
+
+/// `x·wᵀ` over any leading dims of `x`: `linear` with a zero bias.
+fn product_with_transpose<D: Differentiator>(d: &mut D, x: &D::Value, w: &D::Value) -> Result<D::Value> {
+    let zeros = d.zeros_like(w)?;
+    let zero = d.apply(Op::Sum { dims: None, keepdim: false }, &[&zeros])?;
+    d.apply(Op::Table(TableOps::Linear(Linear)), &[x, w, &zero])
 }
 
 // ---------------------------------------------------------------- embedding
@@ -392,7 +420,17 @@ impl TableOp for EmbeddingBackward {
         Saves { inputs: 0b111, output: false }
     }
 
-    fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
-        Err(no_double_backward("embedding_backward"))
+    /// Linear in g: the adjoint of adding rows of g into the weight is picking rows of gg.
+    /// With a `padding_idx` (whose row the forward skips) there is no rule.
+    fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        if !a.needs.first().copied().unwrap_or(false) {
+            return Ok(vec![None, None, None]);
+        }
+        if self.padding_idx.is_some() {
+            return Err(no_double_backward("embedding_backward (with padding_idx)"));
+        }
+        let index = nth(a.inputs, 1, "embedding_backward")?;
+        let pick = Op::Table(TableOps::Embedding(Embedding { padding_idx: None }));
+        Ok(vec![Some(d.apply(pick, &[index, a.grad])?), None, None])
     }
 }

@@ -9,9 +9,10 @@ use crate::dtype::{float_dispatch, DType};
 use crate::error::{shape_err, Error, Result};
 use crate::forward;
 use crate::graph::PartialShape;
+use crate::kernels::elementwise::{BinaryOp, UnaryOp};
 use crate::kernels::losses::{self, ClassLoss, Reduction, Rows};
 use crate::op::Op;
-use crate::rules::{Differentiator, RuleArgs, Saves};
+use crate::rules::{vjp_of_composite, Differentiator, RuleArgs, Saves};
 use crate::shape::{fmt_shape, normalize_dim};
 use crate::storage::Element;
 use crate::tensor::Tensor;
@@ -134,11 +135,28 @@ impl TableOp for SoftmaxGrad {
     }
 
     fn saves(&self, _needs: &[bool]) -> Saves {
-        Saves { inputs: 0, output: false }
+        // Only recorded when a backward is (create_graph): its rule reads both.
+        Saves { inputs: 0b11, output: false }
     }
 
-    fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
-        Err(no_double_backward("SoftmaxBackward0"))
+    /// Through the composite `y ⊙ (g − Σ g⊙y)` (log-softmax: `g − eʸ Σ g`), sums along `dim`.
+    fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        let (dim, log) = (self.dim.unwrap_or(-1), self.log);
+        vjp_of_composite(d, a, |t, ins| {
+            let (g, y) = (&ins[0], &ins[1]);
+            let along = Op::Sum { dims: Some(vec![dim]), keepdim: true };
+            if log {
+                let e = t.unary(UnaryOp::Exp, y)?;
+                let total = t.apply(along, &[g])?;
+                let spread = t.mul(&e, &total)?;
+                t.apply(Op::Binary(BinaryOp::Sub), &[g, &spread])
+            } else {
+                let gy = t.mul(g, y)?;
+                let total = t.apply(along, &[&gy])?;
+                let centred = t.apply(Op::Binary(BinaryOp::Sub), &[g, &total])?;
+                t.mul(y, &centred)
+            }
+        })
     }
 }
 
@@ -477,9 +495,38 @@ impl TableOp for ClassLossGrad {
         Ok((shape.clone(), dtype))
     }
     fn saves(&self, _needs: &[bool]) -> Saves {
-        Saves { inputs: 0, output: false }
+        // Only recorded when a backward is (create_graph): its rule reads them all.
+        Saves { inputs: 0b1111, output: false }
     }
-    fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
-        Err(no_double_backward(if self.settings.logits { "CrossEntropyBackward0" } else { "NllLossBackward0" }))
+
+    /// nll's input gradient is linear in g and does not depend on the input: its adjoint
+    /// in g is the loss itself. Cross-entropy's is nll's after log-softmax, differentiated
+    /// as that composite. Not provided: derivatives of the class-weight gradient, and in
+    /// the class weights.
+    fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        let name = if self.settings.logits { "CrossEntropyBackward0" } else { "NllLossBackward0" };
+        let need = |i: usize| a.needs.get(i).copied().unwrap_or(false);
+        if self.wrt_weight || need(3) {
+            return Err(no_double_backward(name));
+        }
+        let x = nth(a.inputs, 1, name)?;
+        if !self.settings.logits {
+            let (target, weight) = (nth(a.inputs, 2, name)?, nth(a.inputs, 3, name)?);
+            let loss = Op::Table(TableOps::NllLoss(NllLoss(self.settings.clone())));
+            let dg = if need(0) { Some(d.apply(loss, &[a.grad, target, weight])?) } else { None };
+            return Ok(vec![dg, None, None, None]);
+        }
+        let rank = d.rank(x).ok_or_else(|| {
+            Error::Gradient(format!("{name}: differentiating it twice needs the input's rank known when it is built"))
+        })?;
+        let dim = Some(self.settings.class_dim(rank)? as isize);
+        let nll =
+            ClassLossGrad { settings: ClassSettings { logits: false, ..self.settings.clone() }, wrt_weight: false };
+        vjp_of_composite(d, a, |t, ins| {
+            let log_probs = t.apply(Op::Table(TableOps::LogSoftmax(Softmax { dim })), &[&ins[1]])?;
+            let operands = [&ins[0], &log_probs, &ins[2], &ins[3]];
+            let c = t.apply(Op::Table(TableOps::ClassLossGrad(nll)), &operands)?;
+            t.apply(Op::Table(TableOps::SoftmaxGrad(SoftmaxGrad { dim, log: true })), &[&c, &log_probs])
+        })
     }
 }

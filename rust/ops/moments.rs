@@ -2,7 +2,7 @@
 //! variance by default) and TF1's population variance (`math.reduce_variance`).
 
 use super::reduce::{float_only, INPUT_TENSOR};
-use super::{internal, no_double_backward, nth, Args, Kind, Meta, Param, Spec, TableOp, TableOps};
+use super::{internal, nth, Args, Kind, Meta, Param, Spec, TableOp, TableOps};
 use crate::dtype::float_dispatch;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -11,7 +11,7 @@ use crate::graph::PartialShape;
 use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp};
 use crate::kernels::moments::squared_deviations;
 use crate::op::Op;
-use crate::rules::{Differentiator, RuleArgs, Saves};
+use crate::rules::{vjp_of_composite, Differentiator, RuleArgs, Saves};
 use crate::shape::reduced_shape;
 use crate::storage::Element;
 use crate::tensor::Tensor;
@@ -226,11 +226,27 @@ impl TableOp for VarGrad {
     }
 
     fn saves(&self, _needs: &[bool]) -> Saves {
-        Saves { inputs: 0, output: false }
+        // Only recorded when a backward is (create_graph): its rule reads both.
+        Saves { inputs: 0b11, output: false }
     }
 
-    fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
-        Err(no_double_backward("VarBackward0"))
+    /// Through the composite `2 (x − mean) g / (N − correction)`, with N counted by ops
+    /// (it is known only at run time in a static graph).
+    fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        let m = self.moments.clone();
+        vjp_of_composite(d, a, |t, ins| {
+            let (g, x) = (&ins[0], &ins[1]);
+            let mean = t.apply(Op::Mean { dims: m.dims.clone(), keepdim: true }, &[x])?;
+            let centred = t.apply(Op::Binary(BinaryOp::Sub), &[x, &mean])?;
+            let ones = t.apply(Op::FullLike(1.0), &[x])?;
+            let count = t.apply(Op::Sum { dims: m.dims.clone(), keepdim: true }, &[&ones])?;
+            let denominator = t.scalar(&count, ScalarOp::Sub, m.correction)?;
+            let spread =
+                t.apply(Op::ExpandReduced { dims: m.dims.clone(), keepdim: m.keepdim, mean: false }, &[g, x])?;
+            let scaled = t.scalar(&spread, ScalarOp::Mul, 2.0)?;
+            let weighted = t.mul(&scaled, &centred)?;
+            t.div(&weighted, &denominator)
+        })
     }
 }
 

@@ -11,9 +11,10 @@ use super::{internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, S
 use crate::dtype::{float_dispatch, DType};
 use crate::error::{Error, Result};
 use crate::graph::PartialShape;
+use crate::kernels::elementwise::{BinaryOp, ScalarOp, UnaryOp};
 use crate::kernels::norm::{self, NormShape, Stats};
 use crate::op::Op;
-use crate::rules::{Differentiator, RuleArgs, Saves};
+use crate::rules::{vjp_of_composite, Differentiator, RuleArgs, Saves};
 use crate::shape::fmt_shape;
 use crate::tensor::Tensor;
 
@@ -369,7 +370,93 @@ impl TableOp for NormBackward {
         Saves { inputs: u32::MAX, output: false }
     }
 
-    fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
-        Err(no_double_backward("norm_backward"))
+    /// Through a composite: the closed-form gradient written with differentiable ops, so the
+    /// fused kernel's result is differentiated exactly, to any order. Not for group norm.
+    fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        if matches!(self.norm.kind, NormKind::Group { .. }) {
+            return Err(no_double_backward("norm_backward (group_norm)"));
+        }
+        let x = nth(a.inputs, 1, "norm_backward")?;
+        let rank = d.rank(x).ok_or_else(|| {
+            Error::Gradient("norm_backward: differentiating it needs the input's rank known when it is built".into())
+        })?;
+        let (norm, part) = (self.norm.clone(), self.part);
+        vjp_of_composite(d, a, |t, ins| norm.gradient_composite(t, ins, rank, part))
     }
+}
+
+impl Norm {
+    /// One gradient of layer or batch norm from its operands (`g, x, weight, bias`, then the
+    /// running statistics), for `rank`-D inputs, written with differentiable ops:
+    /// `dx = r·(ĝ − mean ĝ − x̂·mean(ĝ x̂))` with ĝ = g·w over the statistics' dims (in
+    /// evaluation `dx = ĝ·r`), `dw = Σ g·x̂`, `db = Σ g`.
+    fn gradient_composite<D: Differentiator>(
+        &self,
+        t: &mut D,
+        ins: &[D::Value],
+        rank: usize,
+        part: Part,
+    ) -> Result<D::Value> {
+        let op = "norm_backward";
+        let (g, x, w, b) = (nth(ins, 0, op)?, nth(ins, 1, op)?, nth(ins, 2, op)?, nth(ins, 3, op)?);
+        // Batch norm's per-channel values, laid out along dim 1 of x.
+        let channel_shape: Vec<isize> =
+            std::iter::once(-1).chain(std::iter::repeat_n(1, rank.saturating_sub(2))).collect();
+        let per_channel = |t: &mut D, v: &D::Value| t.apply(Op::Reshape(channel_shape.clone()), &[v]);
+        let (xhat, inv, dims, wide_w) = match &self.kind {
+            NormKind::Layer { normalized } => {
+                let dims: Vec<isize> = (1..=normalized.len() as isize).map(|k| -k).collect();
+                let (xhat, inv) = standardise(t, x, dims.clone(), self.eps)?;
+                (xhat, inv, Some(dims), w.clone())
+            }
+            NormKind::Batch { training: true } => {
+                let dims: Vec<isize> = std::iter::once(0).chain(2..rank as isize).collect();
+                let (xhat, inv) = standardise(t, x, dims.clone(), self.eps)?;
+                (xhat, inv, Some(dims), per_channel(t, w)?)
+            }
+            NormKind::Batch { training: false } => {
+                let (mean, var) = (per_channel(t, nth(ins, 4, op)?)?, per_channel(t, nth(ins, 5, op)?)?);
+                let centred = t.apply(Op::Binary(BinaryOp::Sub), &[x, &mean])?;
+                let shifted = t.scalar(&var, ScalarOp::Add, self.eps)?;
+                let inv = t.unary(UnaryOp::Rsqrt, &shifted)?;
+                (t.mul(&centred, &inv)?, inv, None, per_channel(t, w)?)
+            }
+            NormKind::Group { .. } => return Err(no_double_backward("norm_backward (group_norm)")),
+        };
+        match part {
+            Part::Input => {
+                let gw = t.mul(g, &wide_w)?;
+                let Some(dims) = dims else { return t.mul(&gw, &inv) };
+                let mean =
+                    |t: &mut D, v: &D::Value| t.apply(Op::Mean { dims: Some(dims.clone()), keepdim: true }, &[v]);
+                let m1 = mean(t, &gw)?;
+                let gwx = t.mul(&gw, &xhat)?;
+                let m2 = mean(t, &gwx)?;
+                let centred = t.apply(Op::Binary(BinaryOp::Sub), &[&gw, &m1])?;
+                let along = t.mul(&xhat, &m2)?;
+                let inner = t.apply(Op::Binary(BinaryOp::Sub), &[&centred, &along])?;
+                t.mul(&inner, &inv)
+            }
+            Part::Weight => {
+                let gx = t.mul(g, &xhat)?;
+                let summed = t.apply(Op::SumToLike, &[&gx, &wide_w])?;
+                t.apply(Op::ReshapeLike, &[&summed, w])
+            }
+            Part::Bias => {
+                let summed = t.apply(Op::SumToLike, &[g, &wide_w])?;
+                t.apply(Op::ReshapeLike, &[&summed, b])
+            }
+        }
+    }
+}
+
+/// `((x − mean)·r, r)` with `r = 1/sqrt(var + eps)` over `dims` (the biased variance, as the kernels).
+fn standardise<D: Differentiator>(t: &mut D, x: &D::Value, dims: Vec<isize>, eps: f64) -> Result<(D::Value, D::Value)> {
+    let mean = t.apply(Op::Mean { dims: Some(dims.clone()), keepdim: true }, &[x])?;
+    let centred = t.apply(Op::Binary(BinaryOp::Sub), &[x, &mean])?;
+    let square = t.mul(&centred, &centred)?;
+    let var = t.apply(Op::Mean { dims: Some(dims), keepdim: true }, &[&square])?;
+    let shifted = t.scalar(&var, ScalarOp::Add, eps)?;
+    let inv = t.unary(UnaryOp::Rsqrt, &shifted)?;
+    Ok((t.mul(&centred, &inv)?, inv))
 }

@@ -2,9 +2,7 @@
 //! `take_along_dim`, which reads elements at such positions. `max(dim)`, `topk` and
 //! `sort` (torch) and `math.top_k` and `sort` (TF1) are compositions of them in Python.
 
-use super::{
-    internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Role, Spec, TableOp, TableOps, TF_SEMANTICS,
-};
+use super::{internal, nth, Args, Input, Kind, Meta, Param, Role, Spec, TableOp, TableOps, TF_SEMANTICS};
 use crate::dtype::{dispatch, float_dispatch, numeric_dispatch, DType};
 use crate::error::{dtype_err, Error, Result};
 use crate::forward;
@@ -325,6 +323,11 @@ pub struct TakeAlongDim {
 }
 
 impl TakeAlongDim {
+    /// `take_along_dim(.., dim)`, for rules that emit it.
+    pub fn along(dim: isize) -> TakeAlongDim {
+        TakeAlongDim { dim: Some(dim) }
+    }
+
     /// The walk, the (flattened) operands' shapes and the dim, checked.
     fn plan(&self, x: &Tensor, indices: &Tensor) -> Result<(Along, usize)> {
         let op = "take_along_dim";
@@ -483,10 +486,17 @@ impl TableOp for TakeAlongDimGrad {
     }
 
     fn saves(&self, _needs: &[bool]) -> Saves {
-        Saves { inputs: 0, output: false }
+        // Only recorded when a backward is (create_graph): its rule reads the indices.
+        Saves { inputs: 0b100, output: false }
     }
 
-    fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
-        Err(no_double_backward("TakeAlongDimBackward0"))
+    /// Linear in g: the adjoint of the scatter-add is the pick itself.
+    fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        if !a.needs.first().copied().unwrap_or(false) {
+            return Ok(vec![None, None, None]);
+        }
+        let indices = nth(a.inputs, 2, "take_along_dim_backward")?;
+        let take = Op::Table(TableOps::TakeAlongDim(self.take.clone()));
+        Ok(vec![Some(d.apply(take, &[a.grad, indices])?), None, None])
     }
 }

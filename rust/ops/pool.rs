@@ -489,8 +489,17 @@ impl TableOp for PoolGrad {
         Saves { inputs: 0b11, output: false }
     }
 
-    fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
-        Err(no_double_backward("PoolBackward0"))
+    /// An average pooling's gradient is linear in g: its adjoint is the pooling itself.
+    fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        if !a.needs.first().copied().unwrap_or(false) {
+            return Ok(vec![None, None]);
+        }
+        let pool = match self.0.reduce {
+            Reduce::Avg(_) => TableOps::AvgPool2d(AvgPool2d(self.0.clone())),
+            Reduce::Adaptive(_) => TableOps::AdaptiveAvgPool2d(AdaptiveAvgPool2d(self.0.clone())),
+            Reduce::Max => return Err(no_double_backward("PoolBackward0")),
+        };
+        Ok(vec![Some(d.apply(Op::Table(pool), &[a.grad])?), None])
     }
 }
 
@@ -518,11 +527,27 @@ impl TableOp for MaxPoolGrad {
     }
 
     fn saves(&self, _needs: &[bool]) -> Saves {
-        Saves { inputs: 0, output: false }
+        // Only recorded when a backward is (create_graph): its rule reads the indices.
+        Saves { inputs: 0b10, output: false }
     }
 
-    fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
-        Err(no_double_backward("MaxPool2DWithIndicesBackward0"))
+    /// Linear in g: the adjoint of putting g at each window's maximum is picking gg there,
+    /// with the planes flattened (the indices are flat over H·W).
+    fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        if !a.needs.first().copied().unwrap_or(false) {
+            return Ok(vec![None, None, None]);
+        }
+        let (g, indices) = (nth(a.inputs, 0, "max_pool_grad")?, nth(a.inputs, 1, "max_pool_grad")?);
+        // The (H, W) dims, and where the flattened plane then lies.
+        let (start, end, along) = if self.0.window.channels_last { (-3, -2, -2) } else { (-2, -1, -1) };
+        let flatten = |d: &mut D, v: &D::Value| {
+            d.apply(Op::Table(TableOps::Flatten(super::reshapes::Flatten::new(start, end))), &[v])
+        };
+        let planes = flatten(d, a.grad)?;
+        let flat_indices = flatten(d, indices)?;
+        let take = Op::Table(TableOps::TakeAlongDim(super::ordering::TakeAlongDim::along(along)));
+        let picked = d.apply(take, &[&planes, &flat_indices])?;
+        Ok(vec![Some(d.apply(Op::ReshapeLike, &[&picked, g])?), None, None])
     }
 }
 

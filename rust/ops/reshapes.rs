@@ -189,6 +189,11 @@ pub struct Flatten {
 }
 
 impl Flatten {
+    /// `flatten(start_dim, end_dim)`, for rules that emit it.
+    pub fn new(start_dim: isize, end_dim: isize) -> Flatten {
+        Flatten { start_dim, end_dim }
+    }
+
     /// The dims merged, `start..=end`, for a tensor of this rank.
     fn span(&self, rank: usize) -> Result<(usize, usize)> {
         let (s, e) = (normalize_dim("flatten", self.start_dim, rank)?, normalize_dim("flatten", self.end_dim, rank)?);

@@ -1,6 +1,6 @@
 //! Joining tensors: `cat` (TF `concat`) and `stack` (TF `stack`).
 
-use super::{internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps};
+use super::{internal, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps};
 use crate::dtype::DType;
 use crate::error::{dtype_err, shape_err, Error, Result};
 use crate::graph::PartialShape;
@@ -228,8 +228,21 @@ impl TableOp for CatGrad {
         Saves { inputs: 0, output: false }
     }
 
-    fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
-        Err(no_double_backward("CatBackward0"))
+    /// Linear in g: the adjoint puts `gg` back at this part's place among zeros of the
+    /// other parts' shapes (which are read for their shape only).
+    fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        let parts = a.inputs.get(1..).unwrap_or(&[]);
+        let mut none = vec![None; a.inputs.len()];
+        if !a.needs.first().copied().unwrap_or(false) {
+            return Ok(none);
+        }
+        let mut pieces = Vec::with_capacity(parts.len());
+        for (j, x) in parts.iter().enumerate() {
+            pieces.push(if j == self.part { a.grad.clone() } else { d.zeros_like(x)? });
+        }
+        let refs: Vec<&D::Value> = pieces.iter().collect();
+        none[0] = Some(d.apply(Op::Table(TableOps::Cat(Cat { dim: self.dim })), &refs)?);
+        Ok(none)
     }
 }
 

@@ -69,20 +69,37 @@ fn roots(outputs: Vec<Tensor>, grads: Vec<Option<Tensor>>) -> Result<Vec<(Tensor
         .collect()
 }
 
+/// torch's warning for `backward(create_graph=True)`: `.grad` then holds a graph that
+/// reaches the parameter itself.
+fn warn_create_graph_cycle(py: Python<'_>) -> PyResult<()> {
+    let message = c"Using backward() with create_graph=True will create a reference cycle between the parameter and \
+its gradient which can cause a memory leak. We recommend using autograd.grad when creating the graph to avoid this. \
+If you have to use this function, make sure to reset the .grad fields of your parameters to None after use to break \
+the cycle and avoid the leak.";
+    PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyUserWarning>(), message, 1)
+}
+
 /// `Tensor.backward`: the reverse pass with the GIL released (hooks and callbacks take it back).
+/// `retain_graph` None means `create_graph` (torch's default).
 pub fn run_backward_py(
     py: Python<'_>,
     outputs: Vec<Tensor>,
     grads: Vec<Option<Tensor>>,
-    retain_graph: bool,
+    retain_graph: Option<bool>,
+    create_graph: bool,
 ) -> PyResult<()> {
+    if create_graph {
+        warn_create_graph_cycle(py)?;
+    }
+    let retain_graph = retain_graph.unwrap_or(create_graph);
     guard(|| {
         let roots = roots(outputs, grads)?;
         let anomaly = DETECT_ANOMALY.load(Ordering::Relaxed);
         let _ctrl_c = crate::interrupt::Armed::on_main_thread();
         Ok(py.detach(|| {
             let mut check = signal_checker();
-            let options = BackwardOptions { retain_graph, between_nodes: &mut check, detect_anomaly: anomaly };
+            let options =
+                BackwardOptions { retain_graph, create_graph, between_nodes: &mut check, detect_anomaly: anomaly };
             engine::backward(&roots, options)
         })?)
     })
@@ -120,19 +137,24 @@ fn optional_tensors(seq: Option<&Bound<'_, PyAny>>, n: usize, op: &str, name: &s
     }
 }
 
-/// `rustgrad.autograd.backward(tensors, grad_tensors=None, retain_graph=None)`.
+/// `rustgrad.autograd.backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False)`.
 #[pyfunction]
-#[pyo3(signature = (tensors, grad_tensors=None, retain_graph=None))]
+#[pyo3(
+    signature = (tensors, grad_tensors=None, retain_graph=None, create_graph=None),
+    text_signature = "(tensors, grad_tensors=None, retain_graph=None, create_graph=False)"
+)]
 pub fn backward(
     py: Python<'_>,
     tensors: &Bound<'_, PyAny>,
     grad_tensors: Option<&Bound<'_, PyAny>>,
     retain_graph: Option<&Bound<'_, PyAny>>,
+    create_graph: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
-    let retain_graph = flag(retain_graph, false, "backward", "retain_graph")?;
+    let retain_graph = opt_arg::<bool>(retain_graph, "backward", "retain_graph")?;
+    let create_graph = flag(create_graph, false, "backward", "create_graph")?;
     let outs = self::tensors(tensors, "backward", "tensors")?;
     let grads = optional_tensors(grad_tensors, outs.len(), "backward", "grad_tensors")?;
-    run_backward_py(py, outs, grads, retain_graph)
+    run_backward_py(py, outs, grads, retain_graph, create_graph)
 }
 
 /// `rustgrad.autograd.grad`: gradients of outputs with respect to inputs, leaving `.grad` alone.
@@ -150,14 +172,10 @@ pub fn grad<'py>(
     create_graph: Option<&Bound<'py, PyAny>>,
     allow_unused: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let retain_graph = opt_arg::<bool>(retain_graph, "grad", "retain_graph")?;
+    let create_graph = flag(create_graph, false, "grad", "create_graph")?;
+    // torch: retain_graph defaults to create_graph.
+    let retain_graph = opt_arg::<bool>(retain_graph, "grad", "retain_graph")?.unwrap_or(create_graph);
     let allow_unused = flag(allow_unused, false, "grad", "allow_unused")?;
-    if flag(create_graph, false, "grad", "create_graph")? {
-        return Err(Error::Gradient(
-            "grad(create_graph=True): higher-order gradients are not supported by rustgrad yet".into(),
-        )
-        .into());
-    }
     let outs = tensors(outputs, "grad", "outputs")?;
     let ins = tensors(inputs, "grad", "inputs")?;
     for (i, t) in ins.iter().enumerate() {
@@ -175,11 +193,8 @@ pub fn grad<'py>(
         let _ctrl_c = crate::interrupt::Armed::on_main_thread();
         Ok(py.detach(|| {
             let mut check = signal_checker();
-            let options = BackwardOptions {
-                retain_graph: retain_graph.unwrap_or(false),
-                between_nodes: &mut check,
-                detect_anomaly: anomaly,
-            };
+            let options =
+                BackwardOptions { retain_graph, create_graph, between_nodes: &mut check, detect_anomaly: anomaly };
             engine::grad(&roots, &ins, options)
         })?)
     })?;
@@ -223,6 +238,15 @@ pub fn _save_tensors<'py>(
         }
     }
     Ok(Some((PyTuple::new(py, saved)?, PyTuple::new(py, versions)?)))
+}
+
+/// An alias of `tensor` (same data and version counter) that is output `output_nr` of
+/// `node`: a Function's saved output as its backward sees it under `create_graph`.
+#[pyfunction]
+pub fn _with_history(tensor: &Bound<'_, PyTensor>, node: &Bound<'_, PyNode>, output_nr: usize) -> PyTensor {
+    let alias = tensor.get().inner.alias();
+    alias.set_history(Some(node.get().inner.clone()), output_nr);
+    PyTensor::wrap(alias)
 }
 
 /// The first saved tensor modified in place since it was saved (its index), if any.
@@ -430,6 +454,22 @@ impl CustomBackward for PythonFunction {
         Python::attach(|py| self.call(py, grads)).map_err(external)
     }
 
+    /// Lends the ctx this node (as `ctx._node`) for the call, so that `ctx.saved_tensors`
+    /// can give the saved outputs their history. Only for the call: kept, it would make a
+    /// cycle node -> function -> ctx -> node that Python's GC cannot see.
+    fn backward_recorded(&self, grads: Vec<Tensor>, node: &Arc<Node>) -> Result<Vec<Option<Tensor>>> {
+        Python::attach(|py| {
+            let ctx = self.ctx.bind(py);
+            ctx.setattr(intern!(py, "_node"), Py::new(py, PyNode::wrap(node.clone()))?)?;
+            let result = self.call(py, grads);
+            let lent_back = ctx.setattr(intern!(py, "_node"), py.None());
+            let grads = result?;
+            lent_back?;
+            Ok(grads)
+        })
+        .map_err(external)
+    }
+
     fn release(&self) {
         Python::attach(|py| {
             // Errors here would only come from a user overriding _release; nothing to undo.
@@ -481,12 +521,31 @@ pub fn _apply_function<'py>(
     let non_differentiable = outputs.iter().map(|o| marked.iter().any(|m| m.is(&o))).collect();
     let name: String = cls.getattr(intern!(py, "__name__"))?.extract()?;
     let backward = cls.getattr(intern!(py, "backward"))?.unbind();
+    note_saved_outputs(py, &ctx, &outputs)?;
     let recorded = record_function(py, name, backward, ctx.unbind(), args, &outputs, non_differentiable)?;
     if single {
         recorded.get_item(0)
     } else {
         Ok(recorded.into_any())
     }
+}
+
+/// Which of the tensors forward saved (`ctx._saved_sources`) are which of its outputs, as
+/// `ctx._saved_output_index` (None for the others): under `create_graph`,
+/// `ctx.saved_tensors` gives those the history of this call's node.
+fn note_saved_outputs(py: Python<'_>, ctx: &Bound<'_, PyAny>, outputs: &Bound<'_, PyTuple>) -> PyResult<()> {
+    let sources = ctx.getattr(intern!(py, "_saved_sources"))?;
+    if sources.len()? == 0 {
+        return Ok(());
+    }
+    let index = sources
+        .try_iter()?
+        .map(|s| {
+            let s = s?;
+            Ok(outputs.iter().position(|o| o.is(&s)))
+        })
+        .collect::<PyResult<Vec<Option<usize>>>>()?;
+    ctx.setattr(intern!(py, "_saved_output_index"), PyTuple::new(py, index)?)
 }
 
 /// Puts a user Function's call on the tape. `outputs` are what its forward

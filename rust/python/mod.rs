@@ -61,6 +61,8 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(autograd::_save_tensors, m)?)?;
     m.add_function(wrap_pyfunction!(autograd::_apply_function, m)?)?;
     m.add_function(wrap_pyfunction!(autograd::_first_changed, m)?)?;
+    // higher (issue 16): a Function's saved outputs with their history under create_graph
+    m.add_function(wrap_pyfunction!(autograd::_with_history, m)?)?;
     m.add_function(wrap_pyfunction!(hooks::_queue_callback, m)?)?;
     m.add_function(wrap_pyfunction!(errors::_panic_for_test, m)?)?;
     m.add_function(wrap_pyfunction!(index_key::_parse_index_key, m)?)?;

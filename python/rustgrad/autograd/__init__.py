@@ -7,6 +7,7 @@ reverse pass calls ``backward`` when it reaches the node.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any, Callable, Optional, Sequence
 
@@ -28,9 +29,11 @@ __all__ = [
     "enable_grad",
     "grad",
     "gradcheck",
+    "gradgradcheck",
     "is_anomaly_enabled",
     "is_grad_enabled",
     "no_grad",
+    "once_differentiable",
     "set_detect_anomaly",
     "set_grad_enabled",
     "Node",
@@ -48,6 +51,13 @@ class FunctionCtx:
     needs_input_grad: tuple[bool, ...] = ()
     _saved: tuple[Optional[Tensor], ...] = ()
     _saved_versions: tuple[Optional[int], ...] = ()
+    # The tensors given to save_for_backward, and which of them forward returned
+    # (their output index, set when the call is recorded): under create_graph,
+    # saved_tensors gives each its history back.
+    _saved_sources: tuple[Any, ...] = ()
+    _saved_output_index: tuple[Optional[int], ...] = ()
+    # This call's tape node, lent by the engine while a create_graph backward runs.
+    _node: Optional[Node] = None
     _non_differentiable: tuple[Tensor, ...] = ()
     _released = False
 
@@ -56,6 +66,7 @@ class FunctionCtx:
         # Detached aliases share the data and the version counter but not the
         # history, so saving an output does not make a reference cycle.
         eager = _rustgrad._save_tensors(tensors)
+        self._saved_sources = tensors
         if eager is not None:
             self._saved, self._saved_versions = eager
             return
@@ -95,7 +106,23 @@ class FunctionCtx:
                 f"save_for_backward is at version {t._version}; expected version {version} "
                 "instead. Clone it before modifying it in place."
             )
+        if self._node is not None and is_grad_enabled():
+            return self._saved_with_history(self._node)
         return self._saved
+
+    def _saved_with_history(self, node: Node) -> tuple[Optional[Tensor], ...]:
+        """The saved tensors for a backward that is recorded (torch's SavedVariable unpack):
+        a saved output as that output of ``node``, any other tensor (an input) as itself."""
+        index = self._saved_output_index or (None,) * len(self._saved)
+        unpacked: list[Optional[Tensor]] = []
+        for alias, source, output_nr in zip(self._saved, self._saved_sources, index):
+            if alias is None or not isinstance(alias, Tensor):
+                unpacked.append(alias)
+            elif output_nr is not None:
+                unpacked.append(_rustgrad._with_history(alias, node, output_nr))
+            else:
+                unpacked.append(source)
+        return tuple(unpacked)
 
     def mark_non_differentiable(self, *outputs: Tensor) -> None:
         """Outputs that get no gradient (e.g. integer-like indices or masks)."""
@@ -103,6 +130,7 @@ class FunctionCtx:
 
     def _release(self) -> None:
         self._saved = ()
+        self._saved_sources = ()
         self._released = True
 
 
@@ -173,6 +201,54 @@ def _defined_methods(cls: type) -> set[str]:
     return names
 
 
+_ONCE_DIFFERENTIABLE_ERROR = "trying to differentiate twice a function that was marked with @once_differentiable"
+
+
+class _DelayedError(Function):
+    """Passes tensors through; differentiating it raises (see ``once_differentiable``)."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, *tensors: Tensor) -> Any:
+        copies = tuple(t.clone() for t in tensors)
+        return copies[0] if len(copies) == 1 else copies
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, *grads: Tensor) -> Any:
+        raise GradientError(_ONCE_DIFFERENTIABLE_ERROR)
+
+
+def once_differentiable(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorates a Function's ``backward`` that is not itself differentiable (torch's).
+
+    ``backward`` runs without recording. When its gradients would be recorded
+    (``create_graph=True``), they come out of a node whose own backward raises, so a
+    second differentiation fails loudly instead of giving a wrong answer.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(ctx: Any, *args: Any) -> Any:
+        with no_grad():
+            outputs = fn(ctx, *args)
+        if not is_grad_enabled():
+            return outputs
+        if not any(isinstance(a, Tensor) and a.requires_grad for a in args):
+            return outputs
+        single = not isinstance(outputs, tuple)
+        items = (outputs,) if single else outputs
+        # Detached copies that require grad, so the error node is recorded.
+        tensors = [t.detach().requires_grad_() for t in items if isinstance(t, Tensor) and t.dtype.is_floating_point]
+        if not tensors:
+            return outputs
+        wrapped = _DelayedError.apply(*tensors)
+        wrapped = iter((wrapped,) if len(tensors) == 1 else wrapped)
+        result = tuple(
+            next(wrapped) if isinstance(t, Tensor) and t.dtype.is_floating_point else t for t in items
+        )
+        return result[0] if single else result
+
+    return wrapper
+
+
 def set_detect_anomaly(mode: bool) -> None:
     """With anomaly detection on, backward raises at the first node that produces NaN."""
     _rustgrad._set_detect_anomaly(bool(mode))
@@ -237,7 +313,10 @@ def gradcheck(
         analytical = _analytical_jacobian(fn, inputs, diff_inputs, out_index)
         for i, (num, ana) in enumerate(zip(numerical, analytical)):
             if not np.allclose(ana, num, atol=atol, rtol=rtol, equal_nan=True):
-                worst = np.unravel_index(np.nanargmax(np.abs(ana - num)), ana.shape)
+                gap = np.abs(ana - num)
+                # Where only NaNs differ (NaN on one side), the first such element.
+                at = np.nanargmax(gap) if not np.all(np.isnan(gap)) else np.argmax(np.isnan(ana) != np.isnan(num))
+                worst = np.unravel_index(at, ana.shape)
                 message = (
                     f"Jacobian mismatch for output {out_index} with respect to input {i}: "
                     f"at (output element, input element) {tuple(int(k) for k in worst)} backward gave "
@@ -255,15 +334,16 @@ def _numerical_jacobian(fn: Callable[..., Any], inputs: Sequence[Any], target: T
     """d out[out_index] / d target by central differences, shape (out.numel, target.numel)."""
     with no_grad():
         base = target.detach()
-        flat = base.reshape(-1)
         columns = []
         for k in range(base.numel()):
-            original = float(flat[k].item())
-            flat[k] = original + eps
+            # Written through an N-d index: a non-contiguous input has no flat view.
+            at = tuple(int(i) for i in np.unravel_index(k, tuple(base.shape)))
+            original = float(base[at].item())
+            base[at] = original + eps
             plus = _eval(fn, inputs, out_index)
-            flat[k] = original - eps
+            base[at] = original - eps
             minus = _eval(fn, inputs, out_index)
-            flat[k] = original
+            base[at] = original
             columns.append((plus - minus) / (2 * eps))
     size = _eval(fn, inputs, out_index).size
     if not columns:
@@ -298,6 +378,70 @@ def _analytical_jacobian(fn: Callable[..., Any], inputs: Sequence[Any],
         np.stack(r) if r else np.zeros((0, t.numel())) for r, t in zip(rows, diff_inputs)
     ]
 
+
+
+def _random_grad_output(out: Tensor, rng: np.random.Generator, non_contiguous: bool) -> Tensor:
+    """A grad_output for ``out``: uniform in [-1, 1), of its dtype, requiring grad."""
+    shape = tuple(out.shape)
+    if not non_contiguous:
+        values = rng.uniform(-1.0, 1.0, shape)
+        return _rustgrad._from_numpy(values, False).to(out.dtype).requires_grad_()
+    # Every other element of a twice-as-long last dim: a strided leaf.
+    values = rng.uniform(-1.0, 1.0, shape + (2,))
+    wide = _rustgrad._from_numpy(values, False).to(out.dtype)
+    return wide.select(-1, 0).requires_grad_()
+
+
+def gradgradcheck(
+    func: Callable[..., Any],
+    inputs: Any,
+    grad_outputs: Any = None,
+    *,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    gen_non_contig_grad_outputs: bool = False,
+    raise_exception: bool = True,
+) -> bool:
+    """Checks second derivatives: ``gradcheck`` of the function that maps
+    ``(inputs, grad_outputs)`` to the gradients of ``func`` (taken with
+    ``create_graph=True``), as ``torch.autograd.gradgradcheck``.
+
+    Without ``grad_outputs``, random ones (fixed seed, float64 like the outputs)
+    that require grad are used, so the check covers the derivatives in them too.
+    """
+    inputs = _as_output_tuple(inputs)
+    diff_positions = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
+    if grad_outputs is None:
+        with enable_grad():
+            outputs = _differentiable_outputs(func(*inputs))
+        rng = np.random.default_rng(0)
+        grad_outputs = tuple(_random_grad_output(o, rng, gen_non_contig_grad_outputs) for o in outputs)
+    else:
+        grad_outputs = _as_output_tuple(grad_outputs)
+    n_grads = len(grad_outputs)
+
+    def first_derivatives(*args: Any) -> tuple[Tensor, ...]:
+        input_args, gos = args[: len(args) - n_grads], args[len(args) - n_grads :]
+        with enable_grad():
+            outputs = _differentiable_outputs(func(*input_args))
+            if len(outputs) != n_grads:
+                raise GradientError(
+                    f"gradgradcheck: func has {len(outputs)} differentiable outputs but {n_grads} "
+                    "grad_outputs were given; give one per output that requires grad"
+                )
+            diff_inputs = [input_args[i] for i in diff_positions]
+            grads = grad(list(outputs), diff_inputs, list(gos), create_graph=True, allow_unused=True)
+        return tuple(g for g in grads if g is not None)
+
+    return gradcheck(
+        first_derivatives, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception
+    )
+
+
+def _differentiable_outputs(out: Any) -> tuple[Tensor, ...]:
+    """The outputs that carry a gradient: float tensors that require grad."""
+    return tuple(o for o in _as_output_tuple(out) if isinstance(o, Tensor) and o.requires_grad)
 
 
 # lead (issue 16): torch.autograd.functional's names.

@@ -407,12 +407,7 @@ impl PyTensor {
         inputs: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let retain_graph = convert::opt_arg::<bool>(retain_graph, "backward", "retain_graph")?;
-        if convert::flag(create_graph, false, "backward", "create_graph")? {
-            return Err(Error::Gradient(
-                "backward(create_graph=True): higher-order gradients are not supported by rustgrad yet".into(),
-            )
-            .into());
-        }
+        let create_graph = convert::flag(create_graph, false, "backward", "create_graph")?;
         if inputs.is_some_and(|i| !i.is_none()) {
             return Err(Error::Gradient(
                 "backward(inputs=...) is not supported; use rustgrad.autograd.grad(outputs, inputs)".into(),
@@ -423,7 +418,7 @@ impl PyTensor {
             Some(g) if !g.is_none() => Some(value_tensor(g, self.inner.dtype())?),
             _ => None,
         };
-        run_backward_py(py, vec![self.inner.clone()], vec![grad], retain_graph.unwrap_or(false))
+        run_backward_py(py, vec![self.inner.clone()], vec![grad], retain_graph, create_graph)
     }
 
     /// Keeps this non-leaf tensor's gradient in `.grad` after backward.

@@ -7,8 +7,7 @@ from typing import Optional
 
 import rustgrad
 from rustgrad._rustgrad import Tensor
-from rustgrad.autograd import Function, FunctionCtx
-from rustgrad.errors import GradientError
+from rustgrad.autograd import Function, FunctionCtx, once_differentiable
 
 Weights = tuple[Tensor, Tensor, Optional[Tensor], Optional[Tensor]]
 
@@ -74,16 +73,14 @@ def _time_order(length: int, reverse: bool) -> range:
     return range(length - 1, -1, -1) if reverse else range(length)
 
 
-def _no_double_backward(name: str) -> None:
-    if rustgrad.is_grad_enabled():
-        raise GradientError(f"{name}: differentiating through its backward (create_graph=True) is not supported")
-
-
 # Each layer below is one direction of one layer over a whole sequence, from the projected
 # inputs ``xp`` (L, N, gates·H; input biases included) and the initial state. The forward runs
 # the steps without recording them; the backward is backpropagation through time in closed
 # form, with the local derivatives of all steps computed at once, so each step costs one
 # product and a few elementwise ops (the recorded composite needs 15 to 25 tape nodes a step).
+# That backward reads the forward's values without their history, so it is marked
+# ``once_differentiable``: with create_graph=True it gives the gradients, and differentiating
+# them again raises torch's error instead of giving a wrong answer.
 
 
 class _ElmanLayer(Function):
@@ -104,8 +101,8 @@ class _ElmanLayer(Function):
         return out, h
 
     @staticmethod
+    @once_differentiable
     def backward(ctx: FunctionCtx, g_out: Optional[Tensor], g_h: Optional[Tensor]) -> tuple[Optional[Tensor], ...]:
-        _no_double_backward("RNN")
         out, h0, w_hh, relu, reverse = ctx.state
         deriv = (out > 0).to(out.dtype) if relu else 1 - out * out
         dh = g_h if g_h is not None else rustgrad.zeros_like(h0)
@@ -148,9 +145,9 @@ class _LstmLayer(Function):
         return out, h, c
 
     @staticmethod
+    @once_differentiable
     def backward(ctx: FunctionCtx, g_out: Optional[Tensor], g_h: Optional[Tensor], g_c: Optional[Tensor]
                  ) -> tuple[Optional[Tensor], ...]:
-        _no_double_backward("LSTM")
         acts, g, cells, out, h0, c0, w_hh, reverse = ctx.state
         length, hidden = acts.shape[0], h0.shape[-1]
         i, f, o = acts.narrow(2, 0, hidden), acts.narrow(2, hidden, hidden), acts.narrow(2, 3 * hidden, hidden)
@@ -201,8 +198,8 @@ class _GruLayer(Function):
         return out, h
 
     @staticmethod
+    @once_differentiable
     def backward(ctx: FunctionCtx, g_out: Optional[Tensor], g_h: Optional[Tensor]) -> tuple[Optional[Tensor], ...]:
-        _no_double_backward("GRU")
         gates, hn, out, h0, w_hh, has_bias, reverse = ctx.state
         length, hidden = gates.shape[0], h0.shape[-1]
         r, z, n = (gates.narrow(2, k * hidden, hidden) for k in range(3))

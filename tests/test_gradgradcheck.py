@@ -1,0 +1,208 @@
+"""``gradgradcheck``: second derivatives of every differentiable op against finite
+differences of its gradient (float64), and proof that the check rejects a wrong
+double backward.
+
+An op whose backward has no derivative yet must say so, naming itself; the ops
+that do are listed in ``WITHOUT_DOUBLE_BACKWARD`` (so a new gap is a test failure).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from test_gradients import CASES
+from test_op_table import (
+    TABLE,
+    TABLE_REFERENCES,
+    UNARY,
+    UNARY_REFERENCES,
+    _call,
+    _eager,
+    _grad_points,
+    _with_indices,
+)
+from test_property_ops import shapes
+
+import rustgrad
+from rustgrad.autograd import Function, GradcheckError, gradgradcheck, once_differentiable
+from rustgrad.errors import GradientError
+
+
+def leaf(a):
+    return rustgrad.tensor(np.asarray(a, dtype=np.float64), dtype=rustgrad.float64, requires_grad=True)
+
+
+NO_DOUBLE_BACKWARD = "differentiating this op is not supported"
+
+# Ops whose backward has no rule of its own yet: differentiating them twice raises
+# GradientError naming the op (never a wrong value).
+WITHOUT_DOUBLE_BACKWARD = {
+    "prod",
+    "cumprod",
+    "group_norm",
+    "scatter",
+    "scatter_add",
+}
+
+# Inputs (by position among the data inputs) checked without a gradient: the class losses
+# have no second derivatives in their class weights (that raises, see test_higher_order.py).
+CONSTANT_INPUTS = {"cross_entropy": {1}, "nll_loss": {1}}
+
+# Ops whose first derivative jumps at 0 by convention (pow's is 0 where the exponent is 0,
+# as torch; a norm's at the origin): finite differences cannot check across the jump.
+JUMPS_AT_ZERO = {"pow", "norm"}
+
+# Ops not differentiable where their value is 0 (a square root there), whose first derivative
+# is 0 there by convention, as torch's: std of equal values.
+KINK_AT_ZERO_VALUE = {"std"}
+
+
+def check(fn, inputs, name):
+    """gradgradcheck, or the clear error of an op listed as lacking a double backward."""
+    try:
+        assert gradgradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-4)
+    except GradientError as error:
+        if isinstance(error, GradcheckError) or NO_DOUBLE_BACKWARD not in str(error):
+            raise
+        assert name in WITHOUT_DOUBLE_BACKWARD, f"{name}: {error}"
+
+
+# ----- the check itself
+
+
+class SquareFirstOrderOnly(Function):
+    """x² whose backward is right, but reads x detached: the second derivative is lost."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 2.0 * x.detach()
+
+
+class Square(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 2.0 * x
+
+
+class SquareOnce(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 2.0 * x
+
+
+X = np.array([0.7, -1.3, 2.1])
+
+
+def test_gradgradcheck_rejects_a_backward_right_only_to_first_order():
+    from rustgrad.autograd import gradcheck
+
+    assert gradcheck(SquareFirstOrderOnly.apply, (leaf(X),))
+    with pytest.raises(GradcheckError, match="Jacobian mismatch"):
+        gradgradcheck(SquareFirstOrderOnly.apply, (leaf(X),))
+
+
+def test_gradgradcheck_returns_false_without_raising():
+    assert gradgradcheck(SquareFirstOrderOnly.apply, (leaf(X),), raise_exception=False) is False
+
+
+def test_gradgradcheck_accepts_a_function_whose_backward_is_differentiable():
+    assert gradgradcheck(Square.apply, (leaf(X),))
+
+
+def test_gradgradcheck_of_a_once_differentiable_function_raises_torchs_error():
+    with pytest.raises(GradientError, match="marked with @once_differentiable"):
+        gradgradcheck(SquareOnce.apply, (leaf(X),))
+
+
+def test_gradgradcheck_takes_given_grad_outputs_and_non_contiguous_ones():
+    x = leaf(X)
+    v = leaf([0.3, -0.2, 1.1])
+    assert gradgradcheck(lambda a: a.sin() * a, (x,), (v,))
+    assert gradgradcheck(lambda a: (a.reshape(3, 1) * a).exp(), (x,), gen_non_contig_grad_outputs=True)
+
+
+def test_gradgradcheck_checks_several_inputs_and_outputs():
+    a, b = leaf(X), leaf([0.5, 1.5, -0.5])
+    assert gradgradcheck(lambda p, q: (p * q, (p / (q * q + 1.0)).tanh()), (a, b))
+
+
+# ----- every op of tests/test_gradients.py
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_gradgradcheck_op(name):
+    fn, arrays = CASES[name]
+    check(fn, tuple(leaf(a) for a in arrays), name)
+
+
+# ----- every unary op and every table op, over shapes drawn by hypothesis
+
+
+@pytest.mark.parametrize("spec", UNARY, ids=lambda s: s.name)
+@settings(max_examples=8, deadline=None)
+@given(data=st.data())
+def test_unary_ops_have_second_derivatives_matching_finite_differences(spec, data):
+    reference = UNARY_REFERENCES[spec.name]
+    shape = data.draw(shapes(max_dims=2, max_side=2))
+    a = data.draw(hnp.arrays(np.float64, shape, elements=_grad_points(reference)))
+    check(_eager(spec.name), (leaf(a),), spec.name)
+
+
+@pytest.mark.parametrize("spec", [spec for spec in TABLE if spec.differentiable], ids=lambda s: s.name)
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_table_ops_have_second_derivatives_matching_finite_differences(spec, data):
+    reference = TABLE_REFERENCES[spec.name]
+    shapes_in = reference.shapes(data)
+    bound = reference.grad_bound
+    if reference.grad_inputs is not None:
+        arrays = reference.grad_inputs(data, shapes_in)
+    else:
+        elements = st.floats(-bound, bound) if reference.grad_elements is None else reference.grad_elements
+        arrays = [data.draw(hnp.arrays(np.float64, shape, elements=elements)) for shape in shapes_in]
+    assume(sum(a.size for a in arrays) <= 30)  # each check costs one first-derivative pass per element
+    if spec.name in JUMPS_AT_ZERO:
+        assume(all(np.all(np.abs(a) > 1e-3) for a in arrays))
+    kwargs = reference.torch_args(data, shapes_in)
+    indices = reference.indices(data, shapes_in, kwargs) if reference.indices else {}
+    eager = _with_indices(_call(spec, _eager(spec.name), kwargs, by_name=True), indices, rustgrad.tensor)
+    constant = CONSTANT_INPUTS.get(spec.name, set())
+    inputs = tuple(
+        rustgrad.tensor(a, dtype=rustgrad.float64) if i in constant else leaf(a) for i, a in enumerate(arrays)
+    )
+    assume(_differentiable_at(eager, inputs, spec.name))
+    check(eager, inputs, spec.name)
+
+
+def _differentiable_at(fn, inputs, name) -> bool:
+    """Whether the value and the first derivatives are finite (a second derivative is checked
+    only there: not for a one-sample std, nor a std of equal values)."""
+    out = fn(*inputs)
+    value = np.asarray(out.detach(), dtype=np.float64)
+    if not np.all(np.isfinite(value)) or (name in KINK_AT_ZERO_VALUE and np.any(np.abs(value) < 1e-6)):
+        return False
+    wanted = [t for t in inputs if t.requires_grad]
+    grads = rustgrad.autograd.grad(out.sum(), wanted, allow_unused=True)
+    return all(g is None or np.all(np.isfinite(np.asarray(g, dtype=np.float64))) for g in grads)
