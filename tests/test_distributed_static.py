@@ -4,6 +4,7 @@ which asserts on every rank and prints one line per rank."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 
 import pytest
@@ -68,3 +69,17 @@ def test_distributed_optimizer_of_something_else_than_a_static_optimizer_raises_
                        r"SGD; for eager mode use rustgrad.nn.parallel.DistributedDataParallel"):
         dist.DistributedOptimizer(rustgrad.optim.SGD([rustgrad.zeros(2, requires_grad=True)], lr=0.1))
 
+
+
+@needs_mpi[0]
+@needs_mpi[1]
+def test_the_distributed_demo_trains_in_both_modes_and_only_rank_0_prints():
+    result = launch(2, "-m", "rustgrad", "distributed", "--steps", "5", timeout=120)
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    out = result.stdout
+    for run in ("reference net, eager (all_reduce)", "reference net, static (DistributedOptimizer)"):
+        assert out.count(f"{run}: loss ") == 1, out
+    assert out.count("rustgrad 0.") == 1 and "2 ranks, 1 thread(s) each" in out, out
+    assert len(re.findall(r"rank [01]: +\d+ samples/s, +[\d.]+ ms/step, allreduce +[\d.]+% of the step", out)) >= 4
+    has_sklearn = importlib.util.find_spec("sklearn") is not None
+    assert ("digits CNN, static (DistributedOptimizer): loss" in out) == has_sklearn, out

@@ -158,8 +158,11 @@ mod tests {
     fn ranks_that_agree_pass() {
         let names = vec!["w".to_string()];
         let results = on_thread_ranks(2, |comm| {
-            check(comm, &Layout { op: "HorovodAllreduce", extra: 0, names: &names, tensors: vec![(DType::F64, &[5][..])] })
-                .is_ok()
+            check(
+                comm,
+                &Layout { op: "HorovodAllreduce", extra: 0, names: &names, tensors: vec![(DType::F64, &[5][..])] },
+            )
+            .is_ok()
         });
         assert_eq!(results, vec![true, true]);
     }

@@ -211,9 +211,8 @@ struct Typed<H> {
 
 /// An MPI count (a C int) for `bytes` bytes.
 fn count(bytes: usize, what: &str) -> Result<c_int> {
-    c_int::try_from(bytes).map_err(|_| {
-        Error::InvalidArgument(format!("{what}: {bytes} bytes is more than one MPI call moves (2 GiB)"))
-    })
+    c_int::try_from(bytes)
+        .map_err(|_| Error::InvalidArgument(format!("{what}: {bytes} bytes is more than one MPI call moves (2 GiB)")))
 }
 
 fn checked(code: c_int, what: &str) -> Result<()> {
@@ -261,7 +260,10 @@ impl<H: Handle> Typed<H> {
         // SAFETY: `f` has the standard prototype; `send` holds `block` bytes (allgather) or
         // `size` blocks (alltoall) and `recv` `size` blocks, as checked above, both valid and
         // not overlapping (one is shared, the other exclusive); the handles are live.
-        checked(unsafe { f(send.as_ptr().cast(), n, self.byte, recv.as_mut_ptr().cast(), n, self.byte, self.comm) }, what)
+        checked(
+            unsafe { f(send.as_ptr().cast(), n, self.byte, recv.as_mut_ptr().cast(), n, self.byte, self.comm) },
+            what,
+        )
     }
 
     fn bcast(&self, buffer: &mut [u8], root: usize, size: usize) -> Result<()> {
@@ -270,12 +272,15 @@ impl<H: Handle> Typed<H> {
         })?;
         let n = count(buffer.len(), "MPI_Bcast")?;
         // SAFETY: standard prototype; `buffer` holds `n` writable bytes; the handles are live.
-        checked(unsafe { (self.functions.bcast)(buffer.as_mut_ptr().cast(), n, self.byte, root, self.comm) }, "MPI_Bcast")
+        checked(
+            unsafe { (self.functions.bcast)(buffer.as_mut_ptr().cast(), n, self.byte, root, self.comm) },
+            "MPI_Bcast",
+        )
     }
 
     fn allreduce(&self, send: &[u8], recv: &mut [u8], f64: bool) -> Result<()> {
         let width = if f64 { 8 } else { 4 };
-        if send.len() != recv.len() || send.len() % width != 0 {
+        if send.len() != recv.len() || !send.len().is_multiple_of(width) {
             return Err(Error::Internal(format!("MPI_Allreduce: {} bytes sent, {} received", send.len(), recv.len())));
         }
         let n = count(send.len() / width, "MPI_Allreduce")?;
@@ -283,7 +288,16 @@ impl<H: Handle> Typed<H> {
         // SAFETY: standard prototype; `send` and `recv` each hold `n` values of `dtype`
         // (checked above) and do not overlap; the handles are live.
         checked(
-            unsafe { (self.functions.allreduce)(send.as_ptr().cast(), recv.as_mut_ptr().cast(), n, dtype, self.sum, self.comm) },
+            unsafe {
+                (self.functions.allreduce)(
+                    send.as_ptr().cast(),
+                    recv.as_mut_ptr().cast(),
+                    n,
+                    dtype,
+                    self.sum,
+                    self.comm,
+                )
+            },
             "MPI_Allreduce",
         )
     }

@@ -47,45 +47,72 @@ impl Summable for f64 {
     }
 }
 
+/// A vector of `n` elements, from the buffer pool when it holds one (no page faults).
+pub fn pooled<T: Plain>(n: usize) -> Vec<T> {
+    let mut v = crate::buffer_pool::take::<T>(n).unwrap_or_else(|| Vec::with_capacity(n));
+    v.resize(n, T::default());
+    v
+}
+
 /// The mean of `values` over the ranks (the sum divided by the number of ranks).
 pub fn average<T: Summable>(comm: &dyn Communicator, values: &[T], summation: Summation) -> Result<Vec<T>> {
-    let mut out = vec![T::default(); values.len()];
+    let mut out = pooled(values.len());
     let per_segment = (SEGMENT_BYTES / std::mem::size_of::<T>()).max(1);
     for (part, out_part) in values.chunks(per_segment).zip(out.chunks_mut(per_segment)) {
         match summation {
-            Summation::RankOrder => sum_in_rank_order(comm, part, out_part)?,
-            Summation::Mpi => comm.allreduce_sum(as_bytes(part), as_bytes_mut(out_part), T::IS_F64)?,
+            Summation::RankOrder => sum_in_rank_order(comm, part, out_part, true)?,
+            Summation::Mpi => {
+                comm.allreduce_sum(as_bytes(part), as_bytes_mut(out_part), T::IS_F64)?;
+                divide(out_part, comm.size());
+            }
         }
-    }
-    let ranks = T::from_count(comm.size());
-    if comm.size() > 1 {
-        out.iter_mut().for_each(|v| *v = *v / ranks);
     }
     Ok(out)
 }
 
-/// Sums `values` over the ranks into `out`, in rank order.
-pub fn sum_in_rank_order<T: Summable>(comm: &dyn Communicator, values: &[T], out: &mut [T]) -> Result<()> {
+fn divide<T: Summable>(values: &mut [T], ranks: usize) {
+    if ranks > 1 {
+        let ranks = T::from_count(ranks);
+        values.iter_mut().for_each(|v| *v = *v / ranks);
+    }
+}
+
+/// Sums `values` over the ranks into `out`, in rank order; with `mean`, divides by the number of ranks.
+pub fn sum_in_rank_order<T: Summable>(comm: &dyn Communicator, values: &[T], out: &mut [T], mean: bool) -> Result<()> {
     let (ranks, n) = (comm.size(), values.len());
     if ranks <= 1 || n == 0 {
         out.copy_from_slice(values);
         return Ok(());
     }
     if n * ranks * std::mem::size_of::<T>() <= GATHER_LIMIT {
-        let mut gathered = vec![T::default(); n * ranks];
+        let mut gathered = pooled(n * ranks);
         comm.allgather(as_bytes(values), as_bytes_mut(&mut gathered))?;
         sum_blocks(&gathered, n, out);
+        crate::buffer_pool::give(gathered);
+        if mean {
+            divide(out, ranks);
+        }
         return Ok(());
     }
     let block = n.div_ceil(ranks);
-    let mut send = vec![T::default(); block * ranks];
+    let mut send = pooled(block * ranks);
     send[..n].copy_from_slice(values);
-    let mut received = vec![T::default(); block * ranks];
+    let mut received = pooled(block * ranks);
     comm.alltoall(as_bytes(&send), as_bytes_mut(&mut received))?;
-    let mut mine = vec![T::default(); block];
+    let mut mine = pooled(block);
     sum_blocks(&received, block, &mut mine);
-    comm.allgather(as_bytes(&mine), as_bytes_mut(&mut send))?;
-    out.copy_from_slice(&send[..n]);
+    if mean {
+        divide(&mut mine, ranks);
+    }
+    if out.len() == block * ranks {
+        comm.allgather(as_bytes(&mine), as_bytes_mut(out))?;
+    } else {
+        comm.allgather(as_bytes(&mine), as_bytes_mut(&mut send))?;
+        out.copy_from_slice(&send[..n]);
+    }
+    for v in [send, received, mine] {
+        crate::buffer_pool::give(v);
+    }
     Ok(())
 }
 

@@ -84,10 +84,11 @@ fn every_rank_gets_the_rank_order_sum_on_both_paths() {
     for n in [10, 200_000] {
         let results = on_thread_ranks(3, |comm| {
             let mut out = vec![0.0f32; n];
-            sum_in_rank_order(comm, &values_of(comm.rank(), n), &mut out).unwrap();
+            sum_in_rank_order(comm, &values_of(comm.rank(), n), &mut out, false).unwrap();
             out
         });
-        let expected: Vec<f32> = (0..n).map(|i| (values_of(0, n)[i] + values_of(1, n)[i]) + values_of(2, n)[i]).collect();
+        let (a, b, c) = (values_of(0, n), values_of(1, n), values_of(2, n));
+        let expected: Vec<f32> = (0..n).map(|i| (a[i] + b[i]) + c[i]).collect();
         for out in &results {
             assert!(out.iter().zip(&expected).all(|(a, b)| a.to_bits() == b.to_bits()), "n = {n}");
         }

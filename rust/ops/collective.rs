@@ -66,8 +66,9 @@ fn common_meta(op: &str, names: &[String], inputs: &[Meta<'_>]) -> Result<(Parti
 }
 
 /// The inputs' values one after the other, in their dtype's element type.
-fn concatenated<T: Element>(inputs: &[&Tensor]) -> Result<Vec<T>> {
-    let mut flat = Vec::with_capacity(inputs.iter().map(|t| t.numel()).sum());
+fn concatenated<T: Element + Plain>(inputs: &[&Tensor]) -> Result<Vec<T>> {
+    let total = inputs.iter().map(|t| t.numel()).sum();
+    let mut flat = crate::buffer_pool::take::<T>(total).unwrap_or_else(|| Vec::with_capacity(total));
     for t in inputs {
         t.with_contiguous(|values: &[T]| flat.extend_from_slice(values))?;
     }
@@ -92,9 +93,19 @@ const ALLREDUCE: &str = "HorovodAllreduce";
 
 impl AllreduceMean {
     fn run<T: Summable + Element>(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        let flat = concatenated::<T>(inputs)?;
-        let n = flat.len();
-        Tensor::from_vec(reduce::average(&*self.fused.comm, &flat, self.summation)?, vec![n])
+        let average = |flat: &[T]| reduce::average(&*self.fused.comm, flat, self.summation);
+        // One contiguous tensor (a gradient above the fusion threshold) is sent from its own memory.
+        let out = match inputs {
+            [one] if one.is_contiguous() => one.with_contiguous(average)??,
+            _ => {
+                let flat = concatenated::<T>(inputs)?;
+                let out = average(&flat)?;
+                crate::buffer_pool::give(flat);
+                out
+            }
+        };
+        let n = out.len();
+        Tensor::from_vec(out, vec![n])
     }
 }
 
@@ -266,7 +277,10 @@ mod tests {
 
     #[test]
     fn one_rank_averages_to_its_own_values_and_unfuse_views_each_tensor() {
-        let op = AllreduceMean { fused: fused(Arc::new(crate::distributed::Alone), &["a", "b"]), summation: Summation::RankOrder };
+        let op = AllreduceMean {
+            fused: fused(Arc::new(crate::distributed::Alone), &["a", "b"]),
+            summation: Summation::RankOrder,
+        };
         let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], vec![2, 2]).unwrap();
         let b = Tensor::from_vec(vec![5.0f32], vec![1]).unwrap();
         let flat = op.forward(&[&a, &b]).unwrap();

@@ -54,10 +54,16 @@ impl PyCommunicator {
     /// The mean over the ranks of `tensors`, fused into one flat buffer (what a graph's
     /// `HorovodAllreduce` node computes), with the GIL released: for benchmarks and tests.
     #[pyo3(signature = (tensors, deterministic=true))]
-    fn allreduce_mean(&self, py: Python<'_>, tensors: Vec<Bound<'_, PyTensor>>, deterministic: bool) -> PyResult<PyTensor> {
+    fn allreduce_mean(
+        &self,
+        py: Python<'_>,
+        tensors: Vec<Bound<'_, PyTensor>>,
+        deterministic: bool,
+    ) -> PyResult<PyTensor> {
         let inputs: Vec<Tensor> = tensors.iter().map(|t| t.get().inner.clone()).collect();
         let names: Arc<[String]> = (0..inputs.len()).map(|i| format!("tensors[{i}]")).collect();
-        let op = AllreduceMean { fused: Fused { comm: self.inner.clone(), names }, summation: summation(deterministic) };
+        let op =
+            AllreduceMean { fused: Fused { comm: self.inner.clone(), names }, summation: summation(deterministic) };
         let out = guard(|| {
             Ok(py.detach(|| {
                 let refs: Vec<&Tensor> = inputs.iter().collect();
