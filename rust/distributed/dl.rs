@@ -257,13 +257,12 @@ impl<H: Handle> Typed<H> {
         }
         let n = count(block, what)?;
         let f = if alltoall { self.functions.alltoall } else { self.functions.allgather };
+        let (send, recv) = (send.as_ptr().cast(), recv.as_mut_ptr().cast());
         // SAFETY: `f` has the standard prototype; `send` holds `block` bytes (allgather) or
         // `size` blocks (alltoall) and `recv` `size` blocks, as checked above, both valid and
         // not overlapping (one is shared, the other exclusive); the handles are live.
-        checked(
-            unsafe { f(send.as_ptr().cast(), n, self.byte, recv.as_mut_ptr().cast(), n, self.byte, self.comm) },
-            what,
-        )
+        let code = unsafe { f(send, n, self.byte, recv, n, self.byte, self.comm) };
+        checked(code, what)
     }
 
     fn bcast(&self, buffer: &mut [u8], root: usize, size: usize) -> Result<()> {

@@ -32,7 +32,7 @@ from rustgrad.distributed._group import (
 from rustgrad.distributed._horovod import broadcast_optimizer_state, broadcast_parameters
 
 # mpistatic (issue 17): static mode.
-from rustgrad.distributed._static import DistributedOptimizer, MPIFallbackWarning, broadcast_global_variables
+from rustgrad.distributed._static import DistributedOptimizer, broadcast_global_variables
 
 __all__ = [
     "DistributedError", "MPINotFoundError", "ReduceOp", "Work", "all_gather", "all_reduce", "barrier", "broadcast",
@@ -40,5 +40,5 @@ __all__ = [
     "get_world_size", "group", "init_process_group", "is_available", "is_initialized", "is_mpi_available",
     "reduce_scatter",
     # mpistatic (issue 17): static mode.
-    "DistributedOptimizer", "MPIFallbackWarning", "broadcast_global_variables",
+    "DistributedOptimizer", "broadcast_global_variables",
 ]

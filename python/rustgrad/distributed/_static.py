@@ -29,12 +29,6 @@ __all__ = ["DistributedOptimizer", "broadcast_global_variables"]
 _DEFAULT_FUSION_THRESHOLD = 64 * 1024 * 1024
 
 
-class MPIFallbackWarning(RuntimeWarning):
-    """Static collectives go through mpi4py from Python: the core could not call MPI directly."""
-
-
-MPIFallbackWarning.__module__ = "rustgrad.distributed"
-
 _communicators: dict[int, Any] = {}
 _warned = False
 
@@ -52,7 +46,7 @@ def _handles(g: _Group) -> Optional[dict]:
 
 def communicator(g: Optional[_Group] = None) -> Any:
     """The core's communicator for the process group (made once per group): MPI called from
-    Rust when mpi4py gives the handles, else mpi4py, after one ``MPIFallbackWarning``."""
+    Rust when mpi4py gives the handles, else mpi4py, after one ``RuntimeWarning``."""
     global _warned
     g = g or _group("communicator")
     key = id(g)
@@ -73,7 +67,7 @@ def communicator(g: Optional[_Group] = None) -> Any:
         if not _warned:
             _warned = True
             warnings.warn(f"rustgrad.distributed: static collectives go through mpi4py from Python (slower): {why}",
-                          MPIFallbackWarning, stacklevel=3)
+                          RuntimeWarning, stacklevel=3)
         comm = _rustgrad._mpi4py_communicator(g.comm, g.mpi)
     _communicators[key] = (g, comm)  # keeps g alive, so id(g) is not reused while cached
     return comm
