@@ -83,3 +83,28 @@ def test_the_distributed_demo_trains_in_both_modes_and_only_rank_0_prints():
     assert len(re.findall(r"rank [01]: +\d+ samples/s, +[\d.]+ ms/step, allreduce +[\d.]+% of the step", out)) >= 4
     has_sklearn = importlib.util.find_spec("sklearn") is not None
     assert ("digits CNN, static (DistributedOptimizer): loss" in out) == has_sklearn, out
+
+
+@needs_mpi[0]
+@needs_mpi[1]
+def test_a_rank_that_raises_ends_the_job_while_another_waits_in_a_static_allreduce(tmp_path):
+    script = tmp_path / "fails.py"
+    script.write_text(
+        "import numpy as np\n"
+        "import rustgrad.distributed as dist\n"
+        "import rustgrad.static as tf\n"
+        "dist.init_process_group('mpi')\n"
+        "w = tf.Variable(np.ones(3))\n"
+        "train = dist.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.1)).minimize(tf.reduce_sum(w * w))\n"
+        "with tf.Session() as sess:\n"
+        "    sess.run(tf.global_variables_initializer())\n"
+        "    if dist.get_rank() == 1:\n"
+        "        raise ValueError('rank one gives up')\n"
+        "    sess.run(train)  # rank 0 waits in the allreduce, inside Session.run\n"
+        "print('unreachable', flush=True)\n"
+    )
+    result = launch(2, str(script), timeout=30)
+    assert result.returncode != 0
+    assert "ValueError: rank one gives up" in result.stderr, result.stderr
+    assert "rustgrad.distributed: rank 1 of 2 raised an uncaught ValueError; aborting the job" in result.stderr
+    assert "unreachable" not in result.stdout
