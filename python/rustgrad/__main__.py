@@ -19,6 +19,9 @@ SUBCOMMANDS = {
     "profile": "print the slowest graph nodes of the static demo step",
     "digits": "train a small CNN on scikit-learn's handwritten digits, --mode eager (default) or static "
               "(needs rustgrad[examples])",
+    # mpistatic (issue 17)
+    "distributed": "under mpiexec -n 2: data-parallel training over MPI in eager and static modes "
+                   "(needs rustgrad[mpi])",
 }
 
 
@@ -168,10 +171,17 @@ def digits(argv: Sequence[str]) -> int:
     return digits_main(rest)
 
 
+def distributed(argv: Sequence[str]) -> int:
+    """Runs rustgrad/_distributed_demo.py (on every rank of the mpiexec job)."""
+    from rustgrad._distributed_demo import main as distributed_main
+
+    return distributed_main(argv)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in SUBCOMMANDS:
-        return {"profile": profile, "digits": digits}[argv[0]](argv[1:])
+        return {"profile": profile, "digits": digits, "distributed": distributed}[argv[0]](argv[1:])
     args = _parse(argv)
     if args.plot:  # fail before training, not after it
         _pyplot()

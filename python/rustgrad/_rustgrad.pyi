@@ -85,6 +85,15 @@ __all__ = [
     "_where",
     "_adam_update",
     "_parse_index_key",
+    # mpistatic (issue 17): static mode's collectives
+    "Communicator",
+    "_mpi_communicator",
+    "_mpi4py_communicator",
+    "_collective_seconds",
+    "_static_allreduce",
+    "_static_broadcast",
+    "_static_unfuse",
+    # end mpistatic
     "__version__",
 ]
 
@@ -1376,3 +1385,60 @@ def _adam_update(
     maximize: builtins.bool,
 ) -> None:
     """One Adam/AdamW step over every parameter, each in one pass; checks all before writing any."""
+
+# mpistatic (issue 17): static mode's collectives
+@final
+class Communicator:
+    """The communicator of a process group, as static graphs' collectives use it."""
+
+    @property
+    def rank(self) -> builtins.int: ...
+    @property
+    def size(self) -> builtins.int: ...
+    @property
+    def transport(self) -> str:
+        """How the collectives reach MPI: directly from Rust, or through mpi4py."""
+    def allreduce_mean(self, tensors: list[Tensor], deterministic: builtins.bool = True) -> Tensor:
+        """The mean over the ranks of ``tensors``, fused into one flat buffer, with the GIL released."""
+
+def _mpi_communicator(
+    comm: builtins.int,
+    handle_bytes: builtins.int,
+    byte: builtins.int,
+    float: builtins.int,
+    double: builtins.int,
+    sum: builtins.int,
+    library: Optional[str] = None,
+) -> Communicator:
+    """A communicator calling MPI from Rust, on mpi4py's handles (``MPI._handleof``)."""
+
+def _mpi4py_communicator(comm: Any, mpi: Any) -> Communicator:
+    """A communicator over an mpi4py communicator (the fallback)."""
+
+def _collective_seconds() -> tuple[builtins.int, builtins.float]:
+    """How many collective nodes ran and the seconds they took since the last call; resets both."""
+
+def _static_allreduce(
+    graph: GraphCore,
+    comm: Communicator,
+    inputs: list[builtins.int],
+    names: list[str],
+    deterministic: builtins.bool = True,
+    name: Optional[str] = None,
+) -> builtins.int:
+    """Adds a ``HorovodAllreduce`` node: the mean over the ranks of ``inputs``, one flat buffer."""
+
+def _static_broadcast(
+    graph: GraphCore,
+    comm: Communicator,
+    inputs: list[builtins.int],
+    names: list[str],
+    root: builtins.int,
+    name: Optional[str] = None,
+) -> builtins.int:
+    """Adds a ``HorovodBroadcast`` node: rank ``root``'s values of ``inputs``, one flat buffer."""
+
+def _static_unfuse(
+    graph: GraphCore, input: builtins.int, offset: builtins.int, shape: list[builtins.int], name: Optional[str] = None
+) -> builtins.int:
+    """Adds a node viewing ``shape``'s worth of elements from ``offset`` of the fused buffer ``input``."""

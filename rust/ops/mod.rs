@@ -19,6 +19,8 @@ pub mod activation;
 pub mod args;
 pub mod binary;
 pub mod bmm;
+// mpistatic (issue 17): static mode's collectives.
+pub mod collective;
 pub mod compare;
 pub mod conv;
 pub mod creation;
@@ -509,5 +511,9 @@ table! {
         NormBackward(norms::NormBackward),
         LinearBackward(layers::LinearBackward),
         EmbeddingBackward(layers::EmbeddingBackward),
+        // mpistatic (issue 17): static mode's collectives.
+        HorovodAllreduce(collective::AllreduceMean),
+        HorovodBroadcast(collective::BroadcastFused),
+        Unfuse(collective::Unfuse),
     ],
 }

@@ -4,6 +4,8 @@
 mod autograd;
 mod convert;
 mod creation;
+// mpistatic (issue 17): static mode's collectives.
+mod distributed;
 mod dlpack;
 mod errors;
 mod hooks;
@@ -75,6 +77,14 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(threading::get_spin_us, m)?)?;
     m.add_function(wrap_pyfunction!(threading::_spin_us_env_problem, m)?)?;
     m.add_function(wrap_pyfunction!(threading::_spin_helper_count, m)?)?;
+    // mpistatic (issue 17): static mode's collectives.
+    m.add_class::<distributed::PyCommunicator>()?;
+    m.add_function(wrap_pyfunction!(distributed::_mpi_communicator, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::_mpi4py_communicator, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::_collective_seconds, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::_static_allreduce, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::_static_broadcast, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::_static_unfuse, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -31,9 +31,14 @@ from rustgrad.distributed._group import (
 )
 from rustgrad.distributed._horovod import broadcast_optimizer_state, broadcast_parameters
 
+# mpistatic (issue 17): static mode.
+from rustgrad.distributed._static import DistributedOptimizer, broadcast_global_variables
+
 __all__ = [
     "DistributedError", "MPINotFoundError", "ReduceOp", "Work", "all_gather", "all_reduce", "barrier", "broadcast",
     "broadcast_optimizer_state", "broadcast_parameters", "destroy_process_group", "get_backend", "get_rank",
     "get_world_size", "group", "init_process_group", "is_available", "is_initialized", "is_mpi_available",
     "reduce_scatter",
+    # mpistatic (issue 17): static mode.
+    "DistributedOptimizer", "broadcast_global_variables",
 ]
