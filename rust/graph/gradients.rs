@@ -42,7 +42,8 @@ fn relevant_nodes(graph: &Graph, ys: &[NodeId], xs: &[NodeId], stops: &[NodeId])
     // path through one (a cast to int and back), gets no gradient.
     let carries_gradient = |id: NodeId| {
         let node = &graph.nodes[id];
-        node.dtype.is_float() || matches!(node.kind, NodeKind::FunctionCall { .. })
+        node.dtype.is_float()
+            || matches!(node.kind, NodeKind::FunctionCall { .. } | NodeKind::Cond { .. } | NodeKind::While { .. })
     };
     let lowest = xs.iter().copied().min().unwrap_or(0);
     let mut descendants: HashSet<NodeId> =
@@ -152,6 +153,14 @@ pub fn gradients(
                         accumulate(&mut d, &mut slots, (*input, 0), g)?;
                     }
                 }
+            }
+            NodeKind::Unpack { exit, .. } if slots.contains_key(&(id, 0)) => {
+                let what = if *exit { "while_loop" } else { "cond" };
+                return Err(Error::Gradient(format!(
+                    "gradients: differentiating through {what} ('{}') is not supported yet; \
+                     compute the gradient inside the branch or body, or use tf.stop_gradient on its output",
+                    node.name
+                )));
             }
             // Sources end the walk; assignments and groups pass no gradient (as in TF).
             _ => {}

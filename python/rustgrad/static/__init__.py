@@ -219,3 +219,9 @@ __all__ += [
     "assert_rank", "assert_rank_at_least", "assert_rank_in", "assert_type", "check_numerics", "debugging",
     "verify_tensor_all_finite",
 ]
+
+# Static control flow (issue 16, ctrlflow).
+from rustgrad.static import _nest as nest  # noqa: E402
+from rustgrad.static._control_flow import case, cond, switch_case, while_loop  # noqa: E402
+
+__all__ += ["case", "cond", "nest", "switch_case", "while_loop"]
