@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import rustgrad.compat.v1 as tf
-from rustgrad.errors import ArgumentTypeError, GradientError, InvalidArgumentError, RustgradError
+from rustgrad.errors import ArgumentTypeError, InvalidArgumentError, RustgradError
 
 
 @pytest.fixture(autouse=True)
@@ -171,11 +171,44 @@ def test_a_non_scalar_predicate_is_refused():
         tf.cond(tf.constant([True, False]), lambda: 1.0, lambda: 2.0)
 
 
-def test_gradients_through_cond_raise_until_supported():
-    x = tf.placeholder(tf.float32, [])
-    y = tf.cond(x > 0.0, lambda: x * x, lambda: x)
-    with pytest.raises(GradientError, match="through cond"):
-        tf.gradients(y, x)
+def test_the_gradient_flows_only_into_the_branch_that_ran():
+    x = tf.placeholder(tf.float64, [3])
+    w = tf.placeholder(tf.float64, [3])
+    p = tf.placeholder(tf.bool, [])
+    y = tf.cond(p, lambda: tf.reduce_sum(tf.exp(x) * w), lambda: tf.reduce_sum(x * x))
+    gx, gw = tf.gradients(y, [x, w])
+    a, b = np.array([0.5, -1.0, 2.0]), np.array([1.0, 2.0, 3.0])
+    with tf.Session() as sess:
+        got_x, got_w = sess.run([gx, gw], {x: a, w: b, p: True})
+        np.testing.assert_allclose(got_x, np.exp(a) * b)
+        np.testing.assert_allclose(got_w, np.exp(a))
+        got_x, got_w = sess.run([gx, gw], {x: a, w: b, p: False})
+        np.testing.assert_allclose(got_x, 2 * a)
+        np.testing.assert_array_equal(got_w, np.zeros(3)), "w is unused by the branch that ran"
+
+
+def test_gradients_through_cond_match_finite_differences():
+    x = tf.placeholder(tf.float64, [])
+    y = tf.cond(x > 1.0, lambda: tf.sin(x) * x, lambda: x * x * x) * x
+    (g,) = tf.gradients(y, [x])
+
+    def f(v):
+        return (np.sin(v) * v if v > 1.0 else v ** 3) * v
+
+    with tf.Session() as sess:
+        for v in (0.3, 2.5):
+            numeric = (f(v + 1e-6) - f(v - 1e-6)) / 2e-6
+            np.testing.assert_allclose(sess.run(g, {x: v}), numeric, rtol=1e-6)
+
+
+def test_gradients_through_case_and_switch_case():
+    x = tf.placeholder(tf.float64, [])
+    i = tf.placeholder(tf.int32, [])
+    y = tf.switch_case(i, [lambda: x * 2.0, lambda: x * x, lambda: tf.exp(x)])
+    (g,) = tf.gradients(y, [x])
+    with tf.Session() as sess:
+        assert [sess.run(g, {x: 3.0, i: k}) for k in (0, 1)] == [2.0, 6.0]
+        np.testing.assert_allclose(sess.run(g, {x: 3.0, i: 9}), np.exp(3.0))
 
 
 def test_case_runs_the_fn_of_the_first_true_predicate_or_the_default():

@@ -1,8 +1,6 @@
 """tf.while_loop with TF 1.15's semantics, run in Rust without Python per iteration."""
 
 import collections
-import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -128,8 +126,8 @@ def test_a_tensor_made_in_a_body_cannot_be_used_outside():
         return kept[0]
 
     tf.while_loop(lambda i: i < 3, body, [tf.constant(0)])
-    with pytest.raises(InvalidArgumentError, match="^Cannot use 'while/Add' as input to 'Mul' because 'while/Add' is in "
-                                                   "a while loop.$"):
+    with pytest.raises(InvalidArgumentError,
+                       match="^Cannot use 'while/Add' as input to 'Mul' because 'while/Add' is in a while loop.$"):
         kept[0] * 2
 
 
@@ -179,7 +177,6 @@ def test_a_running_loop_stops_on_ctrl_c():
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert "interrupted" in done.stdout, done.stderr
-    assert signal.SIGINT and os.name  # the child ran the loop until the interrupt
 
 
 def test_a_loop_of_ten_thousand_iterations_gives_the_count():

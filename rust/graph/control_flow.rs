@@ -4,6 +4,7 @@
 
 use super::executor::{run_step, with_inputs, RunContext, SideOutputs};
 use super::plan::{CondPlan, LoopPlan, StepKind, SubPlan};
+use super::{AssignMode, VarId};
 use crate::dtype::Scalar;
 use crate::error::{Error, Result};
 use crate::shape::fmt_shape;
@@ -29,13 +30,30 @@ pub(super) fn run_sub(
     values.clear();
     values.resize(plan.steps.len(), None);
     for (s, step) in plan.steps.iter().enumerate() {
+        let assigned = side.assigns.len();
         let out = match &step.kind {
             StepKind::Fed(k) => Some(entries.get(*k).ok_or_else(|| internal(&step.name))?.clone()),
             StepKind::StoredByProduct => values[s].take(),
             StepKind::NoValue => None,
+            StepKind::ReadVar(var) => match latest_assign(side, *var) {
+                Some(value) => Some(value),
+                None => with_inputs(values, step, |inputs| run_step(plan, ctx, s, step, inputs, side))?,
+            },
+            // An assign that adds to the variable starts from what this run assigned last.
+            &StepKind::Assign { var, mode: AssignMode::Add | AssignMode::Sub } if step.inputs.len() == 1 => {
+                match latest_assign(side, var) {
+                    Some(base) => {
+                        with_inputs(values, step, |inputs| run_step(plan, ctx, s, step, &[inputs[0], &base], side))?
+                    }
+                    None => with_inputs(values, step, |inputs| run_step(plan, ctx, s, step, inputs, side))?,
+                }
+            }
             _ => with_inputs(values, step, |inputs| run_step(plan, ctx, s, step, inputs, side))?,
         };
         values[s] = out;
+        if side.assigns.len() > assigned {
+            keep_last_assigns(&mut side.assigns, assigned);
+        }
         if !side.unpacked.is_empty() {
             for (slot, output) in side.unpacked.drain(..) {
                 values[slot] = Some(output);
@@ -46,6 +64,22 @@ pub(super) fn run_sub(
         }
     }
     Ok(())
+}
+
+/// What this run assigned to `var` last (the overlay that reads inside frames see).
+fn latest_assign(side: &SideOutputs, var: VarId) -> Option<Tensor> {
+    side.assigns.iter().rev().find(|(v, _)| *v == var).map(|(_, t)| t.clone())
+}
+
+/// Drops the assignments before `from` of the variables assigned from `from` on: a loop
+/// that assigns in every iteration keeps one value per variable, not one per iteration.
+fn keep_last_assigns(assigns: &mut Vec<(VarId, Tensor)>, from: usize) {
+    let new: Vec<VarId> = assigns[from..].iter().map(|(v, _)| *v).collect();
+    let mut index = 0;
+    assigns.retain(|(v, _)| {
+        index += 1;
+        index > from || !new.contains(v)
+    });
 }
 
 /// The value of a 0-d predicate or index, refusing other shapes as TF's Switch does.
@@ -127,4 +161,51 @@ pub(super) fn run_while(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::dtype::{DType, Scalar};
+    use crate::graph::executor::execute_with;
+    use crate::graph::plan::compile;
+    use crate::graph::{FrameKind, Graph};
+    use crate::kernels::elementwise::{CmpOp, ScalarOp};
+    use crate::op::Op;
+    use crate::tensor::Tensor;
+
+    /// `while i < n: i += 2` with `n` fed, compiled and run without Python.
+    #[test]
+    fn a_while_node_runs_its_body_until_its_cond_is_false() {
+        let mut graph = Graph::new();
+        let n = graph.placeholder(DType::I64, Some(vec![]), Some("n"));
+        let zero = graph.constant(Tensor::scalar(0i64, DType::I64), None);
+        let cond = graph.push_frame(FrameKind::LoopCond);
+        let i = graph.frame_arg(DType::I64, Some(vec![]), None).unwrap();
+        let go = graph.op(Op::Compare(CmpOp::Lt), vec![i, n], None).unwrap();
+        graph.pop_frame(cond).unwrap();
+        let body = graph.push_frame(FrameKind::LoopBody);
+        let j = graph.frame_arg(DType::I64, Some(vec![]), None).unwrap();
+        let next = graph.op(Op::Scalar(ScalarOp::Add, Scalar::Int(2)), vec![j], None).unwrap();
+        graph.pop_frame(body).unwrap();
+        let (_, outs) = graph.while_loop(cond, body, &[zero], go, &[next], None, None).unwrap();
+        assert_eq!(graph.frame(cond).unwrap().captures, vec![n], "the cond reads n from outside");
+        assert!(graph.op(Op::Scalar(ScalarOp::Add, Scalar::Int(1)), vec![next], None).is_err());
+        let plan = compile(&graph, &outs, &[n]).unwrap();
+        let run = |limit: i64| {
+            let result = execute_with(&plan, vec![Tensor::scalar(limit, DType::I64)], &[]).unwrap();
+            result.fetched[0].as_ref().unwrap().to_f64_vec()
+        };
+        assert_eq!((run(0), run(7), run(8)), (vec![0.0], vec![8.0], vec![8.0]));
+    }
+
+    #[test]
+    fn an_undone_edit_removes_the_frames_it_opened() {
+        let mut graph = Graph::new();
+        assert!(graph.begin_edit());
+        let frame = graph.push_frame(FrameKind::Branch);
+        graph.constant(Tensor::scalar(1.0, DType::F32), None);
+        graph.pop_frame(frame).unwrap();
+        graph.end_edit(true).unwrap();
+        assert_eq!((graph.num_frames(), graph.nodes.len(), graph.current_frame()), (0, 0, crate::graph::ROOT));
+    }
 }

@@ -200,6 +200,24 @@ impl Graph {
         Ok(())
     }
 
+    /// `inputs` with each read of a variable made outside the current frame replaced by a new
+    /// read inside it: a branch or loop body reads the variable's value as it is when it runs,
+    /// including what the body assigned in earlier iterations (TF1's ref variables).
+    pub(super) fn read_variables_here(&mut self, mut inputs: Vec<NodeId>) -> Vec<NodeId> {
+        let current = self.current_frame();
+        if current == ROOT {
+            return inputs;
+        }
+        for input in inputs.iter_mut() {
+            let Some(node) = self.nodes.get(*input) else { continue };
+            if let (NodeKind::VariableRead(var), true) = (&node.kind, node.frame != current) {
+                let (var, dtype, shape) = (*var, node.dtype, node.shape.clone());
+                *input = self.push_leaf(NodeKind::VariableRead(var), Some("read"), dtype, shape);
+            }
+        }
+        inputs
+    }
+
     /// Notes the inputs of a new node of the current frame that come from frames around it.
     pub(super) fn note_captures(&mut self, inputs: &[NodeId], controls: &[NodeId]) {
         let current = self.current_frame();

@@ -3,6 +3,7 @@
 //! as the eager tape, compiled into plans and executed by the eager kernels.
 
 pub mod apply_adam;
+mod cond_gradients;
 pub mod control;
 pub mod control_flow;
 pub mod debug_ops;
@@ -355,6 +356,7 @@ impl Graph {
         dtype: DType,
         shape: PartialShape,
     ) -> Result<NodeId> {
+        let inputs = self.read_variables_here(inputs);
         let control_inputs = self.control.controls_for(&inputs);
         let base = name.map(str::to_string).unwrap_or_else(|| kind.type_name(&shape));
         self.check_frames(&inputs, &control_inputs, &base)?;
