@@ -31,7 +31,9 @@ pub(super) fn local_copy(graph: &mut Graph, copies: &mut HashMap<NodeId, NodeId>
             graph.op(op, inputs, None)?
         }
         NodeKind::Constant(value) => graph.constant(value, None),
-        NodeKind::VariableRead(var) => graph.push_leaf(NodeKind::VariableRead(var), Some("read"), node.dtype, node.shape),
+        NodeKind::VariableRead(var) => {
+            graph.push_leaf(NodeKind::VariableRead(var), Some("read"), node.dtype, node.shape)
+        }
         other => {
             return Err(Error::Gradient(format!(
                 "gradients through cond: the gradient needs the value of '{}' ({}) from inside a branch; rustgrad \

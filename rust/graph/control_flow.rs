@@ -151,7 +151,7 @@ pub(super) fn run_while(
             *entry = body_values[output].clone().ok_or_else(|| internal("a loop body output"))?;
         }
         iterations += 1;
-        if iterations % CHECK_EVERY == 0 {
+        if iterations.is_multiple_of(CHECK_EVERY) {
             (ctx.between_steps)()?;
         }
     }

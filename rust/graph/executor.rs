@@ -48,7 +48,11 @@ fn value<'v>(values: &'v [Option<Tensor>], slot: usize, name: &str) -> Result<&'
 const INLINE_INPUTS: usize = 4;
 
 /// Calls `f` with the step's input values, without allocating for steps of few inputs.
-pub(super) fn with_inputs<R>(values: &[Option<Tensor>], step: &Step, f: impl FnOnce(&[&Tensor]) -> Result<R>) -> Result<R> {
+pub(super) fn with_inputs<R>(
+    values: &[Option<Tensor>],
+    step: &Step,
+    f: impl FnOnce(&[&Tensor]) -> Result<R>,
+) -> Result<R> {
     let n = step.inputs.len();
     if n == 0 || n > INLINE_INPUTS {
         let refs = step.inputs.iter().map(|&i| value(values, i, &step.name)).collect::<Result<Vec<_>>>()?;

@@ -128,8 +128,15 @@ impl Graph {
     /// do not reach inside (they apply to the owner, as TF's do to a cond's Switch).
     pub fn push_frame(&mut self, kind: FrameKind) -> FrameId {
         let parent = self.current_frame();
-        let frame =
-            Frame { parent, kind, args: vec![], captures: vec![], control_captures: vec![], outputs: vec![], owner: None };
+        let frame = Frame {
+            parent,
+            kind,
+            args: vec![],
+            captures: vec![],
+            control_captures: vec![],
+            outputs: vec![],
+            owner: None,
+        };
         self.frames.push(frame);
         let id = self.frames.len();
         self.open_frames.by_thread.entry(std::thread::current().id()).or_default().push(id);
@@ -150,7 +157,9 @@ impl Graph {
                 self.control.pop();
                 Ok(())
             }
-            _ => Err(Error::InvalidArgument(format!("pop_frame: frame {id} is not this thread's innermost open frame"))),
+            _ => {
+                Err(Error::InvalidArgument(format!("pop_frame: frame {id} is not this thread's innermost open frame")))
+            }
         }
     }
 
@@ -317,7 +326,8 @@ impl Graph {
         self.check_frames(&inputs, &control_inputs, name)?;
         self.note_captures(&inputs, &control_inputs);
         let frame = self.current_frame();
-        let node = GraphNode { kind, inputs, control_inputs, name: String::new(), dtype: DType::Bool, shape: None, frame };
+        let node =
+            GraphNode { kind, inputs, control_inputs, name: String::new(), dtype: DType::Bool, shape: None, frame };
         let owner = self.push_node(node, Some(name));
         let unpack_name = if exit { "Exit" } else { "Merge" };
         let unpacks = metas
@@ -388,7 +398,8 @@ impl Graph {
         }
         let mut metas = Vec::with_capacity(n);
         for k in 0..n {
-            let dtypes: Vec<DType> = outputs.iter().map(|o| self.nodes.get(o[k]).map_or(DType::Bool, |n| n.dtype)).collect();
+            let dtypes: Vec<DType> =
+                outputs.iter().map(|o| self.nodes.get(o[k]).map_or(DType::Bool, |n| n.dtype)).collect();
             if let Some(other) = dtypes.iter().find(|&&d| d != dtypes[0]) {
                 return Err(Error::DType(format!(
                     "Outputs of true_fn and false_fn must have the same type: {}, {}",
@@ -481,7 +492,10 @@ impl Graph {
             }
             metas.push((arg.dtype, arg.shape.clone()));
         }
-        self.adopt_frames(&[(cond, FrameKind::LoopCond), (body, FrameKind::LoopBody)], &[&[cond_output], body_outputs])?;
+        self.adopt_frames(
+            &[(cond, FrameKind::LoopCond), (body, FrameKind::LoopBody)],
+            &[&[cond_output], body_outputs],
+        )?;
         let (captures, controls) = self.union_captures(&[cond, body])?;
         let inputs = inits.iter().copied().chain(captures).chain(max_iterations).collect();
         let kind = NodeKind::While { cond, body, vars: inits.len(), max_iterations: max_iterations.is_some() };
