@@ -1207,6 +1207,36 @@ class GraphCore:
         """TF's ``CheckNumerics``: ``input``'s value; the run fails when it holds NaN or Inf."""
     def node_constant_value(self, id: builtins.int) -> Optional[NDArray[Any]]:
         """The value of a constant node as a numpy array, or None for any other node."""
+    # Static control flow (issue 16, ctrlflow; rust/python/static_control_flow.rs).
+    def push_frame(self, kind: str) -> builtins.int:
+        """Opens a frame ("branch", "loop_cond" or "loop_body") of the calling thread; returns its id."""
+    def pop_frame(self, frame: builtins.int) -> None:
+        """Closes the calling thread's innermost frame, ``frame``."""
+    def current_frame(self) -> builtins.int:
+        """The calling thread's innermost open frame (0 outside control flow)."""
+    def node_frame(self, id: builtins.int) -> builtins.int:
+        """The frame a node belongs to (0 outside control flow)."""
+    def frame_arg(self, dtype: _DTypeLike, shape: _PartialShape, name: Optional[str] = None) -> builtins.int:
+        """The next loop variable of the current (loop) frame, with the invariant ``shape``."""
+    def cond(
+        self,
+        pred: builtins.int,
+        branches: Sequence[builtins.int],
+        outputs: Sequence[Sequence[builtins.int]],
+        name: Optional[str] = None,
+    ) -> list[builtins.int]:
+        """A Cond node over closed branch frames; returns its output nodes."""
+    def while_loop(
+        self,
+        cond: builtins.int,
+        body: builtins.int,
+        inits: Sequence[builtins.int],
+        cond_output: builtins.int,
+        body_outputs: Sequence[builtins.int],
+        max_iterations: Optional[builtins.int] = None,
+        name: Optional[str] = None,
+    ) -> list[builtins.int]:
+        """A While node over closed cond and body frames; returns its output nodes."""
 
 @final
 class SessionCore:

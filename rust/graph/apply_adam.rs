@@ -89,7 +89,7 @@ impl Graph {
         inputs.extend(scalars);
         inputs.push(grad);
         let kind = NodeKind::ApplyAdam { vars, locking };
-        Ok(self.push(kind, inputs, Some(name.unwrap_or("ApplyAdam")), target.dtype, known(&target.shape)))
+        self.push(kind, inputs, Some(name.unwrap_or("ApplyAdam")), target.dtype, known(&target.shape))
     }
 }
 

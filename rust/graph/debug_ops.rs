@@ -198,7 +198,7 @@ impl Graph {
         }
         let (dtype, shape) = if op.has_value() { (dtype, shape) } else { (DType::Bool, Some(vec![])) };
         let base = op.type_name().to_string();
-        Ok(self.push(NodeKind::Debug(op), inputs, Some(name.unwrap_or(&base)), dtype, shape))
+        self.push(NodeKind::Debug(op), inputs, Some(name.unwrap_or(&base)), dtype, shape)
     }
 }
 

@@ -48,7 +48,11 @@ fn value<'v>(values: &'v [Option<Tensor>], slot: usize, name: &str) -> Result<&'
 const INLINE_INPUTS: usize = 4;
 
 /// Calls `f` with the step's input values, without allocating for steps of few inputs.
-fn with_inputs<R>(values: &[Option<Tensor>], step: &Step, f: impl FnOnce(&[&Tensor]) -> Result<R>) -> Result<R> {
+pub(super) fn with_inputs<R>(
+    values: &[Option<Tensor>],
+    step: &Step,
+    f: impl FnOnce(&[&Tensor]) -> Result<R>,
+) -> Result<R> {
     let n = step.inputs.len();
     if n == 0 || n > INLINE_INPUTS {
         let refs = step.inputs.iter().map(|&i| value(values, i, &step.name)).collect::<Result<Vec<_>>>()?;
@@ -147,13 +151,15 @@ fn internal_commit_error(step: &Step) -> Error {
 
 /// What steps hand on besides their own value.
 #[derive(Default)]
-struct SideOutputs {
-    assigns: Vec<(VarId, Tensor)>,
+pub(super) struct SideOutputs {
+    pub(super) assigns: Vec<(VarId, Tensor)>,
     /// Copies that fused updates stored for fetched assigns, by the update's step.
     fetch_copies: Vec<(usize, Tensor)>,
     /// The second output a fused step stored (a product's activation, a pooling's
     /// indices), and the slot of the step it belongs to.
     second_output: Option<(usize, Tensor)>,
+    /// The outputs a Cond or While step stored, and the slots of their `Unpack` steps.
+    pub(super) unpacked: Vec<(usize, Tensor)>,
 }
 
 /// Runs the plan's steps up to its commit phase.
@@ -183,6 +189,9 @@ pub fn start<'p>(plan: &'p Plan, ctx: &mut RunContext<'_>) -> Result<Run<'p>> {
         run.values[s] = out?;
         if let Some((slot, second)) = run.side.second_output.take() {
             run.values[slot] = Some(second);
+        }
+        for (slot, output) in run.side.unpacked.drain(..) {
+            run.values[slot] = Some(output);
         }
         run.finish_step(s, started, ctx.trace.as_deref_mut(), None);
     }
@@ -375,7 +384,7 @@ impl Run<'_> {
 }
 
 /// Computes one step's value from its inputs.
-fn run_step(
+pub(super) fn run_step(
     plan: &Plan,
     ctx: &mut RunContext<'_>,
     s: usize,
@@ -448,6 +457,14 @@ fn run_step(
         StepKind::ApplyAdam { vars } => Some(apply_adam(*vars, inputs, &step.name, side)?),
         StepKind::NoValue => None,
         StepKind::Debug(op) => op.run(step.node, inputs, ctx.print_counts)?,
+        StepKind::Cond(cond) => {
+            super::control_flow::run_cond(cond, ctx, inputs, side)?;
+            None
+        }
+        StepKind::While(lp) => {
+            super::control_flow::run_while(lp, ctx, inputs, side)?;
+            None
+        }
     })
 }
 

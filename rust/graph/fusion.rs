@@ -86,6 +86,11 @@ impl EnabledFusions {
         EnabledFusions { disabled }
     }
 
+    /// No fusion (the plans of cond branches and loop frames).
+    pub(super) fn none() -> EnabledFusions {
+        EnabledFusions { disabled: Some(FUSION_NAMES.iter().map(|n| n.to_string()).collect()) }
+    }
+
     pub(super) fn allows(&self, name: &str) -> bool {
         self.disabled.as_ref().is_none_or(|off| !off.iter().any(|n| n == name))
     }

@@ -14,6 +14,8 @@ use std::collections::{HashMap, HashSet};
 /// (a user Function's backward re-enters the graph from Python in between).
 struct GraphDifferentiator<'a> {
     graph: &'a RwLock<Graph>,
+    /// Nodes of a cond branch recomputed in the gradient branch (see `cond_gradients`).
+    copies: HashMap<NodeId, NodeId>,
 }
 
 impl Differentiator for GraphDifferentiator<'_> {
@@ -21,7 +23,14 @@ impl Differentiator for GraphDifferentiator<'_> {
 
     fn apply(&mut self, op: Op, inputs: &[&NodeId]) -> Result<NodeId> {
         let name = format!("gradients/{}", op.backward_name().trim_end_matches("Backward0"));
-        self.graph.write().op(op, inputs.iter().map(|&&i| i).collect(), Some(&name))
+        let mut graph = self.graph.write();
+        let mut ids: Vec<NodeId> = inputs.iter().map(|&&i| i).collect();
+        if graph.current_frame() != super::ROOT {
+            for id in ids.iter_mut() {
+                *id = super::cond_gradients::local_copy(&mut graph, &mut self.copies, *id)?;
+            }
+        }
+        graph.op(op, ids, Some(&name))
     }
 
     fn rank(&self, value: &NodeId) -> Option<usize> {
@@ -42,7 +51,8 @@ fn relevant_nodes(graph: &Graph, ys: &[NodeId], xs: &[NodeId], stops: &[NodeId])
     // path through one (a cast to int and back), gets no gradient.
     let carries_gradient = |id: NodeId| {
         let node = &graph.nodes[id];
-        node.dtype.is_float() || matches!(node.kind, NodeKind::FunctionCall { .. })
+        node.dtype.is_float()
+            || matches!(node.kind, NodeKind::FunctionCall { .. } | NodeKind::Cond { .. } | NodeKind::While { .. })
     };
     let lowest = xs.iter().copied().min().unwrap_or(0);
     let mut descendants: HashSet<NodeId> =
@@ -80,9 +90,26 @@ pub fn gradients(
     grad_ys: &[Option<NodeId>],
     stops: &[NodeId],
 ) -> Result<Vec<Option<NodeId>>> {
-    let relevant = relevant_nodes(&graph.read(), ys, xs, stops)?;
+    gradients_in(graph, ys, xs, grad_ys, stops, None)
+}
+
+/// `gradients`; with `frame`, only through the nodes of that frame (a cond branch whose
+/// captures are the xs), built in the calling thread's current frame.
+pub(super) fn gradients_in(
+    graph: &RwLock<Graph>,
+    ys: &[NodeId],
+    xs: &[NodeId],
+    grad_ys: &[Option<NodeId>],
+    stops: &[NodeId],
+    frame: Option<super::FrameId>,
+) -> Result<Vec<Option<NodeId>>> {
+    let mut relevant = relevant_nodes(&graph.read(), ys, xs, stops)?;
+    if let Some(frame) = frame {
+        let g = graph.read();
+        relevant.retain(|&n| g.nodes[n].frame == frame || xs.contains(&n));
+    }
     let checked_at_run_time = check_grad_ys(&graph.read(), ys, grad_ys)?;
-    let mut d = GraphDifferentiator { graph };
+    let mut d = GraphDifferentiator { graph, copies: HashMap::new() };
     let mut slots: Slots = HashMap::new();
     for (i, &y) in ys.iter().enumerate() {
         if !relevant.contains(&y) {
@@ -152,6 +179,26 @@ pub fn gradients(
                         accumulate(&mut d, &mut slots, (*input, 0), g)?;
                     }
                 }
+            }
+            NodeKind::Unpack { index, exit: false } => {
+                if let Some(&grad) = slots.get(&(id, 0)) {
+                    accumulate(&mut d, &mut slots, (node.inputs[0], *index), grad)?;
+                }
+            }
+            NodeKind::Cond { outputs, .. } => {
+                let upstream: Vec<Option<NodeId>> = (0..*outputs).map(|k| slots.get(&(id, k)).copied()).collect();
+                if upstream.iter().any(Option::is_some) {
+                    for (capture, g) in super::cond_gradients::cond_gradient(graph, id, &upstream, &relevant)? {
+                        accumulate(&mut d, &mut slots, (capture, 0), g)?;
+                    }
+                }
+            }
+            NodeKind::Unpack { exit: true, .. } if slots.contains_key(&(id, 0)) => {
+                return Err(Error::Gradient(format!(
+                    "gradients: differentiating through while_loop ('{}') is not supported yet; \
+                     compute the gradient inside the body, or use tf.stop_gradient on its output",
+                    node.name
+                )));
             }
             // Sources end the walk; assignments and groups pass no gradient (as in TF).
             _ => {}

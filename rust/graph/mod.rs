@@ -3,9 +3,12 @@
 //! as the eager tape, compiled into plans and executed by the eager kernels.
 
 pub mod apply_adam;
+mod cond_gradients;
 pub mod control;
+pub mod control_flow;
 pub mod debug_ops;
 pub mod executor;
+pub mod frames;
 pub mod fusion;
 pub mod gradients;
 pub mod infer;
@@ -13,6 +16,7 @@ pub mod plan;
 pub mod session;
 pub mod summarize;
 
+pub use frames::{FrameId, FrameKind, ROOT};
 pub use infer::{fmt_partial, known, may_be};
 
 use crate::dtype::DType;
@@ -87,6 +91,30 @@ pub enum NodeKind {
     },
     /// `Print`, `Assert` and `CheckNumerics` (see `debug_ops`).
     Debug(debug_ops::DebugOp),
+    /// Loop variable `index` inside a while loop's cond or body frame (see `frames`).
+    FrameArg {
+        index: usize,
+    },
+    /// Runs one of `branches` (frames), chosen by input 0 (a bool, or an int index);
+    /// the other inputs are the branches' captures. No value: its `Unpack`s have the outputs.
+    Cond {
+        branches: Vec<FrameId>,
+        outputs: usize,
+    },
+    /// Runs the `body` frame while the `cond` frame gives true. Inputs: the `vars` initial
+    /// values, the frames' captures, and the maximum number of iterations when
+    /// `max_iterations`. No value: its `Unpack`s have the final values.
+    While {
+        cond: FrameId,
+        body: FrameId,
+        vars: usize,
+        max_iterations: bool,
+    },
+    /// Output `index` of the Cond or While (`exit`) that is its input, stored by the owner's step.
+    Unpack {
+        index: usize,
+        exit: bool,
+    },
 }
 
 impl NodeKind {
@@ -108,12 +136,17 @@ impl NodeKind {
             NodeKind::FunctionCall { function, .. } => function.name().to_string(),
             NodeKind::FunctionOutput { .. } => "FunctionOutput".into(),
             NodeKind::Debug(op) => op.type_name().into(),
+            NodeKind::FrameArg { .. } => "Identity".into(),
+            NodeKind::Cond { .. } => "If".into(),
+            NodeKind::While { .. } => "While".into(),
+            NodeKind::Unpack { exit: false, .. } => "Merge".into(),
+            NodeKind::Unpack { exit: true, .. } => "Exit".into(),
         }
     }
 
     pub fn has_value(&self) -> bool {
         match self {
-            NodeKind::Group | NodeKind::FunctionCall { .. } => false,
+            NodeKind::Group | NodeKind::FunctionCall { .. } | NodeKind::Cond { .. } | NodeKind::While { .. } => false,
             NodeKind::Debug(op) => op.has_value(),
             _ => true,
         }
@@ -166,6 +199,8 @@ pub struct GraphNode {
     pub name: String,
     pub dtype: DType,
     pub shape: PartialShape,
+    /// The cond branch or loop frame the node belongs to (`ROOT` outside control flow).
+    pub frame: FrameId,
 }
 
 #[derive(Clone)]
@@ -186,6 +221,10 @@ pub struct Graph {
     name_scopes: HashMap<ThreadId, String>,
     /// Each thread's open `control_dependencies` blocks.
     control: control::ControlFrames,
+    /// The frames of cond branches and loops; frame `id` is `frames[id - 1]` (see `frames`).
+    frames: Vec<frames::Frame>,
+    /// Each thread's open frames.
+    open_frames: frames::OpenFrames,
     edit: Option<OpenEdit>,
     /// How many edits were undone: node ids they used are given to new nodes, so
     /// plans compiled before an undo may name other nodes now.
@@ -205,6 +244,7 @@ struct OpenEdit {
 struct EditMark {
     nodes: usize,
     variables: usize,
+    frames: usize,
     name_counts: HashMap<String, usize>,
 }
 
@@ -228,6 +268,7 @@ impl Graph {
         let mark = EditMark {
             nodes: self.nodes.len(),
             variables: self.variables.len(),
+            frames: self.frames.len(),
             name_counts: self.name_counts.clone(),
         };
         let thread = std::thread::current().id();
@@ -249,6 +290,8 @@ impl Graph {
             self.nodes.truncate(mark.nodes);
             self.control.forget_from(mark.nodes);
             self.variables.truncate(mark.variables);
+            self.frames.truncate(mark.frames);
+            self.open_frames.forget_from(mark.frames + 1);
             self.name_counts = mark.name_counts;
         }
         Ok(())
@@ -303,6 +346,8 @@ impl Graph {
         format!("{full}_{suffix}")
     }
 
+    /// Adds a node with `inputs`, run after the open `control_dependencies` blocks' controls.
+    /// Its inputs must be in the current frame or frames around it (see `frames`).
     fn push(
         &mut self,
         kind: NodeKind,
@@ -310,9 +355,23 @@ impl Graph {
         name: Option<&str>,
         dtype: DType,
         shape: PartialShape,
-    ) -> NodeId {
+    ) -> Result<NodeId> {
+        let inputs = self.read_variables_here(inputs);
         let control_inputs = self.control.controls_for(&inputs);
-        self.push_node(GraphNode { kind, inputs, control_inputs, name: String::new(), dtype, shape }, name)
+        let base = name.map(str::to_string).unwrap_or_else(|| kind.type_name(&shape));
+        self.check_frames(&inputs, &control_inputs, &base)?;
+        self.note_captures(&inputs, &control_inputs);
+        let frame = self.current_frame();
+        Ok(self.push_node(GraphNode { kind, inputs, control_inputs, name: String::new(), dtype, shape, frame }, name))
+    }
+
+    /// Adds a node without inputs (its controls were checked when their block opened).
+    fn push_leaf(&mut self, kind: NodeKind, name: Option<&str>, dtype: DType, shape: PartialShape) -> NodeId {
+        let control_inputs = self.control.controls_for(&[]);
+        self.note_captures(&[], &control_inputs);
+        let frame = self.current_frame();
+        let node = GraphNode { kind, inputs: vec![], control_inputs, name: String::new(), dtype, shape, frame };
+        self.push_node(node, name)
     }
 
     /// Adds `node`, named `name` (or its op type) made unique under the name scope.
@@ -333,8 +392,16 @@ impl Graph {
     /// block closes run after `controls` (with `None`, after none of the outer blocks'
     /// controls). Returns how many blocks the thread has open.
     pub fn push_control_frame(&mut self, controls: Option<Vec<NodeId>>) -> Result<usize> {
+        let current = self.current_frame();
         for &c in controls.iter().flatten() {
-            self.node(c)?;
+            let node = self.node(c)?;
+            if !self.frame_encloses(node.frame, current) {
+                return Err(Error::InvalidArgument(format!(
+                    "control_dependencies: '{}' is inside a cond branch or while loop that this block is not in; \
+                     it cannot be a control input here",
+                    node.name
+                )));
+            }
         }
         Ok(self.control.push(controls))
     }
@@ -362,12 +429,12 @@ impl Graph {
     }
 
     pub fn placeholder(&mut self, dtype: DType, shape: PartialShape, name: Option<&str>) -> NodeId {
-        self.push(NodeKind::Placeholder, vec![], Some(name.unwrap_or("Placeholder")), dtype, shape)
+        self.push_leaf(NodeKind::Placeholder, Some(name.unwrap_or("Placeholder")), dtype, shape)
     }
 
     pub fn constant(&mut self, value: Tensor, name: Option<&str>) -> NodeId {
         let (dtype, shape) = (value.dtype(), known(value.shape()));
-        self.push(NodeKind::Constant(value), vec![], Some(name.unwrap_or("Const")), dtype, shape)
+        self.push_leaf(NodeKind::Constant(value), Some(name.unwrap_or("Const")), dtype, shape)
     }
 
     /// A random node drawing `dist` in `shape` and `dtype`.
@@ -382,7 +449,7 @@ impl Graph {
         let partial = known(&shape);
         let sampler = Sampler::Draw { dist, shape };
         dist.check(sampler.type_name(), dtype)?;
-        Ok(self.push(NodeKind::Random { sampler, seed }, vec![], name, dtype, partial))
+        Ok(self.push_leaf(NodeKind::Random { sampler, seed }, name, dtype, partial))
     }
 
     /// A random node drawing `dist` in `dtype` and in the shape the 1-D integer node `dims` holds.
@@ -399,7 +466,7 @@ impl Graph {
         dist.check(sampler.type_name(), dtype)?;
         let node = self.node(dims)?;
         let shape = crate::ops::creation::infer_dims((&node.shape, node.dtype), sampler.type_name())?;
-        Ok(self.push(NodeKind::Random { sampler, seed }, vec![dims], name, dtype, shape))
+        self.push(NodeKind::Random { sampler, seed }, vec![dims], name, dtype, shape)
     }
 
     /// A random node giving `input` with its first dim shuffled (TF's `random_shuffle`).
@@ -407,14 +474,13 @@ impl Graph {
         self.check_inputs(&[input])?;
         let node = self.node(input)?;
         let (dtype, shape) = (node.dtype, node.shape.clone());
-        Ok(self.push(NodeKind::Random { sampler: Sampler::ShuffleRows, seed }, vec![input], name, dtype, shape))
+        self.push(NodeKind::Random { sampler: Sampler::ShuffleRows, seed }, vec![input], name, dtype, shape)
     }
 
     /// A new variable and the node that reads it.
     pub fn variable(&mut self, dtype: DType, shape: Vec<usize>, name: Option<&str>) -> (VarId, NodeId) {
         let var = self.variables.len();
-        let read =
-            self.push(NodeKind::VariableRead(var), vec![], Some(name.unwrap_or("Variable")), dtype, known(&shape));
+        let read = self.push_leaf(NodeKind::VariableRead(var), Some(name.unwrap_or("Variable")), dtype, known(&shape));
         let name = self.nodes[read].name.clone();
         self.variables.push(VariableInfo { name, read_node: read, dtype, shape });
         (var, read)
@@ -426,7 +492,7 @@ impl Graph {
         let metas: Vec<(&PartialShape, DType)> =
             inputs.iter().map(|&i| (&self.nodes[i].shape, self.nodes[i].dtype)).collect();
         let (shape, dtype) = infer::infer(&op, &metas)?;
-        Ok(self.push(NodeKind::Op(op), inputs, name, dtype, shape))
+        self.push(NodeKind::Op(op), inputs, name, dtype, shape)
     }
 
     pub fn assign(
@@ -463,7 +529,7 @@ impl Graph {
         let kind = NodeKind::Assign { var, mode, locking };
         let shape = known(&info.shape);
         let base = kind.type_name(&shape);
-        Ok(self.push(kind, vec![value], Some(name.unwrap_or(&base)), info.dtype, shape))
+        self.push(kind, vec![value], Some(name.unwrap_or(&base)), info.dtype, shape)
     }
 
     /// A node without a value that runs after `members` (TF's `group`, a `NoOp` with
@@ -478,6 +544,8 @@ impl Graph {
                 control_inputs.push(m);
             }
         }
+        self.check_frames(&[], &control_inputs, name.unwrap_or("NoOp"))?;
+        self.note_captures(&[], &control_inputs);
         let node = GraphNode {
             kind: NodeKind::Group,
             inputs: vec![],
@@ -485,6 +553,7 @@ impl Graph {
             name: String::new(),
             dtype: DType::Bool,
             shape: Some(vec![]),
+            frame: self.current_frame(),
         };
         Ok(self.push_node(node, name))
     }
@@ -502,7 +571,7 @@ impl Graph {
         all.extend_from_slice(inputs);
         let name = function.name().to_string();
         let kind = NodeKind::FunctionCall { function, num_outputs: outputs.len() };
-        let call = self.push(kind, all, Some(&name), DType::Bool, Some(vec![]));
+        let call = self.push(kind, all, Some(&name), DType::Bool, Some(vec![]))?;
         let outs = outputs
             .iter()
             .enumerate()
@@ -510,7 +579,7 @@ impl Graph {
                 let (dtype, shape) = (self.nodes[o].dtype, self.nodes[o].shape.clone());
                 self.push(NodeKind::FunctionOutput { index }, vec![call, o], Some(&name), dtype, shape)
             })
-            .collect();
+            .collect::<Result<_>>()?;
         Ok((call, outs))
     }
 }

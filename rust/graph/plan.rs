@@ -5,7 +5,7 @@
 use super::apply_adam::AdamVars;
 use super::control::order_reads;
 use super::fusion::{find_fusions, EnabledFusions};
-use super::{fmt_partial, AssignMode, Graph, NodeId, NodeKind, VarId};
+use super::{fmt_partial, AssignMode, FrameId, Graph, NodeId, NodeKind, VarId, ROOT};
 use crate::buffer_pool::Kept;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -15,6 +15,7 @@ use crate::op::Op;
 use crate::random::Sampler;
 use crate::tensor::Tensor;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 #[derive(Clone)]
 pub enum StepKind {
@@ -93,6 +94,35 @@ pub enum StepKind {
     NoValue,
     /// `Print`, `Assert`, `CheckNumerics`: read their inputs (see `debug_ops`).
     Debug(super::debug_ops::DebugOp),
+    /// Runs one branch's sub-plan (inputs: the predicate or index, then the captures).
+    Cond(Arc<CondPlan>),
+    /// Runs a loop's cond and body sub-plans (inputs: the initial values, the captures,
+    /// and the maximum number of iterations).
+    While(Arc<LoopPlan>),
+}
+
+/// A frame compiled on its own: `Fed(k)` steps read entry k of the owner's step (the
+/// frame's args, then the owner's captures), and `outputs` are the frame's outputs' steps.
+pub struct SubPlan {
+    pub plan: Plan,
+    pub outputs: Vec<usize>,
+}
+
+pub struct CondPlan {
+    pub branches: Vec<SubPlan>,
+    /// For each output of the Cond, the step of its `Unpack` in the enclosing plan (None: pruned).
+    pub out_slots: Vec<Option<usize>>,
+}
+
+pub struct LoopPlan {
+    pub cond: SubPlan,
+    pub body: SubPlan,
+    pub vars: usize,
+    /// How many captures follow the variables among the step's inputs.
+    pub captures: usize,
+    pub max_iterations: bool,
+    /// For each loop variable, the step of its `Unpack` in the enclosing plan (None: pruned).
+    pub out_slots: Vec<Option<usize>>,
 }
 
 #[derive(Clone)]
@@ -157,6 +187,8 @@ impl Step {
             StepKind::ApplyAdam { .. } => "ApplyAdam".into(),
             StepKind::NoValue => "NoOp".into(),
             StepKind::Debug(op) => op.type_name().into(),
+            StepKind::Cond(_) => "If".into(),
+            StepKind::While(_) => "While".into(),
         }
     }
 }
@@ -194,7 +226,8 @@ pub struct Plan {
 }
 
 /// The nodes a run of `fetches` runs (their inputs and control inputs, except those of fed nodes), in increasing order.
-fn needed_nodes(graph: &Graph, fetches: &[NodeId], fed: &HashSet<NodeId>) -> Result<Vec<NodeId>> {
+/// In a frame, control inputs from frames around it are left out: they ran before the owner.
+fn needed_nodes(graph: &Graph, frame: FrameId, fetches: &[NodeId], fed: &HashSet<NodeId>) -> Result<Vec<NodeId>> {
     let mut seen = HashSet::new();
     let mut stack: Vec<NodeId> = fetches.to_vec();
     while let Some(id) = stack.pop() {
@@ -203,7 +236,11 @@ fn needed_nodes(graph: &Graph, fetches: &[NodeId], fed: &HashSet<NodeId>) -> Res
         }
         if !fed.contains(&id) {
             let node = graph.node(id)?;
-            stack.extend(node.inputs.iter().chain(&node.control_inputs).copied());
+            if node.frame != frame {
+                return Err(outside_frame(graph, id, frame));
+            }
+            stack.extend(node.inputs.iter().copied());
+            stack.extend(node.control_inputs.iter().copied().filter(|&c| graph.nodes[c].frame == frame));
         }
     }
     let mut order: Vec<NodeId> = seen.into_iter().collect();
@@ -221,11 +258,77 @@ fn missing_feed(graph: &Graph, id: NodeId) -> Error {
     ))
 }
 
+/// A node of another frame reached from `frame`'s fetches: a fetch inside a loop or branch.
+fn outside_frame(graph: &Graph, id: NodeId, frame: FrameId) -> Error {
+    let name = &graph.nodes[id].name;
+    if frame == ROOT {
+        Error::InvalidArgument(format!(
+            "'{name}:0' is inside a cond branch or while loop and cannot be fetched; return it from the branch \
+             or body and fetch the cond's or while_loop's output"
+        ))
+    } else {
+        Error::InvalidArgument(format!("internal: '{name}' is in another frame than the sub-plan compiled"))
+    }
+}
+
 pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Plan> {
+    compile_scope(graph, ROOT, fetches, feeds)
+}
+
+/// Compiles a frame: its outputs, with its args and then `captures` as entries.
+fn compile_frame(graph: &Graph, frame: FrameId, captures: &[NodeId]) -> Result<SubPlan> {
+    let f = graph.frame(frame)?;
+    let entries: Vec<NodeId> = f.args.iter().chain(captures).copied().collect();
+    let plan = compile_scope(graph, frame, &f.outputs, &entries)?;
+    let outputs = plan.fetch_steps.iter().map(|&(s, _)| s).collect();
+    Ok(SubPlan { plan, outputs })
+}
+
+/// The steps of the `Unpack`s of `owner` among `order` (positions), by output index.
+fn unpack_slots(graph: &Graph, order: &[NodeId], owner: NodeId, outputs: usize) -> Vec<Option<usize>> {
+    let mut slots = vec![None; outputs];
+    for (position, &id) in order.iter().enumerate().skip_while(|&(_, &id)| id <= owner) {
+        match graph.nodes[id].kind {
+            NodeKind::Unpack { index, .. } if graph.nodes[id].inputs[0] == owner && index < outputs => {
+                slots[index] = Some(position);
+            }
+            _ => {}
+        }
+    }
+    slots
+}
+
+/// The step of a Cond or While node, with its frames compiled.
+fn control_flow_step(graph: &Graph, order: &[NodeId], id: NodeId) -> Result<StepKind> {
+    let node = &graph.nodes[id];
+    Ok(match &node.kind {
+        NodeKind::Cond { branches, outputs } => {
+            let captures = &node.inputs[1..];
+            let branches = branches.iter().map(|&b| compile_frame(graph, b, captures)).collect::<Result<_>>()?;
+            StepKind::Cond(Arc::new(CondPlan { branches, out_slots: unpack_slots(graph, order, id, *outputs) }))
+        }
+        NodeKind::While { cond, body, vars, max_iterations } => {
+            let captures = &node.inputs[*vars..node.inputs.len() - *max_iterations as usize];
+            StepKind::While(Arc::new(LoopPlan {
+                cond: compile_frame(graph, *cond, captures)?,
+                body: compile_frame(graph, *body, captures)?,
+                vars: *vars,
+                captures: captures.len(),
+                max_iterations: *max_iterations,
+                out_slots: unpack_slots(graph, order, id, *vars),
+            }))
+        }
+        _ => return Err(Error::InvalidArgument(format!("internal: {} is no Cond or While", node.name))),
+    })
+}
+
+/// Compiles the fetches of `frame` (the root, or a branch or loop frame, whose plans
+/// use no fusions, no commit phase and no memory plan), with `feeds` as entries.
+fn compile_scope(graph: &Graph, frame: FrameId, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Plan> {
     let fed: HashSet<NodeId> = feeds.iter().copied().collect();
-    let mut order = needed_nodes(graph, fetches, &fed)?;
+    let mut order = needed_nodes(graph, frame, fetches, &fed)?;
     let locked_variables = locked_variables(graph, &order, &fed);
-    let enabled = EnabledFusions::from_env();
+    let enabled = if frame == ROOT { EnabledFusions::from_env() } else { EnabledFusions::none() };
     let reads = order_reads(graph, &order, &fed)?;
     let mut fusions = find_fusions(graph, &order, fetches, &fed, &enabled);
     // The patterns match the graph's own inputs: none applies once control edges change reads.
@@ -262,6 +365,11 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
                 NodeKind::Group | NodeKind::FunctionCall { .. } => StepKind::NoValue,
                 NodeKind::FunctionOutput { .. } => StepKind::PassThrough,
                 NodeKind::Debug(op) => StepKind::Debug(op.clone()),
+                NodeKind::Cond { .. } | NodeKind::While { .. } => control_flow_step(graph, &order, id)?,
+                NodeKind::Unpack { .. } => StepKind::StoredByProduct,
+                NodeKind::FrameArg { .. } => {
+                    return Err(Error::InvalidArgument(format!("internal: the loop variable {} is not fed", node.name)))
+                }
             }
         };
         let (mut kind, fused_inputs) = match fusions.get(&id) {
@@ -282,7 +390,7 @@ pub fn compile(graph: &Graph, fetches: &[NodeId], feeds: &[NodeId]) -> Result<Pl
         };
         let input_nodes: &[NodeId] = match (&kind, &node.kind) {
             _ if fused_inputs.is_some() => fused_inputs.unwrap_or_default(),
-            (StepKind::Fed(_), _) => &[],
+            (StepKind::Fed(_), _) | (_, NodeKind::Unpack { .. }) => &[],
             (_, NodeKind::FunctionOutput { .. }) => &node_inputs[1..],
             _ => node_inputs,
         };
@@ -444,7 +552,9 @@ fn allocates_output(kind: &StepKind) -> bool {
         | StepKind::ReadVar(_)
         | StepKind::PassThrough
         | StepKind::NoValue
-        | StepKind::Debug(_) => false,
+        | StepKind::Debug(_)
+        | StepKind::Cond(_)
+        | StepKind::While(_) => false,
     }
 }
 

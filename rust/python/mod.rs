@@ -14,6 +14,8 @@ mod ops;
 mod optim;
 mod random;
 mod static_debug;
+// Static control flow (issue 16, ctrlflow).
+mod static_control_flow;
 mod static_graph;
 mod tensor;
 // Kernel threads' spin setting (issue 18, threading).

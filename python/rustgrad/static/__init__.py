@@ -221,3 +221,12 @@ __all__ += [
 ]
 # Second derivatives (lead, issue 16; static/_gradients.py).
 __all__ += ["hessians"]
+
+# Static control flow (issue 16, ctrlflow).
+from rustgrad.static import _nest as nest  # noqa: E402
+from rustgrad.static._control_flow import case, cond, switch_case, while_loop  # noqa: E402
+
+__all__ += ["case", "cond", "nest", "switch_case", "while_loop"]
+from rustgrad.static._functional import foldl, foldr, map_fn, scan  # noqa: E402
+
+__all__ += ["foldl", "foldr", "map_fn", "scan"]
