@@ -50,7 +50,7 @@ RANKS = (8, 64, 512)
 # ---------------------------------------------------------------------------------------------
 # Worker: runs under mpiexec, one thread per rank.
 
-def _timed(comm: Any, step: Callable[[], object], repeats: int) -> float:
+def timed_slowest_rank(comm: Any, step: Callable[[], object], repeats: int) -> float:
     """Median over `repeats` of the slowest rank's time, in seconds; each after a barrier."""
     from mpi4py import MPI
 
@@ -98,8 +98,8 @@ def _large_step(comm: Any, repeats: int) -> dict[str, float]:
             step()
 
     step()
-    ddp = _timed(comm, step, repeats)
-    local = _timed(comm, compute_only, repeats)
+    ddp = timed_slowest_rank(comm, step, repeats)
+    local = timed_slowest_rank(comm, compute_only, repeats)
     grad_bytes = sum(p.numel() * 4 for p in model.parameters())
     return {"large_step_s": ddp, "large_compute_s": local, "large_grad_bytes": grad_bytes}
 
@@ -128,7 +128,7 @@ def _seed_step(comm: Any, repeats: int) -> dict[str, float]:
 
     for _ in range(20):
         step()
-    return {"seed_step_s": _timed(comm, step, 40 * repeats)}
+    return {"seed_step_s": timed_slowest_rank(comm, step, 40 * repeats)}
 
 
 def _digits_step(comm: Any, repeats: int) -> dict[str, float]:
@@ -150,7 +150,7 @@ def _digits_step(comm: Any, repeats: int) -> dict[str, float]:
     for _ in range(20):
         step()
     grad_bytes = sum(p.numel() * 4 for p in model.parameters())
-    return {"digits_step_s": _timed(comm, step, 200), "digits_grad_bytes": grad_bytes}
+    return {"digits_step_s": timed_slowest_rank(comm, step, 200), "digits_grad_bytes": grad_bytes}
 
 
 def _allreduce_times(comm: Any) -> dict[str, list[float]]:
@@ -161,7 +161,7 @@ def _allreduce_times(comm: Any) -> dict[str, list[float]]:
         buffer = np.ones(count, np.float32)
         repeats = 200 if count <= 65536 else 20
         comm.Allreduce(MPI.IN_PLACE, buffer)
-        times.append(min(_timed(comm, lambda b=buffer: comm.Allreduce(MPI.IN_PLACE, b), 5)
+        times.append(min(timed_slowest_rank(comm, lambda b=buffer: comm.Allreduce(MPI.IN_PLACE, b), 5)
                          for _ in range(repeats // 5)))
     return {"allreduce_bytes": [4 * c for c in SIZES_FLOATS], "allreduce_s": times}
 

@@ -10,25 +10,13 @@ a barrier, the slowest rank's time, median of the repetitions.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 from mpi4py import MPI
 
 import rustgrad.distributed as dist
+from distributed_scaling import timed_slowest_rank as timed
 from rustgrad.distributed._group import _group
 from rustgrad.distributed._ordered import OrderedReduction
-
-
-def timed(comm: MPI.Comm, step, repeats: int) -> float:
-    times = np.empty(repeats)
-    for i in range(repeats):
-        comm.Barrier()
-        start = time.perf_counter()
-        step()
-        times[i] = time.perf_counter() - start
-    comm.Allreduce(MPI.IN_PLACE, times, op=MPI.MAX)
-    return float(np.median(times))
 
 
 def main() -> None:
