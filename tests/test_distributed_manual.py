@@ -12,9 +12,11 @@ from test_distributed_mpi import pytestmark, run_script  # noqa: F401 - the same
 
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_manual_all_reduce_on_k_ranks_equals_one_process_and_reruns_repeat_the_bits(ranks):
-    digests = []
+    runs = []
     for _ in range(2):
         out = run_script(ranks, "manual_allreduce.py")
         assert all(f"rank {r}: manual all_reduce ok" in out for r in range(ranks)), out
-        digests.append(re.search(r"digest ([0-9a-f]{64})", out).group(1))  # ranks' output may interleave
-    assert digests[0] == digests[1]
+        # Every rank prints its digest; mpiexec may interleave the ranks' output mid-line, so a
+        # digest cut in two is not matched, but at least one comes through whole.
+        runs.append(set(re.findall(r"[0-9a-f]{64}", out)))
+    assert len(runs[0]) == 1 and runs[0] == runs[1], runs
