@@ -22,7 +22,7 @@ def run_script(ranks: int, name: str, *args: str) -> str:
 
 
 def digests(out: str, ranks: int) -> set[str]:
-    found = {m.group(1) for m in re.finditer(r"rank \d+: static ok via .*; digest (\w+)", out)}
+    found = {m.group(1) for m in re.finditer(r"rank \d+: static ok via .*; digest ([0-9a-f]{64})", out)}
     assert len(re.findall(r"rank \d+: static ok", out)) == ranks, out
     return found
 
