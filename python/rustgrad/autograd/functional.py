@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
+from rustgrad._creation import ones_like, zeros, zeros_like
+from rustgrad._generated_ops import stack
 from rustgrad._grad_mode import enable_grad
 from rustgrad._rustgrad import Tensor, grad
 from rustgrad.errors import ArgumentTypeError, GradientError, ShapeError
@@ -145,7 +147,7 @@ def _fill_in_zeros(grads: Sequence[Optional[Tensor]], refs: Sequence[Tensor], st
         if g is None:
             if strict:
                 raise GradientError(_ZERO_MESSAGES[stage].format(i=index))
-            g = _zeros_like(refs[index])
+            g = zeros_like(refs[index])
         elif strict and create_graph and not g.requires_grad:
             what = "hessian" if "double" in stage else "jacobian"
             raise GradientError(
@@ -154,12 +156,6 @@ def _fill_in_zeros(grads: Sequence[Optional[Tensor]], refs: Sequence[Tensor], st
             )
         filled.append(g)
     return tuple(filled)
-
-
-def _zeros_like(t: Tensor) -> Tensor:
-    from rustgrad import zeros_like
-
-    return zeros_like(t)
 
 
 def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
@@ -193,8 +189,6 @@ def _input_vector(v: Any, inputs: tuple[Tensor, ...], inputs_tuple: bool, fn_nam
         if len(inputs) != 1 or inputs[0].numel() != 1:
             raise GradientError("The vector v can only be None if the input to the user-provided function is a "
                                 "single Tensor with a single element.")
-        from rustgrad import ones_like
-
         return (ones_like(inputs[0]),)
     _, v = _as_tuple(v, "v", fn_name)
     v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
@@ -210,8 +204,6 @@ def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     vector of the outputs' shape, `g(u) = uᵀJ` is linear in `u`, and the gradient of `g(u)·v` with
     respect to `u` is `J·v`.
     """
-    from rustgrad import zeros_like
-
     with enable_grad():
         inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
         inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
@@ -262,8 +254,6 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, 
 def _jacobian_rows(out_index: int, out: Tensor, inputs: Sequence[Tensor], create_graph: bool,
                    strict: bool) -> tuple[Tensor, ...]:
     """d out / d inputs[j] for every j, one reverse pass per element of `out`."""
-    from rustgrad import stack
-
     rows: list[list[Tensor]] = [[] for _ in inputs]
     flat = out.reshape(-1)
     for k in range(out.numel()):
@@ -273,18 +263,16 @@ def _jacobian_rows(out_index: int, out: Tensor, inputs: Sequence[Tensor], create
                 if strict:
                     raise GradientError(f"Output {out_index} of the user-provided function is independent of "
                                         f"input {j}. This is not allowed in strict mode.")
-                g = _zeros_like(x)
+                g = zeros_like(x)
             elif strict and create_graph and not g.requires_grad:
                 raise GradientError(f"The jacobian of the user-provided function is independent of input "
                                     f"{out_index}. This is not allowed in strict mode when create_graph=True.")
             rows[j].append(g)
-    return tuple(_stacked(stack, r, tuple(out.shape) + tuple(x.shape), x) for r, x in zip(rows, inputs))
+    return tuple(_stacked(r, tuple(out.shape) + tuple(x.shape), x) for r, x in zip(rows, inputs))
 
 
-def _stacked(stack: Callable[..., Tensor], parts: list[Tensor], shape: tuple[int, ...], like: Tensor) -> Tensor:
+def _stacked(parts: list[Tensor], shape: tuple[int, ...], like: Tensor) -> Tensor:
     if not parts:
-        from rustgrad import zeros
-
         return zeros(shape, dtype=like.dtype)
     return stack(parts, 0).reshape(shape)
 
@@ -292,8 +280,6 @@ def _stacked(stack: Callable[..., Tensor], parts: list[Tensor], shape: tuple[int
 def _jacobian_by_columns(outputs: Sequence[Tensor], inputs: Sequence[Tensor], create_graph: bool,
                          strict: bool) -> tuple[tuple[Tensor, ...], ...]:
     """The Jacobian one column at a time: J·e_k through the double-backward trick."""
-    from rustgrad import stack, zeros_like
-
     free = tuple(zeros_like(out).requires_grad_(True) for out in outputs)
     grad_inputs = _autograd_grad(outputs, inputs, free, create_graph=True)
     columns: list[list[list[Tensor]]] = [[[] for _ in inputs] for _ in outputs]
@@ -312,7 +298,7 @@ def _jacobian_by_columns(outputs: Sequence[Tensor], inputs: Sequence[Tensor], cr
         for j, x in enumerate(inputs):
             cols = columns[i][j]
             shape = tuple(x.shape) + tuple(out.shape)
-            by_input = _stacked(stack, cols, shape, x)
+            by_input = _stacked(cols, shape, x)
             # Columns stack along the input axis first; move the output axes to the front.
             n_in = len(x.shape)
             order = tuple(range(n_in, n_in + len(out.shape))) + tuple(range(n_in))
@@ -331,14 +317,7 @@ def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False, s
     inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
 
     def single_output(*args: Tensor) -> Tensor:
-        out = func(*args)
-        out_tuple, outs = _as_tuple(out, "outputs of the user-provided function", "hessian")
-        _check_requires_grad(outs, "outputs", strict)
-        if out_tuple:
-            raise GradientError("The function given to hessian should return a single Tensor")
-        if out.numel() != 1:
-            raise GradientError("The Tensor returned by the function given to hessian should contain a single "
-                                "element")
+        _, (out,) = _scalar_output(func, args, "hessian", strict)
         return out.squeeze()
 
     def jacobian_of_func(*args: Tensor) -> Any:
