@@ -86,6 +86,19 @@ def _predicate(pred: Any, graph: Graph) -> Tensor:
     return convert_to_tensor(pred, graph=graph)
 
 
+def _branch_function(name: str, fn: Any, old_name: str, old_fn: Any) -> Callable[[], Any]:
+    """``cond``'s branch from its argument or from the deprecated one (TF1's checks and texts)."""
+    if old_fn is not None:
+        if fn is not None:
+            raise ArgumentTypeError(f"cond(): {name} and {old_name} may not be set simultaneously.")
+        fn = old_fn
+    elif fn is None:
+        raise ArgumentTypeError(f"cond(): {name} argument required")
+    if not callable(fn):
+        raise ArgumentTypeError(f"{name} must be callable.")
+    return fn
+
+
 def cond(pred: Any, true_fn: Optional[Callable[[], Any]] = None, false_fn: Optional[Callable[[], Any]] = None,
          strict: bool = False, name: Optional[str] = None, fn1: Optional[Callable[[], Any]] = None,
          fn2: Optional[Callable[[], Any]] = None) -> Any:
@@ -96,22 +109,8 @@ def cond(pred: Any, true_fn: Optional[Callable[[], Any]] = None, false_fn: Optio
     (as in TF1), even when only the branch that is not taken uses them. Both must return the
     same nested structure of tensors of the same dtypes; a singleton list or tuple is unpacked
     unless ``strict``."""
-    if fn1 is not None:
-        if true_fn is not None:
-            raise ArgumentTypeError("cond(): true_fn and fn1 may not be set simultaneously.")
-        true_fn = fn1
-    elif true_fn is None:
-        raise ArgumentTypeError("cond(): true_fn argument required")
-    if fn2 is not None:
-        if false_fn is not None:
-            raise ArgumentTypeError("cond(): false_fn and fn2 may not be set simultaneously.")
-        false_fn = fn2
-    elif false_fn is None:
-        raise ArgumentTypeError("cond(): false_fn argument required")
-    if not callable(true_fn):
-        raise ArgumentTypeError("true_fn must be callable.")
-    if not callable(false_fn):
-        raise ArgumentTypeError("false_fn must be callable.")
+    true_fn = _branch_function("true_fn", true_fn, "fn1", fn1)
+    false_fn = _branch_function("false_fn", false_fn, "fn2", fn2)
     graph = _graph_of(pred)
     with graph._undo_on_failure(), graph.name_scope(name or "cond"):
         p = _predicate(pred, graph)
