@@ -1,6 +1,8 @@
 """``python -m rustgrad``: train the reference two-layer net and report the loss and speed.
 
-``python -m rustgrad profile`` prints the slowest graph nodes of the static step.
+``python -m rustgrad profile`` prints the slowest graph nodes of the static step, and
+``python -m rustgrad profile --memory`` its memory plan: the values each step stores, the plan
+buffers they use, and how long they live.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from rustgrad._demo import Problem, Run, progress_bar, train_eager, train_static
 
 # Every subcommand, with the one-line description that `--help` lists.
 SUBCOMMANDS = {
-    "profile": "print the slowest graph nodes of the static demo step",
+    "profile": "print the slowest graph nodes of the static demo step (--memory: its buffers and lifetimes)",
     "digits": "train a small CNN on scikit-learn's handwritten digits, --mode eager (default) or static "
               "(needs rustgrad[examples])",
     # mpistatic (issue 17)
@@ -132,12 +134,19 @@ def profile(argv: Sequence[str]) -> int:
                                      description=SUBCOMMANDS["profile"].capitalize() + ".")
     parser.add_argument("--steps", type=int, default=50, help="traced runs to average (default 50)")
     parser.add_argument("--top", type=int, default=12, help="nodes to print (default 12)")
+    parser.add_argument("--memory", action="store_true",
+                        help="print the plan's stored values, their buffers and lifetimes instead of times")
+    parser.add_argument("--sizes", default="64,1000,100,10", metavar="N,D_IN,H,D_OUT",
+                        help="batch and layer sizes of the demo step (default 64,1000,100,10)")
     args = parser.parse_args(argv)
+    sizes = _sizes(parser, args.sizes)
     from rustgrad import static as tf
     from rustgrad._demo import build_static
 
-    problem = Problem.make(0)
+    problem = Problem.make(0, sizes)
     graph, t = build_static(problem)
+    if args.memory:
+        return _profile_memory(tf, graph, t, problem, sizes)
     totals: dict[tuple[str, str], float] = {}
     with tf.Session(graph=graph) as sess:
         sess.run(t["init"])
@@ -155,6 +164,37 @@ def profile(argv: Sequence[str]) -> int:
     for (name, op), total in sorted(totals.items(), key=lambda kv: kv[1], reverse=True)[:args.top]:
         mean = total / args.steps
         print(f"{name:<40} {op:<22} {mean * 1e6:8.1f} {mean / step:6.1%}")
+    return 0
+
+
+def _sizes(parser: argparse.ArgumentParser, text: str) -> tuple[int, int, int, int]:
+    try:
+        sizes = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        sizes = ()
+    if len(sizes) != 4 or min(sizes) < 1:
+        parser.error(f"--sizes takes four positive integers N,D_IN,H,D_OUT, got {text!r}")
+    return sizes  # type: ignore[return-value]
+
+
+def _profile_memory(tf: Any, graph: Any, t: dict, problem: Problem, sizes: Sequence[int]) -> int:
+    """Runs the static demo step twice (the second run reuses the plan's buffers) and prints the
+    second run's stored values and lifetimes."""
+    from rustgrad._memory_profile import human, report
+
+    with tf.Session(graph=graph) as sess:
+        sess.run(t["init"])
+        feed = {t["x"]: problem.x, t["y"]: problem.y}
+        fetches = [t["loss"], *t["train"]]
+        sess.run(fetches, feed_dict=feed)
+        meta = tf.RunMetadata()
+        sess.run(fetches, feed_dict=feed, options=tf.RunOptions(trace=True), run_metadata=meta)
+    shape = "x".join(map(str, sizes))
+    print(report(meta.node_memory, f"memory of the static demo step ({shape}), one run after the first"))
+    weights = problem.w1.nbytes + problem.w2.nbytes
+    feeds = problem.x.nbytes + problem.y.nbytes
+    print(f"besides: variables {human(weights)} (w1, w2), fed x and y {human(feeds)} (shared, not copied); "
+          f"the fetched assigns return copies of the new weights, {human(weights)}")
     return 0
 
 

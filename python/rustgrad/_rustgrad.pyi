@@ -1249,9 +1249,11 @@ class SessionCore:
         feeds: Sequence[builtins.int],
         values: Sequence[NDArray[Any]],
         trace: Optional[list[tuple[str, str, builtins.float]]] = None,
+        memory: Optional[list[Any]] = None,
     ) -> list[Optional[NDArray[Any]]]:
         """One array (None for a node without a value) per fetch. With ``trace``, appends
-        ``(node name, op type, seconds)`` for every node run."""
+        ``(node name, op type, seconds)`` for every node run; with ``memory``,
+        ``(step, node name, op type, stored, released)`` for every step."""
     def close(self) -> None: ...
     def plan_cache_size(self) -> builtins.int:
         """How many compiled plans the session holds (at most ``plan_cache_capacity``)."""

@@ -6,7 +6,7 @@
 //! variables locked, after checking that none of them can fail.
 
 use super::apply_adam::AdamVars;
-use super::plan::{Plan, RunState, Step, StepKind};
+use super::plan::{allocates_output, Plan, RunState, Step, StepKind};
 use super::{AssignMode, NodeId, VarId};
 use crate::buffer_pool::{self, Kept};
 use crate::error::{Error, Result};
@@ -31,8 +31,8 @@ pub struct RunContext<'a> {
     /// How many times each seeded random node has drawn in this session.
     pub random_draws: &'a mut HashMap<NodeId, u64>,
     pub between_steps: &'a mut dyn FnMut() -> Result<()>,
-    /// When set, receives (step name, op type, seconds) for every step run.
-    pub trace: Option<&'a mut Vec<(String, String, f64)>>,
+    /// When set, receives a record of every step run.
+    pub trace: Option<&'a mut Vec<StepRecord>>,
     /// How many times each `Print` with a `first_n` ran in this session (None: no limit).
     pub print_counts: Option<&'a super::debug_ops::PrintCounts>,
 }
@@ -99,6 +99,22 @@ pub fn execute_with(plan: &Plan, feeds: Vec<Tensor>, variables: &[Option<Tensor>
         print_counts: None,
     };
     execute(plan, &mut ctx)
+}
+
+/// What a traced run records of one step: its time, and the memory its values hold.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepRecord {
+    /// The step's index in the plan.
+    pub step: usize,
+    pub name: String,
+    /// The op type (or the fused step's name).
+    pub kind: String,
+    pub seconds: f64,
+    /// The values this step stored in memory its kernels allocated: (step index of the value,
+    /// bytes, the memory plan's buffer number). Views, reads and in-place updates store none.
+    pub stored: Vec<(usize, usize, Option<usize>)>,
+    /// The step indices of the values whose last reader this step was (they are freed after it).
+    pub released: Vec<usize>,
 }
 
 /// How traces name a fused update that wrote into its variable's memory.
@@ -249,17 +265,53 @@ impl Run<'_> {
         &mut self,
         s: usize,
         started: Option<std::time::Instant>,
-        trace: Option<&mut Vec<(String, String, f64)>>,
+        trace: Option<&mut Vec<StepRecord>>,
         kind: Option<&str>,
     ) {
         let step = &self.plan.steps[s];
         if let (Some(trace), Some(t0)) = (trace, started) {
+            let seconds = t0.elapsed().as_secs_f64();
             let kind = kind.map_or_else(|| step.kind_name(), str::to_string);
-            trace.push((step.name.clone(), kind, t0.elapsed().as_secs_f64()));
+            let stored = self.stored_by(s, kind == IN_PLACE_UPDATE);
+            trace.push(StepRecord {
+                step: s,
+                name: step.name.clone(),
+                kind,
+                seconds,
+                stored,
+                released: step.release.clone(),
+            });
         }
         for &r in &step.release {
             self.release(r);
         }
+    }
+
+    /// The values step `s` stored in memory its kernels allocated, with their bytes and buffers.
+    fn stored_by(&self, s: usize, in_place: bool) -> Vec<(usize, usize, Option<usize>)> {
+        let steps = &self.plan.steps;
+        let allocates = match &steps[s].kind {
+            // The fused step before it stored this value (as its second output).
+            StepKind::StoredByProduct => false,
+            // An update meant to write in place allocates when it could not.
+            StepKind::MatMulUpdate { .. } => !in_place,
+            kind => allocates_output(kind),
+        };
+        // A kernel may hand back an input unchanged (`sum_to` to the same shape does).
+        let is_an_input = |value: &Tensor| {
+            steps[s]
+                .inputs
+                .iter()
+                .any(|&i| self.values[i].as_ref().is_some_and(|input| Arc::ptr_eq(input.storage(), value.storage())))
+        };
+        let own = allocates.then_some(s);
+        own.into_iter()
+            .chain(steps[s].kind.second_output_slot())
+            .filter_map(|slot| {
+                let value = self.values[slot].as_ref().filter(|v| !is_an_input(v))?;
+                Some((slot, value.numel() * value.dtype().size_in_bytes(), steps[slot].buffer))
+            })
+            .collect()
     }
 
     /// Runs the commit phase and returns the fetched values and the assignments.
@@ -273,7 +325,7 @@ impl Run<'_> {
     pub fn commit(
         mut self,
         variables: Option<&mut Arc<Vec<Option<Tensor>>>>,
-        mut trace: Option<&mut Vec<(String, String, f64)>>,
+        mut trace: Option<&mut Vec<StepRecord>>,
     ) -> Result<RunResult> {
         let plan = self.plan;
         // Copies the list of values first if another run still reads it: that run's
@@ -311,7 +363,7 @@ impl Run<'_> {
         &mut self,
         s: usize,
         prepared: Option<PreparedUpdate>,
-        trace: Option<&mut Vec<(String, String, f64)>>,
+        trace: Option<&mut Vec<StepRecord>>,
     ) -> Result<()> {
         let step = &self.plan.steps[s];
         let started = trace.is_some().then(std::time::Instant::now);

@@ -533,7 +533,7 @@ fn mark_fetched_updates(steps: &mut [Step], fetch_steps: &[(usize, bool)], enabl
 
 /// Whether a step's output is memory a kernel allocates (and not a view, an
 /// input, a variable's value or a constant).
-fn allocates_output(kind: &StepKind) -> bool {
+pub(super) fn allocates_output(kind: &StepKind) -> bool {
     match kind {
         StepKind::Op(op) => !op.is_view(),
         StepKind::MatMulUpdate { in_place_of, .. } => in_place_of.is_none(),

@@ -124,8 +124,8 @@ fn check_feeds_distinct(graph: &Graph, feeds: &[NodeId]) -> Result<()> {
 pub struct RunHooks<'a> {
     /// Called between steps (outside the commit phase); an error stops the run.
     pub between_steps: &'a mut dyn FnMut() -> Result<()>,
-    /// When set, receives (step name, op type, seconds) for every step run.
-    pub trace: Option<&'a mut Vec<(String, String, f64)>>,
+    /// When set, receives a record of every step run (its time and the memory it stores).
+    pub trace: Option<&'a mut Vec<super::executor::StepRecord>>,
 }
 
 fn check_feed_shape(graph: &Graph, node: NodeId, value: &Tensor) -> Result<()> {

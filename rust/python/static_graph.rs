@@ -504,8 +504,11 @@ impl PySession {
 
     /// Runs the fetches with the given feeds (numpy arrays already cast to each
     /// placeholder's dtype). Returns one numpy array (or None) per fetch. With
-    /// `trace` (a list), appends `(node name, op, seconds)` for every node run.
-    #[pyo3(signature = (fetches, feeds, values, trace=None))]
+    /// `trace` (a list), appends `(node name, op, seconds)` for every node run; with
+    /// `memory` (a list) too, appends `(step, node name, op, stored, released)` for every
+    /// step: `stored` lists the `(step, bytes, buffer)` of the values the step allocated, and
+    /// `released` the steps whose values are freed after it.
+    #[pyo3(signature = (fetches, feeds, values, trace=None, memory=None))]
     fn run<'py>(
         &self,
         py: Python<'py>,
@@ -513,6 +516,7 @@ impl PySession {
         feeds: Vec<NodeId>,
         values: Vec<Bound<'py, PyAny>>,
         trace: Option<Bound<'py, PyList>>,
+        memory: Option<Bound<'py, PyList>>,
     ) -> PyResult<Bound<'py, PyList>> {
         self.inner.check_open()?;
         // Feeds already have the placeholder's dtype (the Python side casts them): share their memory.
@@ -521,7 +525,7 @@ impl PySession {
             .map(|v| share_from_numpy(v)?.map_or_else(|| tensor_from_numpy(v), Ok))
             .collect::<PyResult<Vec<_>>>()?;
         let mut timings = Vec::new();
-        let tracing = trace.is_some();
+        let tracing = trace.is_some() || memory.is_some();
         let _ctrl_c = crate::interrupt::Armed::on_main_thread();
         let fetched = guard(|| {
             Ok(py.detach(|| {
@@ -531,8 +535,13 @@ impl PySession {
             })?)
         })?;
         if let Some(list) = &trace {
-            for entry in timings {
-                list.append(entry)?;
+            for record in &timings {
+                list.append((&record.name, &record.kind, record.seconds))?;
+            }
+        }
+        if let Some(list) = &memory {
+            for record in timings {
+                list.append((record.step, record.name, record.kind, record.stored, record.released))?;
             }
         }
         let out = PyList::empty(py);

@@ -41,10 +41,15 @@ class RunOptions:
 
 
 class RunMetadata:
-    """Filled by a traced run: ``node_times`` lists (node name, op, seconds) in execution order."""
+    """Filled by a traced run, in execution order: ``node_times`` lists (node name, op, seconds);
+    ``node_memory`` lists (step, node name, op, stored, released) per step of the plan, where
+    ``stored`` holds the (step, bytes, buffer) of each value the step allocated (``buffer`` is
+    its number in the plan's memory plan, or None) and ``released`` the steps whose values
+    are freed after it. ``python -m rustgrad profile --memory`` prints it as lifetimes."""
 
     def __init__(self) -> None:
         self.node_times: list[tuple[str, str, float]] = []
+        self.node_memory: list[tuple[int, str, str, list[tuple[int, int, Optional[int]]], list[int]]] = []
 
     def top(self, n: int = 10) -> list[tuple[str, str, float]]:
         """The ``n`` slowest nodes of the run, slowest first."""
@@ -117,9 +122,11 @@ class Session:
         fetch_ids = [self._node_of(part, "Fetch") for part in parts]
         feed_ids, feed_values = self._feeds(feed_dict or {})
         trace: Optional[list] = [] if options is not None and getattr(options, "trace", False) else None
-        results = self._core.run(fetch_ids, feed_ids, feed_values, trace)
+        memory: Optional[list] = [] if trace is not None else None
+        results = self._core.run(fetch_ids, feed_ids, feed_values, trace, memory)
         if trace is not None and run_metadata is not None:
             run_metadata.node_times = trace
+            run_metadata.node_memory = memory
         values = [None if isinstance(part, Operation) else _scalarise(r)
                   for part, r in zip(parts, results)]
         return _rebuild(template, iter(_assembled(leaves, values)))
