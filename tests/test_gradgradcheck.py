@@ -300,3 +300,22 @@ def test_class_losses_have_second_derivatives_in_their_class_weights(loss, reduc
         return getattr(F, loss)(a * a, target, weight=weight * weight, reduction=reduction, **extra)
 
     assert gradgradcheck(fn, (leaf(x), leaf(w)), eps=1e-6, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("mode, gates", [("RNN_TANH", 1), ("RNN_RELU", 1), ("LSTM", 4), ("GRU", 3)])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_recurrent_layers_have_second_derivatives_in_every_input(mode, gates, reverse):
+    """The layers' closed-form backward is replayed as recorded steps under create_graph."""
+    from rustgrad.nn.modules._rnn_steps import run_direction
+
+    rng = np.random.default_rng(5)
+    hidden = 2
+    shapes = [(3, 1, 2), (gates * hidden, 2), (gates * hidden, hidden), (gates * hidden,), (gates * hidden,),
+              (1, hidden), (1, hidden)]
+    inputs = tuple(leaf(rng.normal(size=s) * 0.7) for s in shapes)
+
+    def fn(x, w_ih, w_hh, b_ih, b_hh, h0, c0):
+        out, h, c = run_direction(mode, x, (w_ih, w_hh, b_ih, b_hh), h0, c0 if mode == "LSTM" else None, reverse)
+        return (out, h) if c is None else (out, h, c)
+
+    assert gradgradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-4)
