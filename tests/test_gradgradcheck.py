@@ -319,3 +319,52 @@ def test_recurrent_layers_have_second_derivatives_in_every_input(mode, gates, re
         return (out, h) if c is None else (out, h, c)
 
     assert gradgradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-4)
+
+
+# ----- the core ops outside the op table, and the losses and layers written over ops, by hypothesis
+
+
+def _setitem(a, b):
+    out = a * 1.0
+    out[1:] = b[: a.shape[0] - 1] * b[: a.shape[0] - 1]
+    return out
+
+
+CORE = {
+    # name: (function, number of inputs, whether the inputs must be the same shape)
+    "max_dim": (lambda a: a.max(dim=-1)[0] * a.sum(), 1),
+    "amax": (lambda a: rustgrad.amax(a * a, dim=0), 1),
+    "min_all": (lambda a: a.min() * a, 1),
+    "maximum": (lambda a, b: rustgrad.maximum(a * b, b), 2),
+    "minimum": (lambda a, b: rustgrad.minimum(a, b * b), 2),
+    "where": (lambda a, b: rustgrad.where(a > b, a * b, b.exp()), 2),
+    "index_tensor": (lambda a: a[rustgrad.tensor([0, 0, -1])] ** 3, 1),
+    "index_bool": (lambda a: a[a > 0] ** 3, 1),
+    "setitem": (_setitem, 2),
+    "clamp_tensor": (lambda a: (a * a).clamp(min=0.1, max=1.5) * a, 1),
+    "mse_loss": (lambda a, b: rustgrad.nn.functional.mse_loss(a * a, b), 2),
+    "bce_with_logits": (lambda a, b: rustgrad.nn.functional.binary_cross_entropy_with_logits(a * b, b.sigmoid()), 2),
+    "smooth_l1_loss": (lambda a, b: rustgrad.nn.functional.smooth_l1_loss(a * a, b), 2),
+}
+
+
+@pytest.mark.parametrize("name", list(CORE))
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_core_ops_and_composites_have_second_derivatives_matching_finite_differences(name, data):
+    fn, count = CORE[name]
+    shape = data.draw(shapes(min_dims=1, max_dims=2, min_side=1, max_side=3))
+    # Distinct values away from each other and from the kinks (ties of max/min, the clamp's ends,
+    # smooth_l1's |d| = 1), where finite differences cross a jump of the first derivative.
+    elements = st.floats(-2, 2).map(lambda v: round(v, 1) + 0.0123)
+    arrays = [
+        data.draw(hnp.arrays(np.float64, shape, elements=elements, unique=True)) + 0.0371 * k for k in range(count)
+    ]
+    assume(all(np.all(np.abs(np.abs(a) - v) > 1e-2) for a in arrays for v in (0.1**0.5, 1.5**0.5)))
+    inputs = tuple(leaf(a) for a in arrays)
+    try:
+        out = fn(*inputs)
+    except (IndexError, rustgrad.errors.RustgradError):
+        assume(False)  # an index out of this shape's range
+    assume(out.numel() > 0)
+    check(fn, inputs, name)
