@@ -243,3 +243,63 @@ def test_static_second_derivatives_through_nhwc_convolution_and_max_pooling_agre
         return tf.reduce_sum(tf.nn.max_pool2d(conv * conv, (1, 2), 1, "VALID") ** 2)
 
     np.testing.assert_allclose(static_hessian(static_f, x0), eager_hessian(eager_f, x0), rtol=1e-10, atol=1e-13)
+
+
+NN = rustgrad.nn.functional
+X_ZERO = np.array([0.9, 0.0, -1.3, 1.1])  # a zero, for the products' exact rules
+C4 = np.array([0.5, -1.0, 2.0, 1.5])
+
+
+def _eager_cumprod(x, exclusive, reverse):
+    return rustgrad._rustgrad.ops["cumprod"](x, 0, exclusive, reverse, False)
+
+
+_ZERO_CASES = {
+    "prod": (
+        lambda x, t: (x.reshape(2, 2).prod(dim=1) * x[:2]).sum() + x.prod() + x.reshape(2, 2).prod(dim=(0, 1)),
+        lambda x: tf.reduce_sum(tf.reduce_prod(tf.reshape(x, (2, 2)), axis=1) * x[:2])
+        + tf.reduce_prod(x)
+        + tf.reduce_prod(tf.reshape(x, (2, 2)), axis=[0, 1]),
+    ),
+    "cumprod": (
+        lambda x, t: (x.cumprod(0) * t(C4)).sum() + (_eager_cumprod(x, True, True) * t(C4)).sum(),
+        lambda x: tf.reduce_sum(tf.math.cumprod(x) * C4) + tf.reduce_sum(tf.math.cumprod(x, 0, True, True) * C4),
+    ),
+    "group_norm": (
+        lambda x, t: (NN.group_norm(x.reshape(1, 4, 1) ** 2, 2, x, x * x) * t(C4).reshape(1, 4, 1)).sum(),
+        lambda x: tf.reduce_sum(tf.group_norm(tf.reshape(x**2, (1, 4, 1)), x, x * x, 2) * C4.reshape(1, 4, 1)),
+    ),
+    "embedding_padding_idx": (
+        lambda x, t: (NN.embedding(rustgrad.tensor([1, 0, 1]), x.reshape(2, 2), padding_idx=1) ** 3).sum(),
+        lambda x: tf.reduce_sum(tf.embedding(tf.constant([1, 0, 1]), tf.reshape(x, (2, 2)), padding_idx=1) ** 3),
+    ),
+    "scatter_add_source": (
+        lambda x, t: (t(A).scatter_add(0, rustgrad.tensor([[3, 0], [1, 3]]), x.reshape(2, 2) ** 3) ** 2).sum(),
+        lambda x: tf.reduce_sum(
+            tf.scatter_elements_add(tf.constant(A), tf.constant([[3, 0], [1, 3]]), tf.reshape(x**3, (2, 2)), 0) ** 2
+        ),
+    ),
+    "class_weights": (
+        lambda x, t: NN.cross_entropy(
+            x.reshape(2, 2) * t(C4[:2]), rustgrad.tensor([1, 0]), weight=x[2:] ** 2, label_smoothing=0.1
+        ),
+        lambda x: tf.cross_entropy(
+            tf.reshape(x, (2, 2)) * C4[:2], tf.constant([1, 0]), x[2:] ** 2, label_smoothing=0.1
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ZERO_CASES))
+def test_static_second_derivatives_of_the_once_underivable_backward_ops_agree_with_eager(name):
+    """prod, cumprod (exclusive and reversed too), group_norm, embedding with padding_idx, the
+    scatter source and the class weights: one answer, two modes, at a point with a zero."""
+    eager_f, static_f = _ZERO_CASES[name]
+
+    def eager(x):
+        return eager_f(x, lambda a: rustgrad.tensor(a, dtype=F64))
+
+    static = static_hessian(static_f, X_ZERO)
+    np.testing.assert_allclose(static, eager_hessian(eager, X_ZERO), rtol=1e-12, atol=1e-13)
+    x = rustgrad.tensor(X_ZERO, dtype=F64, requires_grad=True)
+    assert rustgrad.autograd.gradgradcheck(eager, (x,), eps=1e-6, atol=1e-5, rtol=1e-4)

@@ -5,9 +5,7 @@
 
 use super::indexing::{keep_indices_from, pick, pick_rule, picked, put, Combine, Onto, PutRows};
 use super::picks::{check_index_dtype, infer_pick, Pick};
-use super::{
-    internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Role, Spec, TableOp, TableOps, TF_SEMANTICS,
-};
+use super::{no_double_backward, nth, Args, Input, Kind, Meta, Param, Role, Spec, TableOp, TableOps, TF_SEMANTICS};
 use crate::dtype::{DType, Scalar};
 use crate::error::{dtype_err, Error, Result};
 use crate::forward;
@@ -318,7 +316,9 @@ fn scatter_vjp<D: Differentiator>(
     }
     if need(2) {
         let g = picked(d, &which, a.grad, std::slice::from_ref(index))?;
-        grads[2] = Some(d.apply(Op::Table(TableOps::ScatterSourceGrad(ScatterSourceGrad)), &[&g, src])?);
+        grads[2] = Some(
+            d.apply(Op::Table(TableOps::ScatterSourceGrad(super::scatter_source::ScatterSourceGrad)), &[&g, src])?,
+        );
     }
     Ok(grads)
 }
@@ -414,45 +414,6 @@ impl TableOp for ScatterAdd {
 
     fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
         scatter_vjp(d, self.dim, Combine::Add, &a)
-    }
-}
-
-/// `(g, src)`: the gradient of a scatter's source, from `g` picked at the index: a
-/// number's is the sum, a tensor's is `g` in its leading corner and zeros elsewhere.
-#[derive(Clone, Debug)]
-pub struct ScatterSourceGrad;
-
-impl TableOp for ScatterSourceGrad {
-    const SPEC: Spec = internal("scatter_src_backward", &[]);
-
-    fn build(_args: &Args) -> Result<Self> {
-        Err(Error::Internal("scatter_src_backward is built by scatter's rule only".into()))
-    }
-
-    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
-        let (g, src) = (*nth(inputs, 0, "scatter_backward")?, *nth(inputs, 1, "scatter_backward")?);
-        if src.rank() == 0 {
-            return forward::sum_to(g, &[], src.dtype());
-        }
-        let out = Tensor::zeros(src.shape(), g.dtype())?;
-        let corner: Vec<IndexItem> =
-            g.shape().iter().map(|&n| IndexItem::Slice { start: Some(0), stop: Some(n as isize), step: 1 }).collect();
-        forward::write_into(&forward::index(&out, &corner)?, g)?;
-        Ok(out)
-    }
-
-    fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
-        let (_, dtype) = *nth(inputs, 0, "scatter_backward")?;
-        let (src, _) = *nth(inputs, 1, "scatter_backward")?;
-        Ok((src.clone(), dtype))
-    }
-
-    fn saves(&self, _needs: &[bool]) -> Saves {
-        Saves { inputs: 0, output: false }
-    }
-
-    fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
-        Err(no_double_backward("ScatterSrcBackward0"))
     }
 }
 

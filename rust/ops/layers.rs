@@ -2,13 +2,12 @@
 //! of a weight picked by index), with the internal gradient ops their rules emit.
 
 use super::binary::same_float_dtype;
-use super::{
-    internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Role, Spec, TableOp, TableOps, TorchFront,
-};
+use super::{internal, nth, Args, Input, Kind, Meta, Param, Role, Spec, TableOp, TableOps, TorchFront};
 use crate::dtype::{float_dispatch, DType};
 use crate::error::{dtype_err, Error, Result};
 use crate::forward;
 use crate::graph::{fmt_partial, PartialShape};
+use crate::kernels::elementwise::CmpOp;
 use crate::op::Op;
 use crate::rules::{Differentiator, RuleArgs, Saves};
 use crate::shape::fmt_shape;
@@ -421,16 +420,27 @@ impl TableOp for EmbeddingBackward {
     }
 
     /// Linear in g: the adjoint of adding rows of g into the weight is picking rows of gg.
-    /// With a `padding_idx` (whose row the forward skips) there is no rule.
+    /// With a `padding_idx`, whose row takes nothing, the picks of that row are zeros.
     fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
         if !a.needs.first().copied().unwrap_or(false) {
             return Ok(vec![None, None, None]);
         }
-        if self.padding_idx.is_some() {
-            return Err(no_double_backward("embedding_backward (with padding_idx)"));
-        }
-        let index = nth(a.inputs, 1, "embedding_backward")?;
+        let (index, w) = (nth(a.inputs, 1, "embedding_backward")?, nth(a.inputs, 2, "embedding_backward")?);
         let pick = Op::Table(TableOps::Embedding(Embedding { padding_idx: None }));
-        Ok(vec![Some(d.apply(pick, &[index, a.grad])?), None, None])
+        let gg = match self.padding_idx {
+            None => a.grad.clone(),
+            Some(_) => {
+                // This op applied to ones counts the picks of each row, 0 at the padding row:
+                // gg is kept on the rows counted (the only ones picked, but the padding one).
+                let ones = d.apply(Op::FullLike(1.0), &[w])?;
+                let picked_ones = d.apply(pick.clone(), &[index, &ones])?;
+                let counts =
+                    d.apply(Op::Table(TableOps::EmbeddingBackward(self.clone())), &[&picked_ones, index, w])?;
+                let zeros = d.zeros_like(w)?;
+                let counted = d.apply(Op::Compare(CmpOp::Gt), &[&counts, &zeros])?;
+                d.apply(Op::Where, &[&counted, a.grad, &zeros])?
+            }
+        };
+        Ok(vec![Some(d.apply(pick, &[index, &gg])?), None, None])
     }
 }

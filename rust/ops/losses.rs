@@ -3,7 +3,7 @@
 //! `nll_loss`, with the internal gradient ops their rules emit. Kernels are in
 //! `kernels/losses.rs`.
 
-use super::{internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Role, Spec, TableOp, TableOps};
+use super::{internal, nth, Args, Input, Kind, Meta, Param, Role, Spec, TableOp, TableOps};
 use super::{reduce::float_only, TorchFront};
 use crate::dtype::{float_dispatch, DType};
 use crate::error::{shape_err, Error, Result};
@@ -365,6 +365,37 @@ impl ClassSettings {
 }
 
 impl ClassSettings {
+    /// nll's mean gradient (of the input, or `wrt_weight` of the class weights) from its
+    /// operands `(g, x, target, weight)`, written with the summed loss and its gradients:
+    /// the mean is N/Z, with N the summed loss and Z the summed weight of the targets (the
+    /// loss of −1 everywhere without smoothing), so `g·∇ₓ(N/Z) = ∇ₓN·(g/Z)` and
+    /// `g·∇_w(N/Z) = ∇_w N·(g/Z) − ∇_w Z·(g/Z)(N/Z)`.
+    fn mean_as_sums<D: Differentiator>(&self, t: &mut D, ins: &[D::Value], wrt_weight: bool) -> Result<D::Value> {
+        let op = self.op;
+        let (g, x, target, w) = (nth(ins, 0, op)?, nth(ins, 1, op)?, nth(ins, 2, op)?, nth(ins, 3, op)?);
+        let sums = ClassSettings { reduction: Reduction::Sum, ..self.clone() };
+        let counts = ClassSettings { label_smoothing: 0.0, ..sums.clone() };
+        let loss = |t: &mut D, settings: &ClassSettings, x: &D::Value| {
+            t.apply(Op::Table(TableOps::NllLoss(NllLoss(settings.clone()))), &[x, target, w])
+        };
+        let grad = |t: &mut D, settings: &ClassSettings, wrt_weight: bool, g: &D::Value, x: &D::Value| {
+            let op = ClassLossGrad { settings: settings.clone(), wrt_weight };
+            t.apply(Op::Table(TableOps::ClassLossGrad(op)), &[g, x, target, w])
+        };
+        let minus_ones = t.apply(Op::FullLike(-1.0), &[x])?;
+        let total = loss(t, &counts, &minus_ones)?;
+        let scaled = t.div(g, &total)?;
+        if !wrt_weight {
+            return grad(t, &sums, false, &scaled, x);
+        }
+        let summed = loss(t, &sums, x)?;
+        let mean = t.div(&summed, &total)?;
+        let through_total = t.mul(&scaled, &mean)?;
+        let direct = grad(t, &sums, true, &scaled, x)?;
+        let via_total = grad(t, &counts, true, &through_total, &minus_ones)?;
+        t.apply(Op::Binary(BinaryOp::Sub), &[&direct, &via_total])
+    }
+
     fn weight_gradient<T: losses::FastExp>(
         &self,
         loss: &ClassLoss<'_, T>,
@@ -499,34 +530,60 @@ impl TableOp for ClassLossGrad {
         Saves { inputs: 0b1111, output: false }
     }
 
-    /// nll's input gradient is linear in g and does not depend on the input: its adjoint
-    /// in g is the loss itself. Cross-entropy's is nll's after log-softmax, differentiated
-    /// as that composite. Not provided: derivatives of the class-weight gradient, and in
-    /// the class weights.
+    /// Summed or per position, nll's loss N(x, w) is bilinear in its input and class weights,
+    /// so its two gradients are each other's rules: `g·∇ₓN(·, w)` does not depend on x and
+    /// `g·∇_w N(x, ·)` not on w, and each is linear in g, with the loss as the adjoint in g.
+    /// nll's mean is a sum over a sum (`mean_as_sums`); cross-entropy's gradients are nll's
+    /// after log-softmax. Both are differentiated as those composites.
     fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
         let name = if self.settings.logits { "CrossEntropyBackward0" } else { "NllLossBackward0" };
+        let wrt_weight = self.wrt_weight;
+        if self.settings.logits {
+            let x = nth(a.inputs, 1, name)?;
+            let rank = d.rank(x).ok_or_else(|| {
+                Error::Gradient(format!(
+                    "{name}: differentiating it twice needs the input's rank known when it is built"
+                ))
+            })?;
+            let dim = Some(self.settings.class_dim(rank)? as isize);
+            let nll = ClassLossGrad { settings: ClassSettings { logits: false, ..self.settings.clone() }, wrt_weight };
+            return vjp_of_composite(d, a, |t, ins| {
+                let log_probs = t.apply(Op::Table(TableOps::LogSoftmax(Softmax { dim })), &[&ins[1]])?;
+                let operands = [&ins[0], &log_probs, &ins[2], &ins[3]];
+                let c = t.apply(Op::Table(TableOps::ClassLossGrad(nll)), &operands)?;
+                if wrt_weight {
+                    return Ok(c);
+                }
+                t.apply(Op::Table(TableOps::SoftmaxGrad(SoftmaxGrad { dim, log: true })), &[&c, &log_probs])
+            });
+        }
+        if self.settings.reduction == Reduction::Mean {
+            let settings = self.settings.clone();
+            return vjp_of_composite(d, a, |t, ins| settings.mean_as_sums(t, ins, wrt_weight));
+        }
         let need = |i: usize| a.needs.get(i).copied().unwrap_or(false);
-        if self.wrt_weight || need(3) {
-            return Err(no_double_backward(name));
+        let (g, x, target, weight) =
+            (nth(a.inputs, 0, name)?, nth(a.inputs, 1, name)?, nth(a.inputs, 2, name)?, nth(a.inputs, 3, name)?);
+        let loss = Op::Table(TableOps::NllLoss(NllLoss(self.settings.clone())));
+        let grad = |wrt_weight: bool| {
+            Op::Table(TableOps::ClassLossGrad(ClassLossGrad { settings: self.settings.clone(), wrt_weight }))
+        };
+        let mut grads = vec![None, None, None, None];
+        if !wrt_weight {
+            if need(0) {
+                grads[0] = Some(d.apply(loss, &[a.grad, target, weight])?);
+            }
+            if need(3) {
+                grads[3] = Some(d.apply(grad(true), &[g, a.grad, target, weight])?);
+            }
+        } else {
+            if need(0) {
+                grads[0] = Some(d.apply(loss, &[x, target, a.grad])?);
+            }
+            if need(1) {
+                grads[1] = Some(d.apply(grad(false), &[g, x, target, a.grad])?);
+            }
         }
-        let x = nth(a.inputs, 1, name)?;
-        if !self.settings.logits {
-            let (target, weight) = (nth(a.inputs, 2, name)?, nth(a.inputs, 3, name)?);
-            let loss = Op::Table(TableOps::NllLoss(NllLoss(self.settings.clone())));
-            let dg = if need(0) { Some(d.apply(loss, &[a.grad, target, weight])?) } else { None };
-            return Ok(vec![dg, None, None, None]);
-        }
-        let rank = d.rank(x).ok_or_else(|| {
-            Error::Gradient(format!("{name}: differentiating it twice needs the input's rank known when it is built"))
-        })?;
-        let dim = Some(self.settings.class_dim(rank)? as isize);
-        let nll =
-            ClassLossGrad { settings: ClassSettings { logits: false, ..self.settings.clone() }, wrt_weight: false };
-        vjp_of_composite(d, a, |t, ins| {
-            let log_probs = t.apply(Op::Table(TableOps::LogSoftmax(Softmax { dim })), &[&ins[1]])?;
-            let operands = [&ins[0], &log_probs, &ins[2], &ins[3]];
-            let c = t.apply(Op::Table(TableOps::ClassLossGrad(nll)), &operands)?;
-            t.apply(Op::Table(TableOps::SoftmaxGrad(SoftmaxGrad { dim, log: true })), &[&c, &log_probs])
-        })
+        Ok(grads)
     }
 }

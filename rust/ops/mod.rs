@@ -47,6 +47,7 @@ pub mod reduce;
 pub mod reorder;
 pub mod reshapes;
 pub mod scan;
+pub mod scatter_source;
 pub mod select;
 pub mod shape;
 pub mod slicing;
@@ -490,7 +491,8 @@ table! {
         TakeAlongDimGrad(ordering::TakeAlongDimGrad),
         PickRows(indexing::PickRows),
         PutRows(indexing::PutRows),
-        ScatterSourceGrad(gather::ScatterSourceGrad),
+        ScatterSourceGrad(scatter_source::ScatterSourceGrad),
+        ScatterSourceCorner(scatter_source::ScatterSourceCorner),
         Range(creation::Range),
         Fill(creation::Fill),
         EinsumGrad(products::EinsumGrad),

@@ -7,7 +7,8 @@
 //! each with its own momentum convention.
 
 use super::binary::same_float_dtype;
-use super::{internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps, TorchFront};
+use super::reshapes::Unflatten;
+use super::{internal, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps, TorchFront};
 use crate::dtype::{float_dispatch, DType};
 use crate::error::{Error, Result};
 use crate::graph::PartialShape;
@@ -371,11 +372,8 @@ impl TableOp for NormBackward {
     }
 
     /// Through a composite: the closed-form gradient written with differentiable ops, so the
-    /// fused kernel's result is differentiated exactly, to any order. Not for group norm.
+    /// fused kernel's result is differentiated exactly, to any order.
     fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
-        if matches!(self.norm.kind, NormKind::Group { .. }) {
-            return Err(no_double_backward("norm_backward (group_norm)"));
-        }
         let x = nth(a.inputs, 1, "norm_backward")?;
         let rank = d.rank(x).ok_or_else(|| {
             Error::Gradient("norm_backward: differentiating it needs the input's rank known when it is built".into())
@@ -386,10 +384,11 @@ impl TableOp for NormBackward {
 }
 
 impl Norm {
-    /// One gradient of layer or batch norm from its operands (`g, x, weight, bias`, then the
+    /// One gradient of a normalisation from its operands (`g, x, weight, bias`, then the
     /// running statistics), for `rank`-D inputs, written with differentiable ops:
     /// `dx = r·(ĝ − mean ĝ − x̂·mean(ĝ x̂))` with ĝ = g·w over the statistics' dims (in
-    /// evaluation `dx = ĝ·r`), `dw = Σ g·x̂`, `db = Σ g`.
+    /// evaluation `dx = ĝ·r`), `dw = Σ g·x̂`, `db = Σ g`. Group norm computes on x with
+    /// its channels split into `[groups, C/groups]`, its statistics over all dims from 2.
     fn gradient_composite<D: Differentiator>(
         &self,
         t: &mut D,
@@ -403,6 +402,19 @@ impl Norm {
         let channel_shape: Vec<isize> =
             std::iter::once(-1).chain(std::iter::repeat_n(1, rank.saturating_sub(2))).collect();
         let per_channel = |t: &mut D, v: &D::Value| t.apply(Op::Reshape(channel_shape.clone()), &[v]);
+        let groups = match self.kind {
+            NormKind::Group { groups } => Some(groups as isize),
+            _ => None,
+        };
+        // Group norm's view of an x-shaped value, and back; the identity otherwise.
+        let grouped = |t: &mut D, v: &D::Value| match groups {
+            Some(k) => t.apply(Op::Table(TableOps::Unflatten(Unflatten::new(1, vec![k, -1]))), &[v]),
+            None => Ok(v.clone()),
+        };
+        let ungrouped = |t: &mut D, v: &D::Value| match groups {
+            Some(_) => t.apply(Op::ReshapeLike, &[v, x]),
+            None => Ok(v.clone()),
+        };
         let (xhat, inv, dims, wide_w) = match &self.kind {
             NormKind::Layer { normalized } => {
                 let dims: Vec<isize> = (1..=normalized.len() as isize).map(|k| -k).collect();
@@ -421,11 +433,17 @@ impl Norm {
                 let inv = t.unary(UnaryOp::Rsqrt, &shifted)?;
                 (t.mul(&centred, &inv)?, inv, None, per_channel(t, w)?)
             }
-            NormKind::Group { .. } => return Err(no_double_backward("norm_backward (group_norm)")),
+            NormKind::Group { .. } => {
+                let dims: Vec<isize> = (2..=rank as isize).collect();
+                let split = grouped(t, x)?;
+                let (xhat, inv) = standardise(t, &split, dims.clone(), self.eps)?;
+                (xhat, inv, Some(dims), per_channel(t, w)?)
+            }
         };
         match part {
             Part::Input => {
                 let gw = t.mul(g, &wide_w)?;
+                let gw = grouped(t, &gw)?;
                 let Some(dims) = dims else { return t.mul(&gw, &inv) };
                 let mean =
                     |t: &mut D, v: &D::Value| t.apply(Op::Mean { dims: Some(dims.clone()), keepdim: true }, &[v]);
@@ -435,9 +453,11 @@ impl Norm {
                 let centred = t.apply(Op::Binary(BinaryOp::Sub), &[&gw, &m1])?;
                 let along = t.mul(&xhat, &m2)?;
                 let inner = t.apply(Op::Binary(BinaryOp::Sub), &[&centred, &along])?;
-                t.mul(&inner, &inv)
+                let dx = t.mul(&inner, &inv)?;
+                ungrouped(t, &dx)
             }
             Part::Weight => {
+                let xhat = ungrouped(t, &xhat)?;
                 let gx = t.mul(g, &xhat)?;
                 let summed = t.apply(Op::SumToLike, &[&gx, &wide_w])?;
                 t.apply(Op::ReshapeLike, &[&summed, w])

@@ -5,8 +5,7 @@
 
 use super::spatial::{Pad, Window};
 use super::{
-    internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps, TorchFront, ONE_INPUT,
-    TF_SEMANTICS,
+    internal, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps, TorchFront, ONE_INPUT, TF_SEMANTICS,
 };
 use crate::dtype::{float_dispatch, DType};
 use crate::error::{dtype_err, shape_err, Error, Result};
@@ -497,7 +496,8 @@ impl TableOp for PoolGrad {
         let pool = match self.0.reduce {
             Reduce::Avg(_) => TableOps::AvgPool2d(AvgPool2d(self.0.clone())),
             Reduce::Adaptive(_) => TableOps::AdaptiveAvgPool2d(AdaptiveAvgPool2d(self.0.clone())),
-            Reduce::Max => return Err(no_double_backward("PoolBackward0")),
+            // Max pooling's rule emits `MaxPoolGrad` (below), never this op.
+            Reduce::Max => return Err(Error::Internal("pool_grad: max pooling has max_pool_grad".into())),
         };
         Ok(vec![Some(d.apply(Op::Table(pool), &[a.grad])?), None])
     }

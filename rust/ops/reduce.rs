@@ -1,7 +1,8 @@
 //! Reductions declared in the table: `logsumexp`, `prod` (and its gradient, which its
 //! rule emits), `all` and `any`.
 
-use super::{internal, no_double_backward, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps, TF_SEMANTICS};
+use super::scan::Cumprod;
+use super::{internal, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps, TF_SEMANTICS};
 use crate::dtype::{dispatch, float_dispatch, numeric_dispatch};
 use crate::dtype::{DType, Float, Number};
 use crate::error::{dtype_err, Error, Result};
@@ -11,8 +12,9 @@ use crate::kernels::elementwise::{BinaryOp, UnaryOp};
 use crate::kernels::fold::{fold_dims, Fold};
 use crate::kernels::layout::walk;
 use crate::kernels::product::{Product, Scaled};
+use crate::kernels::scan::ScanOrder;
 use crate::op::Op;
-use crate::rules::{Differentiator, RuleArgs, Saves};
+use crate::rules::{vjp_of_composite, Differentiator, RuleArgs, Saves};
 use crate::shape::{contiguous_strides, reduced_shape};
 use crate::storage::Element;
 use crate::tensor::Tensor;
@@ -299,12 +301,57 @@ impl TableOp for ProdGrad {
     }
 
     fn saves(&self, _needs: &[bool]) -> Saves {
-        Saves { inputs: 0, output: false }
+        // Only recorded when a backward is (create_graph): its rule reads both.
+        Saves { inputs: 0b11, output: false }
     }
 
-    fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
-        Err(no_double_backward("ProdBackward0"))
+    /// Through a composite exact with zeros, as torch's: `g` times the products of the others.
+    fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        let dims = self.dims.clone();
+        vjp_of_composite(d, a, |t, ins| {
+            let (g, x) = (&ins[0], &ins[1]);
+            let others = products_of_others(t, x, dims.as_deref())?;
+            // g with the reduced dims kept, whether or not the product kept them.
+            let kept = t.apply(Op::Sum { dims: dims.clone(), keepdim: true }, &[x])?;
+            let g = t.apply(Op::ReshapeLike, &[g, &kept])?;
+            t.mul(&g, &others)
+        })
     }
+}
+
+/// The product of the others in each element's slice along `dim`: the exclusive running
+/// products from each end, multiplied (no division, so exact with zeros).
+fn others_along<D: Differentiator>(t: &mut D, x: &D::Value, dim: isize) -> Result<D::Value> {
+    let scan = |t: &mut D, reverse: bool| {
+        let order = ScanOrder { exclusive: true, reverse };
+        t.apply(Op::Table(TableOps::Cumprod(Cumprod::new(dim, order))), &[x])
+    };
+    let (before, after) = (scan(t, false)?, scan(t, true)?);
+    t.mul(&before, &after)
+}
+
+/// The product of the others in each element's slice over `dims` (None: all), written with
+/// differentiable ops. Over dims d1..dm, the others differing first at dk multiply to the
+/// products of the others along dk of the products over d(k+1)..dm.
+fn products_of_others<D: Differentiator>(t: &mut D, x: &D::Value, dims: Option<&[isize]>) -> Result<D::Value> {
+    let Some(dims) = dims else {
+        let flat = t.apply(Op::Reshape(vec![-1]), &[x])?;
+        let others = others_along(t, &flat, 0)?;
+        return t.apply(Op::ReshapeLike, &[&others, x]);
+    };
+    let mut product = t.apply(Op::FullLike(1.0), &[x])?;
+    for (k, &dim) in dims.iter().enumerate() {
+        let rest = &dims[k + 1..];
+        let inner = if rest.is_empty() {
+            x.clone()
+        } else {
+            let op = Prod { dims: Some(rest.to_vec()), keepdim: true, widen: false };
+            t.apply(Op::Table(TableOps::Prod(op)), &[x])?
+        };
+        let others = others_along(t, &inner, dim)?;
+        product = t.mul(&product, &others)?;
+    }
+    Ok(product)
 }
 
 /// Whether every (`all`) or some (`any`) element in a slice is true, reading nonzero as true.

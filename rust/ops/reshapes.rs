@@ -122,6 +122,13 @@ pub struct Unsqueeze {
     dim: isize,
 }
 
+impl Unsqueeze {
+    /// `unsqueeze(dim)`, for rules that emit it.
+    pub fn new(dim: isize) -> Unsqueeze {
+        Unsqueeze { dim }
+    }
+}
+
 impl TableOp for Unsqueeze {
     const SPEC: Spec = Spec {
         name: "unsqueeze",
@@ -286,6 +293,11 @@ pub struct Unflatten {
 }
 
 impl Unflatten {
+    /// `unflatten(dim, sizes)`, for rules that emit it.
+    pub fn new(dim: isize, sizes: Vec<isize>) -> Unflatten {
+        Unflatten { dim, sizes }
+    }
+
     /// The sizes replacing a dim of size `n` (None: unknown), with the one -1 resolved when it can be.
     fn resolved(&self, n: Option<usize>) -> Result<Vec<Option<usize>>> {
         let sizes = &self.sizes;

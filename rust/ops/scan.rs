@@ -2,7 +2,7 @@
 
 use super::reduce::accumulated_dtype;
 use super::TF_SEMANTICS;
-use super::{internal, no_double_backward, nth, Args, Kind, Meta, Param, Spec, TableOp, TableOps, ONE_INPUT};
+use super::{internal, nth, Args, Kind, Meta, Param, Spec, TableOp, TableOps, ONE_INPUT};
 use crate::dtype::DType;
 use crate::dtype::{float_dispatch, numeric_dispatch};
 use crate::error::{Error, Result};
@@ -10,7 +10,7 @@ use crate::forward;
 use crate::graph::PartialShape;
 use crate::kernels::scan::{self, ScanOrder, ScanShape};
 use crate::op::Op;
-use crate::rules::{Differentiator, RuleArgs, Saves};
+use crate::rules::{vjp_of_composite, Differentiator, RuleArgs, Saves};
 use crate::shape::normalize_dim;
 use crate::tensor::Tensor;
 
@@ -111,6 +111,13 @@ pub struct Cumprod {
     widen: bool,
 }
 
+impl Cumprod {
+    /// A float `cumprod` along `dim` in `order`, for rules that emit it.
+    pub fn new(dim: isize, order: ScanOrder) -> Cumprod {
+        Cumprod { dim, order, widen: false }
+    }
+}
+
 impl TableOp for Cumprod {
     const SPEC: Spec = Spec {
         name: "cumprod",
@@ -184,10 +191,61 @@ impl TableOp for CumprodGrad {
     }
 
     fn saves(&self, _needs: &[bool]) -> Saves {
-        Saves { inputs: 0, output: false }
+        // Only recorded when a backward is (create_graph): its rule reads both.
+        Saves { inputs: 0b11, output: false }
     }
 
-    fn vjp<D: Differentiator>(&self, _d: &mut D, _a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
-        Err(no_double_backward("CumprodBackward0"))
+    /// Through a composite that is exact with zeros, as torch's: O(n²) along the dim. With
+    /// a new axis k beside the dim, `∂y_i/∂x_k` is the scan (along the dim, in this order) of
+    /// x with x_k replaced by 1, where the window of y_i holds k (the same scan of one-hot(k)).
+    fn vjp<D: Differentiator>(&self, d: &mut D, a: RuleArgs<'_, D::Value>) -> Result<Vec<Option<D::Value>>> {
+        let x = nth(a.inputs, 1, "cumprod_backward")?;
+        let rank = d.rank(x).ok_or_else(|| {
+            Error::Gradient("cumprod_backward: differentiating it needs the input's rank known when it is built".into())
+        })?;
+        let (dim, order) = (self.dim, self.order);
+        vjp_of_composite(d, a, |t, ins| {
+            let (g, x) = (&ins[0], &ins[1]);
+            if rank == 0 {
+                // One element: as a 1-D scan of it.
+                let (g1, x1) = (t.apply(Op::Reshape(vec![1]), &[g])?, t.apply(Op::Reshape(vec![1]), &[x])?);
+                let grad = cumprod_grad_composite(t, &g1, &x1, 0, order)?;
+                return t.apply(Op::ReshapeLike, &[&grad, x]);
+            }
+            let p = normalize_dim("cumprod", dim, rank)?;
+            cumprod_grad_composite(t, g, x, p, order)
+        })
     }
+}
+
+/// `cumprod`'s gradient along dim `p` (in `order`) from `g` and `x`, with differentiable ops:
+/// `grad_k = Σ_i g_i · C[k, i] · M[k, i]`, where row k of C is the scan of x with x_k set to
+/// 1, and `M[k, i]` is 1 where the window of y_i holds k. Axis k is put before the dim.
+fn cumprod_grad_composite<D: Differentiator>(
+    t: &mut D,
+    g: &D::Value,
+    x: &D::Value,
+    p: usize,
+    order: ScanOrder,
+) -> Result<D::Value> {
+    let p = p as isize;
+    let unsqueeze = |t: &mut D, v: &D::Value, at: isize| {
+        t.apply(Op::Table(TableOps::Unsqueeze(super::reshapes::Unsqueeze::new(at))), &[v])
+    };
+    let ones = t.apply(Op::FullLike(1.0), &[x])?;
+    let inclusive = ScanOrder { reverse: false, exclusive: false };
+    let position = t.apply(Op::Table(TableOps::Cumsum(Cumsum { dim: p, order: inclusive, widen: false })), &[&ones])?;
+    let (at_k, at_i) = (unsqueeze(t, &position, p + 1)?, unsqueeze(t, &position, p)?);
+    let diagonal = t.apply(Op::Compare(crate::kernels::elementwise::CmpOp::Eq), &[&at_k, &at_i])?;
+    let x_along = unsqueeze(t, x, p)?;
+    let ones_along = unsqueeze(t, &ones, p)?;
+    let without_k = t.apply(Op::Where, &[&diagonal, &ones_along, &x_along])?;
+    let scans = t.apply(Op::Table(TableOps::Cumprod(Cumprod::new(p + 1, order))), &[&without_k])?;
+    let zeros_along = t.zeros_like(&ones_along)?;
+    let one_hot = t.apply(Op::Where, &[&diagonal, &ones_along, &zeros_along])?;
+    let in_window = t.apply(Op::Table(TableOps::Cumsum(Cumsum { dim: p + 1, order, widen: false })), &[&one_hot])?;
+    let g_along = unsqueeze(t, g, p)?;
+    let weighted = t.mul(&g_along, &scans)?;
+    let masked = t.mul(&weighted, &in_window)?;
+    t.apply(Op::Sum { dims: Some(vec![p + 1]), keepdim: false }, &[&masked])
 }

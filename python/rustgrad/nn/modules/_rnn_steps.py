@@ -7,7 +7,7 @@ from typing import Optional
 
 import rustgrad
 from rustgrad._rustgrad import Tensor
-from rustgrad.autograd import Function, FunctionCtx, once_differentiable
+from rustgrad.autograd import Function, FunctionCtx, grad, is_grad_enabled, no_grad
 
 Weights = tuple[Tensor, Tensor, Optional[Tensor], Optional[Tensor]]
 
@@ -78,9 +78,39 @@ def _time_order(length: int, reverse: bool) -> range:
 # the steps without recording them; the backward is backpropagation through time in closed
 # form, with the local derivatives of all steps computed at once, so each step costs one
 # product and a few elementwise ops (the recorded composite needs 15 to 25 tape nodes a step).
-# That backward reads the forward's values without their history, so it is marked
-# ``once_differentiable``: with create_graph=True it gives the gradients, and differentiating
-# them again raises torch's error instead of giving a wrong answer.
+# That closed form reads the forward's values without their history, so a backward that is
+# recorded (create_graph=True) replays the steps as recorded ops instead and differentiates
+# them (``_recorded_backward``): its gradients can be differentiated again, to any order.
+
+
+def _replay(mode: str, xp: Tensor, h0: Tensor, c0: Optional[Tensor], w_hh: Tensor, b_hh: Optional[Tensor],
+            reverse: bool) -> list[Tensor]:
+    """The layer's outputs (output, h_n, and c_n for LSTM) computed again with recorded ops."""
+    w_hh_t = w_hh.t()
+    hs: list[Tensor] = [h0] * xp.shape[0]
+    h, c = h0, c0
+    for t in _time_order(xp.shape[0], reverse):
+        h, c = _step(mode, xp[t], h, c, w_hh_t, b_hh)
+        hs[t] = h
+    outputs = [rustgrad.stack(hs, 0), h]
+    if c is not None:
+        outputs.append(c)
+    return outputs
+
+
+def _recorded_backward(mode: str, inputs: tuple[Optional[Tensor], ...], reverse: bool,
+                       grads: tuple[Optional[Tensor], ...]) -> Optional[list[Optional[Tensor]]]:
+    """With create_graph=True: the gradients of (xp, h0, c0, w_hh, b_hh) from the replayed steps,
+    recorded so they are differentiable; None when the backward is not recorded."""
+    wanted = [t is not None and t.requires_grad for t in inputs]
+    if not is_grad_enabled() or not any(wanted):
+        return None
+    xp, h0, c0, w_hh, b_hh = inputs
+    assert xp is not None and h0 is not None and w_hh is not None  # invariant: the layers always pass them
+    pairs = [(out, g) for out, g in zip(_replay(mode, xp, h0, c0, w_hh, b_hh, reverse), grads) if g is not None]
+    found = iter(grad([out for out, _ in pairs], [t for t, w in zip(inputs, wanted) if w],
+                      [g for _, g in pairs], create_graph=True, allow_unused=True))
+    return [next(found) if w else None for w in wanted]
 
 
 class _ElmanLayer(Function):
@@ -97,12 +127,24 @@ class _ElmanLayer(Function):
             h = pre.relu() if relu else pre.tanh()
             hs[t] = h
         out = rustgrad.stack(hs, 0)
+        ctx.save_for_backward(xp, h0, w_hh)
         ctx.state = (out, h0, w_hh, relu, reverse)
         return out, h
 
     @staticmethod
-    @once_differentiable
     def backward(ctx: FunctionCtx, g_out: Optional[Tensor], g_h: Optional[Tensor]) -> tuple[Optional[Tensor], ...]:
+        relu, reverse = ctx.state[3], ctx.state[4]
+        if is_grad_enabled():
+            xp, h0, w_hh = ctx.saved_tensors
+            mode = "RNN_RELU" if relu else "RNN_TANH"
+            recorded = _recorded_backward(mode, (xp, h0, None, w_hh, None), reverse, (g_out, g_h))
+            if recorded is not None:
+                return recorded[0], recorded[1], recorded[3], None, None
+        with no_grad():
+            return _ElmanLayer._closed_form(ctx, g_out, g_h)
+
+    @staticmethod
+    def _closed_form(ctx: FunctionCtx, g_out: Optional[Tensor], g_h: Optional[Tensor]) -> tuple[Optional[Tensor], ...]:
         out, h0, w_hh, relu, reverse = ctx.state
         deriv = (out > 0).to(out.dtype) if relu else 1 - out * out
         dh = g_h if g_h is not None else rustgrad.zeros_like(h0)
@@ -140,14 +182,25 @@ class _LstmLayer(Function):
             h = a.narrow(1, 3 * hidden, hidden) * c.tanh()
             acts[t], gs[t], cells[t], hs[t] = a, g, c, h
         out = rustgrad.stack(hs, 0)
+        ctx.save_for_backward(xp, h0, c0, w_hh)
         ctx.state = (rustgrad.stack(acts, 0), rustgrad.stack(gs, 0), rustgrad.stack(cells, 0), out, h0, c0, w_hh,
                      reverse)
         return out, h, c
 
     @staticmethod
-    @once_differentiable
     def backward(ctx: FunctionCtx, g_out: Optional[Tensor], g_h: Optional[Tensor], g_c: Optional[Tensor]
                  ) -> tuple[Optional[Tensor], ...]:
+        if is_grad_enabled():
+            xp, h0, c0, w_hh = ctx.saved_tensors
+            recorded = _recorded_backward("LSTM", (xp, h0, c0, w_hh, None), ctx.state[-1], (g_out, g_h, g_c))
+            if recorded is not None:
+                return recorded[0], recorded[1], recorded[2], recorded[3], None
+        with no_grad():
+            return _LstmLayer._closed_form(ctx, g_out, g_h, g_c)
+
+    @staticmethod
+    def _closed_form(ctx: FunctionCtx, g_out: Optional[Tensor], g_h: Optional[Tensor], g_c: Optional[Tensor]
+                     ) -> tuple[Optional[Tensor], ...]:
         acts, g, cells, out, h0, c0, w_hh, reverse = ctx.state
         length, hidden = acts.shape[0], h0.shape[-1]
         i, f, o = acts.narrow(2, 0, hidden), acts.narrow(2, hidden, hidden), acts.narrow(2, 3 * hidden, hidden)
@@ -194,12 +247,22 @@ class _GruLayer(Function):
             h = rustgrad.lerp(n, h, rz.narrow(1, hidden, hidden))
             gates[t], hns[t], hs[t] = rustgrad.cat([rz, n], 1), hn, h
         out = rustgrad.stack(hs, 0)
+        ctx.save_for_backward(xp, h0, w_hh, b_hh)
         ctx.state = (rustgrad.stack(gates, 0), rustgrad.stack(hns, 0), out, h0, w_hh, b_hh is not None, reverse)
         return out, h
 
     @staticmethod
-    @once_differentiable
     def backward(ctx: FunctionCtx, g_out: Optional[Tensor], g_h: Optional[Tensor]) -> tuple[Optional[Tensor], ...]:
+        if is_grad_enabled():
+            xp, h0, w_hh, b_hh = ctx.saved_tensors
+            recorded = _recorded_backward("GRU", (xp, h0, None, w_hh, b_hh), ctx.state[-1], (g_out, g_h))
+            if recorded is not None:
+                return recorded[0], recorded[1], recorded[3], recorded[4], None
+        with no_grad():
+            return _GruLayer._closed_form(ctx, g_out, g_h)
+
+    @staticmethod
+    def _closed_form(ctx: FunctionCtx, g_out: Optional[Tensor], g_h: Optional[Tensor]) -> tuple[Optional[Tensor], ...]:
         gates, hn, out, h0, w_hh, has_bias, reverse = ctx.state
         length, hidden = gates.shape[0], h0.shape[-1]
         r, z, n = (gates.narrow(2, k * hidden, hidden) for k in range(3))
