@@ -320,7 +320,7 @@ def static_function(name: str, spec: Any, first_input: str) -> list[str]:
 # Hand-written TF1 functions that TF1 also offers in a namespace this script writes
 # (``tf.math.reduce_sum`` is ``tf.reduce_sum``), by the module that defines them.
 NAMESPACE_EXTRAS: dict[str, list[tuple[str, list[str]]]] = {
-    "math": [("rustgrad.static._ops", ["reduce_max", "reduce_mean", "reduce_min", "reduce_sum"]),
+    "math": [("rustgrad.static._ops", ["add_n", "reduce_max", "reduce_mean", "reduce_min", "reduce_sum"]),
              ("rustgrad.static._reductions", ["top_k"])],
 }
 

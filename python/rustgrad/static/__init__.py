@@ -34,6 +34,7 @@ from rustgrad.static._graph import (
 )
 from rustgrad.static._ops import (
     add,
+    add_n,
     bmm,
     cast,
     clip_by_value,
@@ -103,7 +104,7 @@ def disable_eager_execution() -> None:
 __all__ = [
     "DType", "Graph", "InteractiveSession", "Operation", "RunMetadata", "RunOptions", "Session", "Tensor",
     "TensorShape", "Variable",
-    "add", "allclose", "as_dtype", "bool", "cast", "clip_by_value", "constant", "convert_to_tensor",
+    "add", "add_n", "allclose", "as_dtype", "bool", "cast", "clip_by_value", "constant", "convert_to_tensor",
     "disable_eager_execution", "disable_v2_behavior", "div", "divide", "double", "errors",
     "float32", "float64", "floordiv", "floormod", "get_default_graph", "get_default_session", "global_variables",
     "global_variables_initializer", "gradients", "identity",

@@ -60,6 +60,13 @@ class TensorShape(tuple):
             raise ShapeError("as_list() is not defined on an unknown TensorShape.")
         return list(self)
 
+    def is_compatible_with(self, other: Any) -> bool:
+        """Whether the two shapes could be the same: an unknown rank or dimension matches any."""
+        other = other if isinstance(other, TensorShape) else TensorShape(other)
+        if not (self._known_rank and other._known_rank):
+            return True
+        return len(self) == len(other) and all(a is None or b is None or a == b for a, b in zip(self, other))
+
     def is_fully_defined(self) -> bool:
         return self._known_rank and all(d is not None for d in self)
 

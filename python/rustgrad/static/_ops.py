@@ -109,6 +109,29 @@ def add(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
     return _binary("add", "add", x, y, name)
 
 
+def add_n(inputs: Any, name: Optional[str] = None) -> Tensor:
+    """The element-wise sum of a list of tensors of one shape and dtype, added left to right
+    (the last addition is named ``name``, or ``AddN``)."""
+    if isinstance(inputs, Tensor) or not isinstance(inputs, (list, tuple)) or not inputs:
+        raise InvalidArgumentError("add_n: inputs must be a list of at least one Tensor with the same dtype "
+                                   "and shape")
+    tensors = [convert_to_tensor(t) for t in inputs]
+    first = tensors[0]
+    for i, t in enumerate(tensors[1:], start=1):
+        if t.dtype != first.dtype:
+            raise InvalidArgumentError(f"add_n: inputs must have the same dtype: inputs[0] is "
+                                       f"{first.dtype.name} but inputs[{i}] is {t.dtype.name}")
+        if not t.shape.is_compatible_with(first.shape):
+            raise InvalidArgumentError(f"add_n: inputs must have the same shape: inputs[0] has shape "
+                                       f"{first.shape} but inputs[{i}] has shape {t.shape}")
+    if len(tensors) == 1:
+        return identity(first, name or "AddN")
+    total = first
+    for i, t in enumerate(tensors[1:], start=1):
+        total = add(total, t, (name or "AddN") if i == len(tensors) - 1 else None)
+    return total
+
+
 def subtract(x: Any, y: Any, name: Optional[str] = None) -> Tensor:
     return _binary("sub", "subtract", x, y, name)
 

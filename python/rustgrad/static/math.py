@@ -66,7 +66,7 @@ from rustgrad.static._generated_ops import (  # noqa: F401
     truncatemod,
 )
 from rustgrad.static._graph import Tensor, _apply, _renamed  # noqa: F401
-from rustgrad.static._ops import reduce_max, reduce_mean, reduce_min, reduce_sum
+from rustgrad.static._ops import add_n, reduce_max, reduce_mean, reduce_min, reduce_sum
 from rustgrad.static._reductions import top_k
 
 
@@ -120,12 +120,12 @@ def softplus(features: Any, name: Optional[str] = None) -> Tensor:
 
 
 __all__ = [
-    "abs", "acos", "acosh", "argmax", "argmin", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "cos",
-    "cosh", "count_nonzero", "cumprod", "cumsum", "equal", "erf", "exp", "expm1", "floor", "greater",
-    "greater_equal", "is_finite", "is_inf", "is_nan", "less", "less_equal", "log", "log1p", "log_sigmoid",
-    "log_softmax", "logical_and", "logical_not", "logical_or", "logical_xor", "negative", "not_equal",
-    "pow", "reciprocal", "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max", "reduce_mean",
-    "reduce_min", "reduce_prod", "reduce_std", "reduce_sum", "reduce_variance", "round", "rsqrt",
-    "sigmoid", "sign", "sin", "sinh", "softmax", "softplus", "sqrt", "square", "squared_difference",
-    "tan", "tanh", "top_k", "truncatemod", "xlogy"
+    "abs", "acos", "acosh", "add_n", "argmax", "argmin", "asin", "asinh", "atan", "atan2", "atanh",
+    "ceil", "cos", "cosh", "count_nonzero", "cumprod", "cumsum", "equal", "erf", "exp", "expm1", "floor",
+    "greater", "greater_equal", "is_finite", "is_inf", "is_nan", "less", "less_equal", "log", "log1p",
+    "log_sigmoid", "log_softmax", "logical_and", "logical_not", "logical_or", "logical_xor", "negative",
+    "not_equal", "pow", "reciprocal", "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max",
+    "reduce_mean", "reduce_min", "reduce_prod", "reduce_std", "reduce_sum", "reduce_variance", "round",
+    "rsqrt", "sigmoid", "sign", "sin", "sinh", "softmax", "softplus", "sqrt", "square",
+    "squared_difference", "tan", "tanh", "top_k", "truncatemod", "xlogy"
 ]
