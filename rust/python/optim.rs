@@ -36,6 +36,7 @@ pub fn _adam_update(
     decoupled: bool,
     maximize: bool,
 ) -> PyResult<()> {
+    crate::compile::stop(|| "Adam's fused update with a Python-int step count".into());
     let (params, grads, exp_avgs, exp_avg_sqs) =
         (tensors(params), tensors(grads), tensors(exp_avgs), tensors(exp_avg_sqs));
     let max_exp_avg_sqs = max_exp_avg_sqs.map(tensors);
