@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 from rustgrad import _rustgrad
 from rustgrad.errors import ArgumentTypeError, CompileError
 
-__all__ = ["compile", "CompileWarning", "CompiledFunction"]
+__all__ = ["compile", "CompiledFunction"]
 
 #: Most entries (guard sets) one compiled function keeps, as torch's ``cache_size_limit``.
 CACHE_SIZE_LIMIT = 8
@@ -32,8 +32,8 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _LOG_RECOMPILES = "recompiles" in os.environ.get("RUSTGRAD_LOG", "").split(",")
 
 
-class CompileWarning(UserWarning):
-    """A compiled function runs (some of its calls) eagerly; the message says why."""
+#: The category of compile's warnings (a call runs eagerly; the message says why).
+CompileWarning = UserWarning
 
 
 class _Trace:
@@ -144,10 +144,6 @@ def _traced_item(value: float, slot: int) -> _TracedScalar:
 # ----- guards -----
 
 
-class _Unsupported(Exception):
-    pass
-
-
 def _value_key(value: Any, feeds: list, keep: dict) -> Any:
     """What a call's behaviour may depend on in an argument or captured value."""
     kind = type(value)
@@ -234,7 +230,7 @@ def _template(obj: Any, outputs: list) -> Any:
         return ("item", len(outputs) - 1)
     if isinstance(obj, _rustgrad.Tensor):
         if obj.requires_grad and obj.grad_fn is not None:
-            raise _Unsupported(
+            raise CompileError(
                 "it returns a tensor that requires grad (compile replays no autograd graph; call backward() "
                 "inside the compiled function)"
             )
@@ -247,7 +243,7 @@ def _template(obj: Any, outputs: list) -> Any:
         return (dict, [(k, _template(v, outputs)) for k, v in obj.items()])
     if obj is None or kind in (int, float, bool, str):
         return ("literal", obj)
-    raise _Unsupported(f"it returns a {kind.__name__}, which compile cannot replay")
+    raise CompileError(f"it returns a {kind.__name__}, which compile cannot replay")
 
 
 def _rebuild(template: Any, outputs: list) -> Any:
@@ -375,7 +371,7 @@ class CompiledFunction:
         unsupported = None
         try:
             template = _template(result, outputs)
-        except _Unsupported as e:
+        except CompileError as e:
             unsupported, outputs = str(e), []
         program, reason = _rustgrad._compile_end(outputs)
         reason = unsupported or reason
@@ -422,7 +418,7 @@ def compile(
     closure cells and globals by value, other captured objects by identity, optimizer hyperparameters, grad
     mode, the ``.grad`` state of the leaves it touches) replay it in one Rust call, bitwise equal to eager.
     What cannot be replayed (data-dependent Python such as ``if loss.item() > 1``, random ops, hooks,
-    ``numpy()``) runs eagerly with one :class:`CompileWarning`, or raises :class:`rustgrad.errors.CompileError`
+    ``numpy()``) runs eagerly with one ``UserWarning``, or raises :class:`rustgrad.errors.CompileError`
     with ``fullgraph=True``. ``mode`` is accepted for torch compatibility and changes nothing: every mode gives
     the same plan. ``dynamic`` is accepted; shapes are always specialized (a new shape re-traces).
     ``backend="eager"`` runs the function uncompiled; ``disable=True`` returns it unchanged.
