@@ -222,6 +222,7 @@ class _Entry:
         self.pending: Optional[str] = None
         self.unstable = 0
         self.eager_reason: Optional[str] = None
+        self.stopped = 0
 
 
 def _template(obj: Any, outputs: list) -> Any:
@@ -381,8 +382,11 @@ class CompiledFunction:
                     f"Unsupported: {reason}. With fullgraph=True rustgrad.compile raises instead of running the "
                     "function eagerly (this call has run eagerly)."
                 )
-            entry.eager_reason = reason
-            self._warn_once(reason)
+            # A first call may differ (state made lazily inside it): one more trace before giving up.
+            entry.stopped += 1
+            if entry.stopped >= 2:
+                entry.eager_reason = reason
+                self._warn_once(reason)
             return _plain(result)
         signature = program.signature + repr(template)
         if entry.pending == signature:

@@ -4,6 +4,7 @@
 //! Tracing is per thread. Every hook below starts with `tracing()`, one relaxed
 //! atomic load, so eager code pays nothing more when no trace is running.
 
+pub mod adam;
 mod program;
 mod trace;
 
@@ -158,4 +159,11 @@ pub fn read(t: &Tensor) -> Option<usize> {
     let mut slot = None;
     with_tracer(|tracer| slot = tracer.read(t));
     slot
+}
+
+/// A capturable Adam step (`adam::adam_update_counted`) is about to run.
+pub fn adam(tensors: &adam::AdamTensors, hyper: &crate::forward::optim::AdamHyper) {
+    if tracing() {
+        with_tracer(|t| t.adam(tensors, hyper));
+    }
 }

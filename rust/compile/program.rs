@@ -3,6 +3,7 @@
 
 use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
+use crate::forward::optim::AdamHyper;
 use crate::forward::{self, forward};
 use crate::kernels::elementwise::{BinaryOp, ScalarOp};
 use crate::op::Op;
@@ -77,6 +78,13 @@ pub enum Instr {
     SetGrad {
         leaf: LeafRef,
         value: Option<usize>,
+    },
+    /// A capturable Adam step: `tensors` in `AdamTensors::all()`'s order.
+    Adam {
+        tensors: Vec<usize>,
+        n: usize,
+        amsgrad: bool,
+        hyper: AdamHyper,
     },
 }
 
@@ -220,6 +228,10 @@ fn run_one(instr: &Instr, slots: &mut [Option<Tensor>], feeds: &[Tensor]) -> Res
             let value = value.map(|s| take(slots, s).cloned()).transpose()?;
             leaf(r, feeds).set_grad(value);
         }
+        Instr::Adam { tensors, n, amsgrad, hyper } => {
+            let all = tensors.iter().map(|&s| take(slots, s).cloned()).collect::<Result<Vec<_>>>()?;
+            super::adam::adam_update_counted(&super::adam::AdamTensors::from_all(all, *n, *amsgrad), hyper)?;
+        }
     }
     Ok(())
 }
@@ -268,5 +280,6 @@ pub(crate) fn describe_instr(out: &mut String, instr: &Instr, leaf_name: impl Fn
         Instr::AccumulateLeaf { leaf, grad } => writeln!(out, "accumulate {} += {grad}", leaf_name(leaf)),
         Instr::GradOf { leaf, out: o } => writeln!(out, "{o} = grad of {}", leaf_name(leaf)),
         Instr::SetGrad { leaf, value } => writeln!(out, "grad of {} = {value:?}", leaf_name(leaf)),
+        Instr::Adam { tensors, amsgrad, hyper, .. } => writeln!(out, "adam {tensors:?} {amsgrad} {hyper:?}"),
     };
 }

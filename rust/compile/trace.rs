@@ -221,6 +221,23 @@ impl Tracer {
         self.instrs.push(Instr::SetGrad { leaf: r, value });
     }
 
+    /// A capturable Adam step: it writes the parameters, moments and step counts.
+    pub fn adam(&mut self, t: &super::adam::AdamTensors, hyper: &crate::forward::optim::AdamHyper) {
+        let all = t.all();
+        for &w in all.iter().filter(|w| !t.grads.iter().any(|g| g.same_tensor(w))) {
+            if self.bound_constants.contains(&storage_id(w)) {
+                self.stop("Adam's state made from Python numbers inside the step".into());
+                return;
+            }
+        }
+        let Some(tensors) = self.slots_of(&all) else { return };
+        for w in &all {
+            self.written.insert(storage_id(w));
+        }
+        let (n, amsgrad, hyper) = (t.params.len(), t.max_exp_avg_sqs.is_some(), *hyper);
+        self.instrs.push(Instr::Adam { tensors, n, amsgrad, hyper });
+    }
+
     /// The slot of a value read out to Python (`item()`), if it can be replayed.
     pub fn read(&mut self, t: &Tensor) -> Option<usize> {
         self.slot_of(t)
@@ -318,6 +335,7 @@ fn frees(instrs: &[Instr], n_slots: usize, outputs: &[usize]) -> Vec<Vec<usize>>
             Instr::AccumulateLeaf { grad, .. } => note(*grad, i),
             Instr::GradOf { out, .. } => note(*out, i),
             Instr::SetGrad { value, .. } => value.iter().for_each(|&s| note(s, i)),
+            Instr::Adam { tensors, .. } => tensors.iter().for_each(|&s| note(s, i)),
         }
     }
     for &s in outputs {
