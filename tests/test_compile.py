@@ -446,3 +446,22 @@ def test_torch_alias():
     import rustgrad as torch
 
     assert torch.compile is rustgrad.compile
+
+
+def test_item_read_by_c_code_is_noticed():
+    import math
+
+    w = rustgrad.ones(2, requires_grad=True)
+
+    def f(x):
+        loss = (x * w).sum()
+        if math.isnan(loss.item()):
+            raise FloatingPointError("nan loss")
+        return loss.detach()
+
+    compiled = rustgrad.compile(f)
+    with pytest.warns(CompileWarning, match="data-dependent"):
+        for _ in range(3):
+            compiled(rustgrad.ones(2))
+    with pytest.raises(FloatingPointError, match="nan loss"):
+        compiled(rustgrad.full((2,), float("nan")))

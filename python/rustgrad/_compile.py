@@ -94,23 +94,24 @@ def _data_read(what: str) -> None:
     )
 
 
-class _TracedScalar(float):
-    """What ``Tensor.item()`` returns while tracing: the float, plus the slot it came from.
+class _TracedScalar:
+    """What ``Tensor.item()`` of a float tensor returns while tracing: the value, plus the slot it came from.
 
     Returning it is replayable (the value is read out of the replay). Any other use in Python
-    (comparisons, arithmetic, formatting) makes the call data-dependent: the trace stops.
+    (comparisons, arithmetic, formatting, ``float()``, ``math.isnan``) makes the call data-dependent:
+    the trace stops. It is deliberately not a ``float`` subclass: C code reads a float subclass's value
+    directly, so ``if math.isnan(loss.item()): ...`` would go unnoticed and be baked into the replay.
     """
 
-    __slots__ = ("_slot", "_trace")
+    __slots__ = ("_value", "_slot", "_trace")
 
-    def __new__(cls, value: float, slot: int, trace: Optional[_Trace]) -> _TracedScalar:
-        self = super().__new__(cls, value)
+    def __init__(self, value: float, slot: int, trace: Optional[_Trace]) -> None:
+        self._value = value
         self._slot = slot
         self._trace = trace
-        return self
 
     def __reduce__(self) -> Any:
-        return (float, (float(self),))
+        return (float, (self._value,))
 
 
 def _guarded(name: str) -> Callable[..., Any]:
@@ -119,7 +120,7 @@ def _guarded(name: str) -> Callable[..., Any]:
     def method(self: _TracedScalar, *args: Any) -> Any:
         if self._trace is not None and self._trace.active:
             _data_read(f"a Tensor.item() value used in Python (`{name}`)")
-        return plain(float.__float__(self), *args)
+        return plain(self._value, *args)
 
     method.__name__ = name
     return method
@@ -263,7 +264,7 @@ def _rebuild(template: Any, outputs: list) -> Any:
 def _plain(obj: Any) -> Any:
     """The traced call's result with every traced ``item()`` value a plain float."""
     if isinstance(obj, _TracedScalar):
-        return float.__float__(obj)
+        return obj._value
     kind = type(obj)
     if kind in (tuple, list):
         return kind(_plain(v) for v in obj)
