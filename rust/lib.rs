@@ -5,6 +5,7 @@
 
 pub mod autograd;
 pub mod buffer_pool;
+pub mod compile;
 pub mod distributed;
 pub mod dtype;
 pub mod error;

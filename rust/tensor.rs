@@ -184,6 +184,14 @@ impl Tensor {
     }
 
     pub(crate) fn from_buffer(buffer: Buffer, shape: impl Into<Shape>) -> Tensor {
+        let t = Self::from_buffer_untraced(buffer, shape);
+        if crate::compile::tracing() {
+            crate::compile::created(&t, false);
+        }
+        t
+    }
+
+    fn from_buffer_untraced(buffer: Buffer, shape: impl Into<Shape>) -> Tensor {
         let shape = shape.into();
         if LENT_ANYWHERE.load(Ordering::Relaxed) != 0 {
             return Self::from_buffer_in_shell(buffer, shape);
@@ -221,14 +229,22 @@ impl Tensor {
     /// A 0-d tensor holding `value` as `dtype`.
     pub fn scalar(value: impl Into<Scalar>, dtype: DType) -> Tensor {
         let value = value.into();
-        crate::dtype::dispatch!(dtype, |T| Self::from_buffer(T::wrap(vec![value.to_element::<T>()]), vec![]))
+        let t = crate::dtype::dispatch!(dtype, |T| Self::from_buffer(T::wrap(vec![value.to_element::<T>()]), vec![]));
+        if crate::compile::tracing() {
+            crate::compile::created(&t, true);
+        }
+        t
     }
 
     /// A tensor filled with `value`; fails cleanly when the allocation is too large.
     pub fn full(shape: &[usize], value: impl Into<Scalar>, dtype: DType) -> Result<Tensor> {
         let (n, value) = (checked_numel(shape)?, value.into());
         let buffer = crate::dtype::dispatch!(dtype, |T| T::wrap(try_alloc(n, value.to_element::<T>(), shape)?));
-        Ok(Self::from_buffer(buffer, shape))
+        let t = Self::from_buffer(buffer, shape);
+        if crate::compile::tracing() {
+            crate::compile::created(&t, true);
+        }
+        Ok(t)
     }
 
     pub fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {

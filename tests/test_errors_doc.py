@@ -340,6 +340,8 @@ TRIGGERS: list[Callable[[], object]] = [
     lambda: rustgrad.nn.Module()(rustgrad.ones(1)),
     _resume_a_scheduler_without_initial_lr,
     _time_out_a_data_loader_worker,
+    # rustgrad.compile (docs/performance.md)
+    lambda: rustgrad.compile(lambda x: x, mode="fast"),
     # rustgrad.distributed (docs/distributed.md)
     lambda: rustgrad.distributed.get_rank(),
     _init_process_group_without_mpi4py,

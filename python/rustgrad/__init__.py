@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from rustgrad import _composites, _rustgrad, autograd, cuda, errors, return_types
 from rustgrad._comparisons import allclose, equal
+from rustgrad._compile import compile
 from rustgrad._composites import chunk, split, unbind
 from rustgrad._creation import (
     _dtype_from_name,
@@ -187,3 +188,5 @@ if (_spin_problem := _rustgrad._spin_us_env_problem()) is not None:
 
     _warnings.warn(_spin_problem, RuntimeWarning, stacklevel=2)
 __all__ += ["get_spin_us", "set_spin_us"]
+# rustgrad.compile / torch.compile (rustgrad/_compile.py, rust/compile/).
+__all__ += ["compile"]

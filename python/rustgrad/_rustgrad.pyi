@@ -94,6 +94,13 @@ __all__ = [
     "_static_broadcast",
     "_static_unfuse",
     # end mpistatic
+    # rustgrad.compile (issue 18, compile)
+    "_CompiledProgram",
+    "_compile_begin",
+    "_compile_end",
+    "_compile_abort",
+    "_compile_stop",
+    "_compile_tracing",
     "__version__",
 ]
 
@@ -1406,7 +1413,7 @@ def _adam_update(
     exp_avgs: list[Tensor],
     exp_avg_sqs: list[Tensor],
     max_exp_avg_sqs: Optional[list[Tensor]],
-    steps: list[builtins.int],
+    steps: Union[list[builtins.int], list[Tensor]],
     *,
     lr: builtins.float,
     beta1: builtins.float,
@@ -1474,3 +1481,25 @@ def _static_unfuse(
     graph: GraphCore, input: builtins.int, offset: builtins.int, shape: list[builtins.int], name: Optional[str] = None
 ) -> builtins.int:
     """Adds a node viewing ``shape``'s worth of elements from ``offset`` of the fused buffer ``input``."""
+
+
+# ----- rustgrad.compile (rust/python/compile.rs) --------------------------------
+
+@final
+class _CompiledProgram:
+    """A traced call, replayable (rustgrad/_compile.py)."""
+
+    @property
+    def signature(self) -> builtins.str:
+        """Everything that decides what the program computes."""
+    def __len__(self) -> builtins.int: ...
+    def check(self, feeds: list[Tensor]) -> Optional[builtins.str]:
+        """Why the program does not apply to these arguments and the current state, or None."""
+    def run(self, feeds: list[Tensor]) -> Optional[list[Tensor]]:
+        """Runs the program; None (and nothing changed) when a guard fails."""
+
+def _compile_begin(feeds: list[Tensor]) -> None: ...
+def _compile_end(outputs: list[Any]) -> tuple[Optional[_CompiledProgram], Optional[builtins.str]]: ...
+def _compile_abort() -> None: ...
+def _compile_stop(reason: builtins.str) -> None: ...
+def _compile_tracing() -> builtins.bool: ...

@@ -36,6 +36,7 @@ __all__ = [
     "ForwardNotDefinedError",
     "ParamGroupKeyError",
     "DataLoaderError",
+    "CompileError",
 ]
 
 
@@ -157,3 +158,8 @@ class ParamGroupKeyError(RustgradError, KeyError):
 class DataLoaderError(RustgradError, RuntimeError):
     """A ``DataLoader`` worker thread that timed out (``timeout=``), or whose exception cannot be
     re-raised as its own type (the message carries the worker's traceback)."""
+
+
+class CompileError(RustgradError, RuntimeError):
+    """``rustgrad.compile`` cannot do what was asked: a bad ``mode`` or ``backend``, or (with
+    ``fullgraph=True``) a call it cannot trace into one program, as torch's ``Unsupported``."""

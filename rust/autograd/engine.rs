@@ -106,7 +106,9 @@ impl Differentiator for EagerDifferentiator<'_> {
         if self.create_graph {
             return Ok(EagerValue::fresh(record::apply(op, &tensors)?));
         }
-        Ok(EagerValue::fresh(forward(&op, &tensors)?))
+        let out = forward(&op, &tensors)?;
+        crate::compile::op(&op, &tensors, &out);
+        Ok(EagerValue::fresh(out))
     }
 
     fn rank(&self, value: &EagerValue) -> Option<usize> {
@@ -139,7 +141,11 @@ fn accumulate(slot: &mut Option<Tensor>, grad: Tensor, create_graph: bool) -> Re
     *slot = Some(match slot.take() {
         None => grad,
         Some(previous) if create_graph => record::apply(Op::Binary(BinaryOp::Add), &[&previous, &grad])?,
-        Some(previous) => forward::binary(BinaryOp::Add, &previous, &grad)?,
+        Some(previous) => {
+            let sum = forward::binary(BinaryOp::Add, &previous, &grad)?;
+            crate::compile::add_grads(&previous, &grad, &sum);
+            sum
+        }
     });
     Ok(())
 }
@@ -200,7 +206,9 @@ fn check_input_grad(node: &Node, i: usize, grad: Tensor, create_graph: bool) -> 
         if create_graph {
             return record::apply(Op::Cast(*dtype), &[&grad]);
         }
-        return forward::cast(&grad, *dtype);
+        let cast = forward::cast(&grad, *dtype)?;
+        crate::compile::cast(&grad, *dtype, &cast);
+        return Ok(cast);
     }
     Ok(grad)
 }
@@ -386,6 +394,9 @@ pub fn run_backward(
 ) -> Result<BackwardResult> {
     // Grad mode during the pass is create_graph, as in torch: off, nothing is recorded.
     let create_graph = options.create_graph;
+    if crate::compile::tracing() && (create_graph || options.detect_anomaly) {
+        crate::compile::stop(|| "backward with create_graph=True or anomaly detection".into());
+    }
     let _grad_mode = GradModeGuard::new(create_graph);
     let mut root_leaves: Vec<(Tensor, Tensor)> = Vec::new();
     let mut buffers: HashMap<usize, Vec<Option<Tensor>>> = HashMap::new();
@@ -437,6 +448,9 @@ pub fn run_backward(
     while let Some(Ready(_, node)) = ready.pop() {
         (options.between_nodes)()?;
         let mut grads = buffers.remove(&node.id()).unwrap_or_else(|| vec![None; node.output_meta.len()]);
+        if crate::compile::tracing() {
+            stop_trace_at_hooks(&node);
+        }
         hooks::run_node_hooks(&node, &mut grads)?;
         for (out_nr, g) in grads.iter().enumerate() {
             if let (Some(&slot), Some(g)) = (capture_node.get(&(node.id(), out_nr)), g) {
@@ -499,6 +513,17 @@ pub fn run_backward(
     Ok(BackwardResult { leaf_grads: leaf_out, captured })
 }
 
+/// Hooks and `retain_grad` run user code or keep values that a replay would not.
+fn stop_trace_at_hooks(node: &Node) {
+    let leaf_hooks = node.next.iter().flatten().any(|edge| match edge {
+        Edge::Leaf(leaf) => !hooks::leaf_grad_hooks(leaf).is_empty() || hooks::has_post_accumulate_hooks(leaf),
+        Edge::Node(..) => false,
+    });
+    if leaf_hooks || !node.hooks.lock().is_empty() || !node.retained.lock().is_empty() {
+        crate::compile::stop(|| "a tensor hook, post-accumulate hook or retain_grad() in the backward pass".into());
+    }
+}
+
 /// Writes gradients into `.grad`, then runs the leaves' post-accumulate hooks,
 /// each once all of these gradients are written.
 pub fn write_grads(leaf_grads: Vec<(Tensor, Tensor)>, create_graph: bool) -> Result<()> {
@@ -515,6 +540,7 @@ pub fn write_grads(leaf_grads: Vec<(Tensor, Tensor)>, create_graph: bool) -> Res
 /// Adds `grad` into `leaf.grad`, in place when a gradient is already there
 /// (so `w.grad` keeps its identity, as in PyTorch).
 pub fn accumulate_into_leaf(leaf: &Tensor, grad: Tensor) -> Result<()> {
+    crate::compile::accumulate_leaf(leaf, &grad);
     match leaf.grad() {
         None => {
             let owned = if grad.is_contiguous() && grad.is_uniquely_owned() { grad } else { forward::copy(&grad)? };

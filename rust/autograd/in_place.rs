@@ -15,6 +15,7 @@ use crate::ops::indexing::{put_planned, Combine, Onto, Pick, PutRows};
 use crate::ops::overwrite::{FillWith, Zero};
 use crate::ops::TableOps;
 use crate::tensor::Tensor;
+use crate::{compile, compile::Write};
 
 /// A tensor or a Python number: the right-hand side of an in-place op, and the other
 /// operand of arithmetic as the bindings convert it.
@@ -71,10 +72,13 @@ pub fn binary(dst: &Tensor, op: BinaryOp, value: &Value) -> Result<()> {
     check_result_fits(dst, value.result_dtype(dst, op), &name())?;
     match value {
         // The optimiser's hot path: w -= lr * grad under no_grad.
-        Value::Tensor(o) if !recording && op == BinaryOp::Add => forward::add_in_place(dst, o, 1.0),
-        Value::Tensor(o) if !recording && op == BinaryOp::Sub => forward::add_in_place(dst, o, -1.0),
+        Value::Tensor(o) if !recording && op == BinaryOp::Add => add_in_place(dst, o, 1.0),
+        Value::Tensor(o) if !recording && op == BinaryOp::Sub => add_in_place(dst, o, -1.0),
         Value::Tensor(o) => apply_in_place(dst, Op::Binary(op), &[o], &name()),
-        Value::Scalar(s) if !recording => forward::update_in_place(dst, op.with_scalar(false), *s),
+        Value::Scalar(s) if !recording => {
+            compile::write(Write::Update(op.with_scalar(false), *s), dst, &[]);
+            forward::update_in_place(dst, op.with_scalar(false), *s)
+        }
         Value::Scalar(s) => apply_in_place(dst, Op::Binary(op), &[&Tensor::scalar(*s, dst.dtype())], &name()),
     }
 }
@@ -104,6 +108,7 @@ pub fn fill(dst: &Tensor, value: Scalar, op_name: &str) -> Result<()> {
     if should_record(&[dst]) {
         return fill_recorded(dst, &Tensor::scalar(value, dst.dtype()), op_name);
     }
+    compile::write(Write::Fill(value), dst, &[]);
     forward::fill(dst, value)
 }
 
@@ -113,7 +118,7 @@ fn fill_recorded(dst: &Tensor, value: &Tensor, op_name: &str) -> Result<()> {
     let old = snapshot_with_history(dst)?;
     let op = if op_name == "zero_" { TableOps::Zero(Zero) } else { TableOps::FillWith(FillWith) };
     let out = apply(Op::Table(op), &[value, &old])?;
-    forward::write_into(dst, &out)?;
+    write_into(dst, &out)?;
     dst.set_history(out.grad_fn(), 0);
     Ok(())
 }
@@ -133,7 +138,7 @@ pub fn fill_with_tensor(dst: &Tensor, value: &Tensor) -> Result<()> {
         forward::check_writable(dst, value.shape())?;
         return fill_recorded(dst, value, "fill_");
     }
-    forward::write_into(dst, value)
+    write_into(dst, value)
 }
 
 /// `dst` overwritten with the values of `src` by the op `op_name` (`uniform_`,
@@ -150,7 +155,7 @@ fn copy_as(dst: &Tensor, src: &Tensor, op_name: &str) -> Result<()> {
         let src = if src.dtype() == dst.dtype() { src.clone() } else { apply(Op::Cast(dst.dtype()), &[src])? };
         return overwrite_recorded(dst, &src);
     }
-    forward::write_into(dst, src)
+    write_into(dst, src)
 }
 
 /// `dst[mask] = value`, recorded as `where(mask, value, dst)` when needed.
@@ -161,10 +166,11 @@ pub fn masked_put(dst: &Tensor, mask: &Tensor, value: &Tensor) -> Result<()> {
         let old = snapshot_with_history(dst)?;
         let full_mask = forward::expand_mask(mask, dst)?;
         let out = apply(Op::Where, &[&full_mask, value, &old])?;
-        forward::write_into(dst, &out)?;
+        write_into(dst, &out)?;
         dst.set_history(out.grad_fn(), 0);
         return Ok(());
     }
+    compile::write(Write::MaskedFill, dst, &[mask, value]);
     forward::masked_fill(dst, mask, value)
 }
 
@@ -186,7 +192,7 @@ pub fn index_put(
     let pick = Pick::Key(items.to_vec());
     // A bad index is reported first, as PyTorch does. A basic key writes through a view.
     let target = match indices.is_empty() && combine == Combine::Set {
-        true => Target::View(forward::index(dst, items)?),
+        true => Target::View(index_view(dst, items)?),
         false => Target::Rows(crate::ops::indexing::plan("index_put_", &pick, dst, &refs)?),
     };
     check_in_place(dst, "index_put_")?;
@@ -197,13 +203,16 @@ pub fn index_put(
         let mut inputs: Vec<&Tensor> = vec![&old, value];
         inputs.extend(refs);
         let out = apply(op, &inputs)?;
-        forward::write_into(dst, &out)?;
+        write_into(dst, &out)?;
         dst.set_history(out.grad_fn(), 0);
         return Ok(());
     }
     match target {
-        Target::View(view) => forward::write_into(&view, value),
-        Target::Rows(plan) => put_planned("index_put_", &plan, dst, value, combine),
+        Target::View(view) => write_into(&view, value),
+        Target::Rows(plan) => {
+            compile::stop(|| "index_put_ with index tensors".into());
+            put_planned("index_put_", &plan, dst, value, combine)
+        }
     }
 }
 
@@ -269,6 +278,7 @@ fn check_recordable_target(dst: &Tensor, op_name: &str) -> Result<()> {
 /// is about to overwrite `t` in place.
 fn snapshot_with_history(t: &Tensor) -> Result<Tensor> {
     let copy = forward::copy(t)?;
+    compile::cast(t, t.dtype(), &copy);
     copy.set_history(t.grad_fn(), t.output_nr());
     copy.set_requires_grad(t.requires_grad());
     Ok(copy)
@@ -286,12 +296,13 @@ fn apply_in_place(dst: &Tensor, op: Op, others: &[&Tensor], op_name: &str) -> Re
         let mut inputs: Vec<&Tensor> = vec![&old];
         inputs.extend_from_slice(others);
         let out = apply(op, &inputs)?;
-        forward::write_into(dst, &out)?;
+        write_into(dst, &out)?;
         dst.set_history(out.grad_fn(), 0);
         return Ok(());
     }
     let out = forward::forward(&op, &all)?;
-    forward::write_into(dst, &out)
+    compile::op(&op, &all, &out);
+    write_into(dst, &out)
 }
 
 /// Overwrites all of `dst` with `value` (which broadcasts to it and has its dtype)
@@ -301,7 +312,28 @@ fn overwrite_recorded(dst: &Tensor, value: &Tensor) -> Result<()> {
     let old = snapshot_with_history(dst)?;
     let everywhere = Tensor::scalar(true, DType::Bool);
     let out = apply(Op::Where, &[&everywhere, value, &old])?;
-    forward::write_into(dst, &out)?;
+    write_into(dst, &out)?;
     dst.set_history(out.grad_fn(), 0);
     Ok(())
+}
+
+/// `forward::write_into`, traced.
+fn write_into(dst: &Tensor, value: &Tensor) -> Result<()> {
+    compile::write(Write::Into, dst, &[value]);
+    forward::write_into(dst, value)
+}
+
+/// `forward::add_in_place`, traced.
+fn add_in_place(dst: &Tensor, src: &Tensor, alpha: f64) -> Result<()> {
+    compile::write(Write::AddScaled(alpha), dst, &[src]);
+    forward::add_in_place(dst, src, alpha)
+}
+
+/// The view `dst[items]` that a basic-key item assignment writes through, traced as `Index`.
+fn index_view(dst: &Tensor, items: &[IndexItem]) -> Result<Tensor> {
+    let view = forward::index(dst, items)?;
+    if compile::tracing() {
+        compile::op(&Op::Index(items.to_vec()), &[dst], &view);
+    }
+    Ok(view)
 }

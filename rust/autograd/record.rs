@@ -55,6 +55,7 @@ pub fn should_record(inputs: &[&Tensor]) -> bool {
 /// Evaluates `op` and, when needed, records it on the tape.
 pub fn apply(op: Op, inputs: &[&Tensor]) -> Result<Tensor> {
     let mut out = forward(&op, inputs)?;
+    crate::compile::op(&op, inputs, &out);
     if grad_mode::is_enabled() && differentiable(&op) && out.dtype().is_float() {
         // One look at each input's metadata both decides and builds the record.
         let next = per_input(inputs, edge_for);

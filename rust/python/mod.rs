@@ -2,6 +2,8 @@
 //! private module `rustgrad._rustgrad` and re-exported by the Python package.
 
 mod autograd;
+// rustgrad.compile (issue 18, compile).
+mod compile;
 mod convert;
 mod creation;
 // mpistatic (issue 17): static mode's collectives.
@@ -87,6 +89,13 @@ fn _rustgrad(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(distributed::_static_allreduce, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::_static_broadcast, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::_static_unfuse, m)?)?;
+    // rustgrad.compile (issue 18, compile).
+    m.add_class::<compile::PyProgram>()?;
+    m.add_function(wrap_pyfunction!(compile::_compile_begin, m)?)?;
+    m.add_function(wrap_pyfunction!(compile::_compile_end, m)?)?;
+    m.add_function(wrap_pyfunction!(compile::_compile_abort, m)?)?;
+    m.add_function(wrap_pyfunction!(compile::_compile_stop, m)?)?;
+    m.add_function(wrap_pyfunction!(compile::_compile_tracing, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

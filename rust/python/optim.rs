@@ -2,6 +2,7 @@
 
 use super::errors::guard;
 use super::tensor::PyTensor;
+use crate::compile::adam::{adam_update_counted, AdamTensors};
 use crate::error::Error;
 use crate::forward::optim::{adam_update, AdamHyper, AdamParam};
 use crate::tensor::Tensor;
@@ -27,7 +28,7 @@ pub fn _adam_update(
     exp_avgs: Vec<Bound<'_, PyTensor>>,
     exp_avg_sqs: Vec<Bound<'_, PyTensor>>,
     max_exp_avg_sqs: Option<Vec<Bound<'_, PyTensor>>>,
-    steps: Vec<u64>,
+    steps: Vec<Bound<'_, PyAny>>,
     lr: f64,
     beta1: f64,
     beta2: f64,
@@ -39,6 +40,23 @@ pub fn _adam_update(
     let (params, grads, exp_avgs, exp_avg_sqs) =
         (tensors(params), tensors(grads), tensors(exp_avgs), tensors(exp_avg_sqs));
     let max_exp_avg_sqs = max_exp_avg_sqs.map(tensors);
+    let hyper = AdamHyper { lr, beta1, beta2, eps, weight_decay, decoupled, maximize };
+    let work: usize = params.iter().map(Tensor::numel).sum();
+    if steps.first().is_some_and(|s| s.is_instance_of::<PyTensor>()) {
+        // capturable: the counts are 0-d tensors, incremented in place.
+        let steps = steps.iter().map(|s| Ok(s.cast::<PyTensor>()?.get().inner.clone())).collect::<PyResult<_>>()?;
+        let all = AdamTensors { params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps };
+        check_lengths(&all)?;
+        crate::compile::adam(&all, &hyper);
+        let step = || adam_update_counted(&all, &hyper);
+        return guard(|| Ok(if work >= GIL_RELEASE_MIN_ELEMENTS { py.detach(step) } else { step() }?));
+    }
+    crate::compile::stop(|| {
+        "Adam's step count is a Python int that changes every call; create the optimizer with capturable=True \
+         to hold it in a tensor"
+            .into()
+    });
+    let steps: Vec<u64> = steps.iter().map(|s| s.extract::<u64>()).collect::<PyResult<_>>()?;
     let n = params.len();
     let lengths = [grads.len(), exp_avgs.len(), exp_avg_sqs.len(), steps.len()];
     if lengths.iter().chain(max_exp_avg_sqs.as_ref().map(Vec::len).as_ref()).any(|&len| len != n) {
@@ -57,8 +75,18 @@ pub fn _adam_update(
             step: steps[i],
         })
         .collect();
-    let hyper = AdamHyper { lr, beta1, beta2, eps, weight_decay, decoupled, maximize };
-    let work: usize = params.iter().map(Tensor::numel).sum();
     let step = || adam_update(&slots, &hyper);
     guard(|| Ok(if work >= GIL_RELEASE_MIN_ELEMENTS { py.detach(step) } else { step() }?))
+}
+
+fn check_lengths(t: &AdamTensors) -> PyResult<()> {
+    let n = t.params.len();
+    let lengths = [t.grads.len(), t.exp_avgs.len(), t.exp_avg_sqs.len(), t.steps.len()];
+    if lengths.iter().chain(t.max_exp_avg_sqs.as_ref().map(Vec::len).as_ref()).any(|&len| len != n) {
+        return Err(Error::InvalidArgument(format!(
+            "_adam_update: {n} parameters but {lengths:?} gradients, exp_avgs, exp_avg_sqs and steps"
+        ))
+        .into());
+    }
+    Ok(())
 }

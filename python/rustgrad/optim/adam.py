@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Optional
 
-from rustgrad._creation import zeros_like
+from rustgrad._creation import full, zeros, zeros_like
 from rustgrad._grad_mode import no_grad
-from rustgrad._rustgrad import Tensor, _adam_update
+from rustgrad._rustgrad import Tensor, _adam_update, float32
 from rustgrad.errors import InvalidArgumentError
 from rustgrad.optim.optimizer import Optimizer
 
@@ -36,17 +36,19 @@ class Adam(Optimizer):
         v = beta2 * v + (1 - beta2) * g**2
         p = p - lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)
 
-    With ``amsgrad``, ``v`` in the last line is the running maximum of every ``v`` so far.
+    With ``amsgrad``, ``v`` in the last line is the running maximum of every ``v`` so far. With
+    ``capturable=True`` (as torch's), ``state["step"]`` is a 0-d float32 tensor that the update increments
+    in place, so that :func:`rustgrad.compile` replays the step instead of re-tracing it every call.
     """
 
     _decoupled_weight_decay = False
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False, *,
-                 maximize: bool = False) -> None:
+                 maximize: bool = False, capturable: bool = False) -> None:
         _check_adam_args(lr, betas, eps, weight_decay)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                        maximize=maximize)
+                        maximize=maximize, capturable=capturable)
         super().__init__(params, defaults)
 
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
@@ -62,8 +64,11 @@ class Adam(Optimizer):
         params = [p for p in group["params"] if p.grad is not None]
         if not params:
             return
-        states = [self._adam_state(p, group["amsgrad"]) for p in params]
-        steps = [state["step"] + 1 for state in states]
+        capturable = bool(group.get("capturable", False))
+        states = [self._adam_state(p, group["amsgrad"], capturable) for p in params]
+        # capturable (as torch's): each step count is a 0-d float32 tensor the update increments in place,
+        # so that rustgrad.compile replays the step without a count baked in.
+        steps = [state["step"] if capturable else state["step"] + 1 for state in states]
         beta1, beta2 = group["betas"]
         _adam_update(
             params, [p.grad for p in params],
@@ -73,13 +78,16 @@ class Adam(Optimizer):
             weight_decay=float(group["weight_decay"]), decoupled=self._decoupled_weight_decay,
             maximize=bool(group["maximize"]),
         )
-        for state, step in zip(states, steps):
-            state["step"] = step
+        if not capturable:
+            for state, step in zip(states, steps):
+                state["step"] = step
 
-    def _adam_state(self, p: Tensor, amsgrad: bool) -> dict[str, Any]:
+    def _adam_state(self, p: Tensor, amsgrad: bool, capturable: bool = False) -> dict[str, Any]:
         state = self._get_state(p)
+        if capturable and state and not isinstance(state["step"], Tensor):
+            state["step"] = full((), float(state["step"]), dtype=float32)
         if not state:
-            state["step"] = 0
+            state["step"] = zeros((), dtype=float32) if capturable else 0
             state["exp_avg"] = zeros_like(p)
             state["exp_avg_sq"] = zeros_like(p)
         if amsgrad and "max_exp_avg_sq" not in state:
@@ -101,6 +109,6 @@ class AdamW(Adam):
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
-                 maximize: bool = False) -> None:
+                 maximize: bool = False, capturable: bool = False) -> None:
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                         maximize=maximize)
+                         maximize=maximize, capturable=capturable)

@@ -8,10 +8,17 @@ impl PyTensor {
 
     /// The value of a one-element tensor as a Python float, int or bool, by its dtype.
     fn item(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        python_number(py, self.inner.item()?)
+        let value = python_number(py, self.inner.item()?)?;
+        if crate::compile::tracing() {
+            return crate::python::compile::traced_item(py, &self.inner, value);
+        }
+        Ok(value)
     }
 
     fn tolist(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if crate::compile::tracing() {
+            crate::python::compile::data_read(py, "Tensor.tolist()")?;
+        }
         // A copy: the list must not depend on this tensor's memory.
         Ok(convert::tensor_to_numpy(py, &self.inner)?.call_method0("tolist")?.unbind())
     }
@@ -19,6 +26,9 @@ impl PyTensor {
     /// A numpy array sharing this tensor's memory (as in PyTorch): writes to one show in the other.
     fn numpy<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let inner = &slf.get().inner;
+        if crate::compile::tracing() {
+            crate::python::compile::data_read(slf.py(), "Tensor.numpy()")?;
+        }
         check_numpy_export(inner)?;
         convert::share_to_numpy(slf.py(), inner, slf.clone().into_any())
     }
@@ -34,6 +44,9 @@ impl PyTensor {
         copy: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (py, inner) = (slf.py(), &slf.get().inner);
+        if crate::compile::tracing() {
+            crate::python::compile::data_read(py, "numpy.asarray(tensor)")?;
+        }
         let copy = convert::opt_arg::<bool>(copy, "__array__", "copy")?;
         check_numpy_export(inner)?;
         let never_copy = copy == Some(false);

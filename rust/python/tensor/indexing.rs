@@ -69,7 +69,10 @@ impl PyTensor {
         PyList::new(py, rows)?.call_method0("__iter__")
     }
 
-    fn __bool__(&self) -> PyResult<bool> {
+    fn __bool__(&self, py: Python<'_>) -> PyResult<bool> {
+        if crate::compile::tracing() {
+            crate::python::compile::data_read(py, "bool(tensor)")?;
+        }
         if self.inner.numel() != 1 {
             return Err(Error::Shape(format!(
                 "Boolean value of Tensor with {} values is ambiguous; use .any() style reductions or .item()",
@@ -80,7 +83,10 @@ impl PyTensor {
         Ok(self.inner.to_f64_vec()[0] != 0.0)
     }
 
-    fn __float__(&self) -> PyResult<f64> {
+    fn __float__(&self, py: Python<'_>) -> PyResult<f64> {
+        if crate::compile::tracing() {
+            crate::python::compile::data_read(py, "float(tensor)")?;
+        }
         if self.inner.numel() != 1 {
             return Err(Error::Shape(format!(
                 "a Tensor with {} elements cannot be converted to Scalar",
@@ -93,10 +99,13 @@ impl PyTensor {
 
     /// `int(t)` truncates as Python's `int(float)` does, and refuses NaN and infinity as it does.
     fn __int__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if crate::compile::tracing() {
+            crate::python::compile::data_read(py, "int(tensor)")?;
+        }
         if !self.inner.dtype().is_float() {
             return python_number(py, Scalar::Int(self.single_integer("int")?));
         }
-        let value = self.__float__()?;
+        let value = self.__float__(py)?;
         if value.is_nan() {
             return Err(Error::InvalidArgument("cannot convert float NaN to integer".into()).into());
         }
@@ -107,7 +116,10 @@ impl PyTensor {
     }
 
     /// An integer (or bool) tensor of one element used as an index (`range(t)`, `seq[t]`), as in torch.
-    fn __index__(&self) -> PyResult<i64> {
+    fn __index__(&self, py: Python<'_>) -> PyResult<i64> {
+        if crate::compile::tracing() {
+            crate::python::compile::data_read(py, "a tensor used as an index")?;
+        }
         if self.inner.dtype().is_float() || self.inner.numel() != 1 {
             return Err(crate::python::errors::argument_type_error(format!(
                 "only integer tensors of a single element can be converted to an index (this one is {} of \

@@ -314,13 +314,18 @@ impl PyTensor {
 
     #[getter]
     fn get_grad(&self) -> Option<PyTensor> {
-        self.inner.grad().map(PyTensor::wrap)
+        let grad = self.inner.grad();
+        crate::compile::grad_read(&self.inner, grad.as_ref());
+        grad.map(PyTensor::wrap)
     }
 
     #[setter]
     fn set_grad(&self, grad: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         match grad {
-            None => self.inner.set_grad(None),
+            None => {
+                crate::compile::grad_set(&self.inner, None);
+                self.inner.set_grad(None)
+            }
             Some(g) => {
                 let g = convert::tensor_arg(g, "grad", "value").map_err(|_| {
                     crate::python::errors::argument_type_error(format!(
@@ -340,6 +345,7 @@ impl PyTensor {
                     ))
                     .into());
                 }
+                crate::compile::grad_set(&self.inner, Some(&g));
                 self.inner.set_grad(Some(g));
             }
         }

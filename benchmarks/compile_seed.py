@@ -1,0 +1,73 @@
+"""The seed training step three ways, interleaved in one run: eager, ``rustgrad.compile``d eager,
+and static (one ``Session.run``), and the ratios between them (issue 18 §1's target: compiled at
+most 1.05× static).
+
+    python benchmarks/compile_seed.py [--steps 200] [--repeats 7] [--threads N] [--relu builtin]
+
+Each repeat times ``--steps`` steps of each mode back to back, in rotating order; the figure per
+mode is the median over the repeats. The compiled step is warmed up first (its first calls trace).
+State the machine's load (``uptime``) with the figures: other processes change them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import rustgrad  # noqa: E402
+from rustgrad._demo import Problem  # noqa: E402
+from steps import eager_batch_step, static_batch_step  # noqa: E402
+
+
+def _time(step, arg, steps: int) -> float:
+    start = time.perf_counter()
+    for _ in range(steps):
+        step(arg)
+    return 1e6 * (time.perf_counter() - start) / steps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--relu", choices=["custom", "builtin"], default="custom")
+    args = parser.parse_args()
+    if args.threads:
+        rustgrad.set_num_threads(args.threads)
+    problem = Problem.make(0)
+    x = rustgrad.from_numpy(problem.x)
+    custom = args.relu == "custom"
+    eager = eager_batch_step(problem, custom)
+    compiled = rustgrad.compile(eager_batch_step(problem, custom))
+    static = static_batch_step(problem)
+    for _ in range(10):
+        compiled(x)
+    if compiled.stats["replayed"] == 0:
+        raise SystemExit(f"the compiled step never replayed: {compiled.stats}")
+    modes = {"eager": (eager, x), "compiled": (compiled, x), "static": (static, problem.x)}
+    times: dict[str, list[float]] = {name: [] for name in modes}
+    names = list(modes)
+    for r in range(args.repeats):
+        for name in names[r % 3 :] + names[: r % 3]:
+            step, arg = modes[name]
+            times[name].append(_time(step, arg, args.steps))
+    med = {name: statistics.median(t) for name, t in times.items()}
+    print(f"seed step (64x1000x100x10 f32, {args.relu} relu), {rustgrad.get_num_threads()} threads, "
+          f"load {os.getloadavg()[0]:.2f}, median of {args.repeats} x {args.steps} steps")
+    for name in names:
+        print(f"  {name:9s} {med[name]:8.1f} us/step")
+    print(f"  compiled / static: {med['compiled'] / med['static']:.3f}x (target <= 1.05x)")
+    print(f"  compiled / eager:  {med['compiled'] / med['eager']:.3f}x")
+    print(f"  eager / static:    {med['eager'] / med['static']:.3f}x")
+    print(f"  compile stats: {compiled.stats}")
+
+
+if __name__ == "__main__":
+    main()
