@@ -25,14 +25,31 @@ pub(super) fn local_copy(graph: &mut Graph, copies: &mut HashMap<NodeId, NodeId>
         return Ok(copy);
     }
     let node = node.clone();
+    if let NodeKind::Constant(value) = node.kind {
+        let copy = graph.constant(value, None);
+        copies.insert(id, copy);
+        return Ok(copy);
+    }
+    // Inside the gradient of a loop body: the value the forward iteration had, kept for it.
+    if let Some(read) = super::while_gradients::stack_read(graph, id)? {
+        copies.insert(id, read);
+        return Ok(read);
+    }
     let copy = match node.kind {
         NodeKind::Op(op) => {
             let inputs = node.inputs.iter().map(|&i| local_copy(graph, copies, i)).collect::<Result<Vec<_>>>()?;
             graph.op(op, inputs, None)?
         }
-        NodeKind::Constant(value) => graph.constant(value, None),
         NodeKind::VariableRead(var) => {
             graph.push_leaf(NodeKind::VariableRead(var), Some("read"), node.dtype, node.shape)
+        }
+        NodeKind::Unpack { exit: true, .. } => {
+            return Err(Error::Gradient(format!(
+                "gradients: differentiating a while_loop built inside a cond branch ('{}') is not supported; \
+                 build the loop outside the branch (its gradient is then supported), or use tf.stop_gradient \
+                 on the loop's outputs",
+                graph.nodes[node.inputs[0]].name
+            )))
         }
         other => {
             return Err(Error::Gradient(format!(
@@ -84,10 +101,11 @@ pub(super) fn cond_gradient(
     for (k, unpack) in unpacks.iter().enumerate() {
         grad_ys.push(match (upstream.get(k).copied().flatten(), unpack) {
             (Some(g), _) => Some(g),
-            (None, Some(u)) => Some(graph.write().op(Op::FullLike(0.0), vec![*u], Some("gradients/zeros_like"))?),
+            (None, Some(u)) => Some(zeros_like(&mut graph.write(), *u)?),
             (None, None) => None,
         });
     }
+    let pred = local_copy(&mut graph.write(), &mut HashMap::new(), node.inputs[0])?;
     let mut frames = Vec::with_capacity(branches.len());
     let mut outs = Vec::with_capacity(branches.len());
     for &branch in branches {
@@ -97,7 +115,7 @@ pub(super) fn cond_gradient(
         frames.push(frame);
         outs.push(built?);
     }
-    let grads = graph.write().cond(node.inputs[0], &frames, &outs, Some("gradients/If"))?.1;
+    let grads = graph.write().cond(pred, &frames, &outs, Some("gradients/If"))?.1;
     Ok(captures.into_iter().zip(grads).collect())
 }
 
@@ -117,7 +135,13 @@ fn branch_gradient(
         .zip(grads)
         .map(|(&c, g)| match g {
             Some(g) => Ok(g),
-            None => graph.write().op(Op::FullLike(0.0), vec![c], Some("gradients/zeros_like")),
+            None => zeros_like(&mut graph.write(), c),
         })
         .collect()
+}
+
+/// Zeros of the value of `id` (read in the current frame).
+fn zeros_like(graph: &mut Graph, id: NodeId) -> Result<NodeId> {
+    let id = local_copy(graph, &mut HashMap::new(), id)?;
+    graph.op(Op::FullLike(0.0), vec![id], Some("gradients/zeros_like"))
 }
