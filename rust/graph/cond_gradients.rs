@@ -7,7 +7,7 @@
 //! nodes of a frame cannot be read outside it.
 
 use super::gradients::gradients_in;
-use super::{FrameId, FrameKind, Graph, NodeId, NodeKind};
+use super::{FrameId, FrameKind, Graph, GraphNode, NodeId, NodeKind};
 use crate::error::{Error, Result};
 use crate::op::Op;
 use parking_lot::RwLock;
@@ -43,6 +43,7 @@ pub(super) fn local_copy(graph: &mut Graph, copies: &mut HashMap<NodeId, NodeId>
         NodeKind::VariableRead(var) => {
             graph.push_leaf(NodeKind::VariableRead(var), Some("read"), node.dtype, node.shape)
         }
+        _ if export_owner(graph, node.frame).is_some() => export(graph, copies, id)?,
         NodeKind::Unpack { exit: true, .. } => {
             return Err(Error::Gradient(format!(
                 "gradients: differentiating a while_loop built inside a cond branch ('{}') is not supported; \
@@ -62,6 +63,55 @@ pub(super) fn local_copy(graph: &mut Graph, copies: &mut HashMap<NodeId, NodeId>
     };
     copies.insert(id, copy);
     Ok(copy)
+}
+
+/// The Cond that owns `frame` when it is a cond branch.
+fn export_owner(graph: &Graph, frame: FrameId) -> Option<NodeId> {
+    let f = graph.frame(frame).ok()?;
+    let owner = f.owner.filter(|_| f.kind == FrameKind::Branch)?;
+    matches!(graph.nodes[owner].kind, NodeKind::Cond { .. }).then_some(owner)
+}
+
+/// A value of a branch that the gradient branch cannot recompute (a random draw, another
+/// cond's output): made an extra output of the forward Cond, which the branch that computes
+/// it fills when it runs (the gradient Cond runs the same branch's gradient, which reads it),
+/// and read in the current frame.
+fn export(graph: &mut Graph, copies: &mut HashMap<NodeId, NodeId>, id: NodeId) -> Result<NodeId> {
+    let frame = graph.nodes[id].frame;
+    let owner = export_owner(graph, frame).ok_or_else(|| Error::Gradient("internal: not in a branch".into()))?;
+    let NodeKind::Cond { outputs, exports, .. } = &mut graph.nodes[owner].kind else {
+        return Err(Error::Gradient("internal: not a Cond".into()));
+    };
+    let position = match exports.iter().position(|&n| n == id) {
+        Some(p) => p,
+        None => {
+            exports.push(id);
+            exports.len() - 1
+        }
+    };
+    let index = *outputs + position;
+    let existing = graph.nodes.iter().enumerate().skip(owner + 1).find(|(_, n)| {
+        matches!(n.kind, NodeKind::Unpack { index: i, exit: false } if i == index) && n.inputs == [owner]
+    });
+    let unpack = match existing {
+        Some((u, _)) => u,
+        None => {
+            let node = &graph.nodes[id];
+            let kind = NodeKind::Unpack { index, exit: false };
+            let (dtype, shape, frame) = (node.dtype, node.shape.clone(), graph.nodes[owner].frame);
+            let unpack = GraphNode {
+                kind,
+                inputs: vec![owner],
+                control_inputs: vec![],
+                name: String::new(),
+                dtype,
+                shape,
+                frame,
+            };
+            graph.push_node(unpack, Some("Export"))
+        }
+    };
+    local_copy(graph, copies, unpack)
 }
 
 /// The `Unpack` nodes of the Cond `id`, by output index.
@@ -86,7 +136,7 @@ pub(super) fn cond_gradient(
     relevant: &HashSet<NodeId>,
 ) -> Result<Vec<(NodeId, NodeId)>> {
     let node = graph.read().node(id)?.clone();
-    let NodeKind::Cond { branches, outputs } = &node.kind else {
+    let NodeKind::Cond { branches, outputs, .. } = &node.kind else {
         return Err(Error::Gradient(format!("internal: '{}' is not a Cond", node.name)));
     };
     let captures: Vec<NodeId> = {

@@ -118,6 +118,17 @@ pub(super) fn run_cond(
             side.unpacked.push((slot, values[output].clone().ok_or_else(|| internal("a cond output"))?));
         }
     }
+    // The values kept for the gradient: the gradient runs only the branch that ran, which
+    // reads only its own; the other branches' exports get an empty value.
+    let mine = &cond.exports[branch];
+    for &(step, slot) in mine {
+        side.unpacked.push((slot, values[step].clone().ok_or_else(|| internal("a value kept for the gradient"))?));
+    }
+    for &(slot, dtype) in &cond.export_slots {
+        if !mine.iter().any(|&(_, s)| s == slot) {
+            side.unpacked.push((slot, Tensor::zeros(&[0], dtype)?));
+        }
+    }
     Ok(())
 }
 

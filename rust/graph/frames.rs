@@ -419,7 +419,7 @@ impl Graph {
         self.adopt_frames(&frames, &outs)?;
         let (captures, controls) = self.union_captures(branches)?;
         let inputs = std::iter::once(pred).chain(captures).collect();
-        let kind = NodeKind::Cond { branches: branches.to_vec(), outputs: n };
+        let kind = NodeKind::Cond { branches: branches.to_vec(), outputs: n, exports: vec![] };
         let (owner, unpacks) = self.push_owner(kind, inputs, controls, name.unwrap_or("If"), metas, false)?;
         for &b in branches {
             self.frame_mut(b)?.owner = Some(owner);

@@ -186,7 +186,14 @@ pub(super) fn gradients_in(
                     accumulate(&mut d, &mut slots, (node.inputs[0], *index), grad)?;
                 }
             }
-            NodeKind::Cond { outputs, .. } => {
+            NodeKind::Cond { outputs, exports, .. } => {
+                if (0..exports.len()).any(|e| slots.contains_key(&(id, outputs + e))) {
+                    return Err(Error::Gradient(format!(
+                        "gradients: the gradient of '{}' reads a value its branch computed (a random draw or a \
+                         nested cond's output), and differentiating that value again is not supported",
+                        node.name
+                    )));
+                }
                 let upstream: Vec<Option<NodeId>> = (0..*outputs).map(|k| slots.get(&(id, k)).copied()).collect();
                 if upstream.iter().any(Option::is_some) {
                     for (capture, g) in super::cond_gradients::cond_gradient(graph, id, &upstream, &relevant)? {

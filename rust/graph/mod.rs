@@ -101,6 +101,9 @@ pub enum NodeKind {
     Cond {
         branches: Vec<FrameId>,
         outputs: usize,
+        /// Nodes of the branches whose values the Cond also outputs (after its `outputs`) for
+        /// its gradient, when the branch that computes them runs (see `cond_gradients::export`).
+        exports: Vec<NodeId>,
     },
     /// Runs the `body` frame while the `cond` frame gives true. Inputs: the `vars` initial
     /// values, the frames' captures, and the maximum number of iterations when

@@ -112,6 +112,11 @@ pub struct CondPlan {
     pub branches: Vec<SubPlan>,
     /// For each output of the Cond, the step of its `Unpack` in the enclosing plan (None: pruned).
     pub out_slots: Vec<Option<usize>>,
+    /// For each branch, its exports a gradient in this plan reads: (step in the branch's
+    /// sub-plan, slot of the export's `Unpack`).
+    pub exports: Vec<Vec<(usize, usize)>>,
+    /// Every such export's slot and dtype: the branches that do not compute it give an empty value.
+    pub export_slots: Vec<(usize, crate::dtype::DType)>,
 }
 
 pub struct LoopPlan {
@@ -299,8 +304,8 @@ fn compile_frame(graph: &Graph, frame: FrameId, captures: &[NodeId]) -> Result<S
     Ok(SubPlan { plan, outputs })
 }
 
-/// Compiles a loop body whose `kept` nodes (with their stacks' slots) are also fetched;
-/// returns it and the steps of those nodes.
+/// Compiles a loop body or branch whose `kept` nodes (with their `Unpack`s' slots) are also
+/// fetched; returns it and the steps of those nodes.
 fn compile_body(
     graph: &Graph,
     frame: FrameId,
@@ -340,10 +345,24 @@ fn unpack_slots(graph: &Graph, order: &[NodeId], owner: NodeId, outputs: usize) 
 fn control_flow_step(graph: &Graph, order: &[NodeId], id: NodeId) -> Result<StepKind> {
     let node = &graph.nodes[id];
     Ok(match &node.kind {
-        NodeKind::Cond { branches, outputs } => {
+        NodeKind::Cond { branches, outputs, exports } => {
             let captures = &node.inputs[1..];
-            let branches = branches.iter().map(|&b| compile_frame(graph, b, captures)).collect::<Result<_>>()?;
-            StepKind::Cond(Arc::new(CondPlan { branches, out_slots: unpack_slots(graph, order, id, *outputs) }))
+            let mut out_slots = unpack_slots(graph, order, id, *outputs + exports.len());
+            let read: Vec<(NodeId, usize)> = exports
+                .iter()
+                .zip(out_slots.split_off(*outputs))
+                .filter_map(|(&n, slot)| slot.map(|s| (n, s)))
+                .collect();
+            let (mut plans, mut kept) = (Vec::with_capacity(branches.len()), Vec::with_capacity(branches.len()));
+            for &b in branches {
+                let mine: Vec<(NodeId, usize)> =
+                    read.iter().copied().filter(|&(n, _)| graph.nodes[n].frame == b).collect();
+                let (plan, steps) = compile_body(graph, b, captures, &mine)?;
+                plans.push(plan);
+                kept.push(steps.into_iter().zip(mine.iter().map(|&(_, slot)| slot)).collect());
+            }
+            let export_slots = read.iter().map(|&(n, slot)| (slot, graph.nodes[n].dtype)).collect();
+            StepKind::Cond(Arc::new(CondPlan { branches: plans, out_slots, exports: kept, export_slots }))
         }
         NodeKind::While { cond, body, vars, max_iterations, .. } => {
             let captures = &node.inputs[*vars..node.inputs.len() - *max_iterations as usize];
