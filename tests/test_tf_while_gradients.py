@@ -325,3 +325,26 @@ def test_hessians_of_a_tensor_whose_size_is_unknown_when_the_graph_is_built():
             x_value, a_value = RNG.standard_normal(n), RNG.standard_normal((n, n))
             got = sess.run(h, {x: x_value, a: a_value})
             np.testing.assert_allclose(got, a_value + a_value.T + np.diag(6 * x_value), rtol=1e-12, atol=1e-12)
+
+
+def test_a_loop_nested_in_a_loop_body_matches_finite_differences():
+    x = tf.placeholder(tf.float64, [])
+
+    def outer_body(i, y):
+        _, z = tf.while_loop(lambda j, z: j < 2, lambda j, z: (j + 1, tf.sin(z) * x), (tf.constant(0), y))
+        return i + 1, z + y
+
+    _, y = tf.while_loop(lambda i, y: i < 3, outer_body, (tf.constant(0), x))
+    (g,) = tf.gradients(y, [x])
+
+    def f(v):
+        y_value = v
+        for _ in range(3):
+            z = y_value
+            for _ in range(2):
+                z = np.sin(z) * v
+            y_value = z + y_value
+        return y_value
+
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(g, {x: 0.7}), finite_difference(f, np.array(0.7)), rtol=1e-7)
