@@ -118,6 +118,10 @@ struct Forward {
 struct Carried {
     vars: Vec<usize>,
     captures: Vec<NodeId>,
+    /// Captures the body reads only one row at a time (`map_fn`'s elems), with those reads:
+    /// their gradient rows are stacked and added into place once, after the gradient loop,
+    /// rather than summed densely in each iteration.
+    by_rows: Vec<(NodeId, Vec<NodeId>)>,
     /// The gradients of the loop's outputs, by variable.
     upstream: Vec<Option<NodeId>>,
 }
@@ -139,13 +143,14 @@ pub(super) fn while_gradient(
         return Ok(vec![]);
     }
     let forward = Forward { body, frame: graph.read().frame(body)?.clone() };
-    let carried = {
+    let mut carried = {
         let g = graph.read();
         let is_float = |n: NodeId| g.nodes[n].dtype.is_float();
         let captures = &node.inputs[vars..node.inputs.len() - usize::from(max_iterations)];
         Carried {
             vars: (0..vars).filter(|&k| is_float(forward.frame.args[k])).collect(),
             captures: captures.iter().copied().filter(|&c| relevant.contains(&c) && is_float(c)).collect(),
+            by_rows: vec![],
             upstream: (0..vars).map(|k| upstream.get(k).copied().flatten()).collect(),
         }
     };
@@ -160,14 +165,69 @@ pub(super) fn while_gradient(
     if carried.vars.is_empty() && stacks.is_empty() {
         return Ok(vec![]);
     }
-    let (grad_exits, has_gradient) = build_gradient_loop(graph, id, &node.name, &forward, &carried, &stacks)?;
+    {
+        let g = graph.read();
+        let (by_rows, dense): (Vec<_>, Vec<_>) =
+            carried.captures.iter().map(|&c| (c, row_reads(&g, body, c))).partition(|(_, reads)| reads.is_some());
+        carried.by_rows = by_rows.into_iter().map(|(c, reads)| (c, reads.unwrap_or_default())).collect();
+        carried.captures = dense.into_iter().map(|(c, _)| c).collect();
+    }
+    let (grad_exits, has_gradient, rows) = build_gradient_loop(graph, id, &node.name, &forward, &carried, &stacks)?;
     let inputs = carried.vars.iter().map(|&k| node.inputs[k]).chain(carried.captures.iter().copied());
-    Ok(inputs
-        .zip(grad_exits)
+    let mut grads: Vec<(NodeId, NodeId)> = inputs
+        .zip(grad_exits.iter().copied().skip(1))
         .zip(has_gradient)
         .filter(|&((input, _), has)| has && relevant.contains(&input))
         .map(|(pair, _)| pair)
-        .collect())
+        .collect();
+    for (capture, row_grad, index) in rows {
+        grads.push((capture, scatter_rows(graph, grad_exits[0], capture, row_grad, index)?));
+    }
+    Ok(grads)
+}
+
+/// The reads of the capture `c` in the loop `body` when every use of it there is a row
+/// read (a gather of one 0-d index); None otherwise.
+fn row_reads(graph: &Graph, body: FrameId, c: NodeId) -> Option<Vec<NodeId>> {
+    let mut reads = vec![];
+    for (n, node) in graph.nodes.iter().enumerate().skip(c + 1) {
+        if !node.inputs.contains(&c) || !graph.frame_encloses(body, node.frame) {
+            continue;
+        }
+        let is_row = matches!(&node.kind, NodeKind::Op(Op::Table(TableOps::IndexSelect(s))) if s.is_row())
+            && node.frame == body
+            && node.inputs.len() == 2
+            && node.inputs[0] == c
+            && node.inputs[1] != c
+            && graph.nodes[node.inputs[1]].shape == Some(vec![]);
+        if !is_row {
+            return None;
+        }
+        reads.push(n);
+    }
+    (!reads.is_empty()).then_some(reads)
+}
+
+/// The gradient of `capture` from the gradient rows the loop (whose counter output is
+/// `loop_output`) stacked, with the row indices: added into place by the gather rule, once.
+fn scatter_rows(
+    graph: &RwLock<Graph>,
+    loop_output: NodeId,
+    capture: NodeId,
+    rows: NodeId,
+    index: NodeId,
+) -> Result<NodeId> {
+    let (all, rows, capture) = {
+        let mut g = graph.write();
+        let rows = g.loop_stack(loop_output, rows)?;
+        let index = g.loop_stack(loop_output, index)?;
+        let capture = visible(&mut g, capture)?;
+        let read = Op::Table(TableOps::IndexSelect(IndexSelect::row()));
+        (g.op(read, vec![capture, index], Some("gradients/StackedRows"))?, rows, capture)
+    };
+    let current = graph.read().current_frame();
+    let grads = gradients_in(graph, &[all], &[capture], &[Some(rows)], &[], Some(current))?;
+    grads[0].ok_or_else(|| Error::Gradient("internal: no gradient through the stacked row reads".into()))
 }
 
 /// The gradient While of the forward While `owner`; returns its outputs for the carried
@@ -179,7 +239,7 @@ fn build_gradient_loop(
     forward: &Forward,
     carried: &Carried,
     stacks: &[(NodeId, NodeId)],
-) -> Result<(Vec<NodeId>, Vec<bool>)> {
+) -> Result<(Vec<NodeId>, Vec<bool>, RowGrads)> {
     let (inits, metas, trips) = {
         let mut g = graph.write();
         let trips = loop_output(&mut g, owner, forward.frame.args.len(), DType::I64, Some(vec![]), "loop_counter");
@@ -218,12 +278,16 @@ fn build_gradient_loop(
     let body = graph.write().push_frame(FrameKind::LoopBody);
     let built = gradient_body(graph, owner, forward, carried, stacks, &metas, trips);
     graph.write().pop_frame(body)?;
-    let (outputs, has_gradient) = built?;
+    let (outputs, has_gradient, rows) = built?;
     let mut g = graph.write();
     let name = format!("gradients/{owner_name}_grad/While");
     let (_, exits) = g.while_loop(cond.0, body, &inits, cond.1, &outputs, None, true, Some(&name))?;
-    Ok((exits[1..].to_vec(), has_gradient))
+    Ok((exits, has_gradient, rows))
 }
+
+/// For each row read of a capture: the capture, the read's gradient and its index, as nodes
+/// of the gradient body.
+type RowGrads = Vec<(NodeId, NodeId, NodeId)>;
 
 fn loop_args(graph: &mut Graph, metas: &[(DType, PartialShape)]) -> Result<Vec<NodeId>> {
     metas.iter().map(|(dtype, shape)| graph.frame_arg(*dtype, shape.clone(), None)).collect()
@@ -239,7 +303,7 @@ fn gradient_body(
     stacks: &[(NodeId, NodeId)],
     metas: &[(DType, PartialShape)],
     trips: NodeId,
-) -> Result<(Vec<NodeId>, Vec<bool>)> {
+) -> Result<(Vec<NodeId>, Vec<bool>, RowGrads)> {
     let (args, next, iteration) = {
         let mut g = graph.write();
         let args = loop_args(&mut g, metas)?;
@@ -249,16 +313,36 @@ fn gradient_body(
     };
     let _active = Activation::begin(forward.body, owner, iteration);
     let mut ys: Vec<NodeId> = carried.vars.iter().map(|&k| forward.frame.outputs[k]).collect();
-    let xs: Vec<NodeId> =
-        carried.vars.iter().map(|&k| forward.frame.args[k]).chain(carried.captures.iter().copied()).collect();
+    let reads: Vec<(NodeId, NodeId)> =
+        carried.by_rows.iter().flat_map(|(c, reads)| reads.iter().map(move |&r| (*c, r))).collect();
+    let xs: Vec<NodeId> = carried
+        .vars
+        .iter()
+        .map(|&k| forward.frame.args[k])
+        .chain(carried.captures.iter().copied())
+        .chain(reads.iter().map(|&(_, r)| r))
+        .collect();
     let mut grad_ys: Vec<Option<NodeId>> = args[1..=carried.vars.len()].iter().map(|&a| Some(a)).collect();
     for &(x, g) in stacks {
         let row = Op::Table(TableOps::IndexSelect(IndexSelect::row()));
         ys.push(x);
         grad_ys.push(Some(graph.write().op(row, vec![g, iteration], Some("gradients/StackRow"))?));
     }
-    let grads = gradients_in(graph, &ys, &xs, &grad_ys, &[], Some(forward.body))?;
+    let mut grads = gradients_in(graph, &ys, &xs, &grad_ys, &[], Some(forward.body))?;
+    let row_grads = grads.split_off(xs.len() - reads.len());
     let mut g = graph.write();
+    let current = g.current_frame();
+    let mut rows = Vec::new();
+    for ((capture, read), grad) in reads.into_iter().zip(row_grads) {
+        let Some(grad) = grad else { continue };
+        let index = g.nodes[read].inputs[1];
+        let index = local_copy(&mut g, &mut HashMap::new(), index)?;
+        let [grad, index] = [grad, index].map(|n| match g.nodes[n].frame == current {
+            true => Ok(n),
+            false => g.op(Op::Copy, vec![n], None),
+        });
+        rows.push((capture, grad?, index?));
+    }
     let mut outputs = vec![next];
     let mut has_gradient = Vec::with_capacity(grads.len());
     for (i, grad) in grads.into_iter().enumerate() {
@@ -274,7 +358,7 @@ fn gradient_body(
         };
         outputs.push(keep_invariant(&mut g, out, arg)?);
     }
-    Ok((outputs, has_gradient))
+    Ok((outputs, has_gradient, rows))
 }
 
 /// `out`, reshaped at run time to `arg`'s shape when inference could not tell that it has

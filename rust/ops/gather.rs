@@ -109,6 +109,11 @@ impl IndexSelect {
         IndexSelect { dim: Some(0), batch_dims: 0, tf: true }
     }
 
+    /// Whether this is `row()` (with a 0-d index, it reads one row).
+    pub fn is_row(&self) -> bool {
+        matches!(self.dim, None | Some(0)) && self.batch_dims == 0 && self.tf
+    }
+
     fn pick(&self) -> Pick {
         Pick::Along { dim: self.dim, batch_dims: self.batch_dims, scalar_as_vector: !self.tf }
     }
