@@ -3,10 +3,12 @@
 //! and stores its outputs into the slots of its `Unpack` steps.
 
 use super::executor::{run_step, with_inputs, RunContext, SideOutputs};
-use super::plan::{CondPlan, LoopPlan, StepKind, SubPlan};
+use super::plan::{CondPlan, LoopPlan, StackPlan, StepKind, SubPlan};
 use super::{AssignMode, VarId};
-use crate::dtype::Scalar;
+use crate::dtype::{DType, Scalar};
 use crate::error::{Error, Result};
+use crate::ops::layout::reshaped;
+use crate::ops::shape::cat;
 use crate::shape::fmt_shape;
 use crate::tensor::Tensor;
 
@@ -116,6 +118,17 @@ pub(super) fn run_cond(
             side.unpacked.push((slot, values[output].clone().ok_or_else(|| internal("a cond output"))?));
         }
     }
+    // The values kept for the gradient: the gradient runs only the branch that ran, which
+    // reads only its own; the other branches' exports get an empty value.
+    let mine = &cond.exports[branch];
+    for &(step, slot) in mine {
+        side.unpacked.push((slot, values[step].clone().ok_or_else(|| internal("a value kept for the gradient"))?));
+    }
+    for &(slot, dtype) in &cond.export_slots {
+        if !mine.iter().any(|&(_, s)| s == slot) {
+            side.unpacked.push((slot, Tensor::zeros(&[0], dtype)?));
+        }
+    }
     Ok(())
 }
 
@@ -138,6 +151,7 @@ pub(super) fn run_while(
         false => None,
     };
     let (mut cond_values, mut body_values) = (Vec::new(), Vec::new());
+    let mut stacks: Vec<Vec<Tensor>> = lp.stacks.iter().map(|_| Vec::new()).collect();
     let mut iterations: u64 = 0;
     while limit.is_none_or(|m| iterations < m) {
         run_sub(&lp.cond, &entries, &mut cond_values, ctx, side)?;
@@ -146,6 +160,9 @@ pub(super) fn run_while(
             break;
         }
         run_sub(&lp.body, &entries, &mut body_values, ctx, side)?;
+        for (stack, plan) in stacks.iter_mut().zip(&lp.stacks) {
+            stack.push(body_values[plan.step].clone().ok_or_else(|| internal("a value kept for the gradient"))?);
+        }
         // Cloned, not taken: a body may return one value for several variables.
         for (entry, &output) in entries.iter_mut().zip(&lp.body.outputs) {
             *entry = body_values[output].clone().ok_or_else(|| internal("a loop body output"))?;
@@ -160,7 +177,42 @@ pub(super) fn run_while(
             side.unpacked.push((slot, entries[k].clone()));
         }
     }
+    if let Some(slot) = lp.trip_slot {
+        let trips = i64::try_from(iterations).unwrap_or(i64::MAX);
+        side.unpacked.push((slot, Tensor::scalar(trips, DType::I64)));
+    }
+    for (stack, plan) in stacks.iter().zip(&lp.stacks) {
+        side.unpacked.push((plan.slot, stacked(stack, plan, &lp.body)?));
+    }
     Ok(())
+}
+
+/// A shape as TF prints it: `(2,)`.
+fn tf_shape(dims: &[usize]) -> String {
+    super::fmt_partial(&Some(dims.iter().map(|&d| Some(d)).collect()))
+}
+
+/// The values one body node had in each iteration, stacked along a new first dim.
+fn stacked(values: &[Tensor], plan: &StackPlan, body: &SubPlan) -> Result<Tensor> {
+    let Some(first) = values.first() else {
+        let mut shape = vec![0];
+        shape.extend(&plan.empty_shape);
+        return Tensor::zeros(&shape, plan.dtype);
+    };
+    if let Some(other) = values.iter().find(|v| v.shape() != first.shape()) {
+        let name = &body.plan.steps[plan.step].name;
+        return Err(Error::Shape(format!(
+            "gradients through while_loop: '{name}:0' has shape {} in one iteration and {} in another; the \
+             gradient keeps each iteration's value in one stack, so values it reads must keep their shape \
+             across iterations",
+            tf_shape(first.shape()),
+            tf_shape(other.shape())
+        )));
+    }
+    let mut shape = vec![1];
+    shape.extend(first.shape());
+    let rows = values.iter().map(|v| reshaped(v, &shape)).collect::<Result<Vec<_>>>()?;
+    cat(&rows.iter().collect::<Vec<_>>(), 0)
 }
 
 #[cfg(test)]
@@ -187,7 +239,7 @@ mod tests {
         let j = graph.frame_arg(DType::I64, Some(vec![]), None).unwrap();
         let next = graph.op(Op::Scalar(ScalarOp::Add, Scalar::Int(2)), vec![j], None).unwrap();
         graph.pop_frame(body).unwrap();
-        let (_, outs) = graph.while_loop(cond, body, &[zero], go, &[next], None, None).unwrap();
+        let (_, outs) = graph.while_loop(cond, body, &[zero], go, &[next], None, true, None).unwrap();
         assert_eq!(graph.frame(cond).unwrap().captures, vec![n], "the cond reads n from outside");
         assert!(graph.op(Op::Scalar(ScalarOp::Add, Scalar::Int(1)), vec![next], None).is_err());
         let plan = compile(&graph, &outs, &[n]).unwrap();

@@ -38,6 +38,9 @@ pub struct Frame {
     pub control_captures: Vec<NodeId>,
     pub outputs: Vec<NodeId>,
     pub owner: Option<NodeId>,
+    /// In a loop body: the nodes whose value in each iteration the owner keeps, stacked,
+    /// for the gradient loop to read (see `while_gradients`).
+    pub stacked: Vec<NodeId>,
 }
 
 /// Each thread's open frames, innermost last.
@@ -98,7 +101,7 @@ impl Graph {
             .ok_or_else(|| Error::InvalidArgument(format!("frame {id} is not in this graph")))
     }
 
-    fn frame_mut(&mut self, id: FrameId) -> Result<&mut Frame> {
+    pub(super) fn frame_mut(&mut self, id: FrameId) -> Result<&mut Frame> {
         id.checked_sub(1)
             .and_then(|i| self.frames.get_mut(i))
             .ok_or_else(|| Error::InvalidArgument(format!("frame {id} is not in this graph")))
@@ -136,6 +139,7 @@ impl Graph {
             control_captures: vec![],
             outputs: vec![],
             owner: None,
+            stacked: vec![],
         };
         self.frames.push(frame);
         let id = self.frames.len();
@@ -415,7 +419,7 @@ impl Graph {
         self.adopt_frames(&frames, &outs)?;
         let (captures, controls) = self.union_captures(branches)?;
         let inputs = std::iter::once(pred).chain(captures).collect();
-        let kind = NodeKind::Cond { branches: branches.to_vec(), outputs: n };
+        let kind = NodeKind::Cond { branches: branches.to_vec(), outputs: n, exports: vec![] };
         let (owner, unpacks) = self.push_owner(kind, inputs, controls, name.unwrap_or("If"), metas, false)?;
         for &b in branches {
             self.frame_mut(b)?.owner = Some(owner);
@@ -426,7 +430,8 @@ impl Graph {
     /// A `While` over the loop variables `inits`: the closed frames `cond` (output
     /// `cond_output`, a 0-d bool) and `body` (outputs `body_outputs`, one per variable, of
     /// its dtype and within the shape its `FrameArg` has: the shape invariant). With
-    /// `max_iterations` (a 0-d int node), it stops after that many iterations.
+    /// `max_iterations` (a 0-d int node), it stops after that many iterations. Without
+    /// `back_prop`, `gradients` passes no gradient through it.
     #[allow(clippy::too_many_arguments)]
     pub fn while_loop(
         &mut self,
@@ -436,6 +441,7 @@ impl Graph {
         cond_output: NodeId,
         body_outputs: &[NodeId],
         max_iterations: Option<NodeId>,
+        back_prop: bool,
         name: Option<&str>,
     ) -> Result<(NodeId, Vec<NodeId>)> {
         self.check_inputs(inits)?;
@@ -498,7 +504,8 @@ impl Graph {
         )?;
         let (captures, controls) = self.union_captures(&[cond, body])?;
         let inputs = inits.iter().copied().chain(captures).chain(max_iterations).collect();
-        let kind = NodeKind::While { cond, body, vars: inits.len(), max_iterations: max_iterations.is_some() };
+        let kind =
+            NodeKind::While { cond, body, vars: inits.len(), max_iterations: max_iterations.is_some(), back_prop };
         let (owner, unpacks) = self.push_owner(kind, inputs, controls, name.unwrap_or("While"), metas, true)?;
         self.frame_mut(cond)?.owner = Some(owner);
         self.frame_mut(body)?.owner = Some(owner);

@@ -116,7 +116,8 @@ pub(super) fn gradients_in(
             continue;
         }
         let seed = match grad_ys.get(i).copied().flatten() {
-            Some(g) if checked_at_run_time[i] => d.apply(Op::CheckGradShape(i), &[&g, &y])?,
+            // A frame's grad_ys come from the gradient of its owner and have its outputs' shapes.
+            Some(g) if checked_at_run_time[i] && frame.is_none() => d.apply(Op::CheckGradShape(i), &[&g, &y])?,
             Some(g) => g,
             None => d.apply(Op::FullLike(1.0), &[&y])?,
         };
@@ -180,12 +181,19 @@ pub(super) fn gradients_in(
                     }
                 }
             }
-            NodeKind::Unpack { index, exit: false } => {
+            NodeKind::Unpack { index, .. } => {
                 if let Some(&grad) = slots.get(&(id, 0)) {
                     accumulate(&mut d, &mut slots, (node.inputs[0], *index), grad)?;
                 }
             }
-            NodeKind::Cond { outputs, .. } => {
+            NodeKind::Cond { outputs, exports, .. } => {
+                if (0..exports.len()).any(|e| slots.contains_key(&(id, outputs + e))) {
+                    return Err(Error::Gradient(format!(
+                        "gradients: the gradient of '{}' reads a value its branch computed (a random draw or a \
+                         nested cond's output), and differentiating that value again is not supported",
+                        node.name
+                    )));
+                }
                 let upstream: Vec<Option<NodeId>> = (0..*outputs).map(|k| slots.get(&(id, k)).copied()).collect();
                 if upstream.iter().any(Option::is_some) {
                     for (capture, g) in super::cond_gradients::cond_gradient(graph, id, &upstream, &relevant)? {
@@ -193,12 +201,14 @@ pub(super) fn gradients_in(
                     }
                 }
             }
-            NodeKind::Unpack { exit: true, .. } if slots.contains_key(&(id, 0)) => {
-                return Err(Error::Gradient(format!(
-                    "gradients: differentiating through while_loop ('{}') is not supported yet; \
-                     compute the gradient inside the body, or use tf.stop_gradient on its output",
-                    node.name
-                )));
+            NodeKind::While { vars, body, .. } => {
+                let outputs = vars + 1 + graph.read().frame(*body)?.stacked.len();
+                let upstream: Vec<Option<NodeId>> = (0..outputs).map(|k| slots.get(&(id, k)).copied()).collect();
+                if upstream.iter().any(Option::is_some) {
+                    for (input, g) in super::while_gradients::while_gradient(graph, id, &upstream, &relevant)? {
+                        accumulate(&mut d, &mut slots, (input, 0), g)?;
+                    }
+                }
             }
             // Sources end the walk; assignments and groups pass no gradient (as in TF).
             _ => {}

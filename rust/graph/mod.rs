@@ -15,6 +15,7 @@ pub mod infer;
 pub mod plan;
 pub mod session;
 pub mod summarize;
+mod while_gradients;
 
 pub use frames::{FrameId, FrameKind, ROOT};
 pub use infer::{fmt_partial, known, may_be};
@@ -100,15 +101,21 @@ pub enum NodeKind {
     Cond {
         branches: Vec<FrameId>,
         outputs: usize,
+        /// Nodes of the branches whose values the Cond also outputs (after its `outputs`) for
+        /// its gradient, when the branch that computes them runs (see `cond_gradients::export`).
+        exports: Vec<NodeId>,
     },
     /// Runs the `body` frame while the `cond` frame gives true. Inputs: the `vars` initial
     /// values, the frames' captures, and the maximum number of iterations when
-    /// `max_iterations`. No value: its `Unpack`s have the final values.
+    /// `max_iterations`. No value: its `Unpack`s have the final values, then the trip
+    /// count (output `vars`), then one stack per node of the body frame's `stacked` (see
+    /// `while_gradients`). Without `back_prop`, no gradient flows through it (TF1).
     While {
         cond: FrameId,
         body: FrameId,
         vars: usize,
         max_iterations: bool,
+        back_prop: bool,
     },
     /// Output `index` of the Cond or While (`exit`) that is its input, stored by the owner's step.
     Unpack {

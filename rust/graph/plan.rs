@@ -112,6 +112,11 @@ pub struct CondPlan {
     pub branches: Vec<SubPlan>,
     /// For each output of the Cond, the step of its `Unpack` in the enclosing plan (None: pruned).
     pub out_slots: Vec<Option<usize>>,
+    /// For each branch, its exports a gradient in this plan reads: (step in the branch's
+    /// sub-plan, slot of the export's `Unpack`).
+    pub exports: Vec<Vec<(usize, usize)>>,
+    /// Every such export's slot and dtype: the branches that do not compute it give an empty value.
+    pub export_slots: Vec<(usize, crate::dtype::DType)>,
 }
 
 pub struct LoopPlan {
@@ -123,6 +128,21 @@ pub struct LoopPlan {
     pub max_iterations: bool,
     /// For each loop variable, the step of its `Unpack` in the enclosing plan (None: pruned).
     pub out_slots: Vec<Option<usize>>,
+    /// The step of the trip count's `Unpack` (None: pruned).
+    pub trip_slot: Option<usize>,
+    /// The stacks a gradient of this loop reads (see `while_gradients`).
+    pub stacks: Vec<StackPlan>,
+}
+
+/// One value of the body kept per iteration and stacked along a new first dim.
+pub struct StackPlan {
+    /// The body sub-plan's step holding the value.
+    pub step: usize,
+    /// The step of the stack's `Unpack` in the enclosing plan.
+    pub slot: usize,
+    /// For a loop that ran no iteration: the empty stack's dtype and shape (unknown dims 0).
+    pub dtype: crate::dtype::DType,
+    pub empty_shape: Vec<usize>,
 }
 
 #[derive(Clone)]
@@ -284,6 +304,29 @@ fn compile_frame(graph: &Graph, frame: FrameId, captures: &[NodeId]) -> Result<S
     Ok(SubPlan { plan, outputs })
 }
 
+/// Compiles a loop body or branch whose `kept` nodes (with their `Unpack`s' slots) are also
+/// fetched; returns it and the steps of those nodes.
+fn compile_body(
+    graph: &Graph,
+    frame: FrameId,
+    captures: &[NodeId],
+    kept: &[(NodeId, usize)],
+) -> Result<(SubPlan, Vec<usize>)> {
+    let f = graph.frame(frame)?;
+    let entries: Vec<NodeId> = f.args.iter().chain(captures).copied().collect();
+    let fetches: Vec<NodeId> = f.outputs.iter().copied().chain(kept.iter().map(|&(n, _)| n)).collect();
+    let plan = compile_scope(graph, frame, &fetches, &entries)?;
+    let mut outputs: Vec<usize> = plan.fetch_steps.iter().map(|&(s, _)| s).collect();
+    let kept_steps = outputs.split_off(f.outputs.len());
+    Ok((SubPlan { plan, outputs }, kept_steps))
+}
+
+fn stack_plan(graph: &Graph, node: NodeId, slot: usize, step: usize) -> StackPlan {
+    let node = &graph.nodes[node];
+    let empty_shape = node.shape.as_ref().map_or(vec![], |dims| dims.iter().map(|d| d.unwrap_or(0)).collect());
+    StackPlan { step, slot, dtype: node.dtype, empty_shape }
+}
+
 /// The steps of the `Unpack`s of `owner` among `order` (positions), by output index.
 fn unpack_slots(graph: &Graph, order: &[NodeId], owner: NodeId, outputs: usize) -> Vec<Option<usize>> {
     let mut slots = vec![None; outputs];
@@ -302,20 +345,45 @@ fn unpack_slots(graph: &Graph, order: &[NodeId], owner: NodeId, outputs: usize) 
 fn control_flow_step(graph: &Graph, order: &[NodeId], id: NodeId) -> Result<StepKind> {
     let node = &graph.nodes[id];
     Ok(match &node.kind {
-        NodeKind::Cond { branches, outputs } => {
+        NodeKind::Cond { branches, outputs, exports } => {
             let captures = &node.inputs[1..];
-            let branches = branches.iter().map(|&b| compile_frame(graph, b, captures)).collect::<Result<_>>()?;
-            StepKind::Cond(Arc::new(CondPlan { branches, out_slots: unpack_slots(graph, order, id, *outputs) }))
+            let mut out_slots = unpack_slots(graph, order, id, *outputs + exports.len());
+            let read: Vec<(NodeId, usize)> = exports
+                .iter()
+                .zip(out_slots.split_off(*outputs))
+                .filter_map(|(&n, slot)| slot.map(|s| (n, s)))
+                .collect();
+            let (mut plans, mut kept) = (Vec::with_capacity(branches.len()), Vec::with_capacity(branches.len()));
+            for &b in branches {
+                let mine: Vec<(NodeId, usize)> =
+                    read.iter().copied().filter(|&(n, _)| graph.nodes[n].frame == b).collect();
+                let (plan, steps) = compile_body(graph, b, captures, &mine)?;
+                plans.push(plan);
+                kept.push(steps.into_iter().zip(mine.iter().map(|&(_, slot)| slot)).collect());
+            }
+            let export_slots = read.iter().map(|&(n, slot)| (slot, graph.nodes[n].dtype)).collect();
+            StepKind::Cond(Arc::new(CondPlan { branches: plans, out_slots, exports: kept, export_slots }))
         }
-        NodeKind::While { cond, body, vars, max_iterations } => {
+        NodeKind::While { cond, body, vars, max_iterations, .. } => {
             let captures = &node.inputs[*vars..node.inputs.len() - *max_iterations as usize];
+            let stacked = &graph.frame(*body)?.stacked;
+            let mut slots = unpack_slots(graph, order, id, *vars + 1 + stacked.len());
+            let stack_slots = slots.split_off(*vars + 1);
+            let trip_slot = slots.pop().flatten();
+            // Only the values a gradient in this plan reads are kept.
+            let kept: Vec<(NodeId, usize)> =
+                stacked.iter().zip(stack_slots).filter_map(|(&n, slot)| slot.map(|s| (n, s))).collect();
+            let (body, steps) = compile_body(graph, *body, captures, &kept)?;
+            let stacks = kept.iter().zip(steps).map(|(&(n, slot), step)| stack_plan(graph, n, slot, step)).collect();
             StepKind::While(Arc::new(LoopPlan {
                 cond: compile_frame(graph, *cond, captures)?,
-                body: compile_frame(graph, *body, captures)?,
+                body,
                 vars: *vars,
                 captures: captures.len(),
                 max_iterations: *max_iterations,
-                out_slots: unpack_slots(graph, order, id, *vars),
+                out_slots: slots,
+                trip_slot,
+                stacks,
             }))
         }
         _ => return Err(Error::InvalidArgument(format!("internal: {} is no Cond or While", node.name))),

@@ -101,6 +101,17 @@ pub struct IndexSelect {
 }
 
 impl IndexSelect {
+    /// TF's `gather(params, i)` of a 0-d index `i`: row `i` of params (how a gradient loop
+    /// reads one iteration's value from a stack, see `graph::while_gradients`).
+    pub fn row() -> IndexSelect {
+        IndexSelect { dim: Some(0), batch_dims: 0, tf: true }
+    }
+
+    /// Whether this is `row()` (with a 0-d index, it reads one row).
+    pub fn is_row(&self) -> bool {
+        matches!(self.dim, None | Some(0)) && self.batch_dims == 0 && self.tf
+    }
+
     fn pick(&self) -> Pick {
         Pick::Along { dim: self.dim, batch_dims: self.batch_dims, scalar_as_vector: !self.tf }
     }

@@ -53,8 +53,13 @@ impl PyGraph {
         self.with_mut(|g| Ok(g.cond(pred, &branches, &outputs, name.as_deref())?.1))
     }
 
+    /// The values a node of a loop's body had in each iteration, stacked (see `Graph::loop_stack`).
+    fn loop_stack(&self, loop_output: NodeId, value: NodeId) -> PyResult<NodeId> {
+        self.with_mut(|g| g.loop_stack(loop_output, value))
+    }
+
     /// A While node over closed cond and body frames; returns its output nodes.
-    #[pyo3(signature = (cond, body, inits, cond_output, body_outputs, max_iterations=None, name=None))]
+    #[pyo3(signature = (cond, body, inits, cond_output, body_outputs, max_iterations=None, back_prop=true, name=None))]
     #[allow(clippy::too_many_arguments)]
     fn while_loop(
         &self,
@@ -64,10 +69,21 @@ impl PyGraph {
         cond_output: NodeId,
         body_outputs: Vec<NodeId>,
         max_iterations: Option<NodeId>,
+        back_prop: bool,
         name: Option<String>,
     ) -> PyResult<Vec<NodeId>> {
         self.with_mut(|g| {
-            Ok(g.while_loop(cond, body, &inits, cond_output, &body_outputs, max_iterations, name.as_deref())?.1)
+            let (_, outputs) = g.while_loop(
+                cond,
+                body,
+                &inits,
+                cond_output,
+                &body_outputs,
+                max_iterations,
+                back_prop,
+                name.as_deref(),
+            )?;
+            Ok(outputs)
         })
     }
 }

@@ -340,7 +340,9 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: An
     ``shape_invariants`` (same structure, TensorShapes with None dims) allows a dim to change.
     ``maximum_iterations`` stops the loop after that many iterations. ``parallel_iterations``
     and ``swap_memory`` are accepted and have no effect (iterations run one after another, on
-    the CPU). A single loop variable comes back as a bare tensor unless ``return_same_structure``."""
+    the CPU). A single loop variable comes back as a bare tensor unless ``return_same_structure``.
+    ``tf.gradients`` flows through the loop (a gradient loop, also run in Rust, replays the
+    iterations in reverse); with ``back_prop=False`` it gives None through it, as TF1."""
     if loop_vars is None or (nest.is_nested(loop_vars) and not nest.flatten(loop_vars)):
         raise InvalidArgumentError("No loop variables provided")
     if not callable(cond):
@@ -349,7 +351,7 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: An
         raise ArgumentTypeError("body must be callable.")
     if not isinstance(parallel_iterations, int) or parallel_iterations < 1:
         raise ArgumentTypeError("parallel_iterations must be a positive integer.")
-    del back_prop, swap_memory
+    del swap_memory
     graph = _graph_of(loop_vars, maximum_iterations)
     bare = not nest.is_nested(loop_vars)
     structure = [loop_vars] if bare else loop_vars
@@ -404,7 +406,8 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: An
                     "the `shape_invariants` argument of tf.while_loop to specify a less-specific shape."
                 )
         ids = graph._core.while_loop(cond_frame, body_frame, [t._id for t in flat], go._id,
-                                     [o._id for o in outs], None if limit is None else graph._own(limit)._id)
+                                     [o._id for o in outs], None if limit is None else graph._own(limit)._id,
+                                     bool(back_prop))
         exits = nest.pack_sequence_as(structure, [Tensor(graph, i) for i in ids])
         if bare and not return_same_structure:
             return exits[0]

@@ -1,9 +1,9 @@
 """TF1's higher-order functions over the first dim of tensors, built on ``while_loop``:
 ``map_fn``, ``scan``, ``foldl`` and ``foldr``. ``fn`` is traced once; the loop runs in Rust.
 
-Results are stacked by growing a flat buffer (one concat per iteration, so the copying grows
-with the square of the number of rows; fine for the few thousand rows these are used on), and
-need ``fn``'s outputs to have shapes fully known when the graph is built.
+Results are stacked by the loop itself: it keeps each iteration's value and stacks them
+once, after the last iteration (linear in the number of rows). Each row of a result must have
+the same shape. Gradients flow through all four (``back_prop=False`` stops them, as in TF1).
 """
 
 from __future__ import annotations
@@ -51,38 +51,30 @@ def _rows(flat: list[Tensor], structure: Any, i: Tensor) -> Any:
 
 
 class _Stacker:
-    """Stacks one tensor per iteration into a flat buffer, and reshapes it after the loop."""
+    """Keeps the values ``fn`` returns in each iteration: the loop stacks them natively (no
+    copy per iteration) and ``stacked`` reads the stacks once the loop is built."""
 
     def __init__(self, graph: Graph, dtypes: list[Any]) -> None:
-        _, o, _ = _ops()
+        self.graph = graph
         self.dtypes = dtypes
-        self.initial = [o.zeros([0], d) for d in dtypes]
-        self.row_shapes: list[list[int]] = []
+        self.values: list[Tensor] = []
 
-    def append(self, buffers: list[Tensor], values: list[Tensor], what: str) -> list[Tensor]:
-        g, o, _ = _ops()
-        self.row_shapes = []
-        out = []
-        for buffer, value, dtype in zip(buffers, values, self.dtypes):
+    def keep(self, values: list[Tensor], what: str) -> None:
+        _, o, _ = _ops()
+        core = self.graph._core
+        self.values = []
+        for value, dtype in zip(values, self.dtypes):
             if value.dtype != dtype:
                 raise InvalidArgumentError(
                     f"{what}: fn returned {value.name} of dtype {value.dtype.name} where {dtype.name} is expected; "
                     "pass dtype= with the structure of fn's output dtypes")
-            if not value.shape.is_fully_defined():
-                raise InvalidArgumentError(
-                    f"{what}: fn returned {value.name} of shape {value.shape}; rustgrad stacks only outputs whose "
-                    "shape is fully known when the graph is built")
-            self.row_shapes.append(value.shape.as_list())
-            out.append(g.concat([buffer, o.reshape(value, [-1])], 0))
-        return out
+            if core.node_frame(value._id) != core.current_frame():
+                value = o.identity(value)  # a tensor from outside the body: stacked as a body value
+            self.values.append(value)
 
-    def stacked(self, buffers: list[Tensor]) -> list[Tensor]:
-        _, o, _ = _ops()
-        return [o.reshape(b, [-1, *shape]) for b, shape in zip(buffers, self.row_shapes)]
-
-
-def _invariants(count: int) -> list[TensorShape]:
-    return [TensorShape([None])] * count
+    def stacked(self, loop_output: Tensor) -> list[Tensor]:
+        core = self.graph._core
+        return [Tensor(self.graph, core.loop_stack(loop_output._id, v._id)) for v in self.values]
 
 
 def map_fn(fn: Callable[[Any], Any], elems: Any, dtype: Any = None, parallel_iterations: Optional[int] = None,
@@ -101,7 +93,7 @@ def map_fn(fn: Callable[[Any], Any], elems: Any, dtype: Any = None, parallel_ite
         n, _ = _length(flat)
         stacker = _Stacker(graph, dtypes)
 
-        def body(i: Tensor, buffers: list) -> tuple:
+        def body(i: Tensor) -> Tensor:
             result = fn(_rows(flat, structure, i))
             try:
                 nest.assert_same_structure(out_structure, result, check_types=False)
@@ -109,16 +101,17 @@ def map_fn(fn: Callable[[Any], Any], elems: Any, dtype: Any = None, parallel_ite
                 raise InvalidArgumentError(f"map_fn: fn's output does not match the dtype structure: {e}") from None
             values = [v if isinstance(v, Tensor) else convert_to_tensor(v, d, graph)
                       for v, d in zip(nest.flatten(result), dtypes)]
-            return i + 1, stacker.append(buffers, values, "map_fn")
+            stacker.keep(values, "map_fn")
+            return i + 1
 
-        _, buffers = while_loop(lambda i, b: i < n, body, (convert_to_tensor(0, int32, graph), stacker.initial),
-                                shape_invariants=(TensorShape([]), _invariants(len(dtypes))),
-                                parallel_iterations=parallel_iterations or 10, swap_memory=swap_memory)
-        return nest.pack_sequence_as(out_structure, stacker.stacked(list(buffers)))
+        last = while_loop(lambda i: i < n, body, [convert_to_tensor(0, int32, graph)], back_prop=back_prop,
+                          parallel_iterations=parallel_iterations or 10, swap_memory=swap_memory,
+                          return_same_structure=True)[0]
+        return nest.pack_sequence_as(out_structure, stacker.stacked(last))
 
 
 def _fold(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any, reverse: bool, stack: bool, what: str,
-          name: str, parallel_iterations: int) -> Any:
+          name: str, parallel_iterations: int, back_prop: bool) -> Any:
     if not callable(fn):
         raise ArgumentTypeError("fn must be callable.")
     graph = _graph_of(elems, initializer)
@@ -136,15 +129,12 @@ def _fold(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any, reverse: 
             a0 = nest.map_structure(lambda v: convert_to_tensor(v, graph=graph), initializer)
             start = n - 1 if reverse else convert_to_tensor(0, int32, graph)
         a_flat = nest.flatten(a0)
-        stacker = _Stacker(graph, [t.dtype for t in a_flat]) if stack else None
-        initial_buffers = stacker.initial if stacker else []
-        if stacker and initializer is None:
-            initial_buffers = stacker.append(initial_buffers, a_flat, what)
+        stacker = _Stacker(graph, [t.dtype for t in a_flat])
 
-        def cond(i: Tensor, a: Any, buffers: list) -> Tensor:
+        def cond(i: Tensor, a: Any) -> Tensor:
             return i >= 0 if reverse else i < n
 
-        def body(i: Tensor, a: Any, buffers: list) -> tuple:
+        def body(i: Tensor, a: Any) -> tuple:
             result = fn(a, _rows(flat, structure, i))
             try:
                 nest.assert_same_structure(a, result, check_types=False)
@@ -152,18 +142,20 @@ def _fold(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any, reverse: 
                 raise InvalidArgumentError(f"{what}: fn must return the structure of the accumulator: {e}") from None
             values = [v if isinstance(v, Tensor) else convert_to_tensor(v, t.dtype, graph)
                       for v, t in zip(nest.flatten(result), nest.flatten(a))]
-            new_a = nest.pack_sequence_as(a, values)
-            new_buffers = stacker.append(buffers, values, what) if stacker else buffers
-            return (i - 1 if reverse else i + 1), new_a, new_buffers
+            if stack:
+                stacker.keep(values, what)
+            return (i - 1 if reverse else i + 1), nest.pack_sequence_as(a, values)
 
-        invariants = (TensorShape([]), nest.map_structure(lambda t: t.shape, a0), _invariants(len(initial_buffers)))
-        _, a, buffers = while_loop(cond, body, (start, a0, initial_buffers), shape_invariants=invariants,
-                                   parallel_iterations=parallel_iterations, return_same_structure=True)
+        invariants = (TensorShape([]), nest.map_structure(lambda t: t.shape, a0))
+        last, a = while_loop(cond, body, (start, a0), shape_invariants=invariants, back_prop=back_prop,
+                             parallel_iterations=parallel_iterations, return_same_structure=True)
         if not stack:
             return a
-        stacked = stacker.stacked(list(buffers))
+        g, _, _ = _ops()
+        stacked = stacker.stacked(last)
+        if initializer is None:
+            stacked = [g.concat([g.expand_dims(first_row, 0), rows], 0) for first_row, rows in zip(a_flat, stacked)]
         if reverse:
-            g, _, _ = _ops()
             stacked = [g.reverse(t, [0]) for t in stacked]
         return nest.pack_sequence_as(a0, stacked)
 
@@ -172,13 +164,13 @@ def foldl(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any = None, pa
           back_prop: bool = True, swap_memory: bool = False, name: Optional[str] = None) -> Any:
     """TF1's ``tf.foldl``: ``a = fn(a, row)`` over the rows of ``elems`` from the first; ``a``
     starts as ``initializer``, or as the first row (which is then not passed to fn)."""
-    return _fold(fn, elems, initializer, False, False, "foldl", name or "foldl", parallel_iterations)
+    return _fold(fn, elems, initializer, False, False, "foldl", name or "foldl", parallel_iterations, back_prop)
 
 
 def foldr(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any = None, parallel_iterations: int = 10,
           back_prop: bool = True, swap_memory: bool = False, name: Optional[str] = None) -> Any:
     """TF1's ``tf.foldr``: as ``foldl``, from the last row to the first."""
-    return _fold(fn, elems, initializer, True, False, "foldr", name or "foldr", parallel_iterations)
+    return _fold(fn, elems, initializer, True, False, "foldr", name or "foldr", parallel_iterations, back_prop)
 
 
 def scan(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any = None, parallel_iterations: int = 10,
@@ -187,4 +179,4 @@ def scan(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any = None, par
     """TF1's ``tf.scan``: the successive values of ``a = fn(a, row)``, stacked (with ``reverse``,
     from the last row, stacked in the rows' order). Without ``initializer``, ``a`` starts as the
     first row, which is also the first output."""
-    return _fold(fn, elems, initializer, reverse, True, "scan", name or "scan", parallel_iterations)
+    return _fold(fn, elems, initializer, reverse, True, "scan", name or "scan", parallel_iterations, back_prop)

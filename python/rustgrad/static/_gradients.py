@@ -99,11 +99,12 @@ def hessians(ys: Any, xs: Any, name: str = "hessians", colocate_gradients_with_o
              gate_gradients: bool = False, aggregation_method: Any = None) -> list[Optional[Tensor]]:
     """The Hessian of sum(ys) with respect to each x (TF 1.15: the blocks d²y/dx², not the cross terms).
 
-    Row j of x's Hessian is the gradient of (dy/dx)[j], built as one ``gradients`` call seeded with
-    the j-th unit vector, so x's size must be known when the graph is built; the graph grows by
-    one backward pass per element, which suits up to a few hundred elements. None where ys do
-    not depend on x. The colocation, gating and aggregation arguments are accepted for TF's
-    signature and change nothing here.
+    Row j of x's Hessian is the gradient of (dy/dx)[j]. When x's size is known as the graph is
+    built, each row is one ``gradients`` call seeded with the j-th unit vector (the graph grows by
+    one backward pass per element, which suits up to a few hundred elements); otherwise, as TF
+    does, a ``while_loop`` over the rows builds one backward pass and runs it once per element.
+    None where ys do not depend on x. The colocation, gating and aggregation arguments are
+    accepted for TF's signature and change nothing here.
     """
     import numpy as np
 
@@ -121,10 +122,8 @@ def hessians(ys: Any, xs: Any, name: str = "hessians", colocate_gradients_with_o
                 continue
             shape = x.shape.as_list()
             if shape is None or any(d is None for d in shape):
-                raise InvalidArgumentError(
-                    f"hessians: the shape of '{x.name}' must be fully known when the graph is built, got "
-                    f"{x.shape}; give the placeholder a complete shape"
-                )
+                result.append(_hessian_by_loop(g, x))
+                continue
             n = int(np.prod(shape, dtype=np.int64))
             flat = reshape(g, [-1])
             rows = []
@@ -135,3 +134,29 @@ def hessians(ys: Any, xs: Any, name: str = "hessians", colocate_gradients_with_o
                 rows.append(reshape(row, [-1]) if row is not None else convert_to_tensor(np.zeros(n, unit.dtype)))
             result.append(reshape(stack(rows), shape + shape))
     return result
+
+
+def _hessian_by_loop(gradient: Tensor, x: Tensor) -> Tensor:
+    """TF1's ``hessians`` loop: row j is the gradient of ``gradient[j]`` (flattened), for x of a
+    size known only when the graph runs; the loop stacks the rows."""
+    from rustgrad.static._control_flow import while_loop
+    from rustgrad.static._generated_ops import concat, gather
+    from rustgrad.static._graph import int32
+    from rustgrad.static._ops import identity, reshape, zeros_like
+    from rustgrad.static._shapes import shape, size
+
+    graph, core = x.graph, x.graph._core
+    flat = reshape(gradient, [-1])
+    rows: list[Tensor] = []
+
+    def body(j: Tensor) -> Tensor:
+        (row,) = gradients([gather(flat, j)], [x])
+        row = reshape(zeros_like(x) if row is None else row, [-1])
+        rows.append(row if core.node_frame(row._id) == core.current_frame() else identity(row))
+        return j + 1
+
+    n = size(x)
+    last = while_loop(lambda j: j < n, body, [convert_to_tensor(0, int32, graph)], return_same_structure=True)[0]
+    stacked = Tensor(graph, core.loop_stack(last._id, rows[-1]._id))
+    dims = shape(x)
+    return reshape(stacked, concat([dims, dims], 0))
