@@ -6,7 +6,8 @@
 //! variables locked, after checking that none of them can fail.
 
 use super::apply_adam::AdamVars;
-use super::plan::{allocates_output, Plan, RunState, Step, StepKind};
+use super::memory_plan::allocates_output;
+use super::plan::{Plan, RunState, Step, StepKind};
 use super::{AssignMode, NodeId, VarId};
 use crate::buffer_pool::{self, Kept};
 use crate::error::{Error, Result};

@@ -3,6 +3,7 @@
 //! as the eager tape, compiled into plans and executed by the eager kernels.
 
 pub mod apply_adam;
+mod commit_phase;
 mod cond_gradients;
 pub mod control;
 pub mod control_flow;
@@ -12,6 +13,7 @@ pub mod frames;
 pub mod fusion;
 pub mod gradients;
 pub mod infer;
+pub mod memory_plan;
 pub mod plan;
 pub mod session;
 pub mod summarize;

@@ -3,8 +3,10 @@
 //! it needs (ops, constants), so running it never touches the graph.
 
 use super::apply_adam::AdamVars;
+use super::commit_phase::{mark_fetched_updates, mark_in_place_updates, move_to_end};
 use super::control::order_reads;
 use super::fusion::{find_fusions, EnabledFusions};
+use super::memory_plan::{plan_buffers, plan_releases};
 use super::{fmt_partial, AssignMode, FrameId, Graph, NodeId, NodeKind, VarId, ROOT};
 use crate::buffer_pool::Kept;
 use crate::dtype::DType;
@@ -14,7 +16,7 @@ use crate::kernels::matmul::SecondOutput;
 use crate::op::Op;
 use crate::random::Sampler;
 use crate::tensor::Tensor;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 #[derive(Clone)]
@@ -174,6 +176,35 @@ impl StepKind {
             | StepKind::MaxPoolWithIndices { indices_slot: slot, .. } => Some(slot),
             _ => None,
         }
+    }
+}
+
+impl StepKind {
+    /// Renumbers every step of the enclosing plan this step stores a value into: a fused
+    /// step's second output, and the `Unpack` slots of a Cond's outputs and exports and of a
+    /// loop's outputs, trip count and stacks.
+    pub(super) fn renumber_slots(&mut self, new_index: impl Fn(usize) -> usize) -> Result<()> {
+        let shared = || Error::InvalidArgument("internal: a control-flow plan was shared while being compiled".into());
+        match self {
+            StepKind::Cond(cond) => {
+                let cond = Arc::get_mut(cond).ok_or_else(shared)?;
+                cond.out_slots.iter_mut().flatten().for_each(|slot| *slot = new_index(*slot));
+                cond.exports.iter_mut().flatten().for_each(|(_, slot)| *slot = new_index(*slot));
+                cond.export_slots.iter_mut().for_each(|(slot, _)| *slot = new_index(*slot));
+            }
+            StepKind::While(lp) => {
+                let lp = Arc::get_mut(lp).ok_or_else(shared)?;
+                lp.out_slots.iter_mut().flatten().for_each(|slot| *slot = new_index(*slot));
+                lp.trip_slot.iter_mut().for_each(|slot| *slot = new_index(*slot));
+                lp.stacks.iter_mut().for_each(|stack| stack.slot = new_index(stack.slot));
+            }
+            kind => {
+                if let Some(slot) = kind.second_output_slot_mut() {
+                    *slot = new_index(*slot);
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -481,7 +512,7 @@ fn compile_scope(graph: &Graph, frame: FrameId, fetches: &[NodeId], feeds: &[Nod
     mark_fetched_updates(&mut steps, &fetch_steps, &enabled);
     let deferred = if enabled.allows("in_place") { mark_in_place_updates(&mut steps) } else { vec![] };
     let commit_from = steps.len() - deferred.len();
-    let mut steps = move_to_end(steps, &deferred, &mut fetch_steps);
+    let mut steps = move_to_end(steps, &deferred, &mut fetch_steps)?;
     plan_releases(&mut steps, &fetch_steps);
     let buffer_count = if enabled.allows("memory_plan") { plan_buffers(graph, &mut steps) } else { 0 };
     let draws_random = steps.iter().any(|s| matches!(s.kind, StepKind::Random { seed: Some(_), .. }));
@@ -511,172 +542,4 @@ fn locked_variables(graph: &Graph, nodes: &[NodeId], fed: &HashSet<NodeId>) -> V
     vars.sort_unstable();
     vars.dedup();
     vars
-}
-
-/// Marks the fused updates `v.assign(v - lr·a·b)` that may write into v's memory,
-/// and returns their steps with their assigns'. That needs the update's only reader
-/// to be the assign, nothing but groups to read the assign, and no other assign of
-/// v in the plan (whose order against this one would then change).
-fn mark_in_place_updates(steps: &mut [Step]) -> Vec<usize> {
-    let mut readers: Vec<Vec<usize>> = vec![vec![]; steps.len()];
-    let mut assigns_of: HashMap<VarId, usize> = HashMap::new();
-    for (s, step) in steps.iter().enumerate() {
-        for &i in &step.inputs {
-            readers[i].push(s);
-        }
-        let assigned = match step.kind {
-            StepKind::Assign { var, .. } => vec![var],
-            StepKind::ApplyAdam { vars } => vars.all().to_vec(),
-            _ => vec![],
-        };
-        for var in assigned {
-            *assigns_of.entry(var).or_insert(0) += 1;
-        }
-    }
-    let mut deferred = vec![];
-    for assign in 0..steps.len() {
-        let (StepKind::Assign { var, mode: AssignMode::Set }, &[update]) =
-            (&steps[assign].kind, &steps[assign].inputs[..])
-        else {
-            continue;
-        };
-        let var = *var;
-        let reads_var = |s: usize| matches!(steps[s].kind, StepKind::ReadVar(v) if v == var);
-        let is_update_of_var =
-            matches!(steps[update].kind, StepKind::MatMulUpdate { .. }) && reads_var(steps[update].inputs[0]);
-        let only_groups_read_assign = readers[assign].iter().all(|&r| matches!(steps[r].kind, StepKind::NoValue));
-        if is_update_of_var && readers[update] == [assign] && only_groups_read_assign && assigns_of[&var] == 1 {
-            if let StepKind::MatMulUpdate { in_place_of, .. } = &mut steps[update].kind {
-                *in_place_of = Some(var);
-            }
-            deferred.extend([update, assign]);
-        }
-    }
-    deferred.sort_unstable();
-    deferred
-}
-
-/// Reorders the steps so that `deferred` (sorted) come last, in their order, and
-/// renumbers every reference to a step.
-fn move_to_end(steps: Vec<Step>, deferred: &[usize], fetch_steps: &mut [(usize, bool)]) -> Vec<Step> {
-    if deferred.is_empty() {
-        return steps;
-    }
-    let is_deferred = |s: usize| deferred.binary_search(&s).is_ok();
-    let order: Vec<usize> = (0..steps.len()).filter(|&s| !is_deferred(s)).chain(deferred.iter().copied()).collect();
-    let mut new_index = vec![0; steps.len()];
-    for (new, &old) in order.iter().enumerate() {
-        new_index[old] = new;
-    }
-    for (s, _) in fetch_steps.iter_mut() {
-        *s = new_index[*s];
-    }
-    let mut slots: Vec<Option<Step>> = steps.into_iter().map(Some).collect();
-    order
-        .iter()
-        .filter_map(|&old| slots[old].take())
-        .map(|mut step| {
-            step.inputs.iter_mut().for_each(|i| *i = new_index[*i]);
-            if let Some(slot) = step.kind.second_output_slot_mut() {
-                *slot = new_index[*slot];
-            }
-            step
-        })
-        .collect()
-}
-
-/// A fetched assign of a fused update's value would copy that value for the
-/// caller after the run; instead the update stores the copy as it computes.
-fn mark_fetched_updates(steps: &mut [Step], fetch_steps: &[(usize, bool)], enabled: &EnabledFusions) {
-    if !enabled.allows("fetch_copy") {
-        return;
-    }
-    for &(fetched, _) in fetch_steps {
-        let Some(update) = steps[fetched].assigned_value() else { continue };
-        if let StepKind::MatMulUpdate { copy_for_fetch, .. } = &mut steps[update].kind {
-            *copy_for_fetch = true;
-        }
-    }
-}
-
-/// Whether a step's output is memory a kernel allocates (and not a view, an
-/// input, a variable's value or a constant).
-pub(super) fn allocates_output(kind: &StepKind) -> bool {
-    match kind {
-        StepKind::Op(op) => !op.is_view(),
-        StepKind::MatMulUpdate { in_place_of, .. } => in_place_of.is_none(),
-        StepKind::Assign { mode, .. } => *mode != AssignMode::Set,
-        StepKind::Random { .. }
-        | StepKind::MaskedGrad { .. }
-        | StepKind::MatMulActivation { .. }
-        | StepKind::MaxPoolWithIndices { .. }
-        | StepKind::StoredByProduct
-        | StepKind::SumOfSquares
-        | StepKind::ScaledByItem { .. } => true,
-        // Its three new tensors are made by copies, not from the step's buffer.
-        StepKind::ApplyAdam { .. } => false,
-        StepKind::Fed(_)
-        | StepKind::Constant(_)
-        | StepKind::ReadVar(_)
-        | StepKind::PassThrough
-        | StepKind::NoValue
-        | StepKind::Debug(_)
-        | StepKind::Cond(_)
-        | StepKind::While(_) => false,
-    }
-}
-
-/// The memory plan: gives each allocated output a buffer that no value alive at
-/// the same time uses, shared by outputs of the same dtype and (partial) shape
-/// whose lifetimes do not overlap. A value lives from the step that stores it to
-/// the step that releases it. Returns the number of buffers.
-///
-/// The plan keeps these buffers from run to run and offers each step its own; a
-/// dimension unknown at compile time may make a size differ at run time, and then
-/// the kernel simply allocates (see `buffer_pool::offer`).
-fn plan_buffers(graph: &Graph, steps: &mut [Step]) -> usize {
-    type Class = (DType, Vec<Option<usize>>);
-    let mut free: HashMap<Class, Vec<usize>> = HashMap::new();
-    let mut class_of: Vec<Class> = vec![];
-    for s in 0..steps.len() {
-        // A fused step stores its second output too, so that value's life starts here.
-        let stored_here = match (&steps[s].kind, steps[s].kind.second_output_slot()) {
-            (_, Some(second)) => vec![s, second],
-            (StepKind::StoredByProduct, _) => vec![],
-            (kind, _) if allocates_output(kind) => vec![s],
-            _ => vec![],
-        };
-        for value in stored_here {
-            let node = &graph.nodes[steps[value].node];
-            let Some(shape) = node.shape.clone() else { continue };
-            let class = (node.dtype, shape);
-            let buffer = free.get_mut(&class).and_then(Vec::pop).unwrap_or_else(|| {
-                class_of.push(class.clone());
-                class_of.len() - 1
-            });
-            steps[value].buffer = Some(buffer);
-        }
-        for r in steps[s].release.clone() {
-            if let Some(buffer) = steps[r].buffer {
-                free.entry(class_of[buffer].clone()).or_default().push(buffer);
-            }
-        }
-    }
-    class_of.len()
-}
-
-/// Marks, at each step, the values whose last reader it is.
-fn plan_releases(steps: &mut [Step], fetch_steps: &[(usize, bool)]) {
-    let mut last_use = vec![None; steps.len()];
-    for (s, step) in steps.iter().enumerate() {
-        for &i in &step.inputs {
-            last_use[i] = Some(s);
-        }
-    }
-    let fetched: HashSet<usize> = fetch_steps.iter().map(|&(s, _)| s).collect();
-    for (value, last) in last_use.into_iter().enumerate() {
-        if let (Some(s), false) = (last, fetched.contains(&value)) {
-            steps[s].release.push(value);
-        }
-    }
 }
