@@ -1241,9 +1241,13 @@ class GraphCore:
         cond_output: builtins.int,
         body_outputs: Sequence[builtins.int],
         max_iterations: Optional[builtins.int] = None,
+        back_prop: builtins.bool = True,
         name: Optional[str] = None,
     ) -> list[builtins.int]:
         """A While node over closed cond and body frames; returns its output nodes."""
+    def loop_stack(self, loop_output: builtins.int, value: builtins.int) -> builtins.int:
+        """The values a node of a loop's body had in each iteration, stacked along a new first
+        dim (``loop_output`` is one of the loop's outputs, ``value`` the body node)."""
 
 @final
 class SessionCore:
