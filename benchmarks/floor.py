@@ -123,13 +123,15 @@ def machine_state(numpy_multiple: float | None, peak_trusted: bool = True) -> st
 
 @dataclass(frozen=True)
 class Target:
-    """``kind``: "multiple" (at most ``limit`` × the floor), "peak" (at least ``limit`` % of peak)
-    or "ratio" (at most ``limit`` × numpy, judged in every state)."""
+    """``kind``: "multiple" (at most ``limit`` × the floor), "peak" (at least ``limit`` % of peak),
+    "ratio" (at most ``limit`` × numpy, judged in every state) or "relative" (at most ``limit`` × the
+    time of the row ``against``, judged in every state)."""
 
     name: str
     key: str
     kind: str
     limit: float
+    against: str = ""
 
 
 TARGETS = [
@@ -138,6 +140,8 @@ TARGETS = [
     Target("large step ≥ 90% of peak", "test_scaling_static[1024x4096x4096x1000]", "peak", 90.0),
     Target("1024² sgemm ≥ 92% of peak", "test_rustgrad_matmul[1024x1024x1024-2]", "peak", 92.0),
     Target("2048² sgemm ≥ 92% of peak", "test_rustgrad_matmul[2048x2048x2048-2]", "peak", 92.0),
+    Target("compiled eager seed step ≤ 1.05× the static Session step", "test_compiled_custom_function", "relative",
+           1.05, against="test_static_session"),
     Target("one-element op with requires_grad ≤ 1.1× numpy's one-element add", "one_element_add_requires_grad",
            "ratio", 1.1),
 ]
@@ -159,9 +163,14 @@ def peak_scales(one_thread: float | None, all_threads: float | None, threads: in
     return threads <= 1 or all_threads >= 0.9 * threads * one_thread
 
 
-def judge(target: Target, row: Row | None, peak_trusted: bool = True) -> Verdict:
+def judge(target: Target, row: Row | None, peak_trusted: bool = True, reference: Row | None = None) -> Verdict:
     if row is None:
         return Verdict(target, "not judged", "–", "the row did not run")
+    if target.kind == "relative":
+        if reference is None:
+            return Verdict(target, "not judged", "–", f"{target.against} did not run")
+        relative = row.seconds / reference.seconds
+        return Verdict(target, "met" if relative <= target.limit else "missed", f"{relative:.3f}×")
     if target.kind == "ratio":
         ratio = row.ratio
         if ratio is None:
@@ -183,7 +192,7 @@ def judge(target: Target, row: Row | None, peak_trusted: bool = True) -> Verdict
 
 def judge_all(rows: list[Row], targets: list[Target] = TARGETS, peak_trusted: bool = True) -> list[Verdict]:
     by_key = {row.key: row for row in rows}
-    return [judge(target, by_key.get(target.key), peak_trusted) for target in targets]
+    return [judge(target, by_key.get(target.key), peak_trusted, by_key.get(target.against)) for target in targets]
 
 
 @dataclass

@@ -44,6 +44,7 @@ def seed_step(m: Medians) -> Section:
     flops = two_layer_step_flops(64, 1000, 100, 10)
     for label, key in [("rustgrad eager, custom Function ReLU (the reference program)", "test_eager_custom_function"),
                        ("rustgrad eager, built-in relu", "test_eager_builtin_relu"),
+                       ("rustgrad.compile of the reference program", "test_compiled_custom_function"),
                        ("rustgrad static, Session.run", "test_static_session"),
                        ("numpy by hand, one array per op", "test_numpy_one_array_per_op"),
                        ("PyTorch eager", "test_pytorch")]:

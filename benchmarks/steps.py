@@ -40,6 +40,17 @@ def eager_step(problem: Problem, custom_relu: bool = True) -> Callable[[], float
     return lambda: train_on(x)
 
 
+def compiled_step(problem: Problem, custom_relu: bool = True, warmup: int = 10) -> Callable[[], float]:
+    """The reference PyTorch loop body under ``rustgrad.compile``, warmed up until it replays its trace."""
+    x = rustgrad.from_numpy(problem.x)
+    compiled = rustgrad.compile(eager_batch_step(problem, custom_relu))
+    for _ in range(warmup):
+        compiled(x)
+    if compiled.stats["replayed"] == 0:
+        raise RuntimeError(f"the compiled step never replayed: {compiled.stats}")
+    return lambda: compiled(x)
+
+
 def static_batch_step(problem: Problem) -> Callable[[np.ndarray], float]:
     """The reference TF1 loop body on the batch it is given: one Session.run of loss and both assigns
     (the step's ``session`` attribute is its session)."""

@@ -1,10 +1,10 @@
-"""The seed two-layer step (64x1000x100x10, float32), five ways, on the same data."""
+"""The seed two-layer step (64x1000x100x10, float32), six ways, on the same data."""
 
 from __future__ import annotations
 
 import pytest
 
-from steps import eager_step, numpy_step, static_step, torch_step
+from steps import compiled_step, eager_step, numpy_step, static_step, torch_step
 
 
 @pytest.mark.benchmark(group="seed step")
@@ -15,6 +15,11 @@ def test_eager_custom_function(benchmark, seed_problem):
 @pytest.mark.benchmark(group="seed step")
 def test_eager_builtin_relu(benchmark, seed_problem):
     benchmark(eager_step(seed_problem, custom_relu=False))
+
+
+@pytest.mark.benchmark(group="seed step")
+def test_compiled_custom_function(benchmark, seed_problem):
+    benchmark(compiled_step(seed_problem, custom_relu=True))
 
 
 @pytest.mark.benchmark(group="seed step")

@@ -10,7 +10,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::shape::fmt_shape;
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 pub enum Buffer {
@@ -218,12 +218,27 @@ pub struct Storage {
     len: usize,
     address: usize,
     external: bool,
+    /// Whether another library was handed a view of the memory (numpy, DLPack): it can
+    /// write without bumping the version.
+    exported: AtomicBool,
 }
 
 impl Storage {
     pub fn new(buffer: Buffer) -> Storage {
         let (len, address, external) = (buffer.len(), buffer.as_ptr() as usize, buffer.is_external());
-        Storage { data: RwLock::new(buffer), version: AtomicU64::new(0), len, address, external }
+        let exported = AtomicBool::new(false);
+        Storage { data: RwLock::new(buffer), version: AtomicU64::new(0), len, address, external, exported }
+    }
+
+    /// Notes that another library views the memory (see `versions_are_complete`).
+    pub fn mark_exported(&self) {
+        self.exported.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether every write to the memory bumps the version: nothing outside rustgrad owns
+    /// or views it.
+    pub fn versions_are_complete(&self) -> bool {
+        !self.external && !self.exported.load(Ordering::Relaxed)
     }
 
     /// The number of elements.

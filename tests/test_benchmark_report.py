@@ -145,6 +145,16 @@ def test_ratio_target_is_judged_in_every_state_and_needs_no_floor():
     assert judge(overhead, _row(seconds=400e-9, numpy_seconds=300e-9, flops=None)).status == "missed"
 
 
+def test_relative_target_compares_two_rows_of_the_run_in_every_state():
+    compiled = _target("relative")  # the compiled step at most 1.05× the static step
+    static = _row(key=compiled.against, seconds=100e-6, numpy_seconds=None, flops=None)
+    verdict = judge(compiled, _row(seconds=104e-6, numpy_seconds=None, flops=None), reference=static)
+    assert (verdict.status, verdict.figure) == ("met", "1.040×")
+    assert judge(compiled, _row(seconds=106e-6, numpy_seconds=None, flops=None), reference=static).status == "missed"
+    assert judge(compiled, _row(seconds=1e-6, numpy_seconds=None, flops=None)).reason == (
+        "test_static_session did not run")
+
+
 def test_targets_of_rows_that_did_not_run_or_without_a_peak_are_not_judged():
     verdicts = judge_all([])
     assert {v.status for v in verdicts} == {"not judged"}
@@ -189,7 +199,8 @@ def _medians(*pairs: tuple[str, float]) -> dict:
 
 
 def test_every_target_names_a_row_the_report_builds():
-    m = _medians(("test_static_session", 1e-4), ("test_eager_custom_function", 2e-4), ("test_numpy_in_place", 3e-4),
+    m = _medians(("test_static_session", 1e-4), ("test_eager_custom_function", 2e-4),
+                 ("test_compiled_custom_function", 1e-4), ("test_numpy_in_place", 3e-4),
                  ("test_scaling_static[1024x4096x4096x1000]", 0.3),
                  ("test_scaling_numpy_in_place[1024x4096x4096x1000]", 0.3),
                  ("test_rustgrad_matmul[1024x1024x1024-2]", 0.01), ("test_numpy_matmul[1024x1024x1024-2]", 0.01),
@@ -197,7 +208,7 @@ def test_every_target_names_a_row_the_report_builds():
     one_element = {"numpy": 300e-9, "requires_grad": 330e-9, "no_grad": 250e-9}
     _, rows = report.build_rows(m, one_element, Peaks(100.0, 200.0, 2, "avx512f"), None)
     by_key = {row.key: row for row in rows}
-    assert {t.key for t in TARGETS} <= set(by_key)
+    assert {t.key for t in TARGETS} | {t.against for t in TARGETS if t.against} <= set(by_key)
     assert by_key["test_static_session"].flops == 25_984_000
     assert by_key["test_scaling_static[1024x4096x4096x1000]"].flops == 93_885_300_736
     assert by_key["one_element_add_requires_grad"].ratio == pytest.approx(1.1)

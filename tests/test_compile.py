@@ -371,6 +371,48 @@ def test_capturable_adam_replays_bitwise(make_opt):
     assert [float(s["step"]) for s in opt.state.values()] == [8.0, 8.0]
 
 
+@pytest.mark.parametrize(
+    "make_opt",
+    [
+        lambda p: optim.SGD(p, lr=rustgrad.tensor(2.0**-17)),
+        lambda p: optim.SGD(p, lr=rustgrad.tensor(2.0**-17), momentum=0.9),
+        lambda p: optim.Adam(p, lr=rustgrad.tensor(2.0**-10), capturable=True),
+    ],
+    ids=["sgd", "momentum", "adam"],
+)
+def test_a_scheduler_filling_a_tensor_lr_replays_without_retracing(make_opt):
+    """torch's recipe for compiled steps with a scheduler: hold lr in a tensor, which the scheduler
+    fills in place; the step reads it on every replay."""
+    eager, (e1, e2), x = _optimizer_step(make_opt)
+    step, (c1, c2), _ = _optimizer_step(make_opt)
+    compiled = rustgrad.compile(step)
+    schedulers = [
+        optim.lr_scheduler.StepLR(next(c.cell_contents for c in fn.__closure__
+                                       if isinstance(c.cell_contents, optim.Optimizer)), step_size=2, gamma=0.5)
+        for fn in (eager, step)
+    ]
+    for _ in range(10):
+        assert _quiet(compiled, x) == eager(x)
+        for scheduler in schedulers:
+            scheduler.step()
+    for a, b in [(e1, c1), (e2, c2)]:
+        np.testing.assert_array_equal(_bits(a), _bits(b))
+    assert compiled.stats["traced"] <= 4 and compiled.stats["replayed"] >= 6
+    group = schedulers[1].optimizer.param_groups[0]
+    assert isinstance(group["lr"], rustgrad.Tensor)
+    assert group["lr"].item() == group["initial_lr"].item() * 0.5**5  # filled in place, five halvings
+
+
+def test_a_tensor_lr_gives_the_bits_of_the_same_float_lr():
+    for make in (lambda lr: (lambda p: optim.SGD(p, lr=lr, momentum=0.5)),
+                 lambda lr: (lambda p: optim.Adam(p, lr=lr, capturable=True))):
+        as_float, (f1, _), x = _optimizer_step(make(2.0**-12))
+        as_tensor, (t1, _), _ = _optimizer_step(make(rustgrad.tensor(2.0**-12)))
+        for _ in range(3):
+            assert as_float(x) == as_tensor(x)
+        np.testing.assert_array_equal(_bits(f1), _bits(t1))
+
+
 def test_capturable_adam_matches_plain_adam():
     plain, (p1, _), x = _optimizer_step(lambda p: optim.Adam(p, lr=1e-3))
     capt, (c1, _), _ = _optimizer_step(lambda p: optim.Adam(p, lr=1e-3, capturable=True))

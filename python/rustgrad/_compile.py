@@ -10,6 +10,7 @@ guards, run eagerly, with one warning saying why. docs/performance.md ("compile"
 from __future__ import annotations
 
 import functools
+import operator
 import os
 import sys
 import threading
@@ -203,6 +204,9 @@ def _watched(fn: Callable) -> list:
     return [("cell", name, cell) for name, cell in cells] + [("global", name, glob) for name in names]
 
 
+_NO_KWARGS_KEY = (dict, ())
+
+
 def _read(kind: str, name: str, where: Any) -> Any:
     if kind == "global":
         return where.get(name)
@@ -287,6 +291,9 @@ class CompiledFunction:
         self._warned: set = set()
         self._eager_reason: Optional[str] = None
         self._last_reason = ""
+        # The captured values of the last call and their guard key; while each is the same object and
+        # none is an optimizer (whose hyperparameters can change in place), the key is the same.
+        self._last_state: tuple = ((), (), True)
         #: Calls that traced, replayed and ran eagerly without tracing.
         self.stats = {"traced": 0, "replayed": 0, "eager": 0}
 
@@ -317,8 +324,8 @@ class CompiledFunction:
         key = (
             _rustgrad.is_grad_enabled(),
             _value_key(args, feeds, keep),
-            _value_key(kwargs, feeds, keep),
-            tuple(_state_key(_read(kind, name, where), keep) for kind, name, where in self._watch),
+            _value_key(kwargs, feeds, keep) if kwargs else _NO_KWARGS_KEY,
+            self._state_key(keep),
         )
         entry = self._entries.get(key)
         if entry is None:
@@ -337,6 +344,16 @@ class CompiledFunction:
                 self.stats["replayed"] += 1
                 return _rebuild(template, outputs)
         return self._trace(entry, feeds, args, kwargs)
+
+    def _state_key(self, keep: dict) -> tuple:
+        values = [_read(kind, name, where) for kind, name, where in self._watch]
+        last_values, last_key, recompute = self._last_state
+        if not recompute and all(map(operator.is_, values, last_values)):
+            return last_key
+        key = tuple(_state_key(value, keep) for value in values)
+        has_optimizer = any(type(k) is tuple and k[0] == "optimizer" for k in key)
+        self._last_state = (values, key, has_optimizer)
+        return key
 
     def _reason_for(self, key: tuple) -> str:
         last = getattr(self, "_last_key", None)

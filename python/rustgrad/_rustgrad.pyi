@@ -1419,7 +1419,7 @@ def _adam_update(
     max_exp_avg_sqs: Optional[list[Tensor]],
     steps: Union[list[builtins.int], list[Tensor]],
     *,
-    lr: builtins.float,
+    lr: Union[builtins.float, Tensor],
     beta1: builtins.float,
     beta2: builtins.float,
     eps: builtins.float,
@@ -1496,6 +1496,9 @@ class _CompiledProgram:
     @property
     def signature(self) -> builtins.str:
         """Everything that decides what the program computes."""
+    @property
+    def fused_leaf_steps(self) -> builtins.int:
+        """How many leaves' SGD steps run fused (one pass per leaf; the same bits)."""
     def __len__(self) -> builtins.int: ...
     def check(self, feeds: list[Tensor]) -> Optional[builtins.str]:
         """Why the program does not apply to these arguments and the current state, or None."""

@@ -5,6 +5,7 @@
 //! atomic load, so eager code pays nothing more when no trace is running.
 
 pub mod adam;
+mod fuse;
 mod program;
 mod trace;
 

@@ -10,6 +10,8 @@ use crate::op::Op;
 use crate::tensor::Tensor;
 use std::fmt::Write as _;
 
+pub use super::fuse::LeafStep;
+
 /// Where a slot's value comes from before the first instruction runs.
 pub enum Bound {
     /// The k-th tensor argument of the call.
@@ -84,8 +86,44 @@ pub enum Instr {
         tensors: Vec<usize>,
         n: usize,
         amsgrad: bool,
+        tensor_lr: bool,
         hyper: AdamHyper,
     },
+    /// SGD steps fused per leaf (`fuse.rs`), with the instructions they replace.
+    LeafSteps {
+        steps: Vec<LeafStep>,
+        original: Vec<Instr>,
+    },
+}
+
+impl Instr {
+    /// Calls `f` on every slot the instruction reads (an in-place write reads its destination).
+    pub(crate) fn for_each_read(&self, f: &mut impl FnMut(usize)) {
+        match self {
+            Instr::Op { inputs, .. } => inputs.iter().for_each(|&s| f(s)),
+            Instr::AddGrads { a, b, .. } => [*a, *b].into_iter().for_each(f),
+            Instr::Cast { x, .. } => f(*x),
+            Instr::Write { dst, srcs, .. } => std::iter::once(dst).chain(srcs).for_each(|&s| f(s)),
+            Instr::AccumulateLeaf { grad, .. } => f(*grad),
+            Instr::GradOf { .. } => {}
+            Instr::SetGrad { value, .. } => value.iter().for_each(|&s| f(s)),
+            Instr::Adam { tensors, .. } => tensors.iter().for_each(|&s| f(s)),
+            Instr::LeafSteps { original, .. } => original.iter().for_each(|i| i.for_each_read(f)),
+        }
+    }
+
+    /// Calls `f` on every slot the instruction reads or writes.
+    pub(crate) fn for_each_slot(&self, f: &mut impl FnMut(usize)) {
+        self.for_each_read(f);
+        match self {
+            Instr::Op { out, .. }
+            | Instr::AddGrads { out, .. }
+            | Instr::Cast { out, .. }
+            | Instr::GradOf { out, .. } => f(*out),
+            Instr::LeafSteps { original, .. } => original.iter().for_each(|i| i.for_each_slot(f)),
+            _ => {}
+        }
+    }
 }
 
 /// What a feed must look like for the program to apply.
@@ -116,7 +154,7 @@ pub struct Program {
     pub(crate) signature: String,
 }
 
-fn leaf<'a>(r: &'a LeafRef, feeds: &'a [Tensor]) -> &'a Tensor {
+pub(crate) fn leaf<'a>(r: &'a LeafRef, feeds: &'a [Tensor]) -> &'a Tensor {
     match r {
         LeafRef::Feed(k) => &feeds[*k],
         LeafRef::Fixed(t) => t,
@@ -138,6 +176,11 @@ impl Program {
 
     pub fn is_empty(&self) -> bool {
         self.instrs.is_empty()
+    }
+
+    /// How many leaf steps `fuse.rs` fused.
+    pub fn fused_leaf_steps(&self) -> usize {
+        self.instrs.iter().map(|i| if let Instr::LeafSteps { steps, .. } = i { steps.len() } else { 0 }).sum()
     }
 
     /// Why the program does not apply to these feeds and the current state, if it does not.
@@ -190,7 +233,7 @@ fn take(slots: &[Option<Tensor>], s: usize) -> Result<&Tensor> {
     slots[s].as_ref().ok_or_else(|| Error::Internal(format!("compile: slot {s} read before it was written")))
 }
 
-fn run_one(instr: &Instr, slots: &mut [Option<Tensor>], feeds: &[Tensor]) -> Result<()> {
+pub(crate) fn run_one(instr: &Instr, slots: &mut [Option<Tensor>], feeds: &[Tensor]) -> Result<()> {
     match instr {
         Instr::Op { op, inputs, out } => {
             let ins: Vec<&Tensor> = inputs.iter().map(|&s| take(slots, s)).collect::<Result<_>>()?;
@@ -228,10 +271,14 @@ fn run_one(instr: &Instr, slots: &mut [Option<Tensor>], feeds: &[Tensor]) -> Res
             let value = value.map(|s| take(slots, s).cloned()).transpose()?;
             leaf(r, feeds).set_grad(value);
         }
-        Instr::Adam { tensors, n, amsgrad, hyper } => {
+        Instr::Adam { tensors, n, amsgrad, tensor_lr, hyper } => {
             let all = tensors.iter().map(|&s| take(slots, s).cloned()).collect::<Result<Vec<_>>>()?;
-            super::adam::adam_update_counted(&super::adam::AdamTensors::from_all(all, *n, *amsgrad), hyper)?;
+            super::adam::adam_update_counted(
+                &super::adam::AdamTensors::from_all(all, *n, *amsgrad, *tensor_lr),
+                hyper,
+            )?;
         }
+        Instr::LeafSteps { steps, original } => super::fuse::run_leaf_steps(steps, original, slots, feeds)?,
     }
     Ok(())
 }
@@ -271,7 +318,7 @@ pub(crate) fn describe(op: &Op) -> String {
     }
 }
 
-pub(crate) fn describe_instr(out: &mut String, instr: &Instr, leaf_name: impl Fn(&LeafRef) -> String) {
+pub(crate) fn describe_instr(out: &mut String, instr: &Instr, leaf_name: &dyn Fn(&LeafRef) -> String) {
     let _ = match instr {
         Instr::Op { op, inputs, out: o } => writeln!(out, "{o} = {}{inputs:?}", describe(op)),
         Instr::AddGrads { a, b, out: o } => writeln!(out, "{o} = add_grads({a},{b})"),
@@ -280,6 +327,14 @@ pub(crate) fn describe_instr(out: &mut String, instr: &Instr, leaf_name: impl Fn
         Instr::AccumulateLeaf { leaf, grad } => writeln!(out, "accumulate {} += {grad}", leaf_name(leaf)),
         Instr::GradOf { leaf, out: o } => writeln!(out, "{o} = grad of {}", leaf_name(leaf)),
         Instr::SetGrad { leaf, value } => writeln!(out, "grad of {} = {value:?}", leaf_name(leaf)),
-        Instr::Adam { tensors, amsgrad, hyper, .. } => writeln!(out, "adam {tensors:?} {amsgrad} {hyper:?}"),
+        Instr::Adam { tensors, amsgrad, tensor_lr, hyper, .. } => {
+            writeln!(out, "adam {tensors:?} {amsgrad} {tensor_lr} {hyper:?}")
+        }
+        Instr::LeafSteps { steps, original } => {
+            let steps: Vec<String> = steps.iter().map(super::fuse::describe).collect();
+            let _ = writeln!(out, "fused {} ({} instructions)", steps.join(", "), original.len());
+            original.iter().for_each(|i| describe_instr(out, i, leaf_name));
+            Ok(())
+        }
     };
 }

@@ -234,8 +234,8 @@ impl Tracer {
         for w in &all {
             self.written.insert(storage_id(w));
         }
-        let (n, amsgrad, hyper) = (t.params.len(), t.max_exp_avg_sqs.is_some(), *hyper);
-        self.instrs.push(Instr::Adam { tensors, n, amsgrad, hyper });
+        let (n, amsgrad, tensor_lr, hyper) = (t.params.len(), t.max_exp_avg_sqs.is_some(), t.lr.is_some(), *hyper);
+        self.instrs.push(Instr::Adam { tensors, n, amsgrad, tensor_lr, hyper });
     }
 
     /// The slot of a value read out to Python (`item()`), if it can be replayed.
@@ -268,12 +268,13 @@ impl Tracer {
                 ));
             }
         }
-        let frees = frees(&self.instrs, self.n_slots, &out_slots);
         let signature = self.signature(&out_slots);
+        let instrs = super::fuse::fuse_leaf_steps(std::mem::take(&mut self.instrs), self.n_slots, &out_slots);
+        let frees = frees(&instrs, self.n_slots, &out_slots);
         Ok(Program {
             n_slots: self.n_slots,
             bound: self.bound,
-            instrs: self.instrs,
+            instrs,
             frees,
             outputs: out_slots,
             feeds: self
@@ -312,7 +313,7 @@ impl Tracer {
             }
         }
         for instr in &self.instrs {
-            describe_instr(&mut s, instr, leaf_name);
+            describe_instr(&mut s, instr, &leaf_name);
         }
         s.push_str(&format!("outputs {outputs:?}\n"));
         s
@@ -322,21 +323,8 @@ impl Tracer {
 /// For each instruction, the slots read for the last time by it.
 fn frees(instrs: &[Instr], n_slots: usize, outputs: &[usize]) -> Vec<Vec<usize>> {
     let mut last = vec![None; n_slots];
-    let mut note = |s: usize, i: usize| last[s] = Some(i);
     for (i, instr) in instrs.iter().enumerate() {
-        match instr {
-            Instr::Op { inputs, out, .. } => {
-                inputs.iter().for_each(|&s| note(s, i));
-                note(*out, i);
-            }
-            Instr::AddGrads { a, b, out } => [*a, *b, *out].into_iter().for_each(|s| note(s, i)),
-            Instr::Cast { x, out, .. } => [*x, *out].into_iter().for_each(|s| note(s, i)),
-            Instr::Write { dst, srcs, .. } => std::iter::once(dst).chain(srcs).for_each(|&s| note(s, i)),
-            Instr::AccumulateLeaf { grad, .. } => note(*grad, i),
-            Instr::GradOf { out, .. } => note(*out, i),
-            Instr::SetGrad { value, .. } => value.iter().for_each(|&s| note(s, i)),
-            Instr::Adam { tensors, .. } => tensors.iter().for_each(|&s| note(s, i)),
-        }
+        instr.for_each_slot(&mut |s| last[s] = Some(i));
     }
     for &s in outputs {
         last[s] = None;

@@ -10,6 +10,7 @@ pub mod elementwise;
 pub mod fold;
 pub mod gather;
 pub mod layout;
+pub mod leaf_sgd;
 pub mod logical;
 pub mod losses;
 pub mod matmul;

@@ -31,6 +31,12 @@ impl PyProgram {
         self.program.len()
     }
 
+    /// How many leaves' SGD steps run fused (one pass per leaf; the same bits).
+    #[getter]
+    fn fused_leaf_steps(&self) -> usize {
+        self.program.fused_leaf_steps()
+    }
+
     /// Why the program does not apply to these arguments and the current state, or None.
     fn check(&self, feeds: Vec<Bound<'_, PyTensor>>) -> Option<String> {
         self.program.check(&tensors(&feeds))

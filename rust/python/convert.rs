@@ -395,6 +395,7 @@ pub fn share_to_numpy<'py>(py: Python<'py>, t: &Tensor, base: Bound<'py, PyAny>)
     let item = t.dtype().size_in_bytes() as isize;
     let mut dims: Vec<npyffi::npy_intp> = t.shape().iter().map(|&d| d as npyffi::npy_intp).collect();
     let mut strides: Vec<npyffi::npy_intp> = t.strides().iter().map(|&s| (s * item) as npyffi::npy_intp).collect();
+    t.storage().mark_exported();
     let data = {
         let guard = t.storage().read();
         // The storage never moves its elements, so the address stays valid after the lock is released.

@@ -2,7 +2,7 @@
 
 use super::errors::guard;
 use super::tensor::PyTensor;
-use crate::compile::adam::{adam_update_counted, AdamTensors};
+use crate::compile::adam::{adam_update_counted, lr_value as adam_lr_value, AdamTensors};
 use crate::error::Error;
 use crate::forward::optim::{adam_update, AdamHyper, AdamParam};
 use crate::tensor::Tensor;
@@ -29,7 +29,7 @@ pub fn _adam_update(
     exp_avg_sqs: Vec<Bound<'_, PyTensor>>,
     max_exp_avg_sqs: Option<Vec<Bound<'_, PyTensor>>>,
     steps: Vec<Bound<'_, PyAny>>,
-    lr: f64,
+    lr: Bound<'_, PyAny>,
     beta1: f64,
     beta2: f64,
     eps: f64,
@@ -40,12 +40,18 @@ pub fn _adam_update(
     let (params, grads, exp_avgs, exp_avg_sqs) =
         (tensors(params), tensors(grads), tensors(exp_avgs), tensors(exp_avg_sqs));
     let max_exp_avg_sqs = max_exp_avg_sqs.map(tensors);
+    // A tensor learning rate (one a scheduler fills in place) is read when the update runs.
+    let lr_tensor = lr.cast::<PyTensor>().ok().map(|t| t.get().inner.clone());
+    let lr = match &lr_tensor {
+        Some(t) => adam_lr_value(t)?,
+        None => lr.extract::<f64>()?,
+    };
     let hyper = AdamHyper { lr, beta1, beta2, eps, weight_decay, decoupled, maximize };
     let work: usize = params.iter().map(Tensor::numel).sum();
     if steps.first().is_some_and(|s| s.is_instance_of::<PyTensor>()) {
         // capturable: the counts are 0-d tensors, incremented in place.
         let steps = steps.iter().map(|s| Ok(s.cast::<PyTensor>()?.get().inner.clone())).collect::<PyResult<_>>()?;
-        let all = AdamTensors { params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps };
+        let all = AdamTensors { params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr: lr_tensor };
         check_lengths(&all)?;
         crate::compile::adam(&all, &hyper);
         let step = || adam_update_counted(&all, &hyper);

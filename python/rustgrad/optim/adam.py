@@ -70,11 +70,14 @@ class Adam(Optimizer):
         # so that rustgrad.compile replays the step without a count baked in.
         steps = [state["step"] if capturable else state["step"] + 1 for state in states]
         beta1, beta2 = group["betas"]
+        # A tensor lr (torch's, for capturable optimizers) is read by the update, so a scheduler can
+        # change it in place between compiled steps without a re-trace.
+        lr = group["lr"] if capturable and isinstance(group["lr"], Tensor) else float(group["lr"])
         _adam_update(
             params, [p.grad for p in params],
             [state["exp_avg"] for state in states], [state["exp_avg_sq"] for state in states],
             [state["max_exp_avg_sq"] for state in states] if group["amsgrad"] else None,
-            steps, lr=float(group["lr"]), beta1=float(beta1), beta2=float(beta2), eps=float(group["eps"]),
+            steps, lr=lr, beta1=float(beta1), beta2=float(beta2), eps=float(group["eps"]),
             weight_decay=float(group["weight_decay"]), decoupled=self._decoupled_weight_decay,
             maximize=bool(group["maximize"]),
         )

@@ -23,6 +23,7 @@ from bisect import bisect_right
 from collections import Counter
 from typing import Any, Callable, Optional, Sequence, Union
 
+from rustgrad._rustgrad import Tensor
 from rustgrad.errors import ArgumentTypeError, InvalidArgumentError, ParamGroupKeyError
 from rustgrad.optim.optimizer import Optimizer
 
@@ -30,6 +31,15 @@ __all__ = [
     "CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LambdaLR", "MultiStepLR", "OneCycleLR",
     "ReduceLROnPlateau", "StepLR",
 ]
+
+
+def _set_lr(group: dict[str, Any], lr: Any) -> None:
+    """Sets a group's learning rate; a tensor one (torch's) is filled in place, so that optimizers and
+    compiled steps holding it read the new value."""
+    if isinstance(group["lr"], Tensor):
+        group["lr"].fill_(float(lr))
+    else:
+        group["lr"] = lr
 
 
 def _check_optimizer(optimizer: Any) -> None:
@@ -48,7 +58,8 @@ class LRScheduler:
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
+                lr = group["lr"]
+                group.setdefault("initial_lr", lr.clone() if isinstance(lr, Tensor) else lr)
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
@@ -89,7 +100,7 @@ class LRScheduler:
         finally:
             self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, values):
-            group["lr"] = lr
+            _set_lr(group, lr)
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
     def _group_lrs(self) -> list[float]:
@@ -430,7 +441,7 @@ class ReduceLROnPlateau(LRScheduler):
             old_lr = float(group["lr"])
             new_lr = max(old_lr * self.factor, self.min_lrs[i])
             if old_lr - new_lr > self.eps:
-                group["lr"] = new_lr
+                _set_lr(group, new_lr)
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restores what ``state_dict`` returned."""

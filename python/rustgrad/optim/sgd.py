@@ -52,4 +52,8 @@ class SGD(_PerParameterOptimizer):
             else:
                 buf.mul_(momentum).add_(d_p, alpha=1 - group["dampening"])
             d_p = d_p + buf * momentum if group["nesterov"] else buf
-        p.add_(d_p, alpha=-group["lr"])
+        lr = group["lr"]
+        if isinstance(lr, Tensor):  # torch's tensor lr: read on every step, so a compiled step replays it
+            p.add_(d_p * lr, alpha=-1)
+        else:
+            p.add_(d_p, alpha=-lr)

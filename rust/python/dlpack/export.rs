@@ -176,6 +176,7 @@ unsafe fn unconsumed<M>(capsule: *mut ffi::PyObject, name: &CStr) -> Option<*mut
 /// the consumer accepts it, else the legacy "dltensor".
 fn export<'py>(py: Python<'py>, t: &Tensor, versioned: bool, flags: u64) -> PyResult<Bound<'py, PyAny>> {
     let (code, bits) = super::type_code(t.dtype());
+    t.storage().mark_exported();
     let data = {
         let guard = t.storage().read();
         guard.as_ptr().wrapping_add(t.offset() * t.dtype().size_in_bytes()) as *mut c_void

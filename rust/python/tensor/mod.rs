@@ -283,8 +283,10 @@ impl PyTensor {
         self.inner.is_contiguous()
     }
 
-    /// The address of the first element, as `torch.Tensor.data_ptr()`.
+    /// The address of the first element, as `torch.Tensor.data_ptr()`. Code given the
+    /// address can write without bumping the version: the storage is marked exported.
     fn data_ptr(&self) -> usize {
+        self.inner.storage().mark_exported();
         self.inner.data_ptr()
     }
 
