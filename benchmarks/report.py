@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import best_blas
+import compile_seed
 import fma_probe
 import report_rows
 from floor import (
@@ -215,6 +216,24 @@ def one_element_add_seconds(rounds: int = 5, adds: int = 100_000) -> dict[str, f
     return best
 
 
+INTERLEAVED_KEYS = {"eager": "interleaved_eager", "compiled": "interleaved_compiled", "static": "interleaved_static"}
+
+
+def interleaved_seed_medians(repeats: int = 9) -> dict[str, dict]:
+    """The eager, compiled and static seed steps timed in rotating rounds (benchmarks/compile_seed.py),
+    as suite medians: the compile target compares two of them, and the machine's state can change
+    between the suite's separate benchmarks."""
+    import rustgrad
+    from rustgrad._demo import Problem
+
+    threads = rustgrad.get_num_threads()
+    try:
+        med = compile_seed.interleaved_medians(Problem.make(0), repeats=repeats)
+    finally:
+        rustgrad.set_num_threads(threads)
+    return {INTERLEAVED_KEYS[name]: {"median": us * 1e-6, "extra": {}} for name, us in med.items()}
+
+
 def build_rows(m: dict, one_element: dict[str, float] | None, peaks: Peaks,
                previous: dict[str, Any] | None) -> tuple[list[Section], list[Row]]:
     sections = report_rows.all_sections(m, one_element)
@@ -226,7 +245,7 @@ def build_rows(m: dict, one_element: dict[str, float] | None, peaks: Peaks,
 
 def seed_chart(seed: Section) -> dict[str, float]:
     """µs per step of each way of the seed step, numpy in place (every row's baseline) after rustgrad's."""
-    values = {r.label: r.seconds * 1e6 for r in seed.rows}
+    values = {r.label: r.seconds * 1e6 for r in seed.rows if not r.key.startswith("interleaved_")}
     baseline = next((r.numpy_seconds for r in seed.rows if r.numpy_seconds is not None), None)
     if baseline is None:
         return values
@@ -311,6 +330,8 @@ def main() -> None:
     parser.add_argument("--docs", type=Path, default=DOCS / "benchmarks.md")
     parser.add_argument("--note", default="", help="a line for the report's header (e.g. what else was running)")
     parser.add_argument("--overhead-rounds", type=int, default=5, help="rounds of the one-element add timing")
+    parser.add_argument("--interleaved-repeats", type=int, default=9,
+                        help="rounds of the interleaved eager/compiled/static seed-step timing")
     args = parser.parse_args()
     peaks_before = measure_peaks()
     json_path = args.json
@@ -323,10 +344,11 @@ def main() -> None:
         run_suite(json_path, args.quick)
     data = json.loads(json_path.read_text())
     one_element = one_element_add_seconds(args.overhead_rounds)
+    interleaved = interleaved_seed_medians(args.interleaved_repeats)
     peaks = best_peaks(peaks_before, measure_peaks())
     previous_path = args.previous or args.results
     previous = json.loads(previous_path.read_text()) if previous_path.exists() else None
-    sections, rows = build_rows(medians(data), one_element, peaks, previous)
+    sections, rows = build_rows(medians(data) | interleaved, one_element, peaks, previous)
     peak_trusted = peak_scales(peaks.one_thread, peaks.all_threads, peaks.threads)
     state = seed_state(rows, peak_trusted)
     verdicts = judge_all(rows, peak_trusted=peak_trusted)

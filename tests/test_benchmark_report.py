@@ -152,7 +152,7 @@ def test_relative_target_compares_two_rows_of_the_run_in_every_state():
     assert (verdict.status, verdict.figure) == ("met", "1.040×")
     assert judge(compiled, _row(seconds=106e-6, numpy_seconds=None, flops=None), reference=static).status == "missed"
     assert judge(compiled, _row(seconds=1e-6, numpy_seconds=None, flops=None)).reason == (
-        "test_static_session did not run")
+        "interleaved_static did not run")
 
 
 def test_targets_of_rows_that_did_not_run_or_without_a_peak_are_not_judged():
@@ -200,7 +200,7 @@ def _medians(*pairs: tuple[str, float]) -> dict:
 
 def test_every_target_names_a_row_the_report_builds():
     m = _medians(("test_static_session", 1e-4), ("test_eager_custom_function", 2e-4),
-                 ("test_compiled_custom_function", 1e-4), ("test_numpy_in_place", 3e-4),
+                 ("interleaved_compiled", 1e-4), ("interleaved_static", 1e-4), ("test_numpy_in_place", 3e-4),
                  ("test_scaling_static[1024x4096x4096x1000]", 0.3),
                  ("test_scaling_numpy_in_place[1024x4096x4096x1000]", 0.3),
                  ("test_rustgrad_matmul[1024x1024x1024-2]", 0.01), ("test_numpy_matmul[1024x1024x1024-2]", 0.01),
@@ -307,14 +307,17 @@ def test_the_report_runs_without_a_compiler(tmp_path):
     (tmp_path / "earlier.json").write_text(json.dumps({"rows": [{"key": "test_static_session", "ratio": 0.25}]}))
     args = ["--json", str(tmp_path / "suite.json"), "--results", str(tmp_path / "last.json"),
             "--previous", str(tmp_path / "earlier.json"), "--docs", str(tmp_path / "docs" / "b.md"),
-            "--overhead-rounds", "1"]
+            "--overhead-rounds", "1", "--interleaved-repeats", "1"]
     result = subprocess.run([sys.executable, str(BENCHMARKS / "report.py"), *args],
                             env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "FMA peak: not measured (no C compiler found" in result.stdout
     saved = json.loads((tmp_path / "last.json").read_text())
     assert saved["peak_gflops"]["all_threads"] is None
-    assert {r["key"] for r in saved["rows"]} >= {"test_static_session", "one_element_add_requires_grad"}
+    assert {r["key"] for r in saved["rows"]} >= {"test_static_session", "one_element_add_requires_grad",
+                                                "interleaved_compiled", "interleaved_static"}
+    assert any(t["target"].startswith("compiled eager seed step") and t["status"] in ("met", "missed")
+               for t in saved["targets"])
     docs = (tmp_path / "docs" / "b.md").read_text()
     assert "| rustgrad static, Session.run | 100.0 µs | 300.0 µs | 0.33 | **+33% worse** |" in docs
     assert "- Seed two-layer step (64×1000×100×10, float32): rustgrad static, Session.run: 0.25 → 0.33" in docs
