@@ -223,14 +223,9 @@ def interleaved_seed_medians(repeats: int = 9) -> dict[str, dict]:
     """The eager, compiled and static seed steps timed in rotating rounds (benchmarks/compile_seed.py),
     as suite medians: the compile target compares two of them, and the machine's state can change
     between the suite's separate benchmarks."""
-    import rustgrad
     from rustgrad._demo import Problem
 
-    threads = rustgrad.get_num_threads()
-    try:
-        med = compile_seed.interleaved_medians(Problem.make(0), repeats=repeats)
-    finally:
-        rustgrad.set_num_threads(threads)
+    med = compile_seed.interleaved_medians(Problem.make(0), repeats=repeats)
     return {INTERLEAVED_KEYS[name]: {"median": us * 1e-6, "extra": {}} for name, us in med.items()}
 
 

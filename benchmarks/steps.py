@@ -40,14 +40,21 @@ def eager_step(problem: Problem, custom_relu: bool = True) -> Callable[[], float
     return lambda: train_on(x)
 
 
-def compiled_step(problem: Problem, custom_relu: bool = True, warmup: int = 10) -> Callable[[], float]:
-    """The reference PyTorch loop body under ``rustgrad.compile``, warmed up until it replays its trace."""
-    x = rustgrad.from_numpy(problem.x)
+def compiled_batch_step(problem: Problem, custom_relu: bool = True, warmup: int = 10) -> Any:
+    """``eager_batch_step`` under ``rustgrad.compile``, warmed up on the problem's x until it replays."""
     compiled = rustgrad.compile(eager_batch_step(problem, custom_relu))
+    x = rustgrad.from_numpy(problem.x)
     for _ in range(warmup):
         compiled(x)
     if compiled.stats["replayed"] == 0:
         raise RuntimeError(f"the compiled step never replayed: {compiled.stats}")
+    return compiled
+
+
+def compiled_step(problem: Problem, custom_relu: bool = True) -> Callable[[], float]:
+    """The reference PyTorch loop body under ``rustgrad.compile`` on the problem's x."""
+    x = rustgrad.from_numpy(problem.x)
+    compiled = compiled_batch_step(problem, custom_relu)
     return lambda: compiled(x)
 
 

@@ -325,7 +325,7 @@ class CompiledFunction:
             _rustgrad.is_grad_enabled(),
             _value_key(args, feeds, keep),
             _value_key(kwargs, feeds, keep) if kwargs else _NO_KWARGS_KEY,
-            self._state_key(keep),
+            self._captured_key(keep),
         )
         entry = self._entries.get(key)
         if entry is None:
@@ -345,7 +345,7 @@ class CompiledFunction:
                 return _rebuild(template, outputs)
         return self._trace(entry, feeds, args, kwargs)
 
-    def _state_key(self, keep: dict) -> tuple:
+    def _captured_key(self, keep: dict) -> tuple:
         values = [_read(kind, name, where) for kind, name, where in self._watch]
         last_values, last_key, recompute = self._last_state
         if not recompute and all(map(operator.is_, values, last_values)):

@@ -15,6 +15,7 @@
 //! layout, a dtype, shared memory) the block runs its original instructions.
 
 use super::program::{run_one, Instr, LeafRef, Write};
+use super::trace::storage_id;
 use crate::dtype::{float_dispatch, Float, Scalar};
 use crate::error::{Error, Result};
 use crate::forward;
@@ -202,21 +203,13 @@ struct Ready<'a> {
     weight: Tensor,
 }
 
-fn slot(slots: &[Option<Tensor>], s: usize) -> Option<Tensor> {
-    slots[s].clone()
-}
-
-fn storage_id(t: &Tensor) -> usize {
-    super::trace::storage_id(t)
-}
-
 /// Every group's tensors, if each group can run fused and no two tensors share memory.
 fn prepare<'a>(steps: &'a [LeafStep], slots: &[Option<Tensor>], feeds: &[Tensor]) -> Option<Vec<Ready<'a>>> {
     let mut storages = Vec::new();
     let mut ready = Vec::with_capacity(steps.len());
     for step in steps {
         let leaf = super::program::leaf(&step.leaf, feeds).clone();
-        let (incoming, weight, grad) = (slot(slots, step.incoming)?, slot(slots, step.weight)?, leaf.grad());
+        let (incoming, weight, grad) = (slots[step.incoming].clone()?, slots[step.weight].clone()?, leaf.grad());
         let like = grad.as_ref().unwrap_or(&incoming);
         let dtype = weight.dtype();
         let fits = |t: &Tensor| t.dtype() == dtype && t.shape() == weight.shape() && t.is_contiguous();

@@ -114,14 +114,16 @@ impl Instr {
 
     /// Calls `f` on every slot the instruction reads or writes.
     pub(crate) fn for_each_slot(&self, f: &mut impl FnMut(usize)) {
+        if let Instr::LeafSteps { original, .. } = self {
+            return original.iter().for_each(|i| i.for_each_slot(f));
+        }
         self.for_each_read(f);
-        match self {
-            Instr::Op { out, .. }
-            | Instr::AddGrads { out, .. }
-            | Instr::Cast { out, .. }
-            | Instr::GradOf { out, .. } => f(*out),
-            Instr::LeafSteps { original, .. } => original.iter().for_each(|i| i.for_each_slot(f)),
-            _ => {}
+        if let Instr::Op { out, .. }
+        | Instr::AddGrads { out, .. }
+        | Instr::Cast { out, .. }
+        | Instr::GradOf { out, .. } = self
+        {
+            f(*out)
         }
     }
 }
