@@ -71,7 +71,7 @@ pub fn fits_in(shape: &[usize], strides: &[isize], offset: usize, len: usize) ->
 /// The broadcast shape of two shapes, numpy rules.
 pub fn broadcast_shapes(op: &str, a: &[usize], b: &[usize]) -> Result<Shape> {
     if a == b {
-        return Ok(a.into());
+        return Ok(Shape::from_slice(a));
     }
     let rank = a.len().max(b.len());
     let mut out: Shape = smallvec::smallvec![0; rank];

@@ -34,6 +34,8 @@ pub struct AutogradMeta {
 pub struct TensorInner {
     storage: Arc<Storage>,
     shape: Shape,
+    /// The product of `shape`, asked for by nearly every op.
+    numel: usize,
     /// Inline for up to four dimensions: a new tensor then needs no allocation for them.
     strides: SmallVec<[isize; 4]>,
     offset: usize,
@@ -146,6 +148,7 @@ impl Tensor {
     ) -> Tensor {
         Tensor(Arc::new(TensorInner {
             storage,
+            numel: numel(&shape),
             shape,
             strides,
             offset,
@@ -213,8 +216,8 @@ impl Tensor {
             if let Some(inner) = Arc::get_mut(&mut shell.0) {
                 if let Some(storage) = Arc::get_mut(&mut inner.storage) {
                     storage.refill(buffer);
-                    (inner.shape, inner.strides, inner.offset, inner.dtype, inner.is_view) =
-                        (shape, strides, 0, dtype, false);
+                    (inner.numel, inner.shape, inner.strides, inner.offset, inner.dtype, inner.is_view) =
+                        (numel(&shape), shape, strides, 0, dtype, false);
                     *inner.meta.get_mut() = AutogradMeta::default();
                     *inner.history.get_mut() = 0;
                     #[cfg(test)]
@@ -282,7 +285,7 @@ impl Tensor {
     }
 
     pub fn numel(&self) -> usize {
-        numel(&self.0.shape)
+        self.0.numel
     }
 
     pub fn dtype(&self) -> DType {

@@ -30,15 +30,34 @@ def restore_thread_settings():
 
 
 def spin_helper_tasks() -> list[Path]:
-    """This process's threads named rustgrad-spin-*."""
+    """This process's live threads named rustgrad-spin-*. A joined thread can stay listed in
+    /proc for a moment after `pthread_join` returns (the kernel reaps it after clearing its
+    tid), so tasks that are exiting (zombie or dead) are not counted."""
     found = []
     for task in Path("/proc/self/task").iterdir():
         try:
-            if (task / "comm").read_text().startswith("rustgrad-spin"):
+            if (task / "comm").read_text().startswith("rustgrad-spin") and task_state(task) not in "ZX":
                 found.append(task)
         except OSError:  # the thread exited meanwhile
             pass
     return found
+
+
+def task_state(task: Path) -> str:
+    """The one-letter State of /proc/<pid>/task/<tid>/status ('R', 'S', 'Z', ...)."""
+    for line in (task / "status").read_text().splitlines():
+        if line.startswith("State:"):
+            return line.split()[1]
+    return "?"
+
+
+def settled_spin_helper_count(expected: int, timeout: float = 2.0) -> int:
+    """How many spin helpers /proc lists, once it lists `expected` or `timeout` seconds
+    passed: an exiting thread leaves /proc shortly after it was joined."""
+    deadline = time.monotonic() + timeout
+    while (count := len(spin_helper_tasks())) != expected and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return count
 
 
 def context_switches(task: Path) -> tuple[int, int]:
@@ -108,10 +127,10 @@ def test_one_and_two_threads_give_bitwise_equal_products():
 def test_spin_helpers_follow_set_num_threads():
     for threads in (3, 1, 2, 4, 2):
         rustgrad.set_num_threads(threads)
-        assert len(spin_helper_tasks()) == threads - 1, f"after set_num_threads({threads})"
+        assert settled_spin_helper_count(threads - 1) == threads - 1, f"after set_num_threads({threads})"
         assert rustgrad._rustgrad._spin_helper_count() == threads - 1
         split_product()  # and the pool works at that size
-        assert len(spin_helper_tasks()) == threads - 1
+        assert settled_spin_helper_count(threads - 1) == threads - 1
 
 
 @needs_proc

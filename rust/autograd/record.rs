@@ -34,12 +34,16 @@ fn edge_for(t: &Tensor) -> Option<Edge> {
 }
 
 fn meta(t: &Tensor) -> Meta {
-    (t.shape().into(), t.dtype())
+    (crate::shape::Shape::from_slice(t.shape()), t.dtype())
 }
 
 /// `f` of each input, pushed one by one: `collect` into a SmallVec took a
 /// noticeable share of recording a one-element op.
 fn per_input<T>(inputs: &[&Tensor], f: impl Fn(&Tensor) -> T) -> PerInput<T> {
+    if let [a, b] = inputs {
+        // Full inline storage at once, without a capacity check per push.
+        return PerInput::from_buf([f(a), f(b)]);
+    }
     let mut out = PerInput::new();
     for t in inputs {
         out.push(f(t));

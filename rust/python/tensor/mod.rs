@@ -72,9 +72,19 @@ fn run_core(
 
 /// How many elements a kernel on `inputs` may touch: the largest input, or the size of
 /// the inputs' broadcast shape, whichever is larger (a column plus a row, or their
-/// product, make a large output from small inputs). Only decides whether to release the GIL.
+/// product, make a large output from small inputs). Only decides whether to release the GIL,
+/// so below the smallest threshold (4096) it answers with the largest input alone.
 fn work_estimate(inputs: &[&Tensor]) -> usize {
-    let largest = inputs.iter().map(|t| t.numel()).max().unwrap_or(0);
+    let (mut largest, mut product) = (0usize, 1usize);
+    for t in inputs {
+        let n = t.numel();
+        (largest, product) = (largest.max(n), product.saturating_mul(n));
+    }
+    // A broadcast shape holds at most the product of its inputs' sizes: when that is
+    // below 4096, the walk over dims below cannot change the decision.
+    if product < 4096 {
+        return largest;
+    }
     let rank = inputs.iter().map(|t| t.rank()).max().unwrap_or(0);
     let dim_from_right = |t: &Tensor, d: usize| t.rank().checked_sub(d + 1).map_or(1, |i| t.shape()[i]);
     let broadcast = (0..rank)
