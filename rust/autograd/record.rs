@@ -89,8 +89,8 @@ fn attach(op: Op, inputs: &[&Tensor], next: PerInput<Option<Edge>>, out: &mut Te
         },
         output: saves.output.then(|| SavedTensor::new(out)),
     };
-    let node = Node::new(op, next, per_input(inputs, meta), smallvec::smallvec![meta(out)], saved);
-    out.set_history_of_new(Some(Arc::new(node)), 0);
+    let node = Node::shared(op, next, per_input(inputs, meta), smallvec::smallvec![meta(out)], saved);
+    out.set_history_of_new(Some(node), 0);
 }
 
 /// Records a user-defined Function: `outputs` were computed from `inputs` by its
@@ -100,13 +100,13 @@ pub fn record_custom(custom: Arc<dyn CustomBackward>, inputs: &[Tensor], outputs
     if !should_record(&refs) {
         return;
     }
-    let node = Arc::new(Node::new(
+    let node = Node::shared(
         Op::Custom(custom),
         inputs.iter().map(edge_for).collect(),
         inputs.iter().map(meta).collect(),
         outputs.iter().map(meta).collect(),
         Saved { inputs: vec![], output: None },
-    ));
+    );
     for (i, out) in outputs.iter().enumerate() {
         if differentiable.get(i).copied().unwrap_or(true) && out.dtype().is_float() {
             out.set_history(Some(node.clone()), i);
