@@ -95,7 +95,8 @@ impl Node {
         let mut node = Arc::<Node>::new_uninit();
         let unique = Arc::get_mut(&mut node).expect("a new Arc is unique"); // invariant: nothing else holds it yet
         let p = unique.as_mut_ptr();
-        // `slot.write(Node { .. })` still built most of the node on the stack and copied it.
+        // Field by field: writing a whole `Node { .. }` into the allocation still built most of
+        // it on the stack and copied it.
         macro_rules! init {
             ($field:ident, $value:expr) => {
                 // SAFETY: `p` is this new node's own allocation, unique (get_mut above) and
