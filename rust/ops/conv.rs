@@ -239,7 +239,7 @@ impl ConvConfig {
         let x = nth(a.inputs, 0, self.op())?;
         let w = nth(a.inputs, 1, self.op())?;
         let need = |i: usize| a.needs.get(i).copied().unwrap_or(false);
-        let plain = self.plain();
+        let plain = Box::new(self.plain());
         let gx = if !need(0) {
             None
         } else if self.transposed {
@@ -259,7 +259,7 @@ impl ConvConfig {
 }
 
 /// The table op running a plain convolution of this config.
-fn conv_op(cfg: ConvConfig) -> Op {
+fn conv_op(cfg: Box<ConvConfig>) -> Op {
     if cfg.window.spatial == 1 {
         Op::Table(TableOps::Conv1d(Conv1d(cfg)))
     } else {
@@ -364,7 +364,7 @@ macro_rules! conv_table_op {
             const TORCH_FRONT: TorchFront = $front;
 
             fn build(args: &Args) -> Result<Self> {
-                build_any(args).map($ty)
+                build_any(args).map(|cfg| $ty(Box::new(cfg)))
             }
 
             fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
@@ -392,7 +392,7 @@ macro_rules! conv_table_op {
 
 /// 2-D convolution.
 #[derive(Clone, Debug)]
-pub struct Conv2d(ConvConfig);
+pub struct Conv2d(Box<ConvConfig>);
 
 impl Conv2d {
     const TF_TYPE: &'static str = "Conv2D";
@@ -420,7 +420,7 @@ conv_table_op!(
 
 /// 1-D convolution.
 #[derive(Clone, Debug)]
-pub struct Conv1d(ConvConfig);
+pub struct Conv1d(Box<ConvConfig>);
 
 impl Conv1d {
     const TF_TYPE: &'static str = "";
@@ -451,7 +451,7 @@ conv_table_op!(
 
 /// 2-D transposed convolution (the input gradient of a convolution).
 #[derive(Clone, Debug)]
-pub struct ConvTranspose2d(ConvConfig);
+pub struct ConvTranspose2d(Box<ConvConfig>);
 
 impl ConvTranspose2d {
     const TF_TYPE: &'static str = "";
@@ -522,12 +522,12 @@ fn build_any(args: &Args) -> Result<ConvConfig> {
 /// `(g, w, x)`: the gradient of a plain convolution with respect to its input `x`, of which
 /// only the shape is read.
 #[derive(Clone, Debug)]
-pub struct ConvInputGrad(ConvConfig);
+pub struct ConvInputGrad(Box<ConvConfig>);
 
 /// `(g, x, w)`: the gradient of a plain convolution with respect to its weight `w`, of which
 /// only the shape is read.
 #[derive(Clone, Debug)]
-pub struct ConvWeightGrad(ConvConfig);
+pub struct ConvWeightGrad(Box<ConvConfig>);
 
 /// Checks that a gradient has the output's size that the geometry gives.
 fn check_grad_size(cfg: &ConvConfig, geom: &ConvGeom, g4: &Tensor) -> Result<()> {

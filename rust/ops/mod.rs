@@ -296,6 +296,14 @@ macro_rules! table {
             <$ty as TableOp>::TORCH_FRONT,
         )),*];
 
+        /// Each table op's variant name and size, largest first.
+        #[cfg(test)]
+        pub fn variant_sizes() -> Vec<(&'static str, usize)> {
+            let mut v = vec![$((stringify!($variant), std::mem::size_of::<$ty>()),)* $((stringify!($ivariant), std::mem::size_of::<$ity>()),)*];
+            v.sort_by_key(|p| std::cmp::Reverse(p.1));
+            v
+        }
+
         impl TableOps {
             pub fn spec(&self) -> &'static Spec {
                 match self {
@@ -518,4 +526,17 @@ table! {
         HorovodBroadcast(collective::BroadcastFused),
         Unfuse(collective::Unfuse),
     ],
+}
+
+#[cfg(test)]
+mod tests {
+    /// Recording an op moves it into its tape node through three calls; at more than 64 bytes
+    /// each move was a `memcpy` call (a one-element add spent ~90 instructions on them).
+    /// Large arguments go behind a `Box` in the op's struct (as pooling and convolution do).
+    #[test]
+    fn an_op_stays_small_enough_to_move_cheaply() {
+        let size = std::mem::size_of::<crate::op::Op>();
+        let largest = &super::variant_sizes()[..3];
+        assert!(size <= 64, "Op is {size} bytes; the largest table ops: {largest:?}");
+    }
 }

@@ -341,7 +341,7 @@ fn build_max_pool(args: &Args, op: &'static str) -> Result<PoolConfig> {
 macro_rules! pool_op {
     ($ty:ident, $name:literal, $tf:expr, $doc:literal, $params:expr, $front:expr, $build:expr, indices: $indices:literal) => {
         #[derive(Clone, Debug)]
-        pub struct $ty(PoolConfig);
+        pub struct $ty(Box<PoolConfig>);
 
         impl TableOp for $ty {
             const SPEC: Spec = Spec {
@@ -356,7 +356,7 @@ macro_rules! pool_op {
             const TORCH_FRONT: TorchFront = $front;
 
             fn build(args: &Args) -> Result<Self> {
-                $build(args).map($ty)
+                $build(args).map(|cfg| $ty(Box::new(cfg)))
             }
 
             fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
@@ -465,7 +465,7 @@ pool_op!(
 
 /// `(g, x)`: the gradient of a pooling with respect to its input `x`.
 #[derive(Clone, Debug)]
-pub struct PoolGrad(PoolConfig);
+pub struct PoolGrad(Box<PoolConfig>);
 
 impl TableOp for PoolGrad {
     const SPEC: Spec = internal("pool_grad", ONE_INPUT);
@@ -506,7 +506,7 @@ impl TableOp for PoolGrad {
 /// `(g, indices, x)`: max pooling's input gradient from the flat indices of its maxima
 /// (`max_pool2d_indices`); `x` gives only the shape.
 #[derive(Clone, Debug)]
-pub struct MaxPoolGrad(PoolConfig);
+pub struct MaxPoolGrad(Box<PoolConfig>);
 
 impl TableOp for MaxPoolGrad {
     const SPEC: Spec = internal("max_pool_grad", ONE_INPUT);

@@ -20,7 +20,7 @@ use crate::tensor::Tensor;
 /// Which contraction an op runs: an equation, or `tensordot`'s axes (resolved against the ranks).
 #[derive(Clone, Debug)]
 pub enum Contraction {
-    Einsum(Equation),
+    Einsum(Box<Equation>),
     Tensordot(Axes),
 }
 
@@ -141,7 +141,7 @@ impl TableOp for Einsum {
     const TORCH_ORDER: &'static [&'static str] = &["equation", "*operands"];
 
     fn build(args: &Args) -> Result<Self> {
-        Ok(Einsum { contraction: Contraction::Einsum(Equation::parse_for(args.text(0)?, args.flag(1)?)?) })
+        Ok(Einsum { contraction: Contraction::Einsum(Box::new(Equation::parse_for(args.text(0)?, args.flag(1)?)?)) })
     }
 
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
@@ -384,7 +384,7 @@ macro_rules! fixed_product {
     ) => {
         #[derive(Clone, Debug)]
         pub struct $ty {
-            equation: Equation,
+            equation: Box<Equation>,
         }
 
         impl TableOp for $ty {
@@ -399,7 +399,7 @@ macro_rules! fixed_product {
             };
 
             fn build(_args: &Args) -> Result<Self> {
-                Ok($ty { equation: Equation::parse($equation)? })
+                Ok($ty { equation: Box::new(Equation::parse($equation)?) })
             }
 
             fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
@@ -456,7 +456,7 @@ macro_rules! add_product {
     ) => {
         #[derive(Clone, Debug)]
         pub struct $ty {
-            equation: Equation,
+            equation: Box<Equation>,
             beta: f64,
             alpha: f64,
         }
@@ -477,7 +477,7 @@ macro_rules! add_product {
             };
 
             fn build(args: &Args) -> Result<Self> {
-                Ok($ty { equation: Equation::parse($equation)?, beta: args.float(0)?, alpha: args.float(1)? })
+                Ok($ty { equation: Box::new(Equation::parse($equation)?), beta: args.float(0)?, alpha: args.float(1)? })
             }
 
             fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
