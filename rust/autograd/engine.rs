@@ -193,8 +193,10 @@ fn dependencies(roots: &[Arc<Node>]) -> Result<Reachable> {
 
 /// Checks a gradient returned for input `i` of `node` and casts it to the input's dtype.
 fn check_input_grad(node: &Node, i: usize, grad: Tensor, create_graph: bool) -> Result<Tensor> {
-    let (shape, dtype) = &node.input_meta[i];
-    if grad.shape() != shape.as_slice() {
+    let (shape, dtype) = node
+        .input_meta(i)
+        .ok_or_else(|| Error::Internal(format!("{}: no shape recorded for input {i}", node.name())))?;
+    if grad.shape() != shape {
         return grad_err(format!(
             "Function {} returned an invalid gradient at index {i} - got {} but expected shape compatible with {}",
             node.name(),
@@ -202,12 +204,12 @@ fn check_input_grad(node: &Node, i: usize, grad: Tensor, create_graph: bool) -> 
             fmt_shape(shape)
         ));
     }
-    if grad.dtype() != *dtype {
+    if grad.dtype() != dtype {
         if create_graph {
-            return record::apply(Op::Cast(*dtype), &[&grad]);
+            return record::apply(Op::Cast(dtype), &[&grad]);
         }
-        let cast = forward::cast(&grad, *dtype)?;
-        crate::compile::cast(&grad, *dtype, &cast);
+        let cast = forward::cast(&grad, dtype)?;
+        crate::compile::cast(&grad, dtype, &cast);
         return Ok(cast);
     }
     Ok(grad)
@@ -251,16 +253,17 @@ fn run_node(node: &Arc<Node>, grads: Vec<Option<Tensor>>, create_graph: bool) ->
                 None => return Ok(vec![None; node.next.len()]),
             };
             // An op that keeps no input values records an empty list.
-            let inputs: PerInput<EagerValue> = node
-                .input_meta
-                .iter()
-                .enumerate()
-                .map(|(i, meta)| (i, saved.inputs.get(i).and_then(Option::as_ref), meta))
-                .map(|(i, s, (shape, dtype))| match s {
+            let inputs: PerInput<EagerValue> = (0..node.next.len())
+                .map(|i| match saved.inputs.get(i).and_then(Option::as_ref) {
                     Some(s) if create_graph => Ok(EagerValue::saved_with_history(s, node.next[i].as_ref())),
                     Some(s) => Ok(EagerValue::saved(s)),
                     // The rule reads only this input's shape and dtype.
-                    None => Ok(EagerValue::fresh(Tensor::placeholder(shape, *dtype)?)),
+                    None => {
+                        let (shape, dtype) = node
+                            .input_meta(i)
+                            .ok_or_else(|| Error::Internal(format!("{}: no shape recorded for input {i}", name())))?;
+                        Ok(EagerValue::fresh(Tensor::placeholder(shape, dtype)?))
+                    }
                 })
                 .collect::<Result<_>>()?;
             let output = match &saved.output {

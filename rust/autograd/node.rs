@@ -52,8 +52,9 @@ pub struct Node {
     pub op: Op,
     /// One entry per op input; None where that input needs no gradient.
     pub next: PerInput<Option<Edge>>,
-    /// Shape and dtype of each input, to check the gradients a rule returns.
-    pub input_meta: PerInput<Meta>,
+    /// Shape and dtype of each input without an edge, by input index (a rule may read its
+    /// shape); an input with an edge has them from it (`input_meta`).
+    pub unedged_meta: PerInput<(usize, Meta)>,
     /// Shape and dtype of each output, to make zero gradients for unused outputs
     /// (inline for one: only custom Functions have more).
     pub output_meta: PerOutput<Meta>,
@@ -88,7 +89,7 @@ impl Node {
     pub fn shared(
         op: Op,
         next: PerInput<Option<Edge>>,
-        input_meta: PerInput<Meta>,
+        unedged_meta: PerInput<(usize, Meta)>,
         output_meta: PerOutput<Meta>,
         saved: Saved,
     ) -> Arc<Node> {
@@ -107,7 +108,7 @@ impl Node {
         init!(sequence, depth(&next));
         init!(op, op);
         init!(next, next);
-        init!(input_meta, input_meta);
+        init!(unedged_meta, unedged_meta);
         init!(output_meta, output_meta);
         init!(saved, Mutex::new(Some(saved)));
         init!(retained, Mutex::new(Vec::new()));
@@ -115,6 +116,20 @@ impl Node {
         // SAFETY: `init!` above wrote every field of `Node`: the `const _` after this impl
         // names the same fields without `..`, so a new field fails to compile until it is added to both.
         unsafe { node.assume_init() }
+    }
+
+    /// The shape and dtype of input `i`, to check the gradient a rule returns for it and to
+    /// stand in for its value. Read through the edge when there is one: a leaf is the tensor
+    /// itself, a node's output has its `output_meta` (neither changes). Only inputs without an
+    /// edge have theirs copied into the node, which spares the common op two shape copies.
+    pub fn input_meta(&self, i: usize) -> Option<(&[usize], DType)> {
+        match self.next.get(i)? {
+            Some(Edge::Leaf(t)) => Some((t.shape(), t.dtype())),
+            Some(Edge::Node(node, k)) => node.output_meta.get(*k).map(|(shape, dtype)| (shape.as_slice(), *dtype)),
+            None => {
+                self.unedged_meta.iter().find(|(j, _)| *j == i).map(|(_, (shape, dtype))| (shape.as_slice(), *dtype))
+            }
+        }
     }
 
     pub fn name(&self) -> String {
@@ -133,7 +148,7 @@ impl Node {
 /// The fields `Node::shared` writes, matched without `..`: adding a field to `Node` breaks
 /// this pattern, which is the reminder to write the new field in `shared` as well.
 const _: fn(&Node) =
-    |Node { op: _, next: _, input_meta: _, output_meta: _, saved: _, sequence: _, retained: _, hooks: _ }| {};
+    |Node { op: _, next: _, unedged_meta: _, output_meta: _, saved: _, sequence: _, retained: _, hooks: _ }| {};
 
 /// Breaks long chains iteratively, so dropping a deep graph cannot overflow the stack.
 impl Drop for Node {

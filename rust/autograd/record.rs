@@ -51,6 +51,17 @@ fn per_input<T>(inputs: &[&Tensor], f: impl Fn(&Tensor) -> T) -> PerInput<T> {
     out
 }
 
+/// The shape and dtype of each input without an edge, by index (see `Node::input_meta`).
+fn unedged_meta(inputs: &[&Tensor], next: &PerInput<Option<Edge>>) -> PerInput<(usize, Meta)> {
+    let mut out = PerInput::new();
+    for (i, (t, edge)) in inputs.iter().zip(next).enumerate() {
+        if edge.is_none() {
+            out.push((i, meta(t)));
+        }
+    }
+    out
+}
+
 /// Whether an op on these inputs would be recorded.
 pub fn should_record(inputs: &[&Tensor]) -> bool {
     grad_mode::is_enabled() && inputs.iter().any(|t| t.requires_grad())
@@ -89,7 +100,8 @@ fn attach(op: Op, inputs: &[&Tensor], next: PerInput<Option<Edge>>, out: &mut Te
         },
         output: saves.output.then(|| SavedTensor::new(out)),
     };
-    let node = Node::shared(op, next, per_input(inputs, meta), smallvec::smallvec![meta(out)], saved);
+    let unedged = unedged_meta(inputs, &next);
+    let node = Node::shared(op, next, unedged, smallvec::smallvec![meta(out)], saved);
     out.set_history_of_new(Some(node), 0);
 }
 
@@ -100,10 +112,12 @@ pub fn record_custom(custom: Arc<dyn CustomBackward>, inputs: &[Tensor], outputs
     if !should_record(&refs) {
         return;
     }
+    let next: PerInput<Option<Edge>> = inputs.iter().map(edge_for).collect();
+    let unedged = unedged_meta(&refs, &next);
     let node = Node::shared(
         Op::Custom(custom),
-        inputs.iter().map(edge_for).collect(),
-        inputs.iter().map(meta).collect(),
+        next,
+        unedged,
         outputs.iter().map(meta).collect(),
         Saved { inputs: vec![], output: None },
     );
