@@ -196,6 +196,7 @@ const REORDER_MIN_ELEMENTS: usize = 1 << 12;
 /// Measured on 2 cores, float32 `a.t() + b`: 14.3 ms walking against 1.6 ms copying first at
 /// 1024×1024, 406 against 124 ms at 4096×4096. A broadcast operand (a stride of 0, `expand`) is
 /// read in place: its rows are contiguous, and materialising it costs as much as the op.
+#[inline(always)]
 fn in_order<'a>(t: &'a Tensor, shape: &[usize]) -> Result<std::borrow::Cow<'a, Tensor>> {
     let strided = t.numel() >= REORDER_MIN_ELEMENTS && t.shape() == shape && !t.is_contiguous();
     if strided && !t.strides().contains(&0) {
@@ -221,15 +222,10 @@ pub fn zip_tensors<T: Element, U: Element>(
     shape: Shape,
     kernel: impl FnOnce(&[usize], &Operand<T>, &Operand<T>) -> Vec<U>,
 ) -> Result<Tensor> {
+    let (a, b) = (in_order(a, &shape)?, in_order(b, &shape)?);
+    let (a, b) = (a.as_ref(), b.as_ref());
     let dense = |t: &Tensor| t.is_contiguous() && t.shape() == &shape[..];
     let (dense_a, dense_b) = (dense(a), dense(b));
-    // Dense operands are already in order; only the others may need copying.
-    let (a, b) = match (dense_a, dense_b) {
-        (true, true) => (Cow::Borrowed(a), Cow::Borrowed(b)),
-        _ => (in_order(a, &shape)?, in_order(b, &shape)?),
-    };
-    let (a, b) = (a.as_ref(), b.as_ref());
-    let (dense_a, dense_b) = (dense_a || dense(a), dense_b || dense(b));
     let (ga, gb) = (a.storage().read(), b.storage().read());
     let mismatch = || Error::DType("internal dtype mismatch in a broadcasting kernel".into());
     let (da, db) = (T::slice(&ga).ok_or_else(mismatch)?, T::slice(&gb).ok_or_else(mismatch)?);

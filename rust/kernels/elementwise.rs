@@ -145,13 +145,8 @@ pub(crate) unsafe fn fill_chunks<U: Copy + Send + Sync + 'static>(
     fill: impl Fn(usize, &mut [MaybeUninit<U>]) + Sync + Send,
 ) -> Vec<U> {
     let mut out = crate::storage::vec_with_capacity(n);
-    if n <= CHUNK {
-        // One chunk: too short to parallelise or to stop halfway on Ctrl-C.
-        fill(0, &mut out.spare_capacity_mut()[..n]);
-    } else {
-        let parallel = n >= PARALLEL_MIN_ELEMENTS && super::threads::num_threads() > 1;
-        for_each_chunk(&mut out.spare_capacity_mut()[..n], CHUNK, parallel, |(i, chunk)| fill(i * CHUNK, chunk));
-    }
+    let parallel = n >= PARALLEL_MIN_ELEMENTS && super::threads::num_threads() > 1;
+    for_each_chunk(&mut out.spare_capacity_mut()[..n], CHUNK, parallel, |(i, chunk)| fill(i * CHUNK, chunk));
     // SAFETY: `fill` writes each slot of its chunk (the caller's contract), and the
     // chunks cover all `n` slots.
     unsafe { out.set_len(n) };

@@ -156,7 +156,25 @@ fn transposed_matrix(shape: &[usize], strides: &[isize]) -> Option<usize> {
 
 /// Calls `fill((index, chunk))` for each consecutive chunk of `size` slots, on the
 /// pool's threads when `parallel`.
+#[inline]
 pub(crate) fn for_each_chunk<T: Send>(
+    slots: &mut [MaybeUninit<T>],
+    size: usize,
+    parallel: bool,
+    fill: impl Fn((usize, &mut [MaybeUninit<T>])) + Sync + Send,
+) {
+    // One chunk is too short to parallelise or to stop halfway on Ctrl-C; the loop's set-up
+    // was a noticeable part of a one-element op.
+    if slots.len() <= size {
+        if !slots.is_empty() {
+            fill((0, slots));
+        }
+        return;
+    }
+    chunk_loop(slots, size, parallel, fill);
+}
+
+fn chunk_loop<T: Send>(
     slots: &mut [MaybeUninit<T>],
     size: usize,
     parallel: bool,
