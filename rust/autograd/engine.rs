@@ -193,9 +193,7 @@ fn dependencies(roots: &[Arc<Node>]) -> Result<Reachable> {
 
 /// Checks a gradient returned for input `i` of `node` and casts it to the input's dtype.
 fn check_input_grad(node: &Node, i: usize, grad: Tensor, create_graph: bool) -> Result<Tensor> {
-    let (shape, dtype) = node
-        .input_meta(i)
-        .ok_or_else(|| Error::Internal(format!("{}: no shape recorded for input {i}", node.name())))?;
+    let (shape, dtype) = node.input_meta(i)?;
     if grad.shape() != shape {
         return grad_err(format!(
             "Function {} returned an invalid gradient at index {i} - got {} but expected shape compatible with {}",
@@ -259,9 +257,7 @@ fn run_node(node: &Arc<Node>, grads: Vec<Option<Tensor>>, create_graph: bool) ->
                     Some(s) => Ok(EagerValue::saved(s)),
                     // The rule reads only this input's shape and dtype.
                     None => {
-                        let (shape, dtype) = node
-                            .input_meta(i)
-                            .ok_or_else(|| Error::Internal(format!("{}: no shape recorded for input {i}", name())))?;
+                        let (shape, dtype) = node.input_meta(i)?;
                         Ok(EagerValue::fresh(Tensor::placeholder(shape, dtype)?))
                     }
                 })

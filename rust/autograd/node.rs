@@ -3,6 +3,7 @@
 
 use super::hooks::NodeHooks;
 use crate::dtype::DType;
+use crate::error::{Error, Result};
 use crate::op::Op;
 use crate::shape::Shape;
 use crate::tensor::{Tensor, WeakTensor};
@@ -122,14 +123,18 @@ impl Node {
     /// stand in for its value. Read through the edge when there is one: a leaf is the tensor
     /// itself, a node's output has its `output_meta` (neither changes). Only inputs without an
     /// edge have theirs copied into the node, which spares the common op two shape copies.
-    pub fn input_meta(&self, i: usize) -> Option<(&[usize], DType)> {
-        match self.next.get(i)? {
-            Some(Edge::Leaf(t)) => Some((t.shape(), t.dtype())),
-            Some(Edge::Node(node, k)) => node.output_meta.get(*k).map(|(shape, dtype)| (shape.as_slice(), *dtype)),
-            None => {
+    pub fn input_meta(&self, i: usize) -> Result<(&[usize], DType)> {
+        let meta = match self.next.get(i) {
+            Some(Some(Edge::Leaf(t))) => Some((t.shape(), t.dtype())),
+            Some(Some(Edge::Node(node, k))) => {
+                node.output_meta.get(*k).map(|(shape, dtype)| (shape.as_slice(), *dtype))
+            }
+            Some(None) => {
                 self.unedged_meta.iter().find(|(j, _)| *j == i).map(|(_, (shape, dtype))| (shape.as_slice(), *dtype))
             }
-        }
+            None => None,
+        };
+        meta.ok_or_else(|| Error::Internal(format!("{}: no shape recorded for input {i}", self.name())))
     }
 
     pub fn name(&self) -> String {
