@@ -322,16 +322,42 @@ fn write_all<'a, T: Copy + Send + Sync>(slots: &'a mut [MaybeUninit<T>], values:
     unsafe { &mut *(slots as *mut [MaybeUninit<T>] as *mut [T]) }
 }
 
-/// `RUSTGRAD_GEMM=crate` turns our own kernel off (to measure what it brings).
+/// Which products our own kernel may run, as `RUSTGRAD_GEMM` says (to measure what
+/// each kernel brings): `crate` none, `own` also those whose B is 1 MiB or more.
 #[cfg(target_arch = "x86_64")]
-fn only_gemm_crate() -> bool {
-    static ONLY_CRATE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ONLY_CRATE.get_or_init(|| std::env::var("RUSTGRAD_GEMM").as_deref() == Ok("crate"))
+#[derive(Copy, Clone, PartialEq)]
+enum KernelChoice {
+    ByShape,
+    OnlyCrate,
+    OwnForAnyB,
+}
+
+#[cfg(target_arch = "x86_64")]
+fn kernel_choice() -> KernelChoice {
+    static CHOICE: std::sync::OnceLock<KernelChoice> = std::sync::OnceLock::new();
+    *CHOICE.get_or_init(|| match std::env::var("RUSTGRAD_GEMM").as_deref() {
+        Ok("crate") => KernelChoice::OnlyCrate,
+        Ok("own") => KernelChoice::OwnForAnyB,
+        _ => KernelChoice::ByShape,
+    })
 }
 
 /// Products up to this many multiply-adds use our own AVX-512 kernel (see sgemm_avx512.rs).
 #[cfg(target_arch = "x86_64")]
 const OWN_SGEMM_MAX_FLOPS: usize = 1 << 28;
+
+/// ... and only while B (k×n) holds fewer elements than this: 1 MiB of float32.
+/// The kernel does not pack or block B, so every 8-row tile streams a k×32 strip of
+/// it whose rows lie n·4 bytes apart; with a larger B that strip leaves the cache.
+/// On the 2-core AVX-512 Xeon (GFLOP/s, own kernel against the crate, medians of three
+/// processes, `python benchmarks/kernel_choice.py`): 1 thread 512³ 72 against 122,
+/// 64×4096×1024 34 against 93; 2 threads 512³ 136 against 180, 128×1024×1024 65
+/// against 183. Below the limit our kernel is ahead on 2 threads, where it does not
+/// wake the crate's rayon threads (256³ 162 against 102, 64×1000×100 140 against 91).
+/// The choice depends on the shape alone, so results stay bitwise the same at any
+/// thread count.
+#[cfg(target_arch = "x86_64")]
+const OWN_SGEMM_MAX_B_ELEMENTS: usize = (1 << 18) - 1;
 
 /// Whether our own AVX-512 float32 kernel runs `a·b` (rather than the `gemm` crate).
 pub fn own_kernel_runs<T: Float>(a: MatRef<T>, b: MatRef<T>) -> bool {
@@ -343,7 +369,11 @@ pub fn own_kernel_runs<T: Float>(a: MatRef<T>, b: MatRef<T>) -> bool {
             && super::sgemm_avx512::available()
             // Without cache blocking the kernel falls behind `gemm` on large products.
             && work <= OWN_SGEMM_MAX_FLOPS
-            && !only_gemm_crate()
+            && match kernel_choice() {
+                KernelChoice::ByShape => a.cols.saturating_mul(b.cols) <= OWN_SGEMM_MAX_B_ELEMENTS,
+                KernelChoice::OnlyCrate => false,
+                KernelChoice::OwnForAnyB => true,
+            }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -421,7 +451,7 @@ mod tests {
         out
     }
 
-    fn dense(data: &[f64], rows: usize, cols: usize) -> MatRef<'_, f64> {
+    fn dense<T>(data: &[T], rows: usize, cols: usize) -> MatRef<'_, T> {
         MatRef { data, offset: 0, rows, cols, row_stride: cols as isize, col_stride: 1 }
     }
 
@@ -440,6 +470,27 @@ mod tests {
         assert!(MatRef::new(&data, 0, (usize::MAX, 2), (isize::MAX, 1)).is_none());
         assert!(MatRef::new(&data, 7, (0, 3), (3, 1)).is_none());
         assert!(MatRef::new(&data, 6, (0, 3), (3, 1)).is_some());
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn our_kernel_takes_products_whose_b_stays_in_cache() {
+        let chosen = |m: usize, k: usize, n: usize| {
+            let (a, b) = (vec![0.0f32; m * k], vec![0.0f32; k * n]);
+            own_kernel_runs(dense(&a, m, k), dense(&b, k, n))
+        };
+        if !crate::kernels::sgemm_avx512::available() || kernel_choice() == KernelChoice::OnlyCrate {
+            assert!(!chosen(64, 1000, 100));
+            return;
+        }
+        if kernel_choice() == KernelChoice::OwnForAnyB {
+            assert!(chosen(512, 512, 512) && !chosen(1024, 1024, 1024));
+            return;
+        }
+        assert!(chosen(64, 1000, 100) && chosen(1000, 64, 100) && chosen(384, 384, 384));
+        // B of 1 MiB or more, or more than 2^28 multiply-adds: the crate.
+        assert!(!chosen(512, 512, 512) && !chosen(48, 1024, 1024) && !chosen(64, 512, 512));
+        assert!(!chosen(8192, 64, 1024) && !chosen(1024, 1024, 1024));
     }
 
     #[test]
