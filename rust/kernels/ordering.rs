@@ -7,7 +7,7 @@
 
 use super::scan::ScanShape;
 use super::PARALLEL_MIN_ELEMENTS;
-use crate::dtype::Number;
+use crate::dtype::{DType, Number};
 use rayon::prelude::*;
 use std::cmp::Ordering;
 
@@ -253,7 +253,7 @@ fn sort_key<T: Number>(v: T) -> u64 {
 /// unstable sort is stable. Sorting positions through a comparator that looked the values up
 /// was 11–14× numpy's `sort` on 1024×1024 (docs/benchmarks.md).
 fn sort_line_by_keys<T: Number>(line: &[T], n: u32, descending: bool, dst: &mut [i64]) {
-    if T::DTYPE.size_in_bytes() <= 4 {
+    if matches!(T::DTYPE, DType::F32 | DType::I32 | DType::U8) {
         return sort_line_by_packed_keys(line, n, descending, dst);
     }
     let mut pairs: Vec<(u64, u32)> = line
@@ -270,7 +270,7 @@ fn sort_line_by_keys<T: Number>(line: &[T], n: u32, descending: bool, dst: &mut 
     }
 }
 
-/// `sort_line_by_keys` for values of at most 32 bits: each key and position packed into
+/// `sort_line_by_keys` for float32, int32 and uint8 values: each key and position packed into
 /// one u64 (key above, position below), which sorts as the (key, position) pair does
 /// with half the memory and one comparison.
 fn sort_line_by_packed_keys<T: Number>(line: &[T], n: u32, descending: bool, dst: &mut [i64]) {
@@ -288,7 +288,7 @@ fn sort_line_by_packed_keys<T: Number>(line: &[T], n: u32, descending: bool, dst
     }
 }
 
-/// `sort_key` in 32 bits, for the dtypes of at most 32 bits (float32, int32, uint8).
+/// `sort_key` in 32 bits, for float32, int32 and uint8 values.
 #[inline]
 fn narrow_sort_key<T: Number>(v: T) -> u32 {
     if T::DTYPE.is_float() {
