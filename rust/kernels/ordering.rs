@@ -237,14 +237,20 @@ fn sort_key<T: Number>(v: T) -> u64 {
         if f.is_nan() {
             return u64::MAX;
         }
-        let bits = (f + 0.0).to_bits(); // -0.0 + 0.0 is 0.0
-        if bits >> 63 == 1 {
-            !bits
-        } else {
-            bits | 1 << 63
-        }
+        ordered_float_bits((f + 0.0).to_bits(), 1 << 63) // -0.0 + 0.0 is 0.0
     } else {
         (v.to_i64() as u64) ^ 1 << 63
+    }
+}
+
+/// A float's bits (`sign` is its sign bit) as an unsigned integer that orders as the float
+/// does: a negative value's bits flipped, a positive value's with the sign bit set.
+#[inline]
+fn ordered_float_bits(bits: u64, sign: u64) -> u64 {
+    if bits & sign != 0 {
+        !bits & (sign | (sign - 1))
+    } else {
+        bits | sign
     }
 }
 
@@ -296,12 +302,7 @@ fn narrow_sort_key<T: Number>(v: T) -> u32 {
         if f.is_nan() {
             return u32::MAX;
         }
-        let bits = (f + 0.0).to_bits(); // -0.0 + 0.0 is 0.0
-        if bits >> 31 == 1 {
-            !bits
-        } else {
-            bits | 1 << 31
-        }
+        ordered_float_bits(u64::from((f + 0.0).to_bits()), 1 << 31) as u32 // fits: the sign bit is bit 31
     } else {
         (v.to_i64() as i32 as u32) ^ 1 << 31 // exact: an int32 or uint8 fits in i32
     }
