@@ -1,0 +1,98 @@
+"""Threaded products on the `gemm` crate: split into one band of rows per thread on our
+spin pool (the default), against the crate's own threading (rayon), which
+`RUSTGRAD_GEMM_THREADING=rayon` restores. See `crate_product_in_row_bands` in
+rust/kernels/matmul.rs.
+
+Each configuration runs in its own process and the processes alternate, so that a
+change of the machine's state reaches both sides. Prints, per row, the median over
+the rounds of each process's median (GFLOP/s for products, ms for the large step), and
+in brackets the best single call. Both give the same bits (tests/test_determinism.py
+and the Rust test `bands_of_rows_give_the_bits_of_one_call`).
+
+    python benchmarks/row_bands.py [--rounds 5] [--threads 2] (several counts: --threads 2 1)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SHAPES = [(256, 1024, 1024), (384, 1024, 1024), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
+          (1024, 4096, 4096), (4096, 1024, 4096), (4096, 1024, 1000)]
+CALL_BUDGET_MACS = 2 * 10**10
+LARGE_STEP = (1024, 4096, 4096, 1000)
+LARGE_STEP_CALLS = 12
+
+CHILD = """
+import json, statistics, sys, time
+import numpy as np
+import rustgrad
+from steps import scaled_problem, static_step
+rustgrad.set_num_threads(int(sys.argv[1]))
+rng = np.random.default_rng(0)
+result = {}
+for m, k, n in json.loads(sys.argv[2]):
+    a = rustgrad.from_numpy(rng.random((m, k), dtype=np.float32))
+    b = rustgrad.from_numpy(rng.random((k, n), dtype=np.float32))
+    a.mm(b)
+    times = []
+    for _ in range(max(10, int(sys.argv[3]) // (m * k * n))):
+        start = time.perf_counter()
+        a.mm(b)
+        times.append(time.perf_counter() - start)
+    flops = 2 * m * k * n
+    result[f"{m}x{k}x{n}"] = [flops / statistics.median(times) / 1e9, flops / min(times) / 1e9]
+step = static_step(scaled_problem(tuple(json.loads(sys.argv[4]))))
+step()
+times = []
+for _ in range(int(sys.argv[5])):
+    start = time.perf_counter()
+    step()
+    times.append(time.perf_counter() - start)
+result["large step"] = [statistics.median(times) * 1e3, min(times) * 1e3]
+print(json.dumps(result))
+"""
+
+CONFIGURATIONS = {"bands": {}, "rayon": {"RUSTGRAD_GEMM_THREADING": "rayon"}}
+
+
+def run(configuration: str, threads: int) -> dict[str, list[float]]:
+    env = dict(os.environ, **CONFIGURATIONS[configuration])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parent), env.get("PYTHONPATH")]))
+    args = [sys.executable, "-c", CHILD, str(threads), json.dumps(SHAPES), str(CALL_BUDGET_MACS),
+            json.dumps(LARGE_STEP), str(LARGE_STEP_CALLS)]
+    return json.loads(subprocess.run(args, env=env, capture_output=True, text=True, check=True).stdout)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--threads", type=int, nargs="+", default=[2])
+    args = parser.parse_args()
+    print(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), f"{args.rounds} rounds")
+    for threads in args.threads:
+        runs: dict[str, list[dict[str, list[float]]]] = {name: [] for name in CONFIGURATIONS}
+        for _ in range(args.rounds):
+            for name in runs:
+                runs[name].append(run(name, threads))
+        print(f"{threads} thread(s)  {'row':>24}  {'bands':>14} {'rayon':>14}")
+        rows = [f"{m}x{k}x{n}" for m, k, n in SHAPES] + ["large step"]
+        for row in rows:
+            unit = "ms" if row == "large step" else "GFLOP/s"
+            better = min if unit == "ms" else max
+            cells = []
+            for name in CONFIGURATIONS:
+                median = statistics.median(r[row][0] for r in runs[name])
+                best = better(r[row][1] for r in runs[name])
+                cells.append(f"{median:6.1f} ({best:6.1f})")
+            print(f"  {row + ' ' + unit:>34}  {cells[0]:>15} {cells[1]:>15}")
+
+
+if __name__ == "__main__":
+    main()
