@@ -19,6 +19,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 SHAPES = [
     (64, 1000, 100), (1000, 64, 100), (64, 100, 1000), (128, 128, 128), (256, 256, 256),
@@ -28,29 +29,17 @@ SHAPES = [
 CALL_BUDGET_MACS = 3 * 10**8
 
 CHILD = """
-import json, statistics, sys, time
-import numpy as np
+import json, sys
 import rustgrad
+from product_rates import product_rates
 rustgrad.set_num_threads(int(sys.argv[1]))
-rng = np.random.default_rng(0)
-result = {}
-for m, k, n in json.loads(sys.argv[2]):
-    a = rustgrad.from_numpy(rng.random((m, k), dtype=np.float32))
-    b = rustgrad.from_numpy(rng.random((k, n), dtype=np.float32))
-    a.mm(b)
-    times = []
-    for _ in range(max(20, int(sys.argv[3]) // (m * k * n))):
-        start = time.perf_counter()
-        a.mm(b)
-        times.append(time.perf_counter() - start)
-    flops = 2 * m * k * n
-    result[f"{m}x{k}x{n}"] = [flops / statistics.median(times) / 1e9, flops / min(times) / 1e9]
-print(json.dumps(result))
+print(json.dumps(product_rates(json.loads(sys.argv[2]), int(sys.argv[3]), min_calls=20)))
 """
 
 
 def run(kind: str, threads: int) -> dict[str, list[float]]:
     env = dict(os.environ, RUSTGRAD_GEMM=kind)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parent), env.get("PYTHONPATH")]))
     args = [sys.executable, "-c", CHILD, str(threads), json.dumps(SHAPES), str(CALL_BUDGET_MACS)]
     return json.loads(subprocess.run(args, env=env, capture_output=True, text=True, check=True).stdout)
 

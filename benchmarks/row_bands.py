@@ -31,23 +31,11 @@ LARGE_STEP_CALLS = 12
 
 CHILD = """
 import json, statistics, sys, time
-import numpy as np
 import rustgrad
+from product_rates import product_rates
 from steps import scaled_problem, static_step
 rustgrad.set_num_threads(int(sys.argv[1]))
-rng = np.random.default_rng(0)
-result = {}
-for m, k, n in json.loads(sys.argv[2]):
-    a = rustgrad.from_numpy(rng.random((m, k), dtype=np.float32))
-    b = rustgrad.from_numpy(rng.random((k, n), dtype=np.float32))
-    a.mm(b)
-    times = []
-    for _ in range(max(10, int(sys.argv[3]) // (m * k * n))):
-        start = time.perf_counter()
-        a.mm(b)
-        times.append(time.perf_counter() - start)
-    flops = 2 * m * k * n
-    result[f"{m}x{k}x{n}"] = [flops / statistics.median(times) / 1e9, flops / min(times) / 1e9]
+result = product_rates(json.loads(sys.argv[2]), int(sys.argv[3]), min_calls=10)
 step = static_step(scaled_problem(tuple(json.loads(sys.argv[4]))))
 step()
 times = []
