@@ -15,11 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from product_rates import alternate, median_and_best
 
 SHAPES = [
     (64, 1000, 100), (1000, 64, 100), (64, 100, 1000), (128, 128, 128), (256, 256, 256),
@@ -51,20 +52,11 @@ def main() -> None:
     args = parser.parse_args()
     print(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), f"{args.rounds} rounds")
     for threads in args.threads:
-        runs: dict[str, list[dict[str, list[float]]]] = {"own": [], "crate": []}
-        for _ in range(args.rounds):
-            for kind in runs:
-                runs[kind].append(run(kind, threads))
+        runs = alternate(["own", "crate"], args.rounds, run, threads)
         print(f"{threads} thread(s)      shape     own kernel        crate   (GFLOP/s)")
         for m, k, n in SHAPES:
             name = f"{m}x{k}x{n}"
-            cells = []
-            for kind in ("own", "crate"):
-                median = statistics.median(r[name][0] for r in runs[kind])
-                best = max(r[name][1] for r in runs[kind])
-                cells.append(f"{median:5.0f} ({best:4.0f})")
-            print(f"  {name:>20}  {cells[0]:>14} {cells[1]:>14}")
-
+            print(f"  {name:>20}  {median_and_best(runs['own'], name):>15} {median_and_best(runs['crate'], name):>15}")
 
 if __name__ == "__main__":
     main()

@@ -17,11 +17,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from product_rates import alternate, median_and_best
 
 SHAPES = [(256, 1024, 1024), (384, 1024, 1024), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
           (1024, 4096, 4096), (4096, 1024, 4096), (4096, 1024, 1000)]
@@ -65,22 +66,12 @@ def main() -> None:
     args = parser.parse_args()
     print(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), f"{args.rounds} rounds")
     for threads in args.threads:
-        runs: dict[str, list[dict[str, list[float]]]] = {name: [] for name in CONFIGURATIONS}
-        for _ in range(args.rounds):
-            for name in runs:
-                runs[name].append(run(name, threads))
+        runs = alternate(list(CONFIGURATIONS), args.rounds, run, threads)
         print(f"{threads} thread(s)  {'row':>24}  {'bands':>14} {'rayon':>14}")
-        rows = [f"{m}x{k}x{n}" for m, k, n in SHAPES] + ["large step"]
-        for row in rows:
-            unit = "ms" if row == "large step" else "GFLOP/s"
-            better = min if unit == "ms" else max
-            cells = []
-            for name in CONFIGURATIONS:
-                median = statistics.median(r[row][0] for r in runs[name])
-                best = better(r[row][1] for r in runs[name])
-                cells.append(f"{median:6.1f} ({best:6.1f})")
+        for row in [f"{m}x{k}x{n}" for m, k, n in SHAPES] + ["large step"]:
+            unit, better = ("ms", min) if row == "large step" else ("GFLOP/s", max)
+            cells = [median_and_best(runs[name], row, better) for name in CONFIGURATIONS]
             print(f"  {row + ' ' + unit:>34}  {cells[0]:>15} {cells[1]:>15}")
-
 
 if __name__ == "__main__":
     main()
