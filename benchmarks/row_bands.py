@@ -1,7 +1,7 @@
 """Threaded products on the `gemm` crate: split into one band of rows per thread on our
 spin pool (the default), against the crate's own threading (rayon), which
 `RUSTGRAD_GEMM_THREADING=rayon` restores. See `crate_product_in_row_bands` in
-rust/kernels/matmul.rs.
+rust/kernels/crate_gemm.rs.
 
 Each configuration runs in its own process and the processes alternate, so that a
 change of the machine's state reaches both sides. Prints, per row, the median over

@@ -6,6 +6,7 @@ pub mod activation;
 pub mod batched_matmul;
 pub mod binary;
 pub mod conv;
+mod crate_gemm;
 pub mod elementwise;
 pub mod fold;
 pub mod gather;
