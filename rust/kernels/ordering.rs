@@ -289,7 +289,7 @@ fn sort_line_by_packed_keys<T: Number>(line: &[T], n: u32, descending: bool, dst
         })
         .collect();
     let sorted = if packed.len() >= RADIX_MIN_LEN {
-        radix_sort_by_upper_half(&mut packed)
+        radix_sort_by_upper_half(packed)
     } else {
         packed.sort_unstable();
         packed
@@ -307,7 +307,7 @@ const RADIX_MIN_LEN: usize = 256;
 /// `items` sorted by their upper 32 bits (the key), a stable LSD radix sort of 8 bits a
 /// pass. Items with equal keys keep their order, so items packed in position order come
 /// out as `sort_unstable` of the packed (key, position) values puts them.
-fn radix_sort_by_upper_half(items: &mut Vec<u64>) -> Vec<u64> {
+fn radix_sort_by_upper_half(items: Vec<u64>) -> Vec<u64> {
     let digit = |item: u64, pass: usize| ((item >> (32 + 8 * pass)) & 0xff) as usize;
     let mut counts = [[0usize; 256]; 4];
     for &item in items.iter() {
@@ -315,7 +315,7 @@ fn radix_sort_by_upper_half(items: &mut Vec<u64>) -> Vec<u64> {
             count[digit(item, pass)] += 1;
         }
     }
-    let mut from = std::mem::take(items);
+    let mut from = items;
     let mut to = vec![0u64; from.len()];
     for (pass, count) in counts.iter().enumerate() {
         // A pass in which every key has the same digit would move nothing.
