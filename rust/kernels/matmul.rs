@@ -1,8 +1,8 @@
 //! Matrix products on the `gemm` crate (crate_gemm.rs), which picks its SIMD kernel
 //! (AVX2, AVX-512, NEON) at run time, and on our own AVX-512 kernel for mid-size
-//! float32 products: which runs a product is decided here. Operands are read through their strides, so a transposed
-//! view is multiplied without being copied (except a column-major A in wide
-//! products, see `dense_copy_of_transposed`).
+//! float32 products: which runs a product is decided here. Operands are read
+//! through their strides, so a transposed view is multiplied without being copied
+//! (except a column-major A in wide products, see `dense_copy_of_transposed`).
 
 use crate::dtype::Float;
 use std::mem::MaybeUninit;
