@@ -10,6 +10,7 @@ use super::PARALLEL_MIN_ELEMENTS;
 use crate::dtype::{DType, Number};
 use rayon::prelude::*;
 use std::cmp::Ordering;
+use std::mem::MaybeUninit;
 
 /// Ascending order with NaN above every number (and equal to another NaN).
 #[inline]
@@ -200,7 +201,8 @@ pub fn argsort<T: Number>(x: &[T], shape: ScanShape, descending: bool, k: usize)
             *d = p as i64;
         }
     };
-    let mut out = vec![0i64; outer * k * inner];
+    // Every position is written below: recycled memory saves the page faults of new zeros.
+    let mut out: Vec<i64> = crate::storage::overwritable_vec(outer * k * inner);
     if k == 0 {
         return out;
     }
@@ -361,6 +363,9 @@ pub struct Along {
     /// `x`'s stride and size along the indexed dim.
     step: usize,
     size: usize,
+    /// The length of an index line when the dim is the last and nothing broadcasts: then
+    /// `take` reads line by line, each index line from the matching line of `x`.
+    plain_lines: Option<usize>,
 }
 
 impl Along {
@@ -388,7 +393,9 @@ impl Along {
         };
         let mut x_strides = zero_if_broadcast(&x_contiguous, x_shape);
         x_strides[dim] = 0;
+        let plain = dim + 1 == rank && x_shape[..dim] == index_shape[..dim];
         Some(Along {
+            plain_lines: plain.then_some(index_shape[dim]),
             index_strides: zero_if_broadcast(&index_contiguous, index_shape),
             step: x_contiguous[dim] as usize,
             size: x_shape[dim],
@@ -415,9 +422,19 @@ impl Along {
     }
 
     /// The elements of `x` at `indices` along the dim; Err(index) for an index out of range.
-    pub fn take<T: Copy + Default + 'static>(&self, x: &[T], indices: &[i64]) -> Result<Vec<T>, i64> {
-        let mut out = vec![T::default(); self.out_shape.iter().product()];
-        self.walk(indices, |p, at| out[p] = x[at])?;
+    pub fn take<T: Copy + 'static>(&self, x: &[T], indices: &[i64]) -> Result<Vec<T>, i64> {
+        let len = self.out_shape.iter().product();
+        let mut out: Vec<T> = crate::storage::vec_with_capacity(len);
+        let slots = &mut out.spare_capacity_mut()[..len];
+        match self.plain_lines {
+            Some(k) if k > 0 && self.size > 0 => take_line_by_line(x, self.size, indices, k, slots)?,
+            _ => self.walk(indices, |p, at| {
+                slots[p].write(x[at]);
+            })?,
+        }
+        // SAFETY: both paths return Ok only after writing all `len` slots: the walk visits
+        // every output position once, and `take_line_by_line` asserts that its lines cover them.
+        unsafe { out.set_len(len) };
         Ok(out)
     }
 
@@ -427,6 +444,27 @@ impl Along {
         self.walk(indices, |p, at| out[at] = out[at].plus(g[p]))?;
         Ok(out)
     }
+}
+
+/// `take` where each line of `k` indices reads the matching line of `size` elements of `x`
+/// (the dim is the last, and nothing broadcasts). Err(the first index outside `0..size`).
+fn take_line_by_line<T: Copy>(
+    x: &[T],
+    size: usize,
+    indices: &[i64],
+    k: usize,
+    out: &mut [MaybeUninit<T>],
+) -> Result<(), i64> {
+    let lines = out.len() / k;
+    // invariant: `Along` made the output's shape from these lines (`take` relies on full cover).
+    assert!(indices.len() == out.len() && out.len() == lines * k && x.len() == lines * size, "take: line sizes");
+    for ((dst, line_indices), line) in out.chunks_mut(k).zip(indices.chunks(k)).zip(x.chunks(size)) {
+        for (d, &index) in dst.iter_mut().zip(line_indices) {
+            // A negative index wraps to a usize past any line, so `get` refuses it too.
+            d.write(*line.get(index as usize).ok_or(index)?);
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -529,5 +567,34 @@ mod tests {
         assert_eq!(along.take(&x, &[3, 0]), Err(3));
         assert_eq!(along.scatter_add(&[1.0, 2.0, 3.0, 4.0], 6, &[2, 2]).unwrap(), vec![0.0, 0.0, 3.0, 0.0, 0.0, 7.0]);
         assert!(Along::new(&[2, 3], &[3, 1], 1).is_none());
+    }
+
+    #[test]
+    fn taking_line_by_line_agrees_with_the_general_walk() {
+        // (rows, size) x, (rows, k) indices along the last dim, some of them out of range.
+        let mut seed = 7u64;
+        let mut next = move || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as usize
+        };
+        for case in 0..200 {
+            let (rows, size, k) = (1 + next() % 5, 1 + next() % 9, 1 + next() % 12);
+            let x: Vec<u32> = (0..rows * size).map(|_| next() as u32).collect();
+            let out_of_range = case % 4 == 0;
+            let indices: Vec<i64> = (0..rows * k)
+                .map(|_| {
+                    if out_of_range && next() % 5 == 0 {
+                        [-1, size as i64][next() % 2]
+                    } else {
+                        (next() % size) as i64
+                    }
+                })
+                .collect();
+            let along = Along::new(&[rows, size], &[rows, k], 1).unwrap();
+            assert_eq!(along.plain_lines, Some(k));
+            let mut walked = vec![0u32; rows * k];
+            let expected = along.walk(&indices, |p, at| walked[p] = x[at]).map(|()| walked);
+            assert_eq!(along.take(&x, &indices), expected, "rows {rows} size {size} k {k}");
+        }
     }
 }

@@ -399,11 +399,13 @@ impl TableOp for TakeAlongDim {
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let (x, indices) = (*nth(inputs, 0, "take_along_dim")?, *nth(inputs, 1, "take_along_dim")?);
         let (along, size) = self.plan(x, indices)?;
-        let idx: Vec<i64> = forward::cast(indices, DType::I64)?.to_vec()?;
         let out_shape = self.out_shape(&along, x, indices);
-        dispatch!(x.dtype(), |T| {
-            let values = x.with_contiguous(|s: &[T]| along.take(s, &idx))?.map_err(|i| Self::out_of_range(i, size))?;
-            Tensor::from_vec(values, out_shape)
+        with_int64(indices, |idx| {
+            dispatch!(x.dtype(), |T| {
+                let values =
+                    x.with_contiguous(|s: &[T]| along.take(s, idx))?.map_err(|i| Self::out_of_range(i, size))?;
+                Tensor::from_vec(values, out_shape)
+            })
         })
     }
 
@@ -453,6 +455,18 @@ impl TableOp for TakeAlongDim {
     }
 }
 
+/// `f` on the indices' values as int64, copied only when they are not contiguous int64 already.
+fn with_int64<R>(indices: &Tensor, f: impl FnOnce(&[i64]) -> Result<R>) -> Result<R> {
+    let cast;
+    let indices = if indices.dtype() == DType::I64 {
+        indices
+    } else {
+        cast = forward::cast(indices, DType::I64)?;
+        &cast
+    };
+    indices.with_contiguous(f)?
+}
+
 /// `(g, x, indices)`: the gradient of `take_along_dim(x, indices)`: zeros of `x`'s shape
 /// with each element of `g` added where it was taken from.
 #[derive(Clone, Debug)]
@@ -471,12 +485,14 @@ impl TableOp for TakeAlongDimGrad {
         let op = "take_along_dim_backward";
         let (g, x, indices) = (*nth(inputs, 0, op)?, *nth(inputs, 1, op)?, *nth(inputs, 2, op)?);
         let (along, size) = self.take.plan(x, indices)?;
-        let idx: Vec<i64> = forward::cast(indices, DType::I64)?.to_vec()?;
         let g = forward::as_dtype(g, x.dtype())?;
-        float_dispatch!(x.dtype(), op, |T| {
-            let gv: Vec<T> = g.to_vec()?;
-            let out = along.scatter_add(&gv, x.numel(), &idx).map_err(|i| TakeAlongDim::out_of_range(i, size))?;
-            Tensor::from_vec(out, x.shape())
+        with_int64(indices, |idx| {
+            float_dispatch!(x.dtype(), op, |T| {
+                let out = g
+                    .with_contiguous(|gv: &[T]| along.scatter_add(gv, x.numel(), idx))?
+                    .map_err(|i| TakeAlongDim::out_of_range(i, size))?;
+                Tensor::from_vec(out, x.shape())
+            })
         })
     }
 
