@@ -460,6 +460,24 @@ def test_gather_and_scatter_out_of_range_name_the_op_the_index_and_the_size():
         static_run(lambda p: tf.gather_nd(p, [[1, 4]]), np.zeros((2, 3)))
 
 
+def test_gather_along_the_last_dim_matches_numpy_and_names_the_first_bad_index():
+    # An index with the input's leading sizes, along the last dim, is gathered line by line.
+    rng = np.random.default_rng(5)
+    for shape, k in [((7, 300), 40), ((3, 4, 5), 9), ((6,), 11), ((2, 0, 3), 4)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        index = rng.integers(0, shape[-1], (*shape[:-1], k))
+        np.testing.assert_array_equal(torch.gather(torch.tensor(x), -1, torch.tensor(index)).numpy(),
+                                      np.take_along_axis(x, index, -1))
+    x = torch.zeros(4, 3)
+    index = torch.tensor([[0, 1], [2, 2], [5, -1], [-2, 0]])
+    with pytest.raises(IndexOutOfRangeError, match=r"^gather: index 5 is out of bounds for dimension 1 with size 3$"):
+        torch.gather(x, 1, index)
+    with pytest.raises(IndexOutOfRangeError, match=r"^gather: index -1 is out of bounds for dimension 1 with size 3$"):
+        torch.gather(x, 1, torch.tensor([[0, 1], [2, 2], [1, -1], [-2, 0]]))
+    with pytest.raises(IndexOutOfRangeError, match=r"^gather: index 0 is out of bounds for dimension 1 with size 0$"):
+        torch.gather(torch.zeros(2, 0), 1, torch.zeros(2, 1, dtype=torch.int64))
+
+
 def test_index_ops_take_int64_and_int32_indices_and_refuse_others():
     x = torch.arange(6.0).reshape(2, 3)
     for dtype in (torch.int64, torch.int32):

@@ -15,16 +15,22 @@ use crate::dtype::{dispatch, numeric_dispatch, DType, Number};
 use crate::error::{Error, Result};
 use crate::forward;
 use crate::graph::PartialShape;
-use crate::indexing::advanced::Plan;
+use crate::indexing::advanced::{out_of_bounds, Plan};
 use crate::kernels::gather::{self as kernel, Rows};
+use crate::kernels::ordering::Along;
 use crate::op::Op;
 use crate::rules::{Differentiator, RuleArgs, Saves};
-use crate::shape::{broadcast_shapes, fmt_shape};
+use crate::shape::{broadcast_shapes, fmt_shape, normalize_dim};
 use crate::storage::Element;
 use crate::tensor::Tensor;
 
 /// The elements of `x` that `pick` names, as a new tensor.
 pub fn pick(op: &str, which: &Pick, x: &Tensor, indices: &[&Tensor]) -> Result<Tensor> {
+    if let (Pick::Elementwise { dim }, [index]) = (which, indices) {
+        if let Some(picked) = pick_along_last_dim(op, x, index, *dim)? {
+            return Ok(picked);
+        }
+    }
     let plan = plan(op, which, x, indices)?;
     crate::storage::ensure_allocatable(&plan.shape, x.dtype())?;
     dispatch!(x.dtype(), |T| {
@@ -34,6 +40,31 @@ pub fn pick(op: &str, which: &Pick, x: &Tensor, indices: &[&Tensor]) -> Result<T
         drop(guard);
         Tensor::from_vec(out, plan.shape)
     })
+}
+
+/// `gather` along the last dim of a contiguous input, by an int64 index of the input's shape
+/// but the last size: line by line (`Along::take`) rather than through a plan of one offset
+/// per element, which took 2× numpy's `take_along_axis`. None when the case is another.
+fn pick_along_last_dim(op: &str, x: &Tensor, index: &Tensor, dim: isize) -> Result<Option<Tensor>> {
+    let rank = x.rank();
+    if rank == 0 || index.rank() != rank || index.dtype() != DType::I64 || !x.is_contiguous() {
+        return Ok(None);
+    }
+    let axis = normalize_dim(op, dim, rank)?;
+    if axis + 1 != rank || x.shape()[..axis] != index.shape()[..axis] {
+        return Ok(None);
+    }
+    let Some(along) = Along::new(x.shape(), index.shape(), axis) else { return Ok(None) };
+    crate::storage::ensure_allocatable(index.shape(), x.dtype())?;
+    let size = x.shape()[axis];
+    let picked = index.with_contiguous(|idx: &[i64]| {
+        dispatch!(x.dtype(), |T| {
+            let values =
+                x.with_contiguous(|s: &[T]| along.take(s, idx))?.map_err(|i| out_of_bounds(op, i, axis, size))?;
+            Tensor::from_vec(values, index.shape())
+        })
+    })??;
+    Ok(Some(picked))
 }
 
 /// How `put` combines a value with the element it lands on.
