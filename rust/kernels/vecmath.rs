@@ -189,6 +189,26 @@ fn fill_avx2(out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl Fn(f32) -> f32) {
     fill(out, x, f)
 }
 
+/// Writes `f(a[i], b[i])` into `out[i]`; compiled for the instruction set of its caller.
+#[inline(always)]
+fn fill_zip(out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: &impl Fn(f32, f32) -> f32) {
+    for ((slot, &p), &q) in out.iter_mut().zip(a).zip(b) {
+        slot.write(f(p, q));
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn fill_zip_avx512(out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: &impl Fn(f32, f32) -> f32) {
+    fill_zip(out, a, b, f)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn fill_zip_avx2(out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: &impl Fn(f32, f32) -> f32) {
+    fill_zip(out, a, b, f)
+}
+
 /// The widest instruction set the CPU runs, checked once.
 #[derive(Copy, Clone, PartialEq, Eq)]
 pub enum Simd {
@@ -243,6 +263,25 @@ pub fn map_f32(x: &[f32], f: impl Fn(f32) -> f32 + Sync + Send) -> Vec<f32> {
     unsafe { super::elementwise::fill_chunks(x.len(), |start, out| fill_chunk(out, &x[start..], &f)) }
 }
 
+/// `f(a[i], b[i])` over two float32 slices of one length, vectorised for this CPU, in
+/// parallel for large inputs.
+pub fn zip_map_f32(a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32 + Sync + Send) -> Vec<f32> {
+    // invariant: callers pass two dense operands of the output's length; this guards the unsafe fill.
+    assert_eq!(a.len(), b.len(), "zip_map_f32: operands of different lengths");
+    let fill = |out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32]| match simd() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `simd()` returns Avx512 only when `sgemm_avx512::available()` saw avx512f.
+        Simd::Avx512 => unsafe { fill_zip_avx512(out, a, b, &f) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `simd()` returns Avx2 only when the CPU reported both avx2 and fma.
+        Simd::Avx2 => unsafe { fill_zip_avx2(out, a, b, &f) },
+        _ => fill_zip(out, a, b, &f),
+    };
+    // SAFETY: `fill_zip` writes every slot of the chunk it is given (both inputs from `start`
+    // are at least as long as the chunk, since they have the output's length).
+    unsafe { super::elementwise::fill_chunks(a.len(), |start, out| fill(out, &a[start..], &b[start..])) }
+}
+
 /// `map_f32` of a vectorised `sin` or `cos`, whose rare elements past
 /// `TRIG_REDUCTION_LIMIT` (and infinities) are redone by `exact`, the C library's,
 /// whose reduction is exact; each chunk is fixed while it is still in cache.
@@ -295,6 +334,21 @@ mod tests {
 
     fn sweep(lo: f32, hi: f32, n: usize) -> impl Iterator<Item = f32> {
         (0..=n).map(move |i| lo + (hi - lo) * (i as f32 / n as f32))
+    }
+
+    #[test]
+    fn zip_map_f32_gives_the_bits_of_a_plain_loop() {
+        // A sigmoid-weighted product, as an activation's backward: exp's floor and the division
+        // compiled for the CPU's vectors must round as the plain loop does, at every position.
+        let f = |g: f32, x: f32| g * (1.0 / (1.0 + exp(-x)));
+        let n = 3 * super::super::PARALLEL_MIN_ELEMENTS + 37;
+        let a: Vec<f32> = (0..n).map(|i| ((i as f32) * 0.37).sin() * 3.0).collect();
+        let mut b: Vec<f32> = (0..n).map(|i| ((i as f32) * 0.011).cos() * 120.0).collect();
+        b[..6].copy_from_slice(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, 1e-40, -104.5]);
+        let plain: Vec<u32> = a.iter().zip(&b).map(|(&g, &x)| f(g, x).to_bits()).collect();
+        let got: Vec<u32> = zip_map_f32(&a, &b, f).iter().map(|v| v.to_bits()).collect();
+        assert_eq!(got.len(), plain.len());
+        assert!(got == plain, "first difference at {:?}", got.iter().zip(&plain).position(|(p, q)| p != q));
     }
 
     #[test]

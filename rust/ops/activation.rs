@@ -9,8 +9,8 @@ use crate::dtype::{float_dispatch, DType};
 use crate::error::{Error, Result};
 use crate::forward;
 use crate::graph::PartialShape;
-use crate::kernels::activation::{Act, GELU_C, GELU_K, SELU_ALPHA, SELU_SCALE};
-use crate::kernels::elementwise::{map, zip_broadcast, BinaryOp, CmpOp, ScalarOp, UnaryOp};
+use crate::kernels::activation::{grad_times_slope, Act, GELU_C, GELU_K, SELU_ALPHA, SELU_SCALE};
+use crate::kernels::elementwise::{map, BinaryOp, CmpOp, ScalarOp, UnaryOp};
 use crate::op::Op;
 use crate::rules::{vjp_of_composite, Differentiator, RuleArgs, Saves};
 use crate::tensor::Tensor;
@@ -173,7 +173,7 @@ impl TableOp for ActivationBackward {
         let (g, x, shape) = forward::promoted_pair(name, nth(inputs, 0, name)?, nth(inputs, 1, name)?)?;
         let act = self.act;
         float_dispatch!(g.dtype(), name, |T| forward::zip_tensors::<T, T>(&g, &x, shape, |shape, p, q| {
-            zip_broadcast(shape, p, q, |gv: T, xv: T| gv * act.slope(xv))
+            grad_times_slope(act, shape, p, q)
         }))
     }
 
