@@ -33,6 +33,29 @@ impl FastExp for f64 {
     }
 }
 
+/// Independent running sums in `lane_sum`: one accumulator makes every addition wait for
+/// the one before (the row sums were most of a softmax of 512×1000).
+const LANES: usize = 16;
+
+/// The sum of `f(a[i], b[i])` over two slices of one length: element i goes to lane
+/// i % LANES, and the lanes are added in order at the end (as `reduce::sum_slice`), so the
+/// order depends only on the row's length.
+#[inline]
+fn lane_sum<T: Float>(a: &[T], b: &[T], f: impl Fn(T, T) -> T) -> T {
+    let mut lanes = [T::ZERO; LANES];
+    let (a_blocks, b_blocks) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let (a_tail, b_tail) = (a_blocks.remainder(), b_blocks.remainder());
+    for (a_block, b_block) in a_blocks.zip(b_blocks) {
+        for ((lane, &p), &q) in lanes.iter_mut().zip(a_block).zip(b_block) {
+            *lane += f(p, q);
+        }
+    }
+    for ((lane, &p), &q) in lanes.iter_mut().zip(a_tail).zip(b_tail) {
+        *lane += f(p, q);
+    }
+    lanes.iter().fold(T::ZERO, |acc, &lane| acc + lane)
+}
+
 /// The max of a contiguous row, or 0 when it is not finite (NaN wins).
 #[inline]
 fn row_shift<T: Float>(x: &[T]) -> T {
@@ -130,7 +153,7 @@ fn softmax_block<T: FastExp>(x: &[T], y: &mut [T], rows: Rows, log: bool) {
         for (xr, yr) in x.chunks(classes).zip(y.chunks_mut(classes)) {
             let shift = row_shift(xr);
             T::exp_row(yr, xr, shift, T::ZERO);
-            let total = yr.iter().fold(T::ZERO, |acc, &v| acc + v);
+            let total = lane_sum(yr, yr, |v, _| v);
             if log {
                 let lt = total.ln();
                 yr.iter_mut().zip(xr).for_each(|(o, &v)| *o = (v - shift) - lt);
@@ -169,7 +192,8 @@ fn softmax_block<T: FastExp>(x: &[T], y: &mut [T], rows: Rows, log: bool) {
 
 /// Softmax (or log-softmax, `log`) of `x` along the class dim of `rows`.
 pub fn softmax<T: FastExp>(x: &[T], rows: Rows, log: bool) -> Vec<T> {
-    let mut y = vec![T::ZERO; x.len()];
+    // Every element is written below: recycled memory saves the page faults of new zeros.
+    let mut y = crate::storage::overwritable_vec(x.len());
     for_blocks(x, &mut y, rows, |_, xb, yb| softmax_block(xb, yb, rows, log));
     y
 }
@@ -177,10 +201,17 @@ pub fn softmax<T: FastExp>(x: &[T], rows: Rows, log: bool) -> Vec<T> {
 /// The gradient of softmax (`log`: log-softmax) from its output `y` and output gradient `g`:
 /// `y * (g - sum(g * y))` and `g - exp(y) * sum(g)` along the class dim.
 pub fn softmax_backward<T: FastExp>(g: &[T], y: &[T], rows: Rows, log: bool) -> Vec<T> {
-    let mut out = vec![T::ZERO; g.len()];
+    let mut out = crate::storage::overwritable_vec(g.len());
     let block = rows.block().max(1);
     let body = |o: usize, gb: &[T], ob: &mut [T]| {
         let yb = &y[o * block..(o + 1) * block];
+        if rows.inner == 1 {
+            let total = if log { lane_sum(gb, gb, |v, _| v) } else { lane_sum(gb, yb, |g, y| g * y) };
+            for ((o, &g), &y) in ob.iter_mut().zip(gb).zip(yb) {
+                *o = if log { g - y.fast_exp() * total } else { y * (g - total) };
+            }
+            return;
+        }
         for i in 0..rows.inner {
             let at = |c: usize| c * rows.inner + i;
             let mut total = T::ZERO;
