@@ -34,7 +34,8 @@ impl FastExp for f64 {
 }
 
 /// Independent running sums in `lane_sum`: one accumulator makes every addition wait for
-/// the one before (the row sums were most of a softmax of 512×1000).
+/// the one before (the row sums were most of a softmax of 512×1000). Cross-entropy's rows
+/// use them too.
 const LANES: usize = 16;
 
 /// The sum of `f(a[i], b[i])` over two slices of one length: element i goes to lane
@@ -78,7 +79,7 @@ fn contiguous_lse<T: FastExp>(x: &[T], scratch: &mut Vec<T>) -> (T, T) {
     let shift = row_shift(x);
     scratch.resize(x.len(), T::ZERO);
     T::exp_row(scratch, x, shift, T::ZERO);
-    let total = scratch.iter().fold(T::ZERO, |acc, &v| acc + v);
+    let total = lane_sum(scratch, scratch, |v, _| v);
     (shift, total.ln())
 }
 
@@ -349,7 +350,7 @@ impl<T: FastExp> ClassLoss<'_, T> {
         let eps_c = self.label_smoothing / classes as f64;
         let (xb, gb) = (&xb[..classes], &mut gb[..classes]);
         T::exp_row(gb, xb, row_shift(xb), T::ZERO);
-        let total = gb.iter().fold(T::ZERO, |acc, &v| acc + v).to_f64();
+        let total = lane_sum(gb, gb, |v, _| v).to_f64();
         let scale = T::from_f64(k * (hot + eps_c * total_w) / total);
         gb.iter_mut().for_each(|v| *v = *v * scale);
         if eps_c != 0.0 {
