@@ -154,6 +154,29 @@ pub fn affine_grads<T: ActFloat>(
     })
 }
 
+/// `dx` of one normalised set from its output gradient, input, moments and weights.
+#[inline(always)]
+fn set_input_grad<T: ActFloat>(
+    o: &mut [T],
+    gs: &[T],
+    xs: &[T],
+    mo: Moments,
+    weights: impl Iterator<Item = f64> + Clone,
+) {
+    let len = o.len() as f64;
+    let (mut s1, mut s2) = (0.0, 0.0);
+    for ((&gv, &xv), w) in gs.iter().zip(xs).zip(weights.clone()) {
+        let gw = gv.to_f64() * w;
+        s1 += gw;
+        s2 += gw * (xv.to_f64() - mo.mean) * mo.rstd;
+    }
+    let (s1, s2) = (s1 / len, s2 / len);
+    for (((o, &gv), &xv), w) in o.iter_mut().zip(gs).zip(xs).zip(weights) {
+        let xhat = (xv.to_f64() - mo.mean) * mo.rstd;
+        *o = T::of(mo.rstd * (gv.to_f64() * w - s1 - xhat * s2));
+    }
+}
+
 /// The input's gradient.
 pub fn input_grad<T: ActFloat>(g: &[T], x: &[T], shape: NormShape, stats: &Stats, w: &[T], eps: f64) -> Vec<T> {
     let m = moments(x, shape, stats, eps);
@@ -168,18 +191,13 @@ pub fn input_grad<T: ActFloat>(g: &[T], x: &[T], shape: NormShape, stats: &Stats
             super::threads::install(|| {
                 out.par_chunks_mut(len).zip(g.par_chunks(len)).zip(x.par_chunks(len)).enumerate().for_each(
                     |(set, ((o, gs), xs))| {
-                        let mo = m[set];
-                        let start = set * len;
-                        let (mut s1, mut s2) = (0.0, 0.0);
-                        for (k, (&gv, &xv)) in gs.iter().zip(xs).enumerate() {
-                            let gw = gv.to_f64() * weight(start + k);
-                            s1 += gw;
-                            s2 += gw * (xv.to_f64() - mo.mean) * mo.rstd;
-                        }
-                        let (s1, s2) = (s1 / len as f64, s2 / len as f64);
-                        for (k, ((o, &gv), &xv)) in o.iter_mut().zip(gs).zip(xs).enumerate() {
-                            let xhat = (xv.to_f64() - mo.mean) * mo.rstd;
-                            *o = T::of(mo.rstd * (gv.to_f64() * weight(start + k) - s1 - xhat * s2));
+                        if shape.s == 1 {
+                            // One position per channel: the set's weights are one slice of `w`
+                            // (layer norm's are all of it), with no division per element.
+                            let first = (set % groups) * len;
+                            set_input_grad(o, gs, xs, m[set], w[first..first + len].iter().map(|v| v.to_f64()));
+                        } else {
+                            set_input_grad(o, gs, xs, m[set], (set * len..(set + 1) * len).map(weight));
                         }
                     },
                 )
