@@ -57,13 +57,8 @@ fn pick_along_last_dim(op: &str, x: &Tensor, index: &Tensor, dim: isize) -> Resu
     let Some(along) = Along::new(x.shape(), index.shape(), axis) else { return Ok(None) };
     crate::storage::ensure_allocatable(index.shape(), x.dtype())?;
     let size = x.shape()[axis];
-    let picked = index.with_contiguous(|idx: &[i64]| {
-        dispatch!(x.dtype(), |T| {
-            let values =
-                x.with_contiguous(|s: &[T]| along.take(s, idx))?.map_err(|i| out_of_bounds(op, i, axis, size))?;
-            Tensor::from_vec(values, index.shape())
-        })
-    })??;
+    let picked =
+        super::ordering::take_along(x, index, &along, index.shape().to_vec(), |i| out_of_bounds(op, i, axis, size))?;
     Ok(Some(picked))
 }
 

@@ -400,13 +400,7 @@ impl TableOp for TakeAlongDim {
         let (x, indices) = (*nth(inputs, 0, "take_along_dim")?, *nth(inputs, 1, "take_along_dim")?);
         let (along, size) = self.plan(x, indices)?;
         let out_shape = self.out_shape(&along, x, indices);
-        with_int64(indices, |idx| {
-            dispatch!(x.dtype(), |T| {
-                let values =
-                    x.with_contiguous(|s: &[T]| along.take(s, idx))?.map_err(|i| Self::out_of_range(i, size))?;
-                Tensor::from_vec(values, out_shape)
-            })
-        })
+        take_along(x, indices, &along, out_shape, |i| Self::out_of_range(i, size))
     }
 
     fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
@@ -453,6 +447,23 @@ impl TableOp for TakeAlongDim {
         let back = TakeAlongDimGrad { take: self.clone() };
         Ok(vec![Some(d.apply(Op::Table(TableOps::TakeAlongDimGrad(back)), &[a.grad, x, indices])?), None])
     }
+}
+
+/// The elements of `x` that `along` picks by `indices`, as a tensor of `out_shape`;
+/// `out_of_range(index)` is the error for the first index outside the dim.
+pub(super) fn take_along(
+    x: &Tensor,
+    indices: &Tensor,
+    along: &Along,
+    out_shape: Vec<usize>,
+    out_of_range: impl Fn(i64) -> Error,
+) -> Result<Tensor> {
+    with_int64(indices, |idx| {
+        dispatch!(x.dtype(), |T| {
+            let values = x.with_contiguous(|s: &[T]| along.take(s, idx))?.map_err(&out_of_range)?;
+            Tensor::from_vec(values, out_shape)
+        })
+    })
 }
 
 /// `f` on the indices' values as int64, copied only when they are not contiguous int64 already.
