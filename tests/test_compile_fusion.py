@@ -31,7 +31,7 @@ def _weights(problem, dtype, shared):
     return a, b
 
 
-def _step(problem, dtype=np.float32, shared=False):
+def _step(problem, dtype=np.float32, shared=False, scaled=lambda grad: LR * grad):
     y = rustgrad.tensor(problem.y.astype(dtype))
     w1, w2 = _weights(problem, dtype, shared)
 
@@ -39,8 +39,8 @@ def _step(problem, dtype=np.float32, shared=False):
         loss = (x.mm(w1).clamp(min=0).mm(w2) - y).pow(2).sum()
         loss.backward()
         with rustgrad.no_grad():
-            w1.sub_(LR * w1.grad)
-            w2.sub_(LR * w2.grad)
+            w1.sub_(scaled(w1.grad))
+            w2.sub_(scaled(w2.grad))
             w1.grad.zero_()
             w2.grad.zero_()
         return loss.item()
@@ -48,18 +48,22 @@ def _step(problem, dtype=np.float32, shared=False):
     return step, (w1, w2)
 
 
-def _fused(compiled):
+def _program(compiled):
     (entry,) = compiled._entries.values()
-    return entry.programs[0][0].fused_leaf_steps
+    return entry.programs[0][0]
 
 
-def _lockstep(dtype=np.float32, shared=False, between=None, calls=10):
+def _fused(compiled):
+    return _program(compiled).fused_leaf_steps
+
+
+def _lockstep(dtype=np.float32, shared=False, between=None, calls=10, **step_options):
     """Runs the step eagerly and compiled side by side; ``between(i, w1, w2)`` acts on both
     sides' leaves before call i. Returns the compiled function."""
     problem = Problem.make(4, (16, 40, 12, 5))
     x = rustgrad.tensor(problem.x.astype(dtype))
-    eager, (e1, e2) = _step(problem, dtype, shared)
-    step, (c1, c2) = _step(problem, dtype, shared)
+    eager, (e1, e2) = _step(problem, dtype, shared, **step_options)
+    step, (c1, c2) = _step(problem, dtype, shared, **step_options)
     compiled = rustgrad.compile(step)
     for i in range(calls):
         if between is not None:
@@ -76,7 +80,24 @@ def _lockstep(dtype=np.float32, shared=False, between=None, calls=10):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_both_leaf_steps_fuse_and_replay_bitwise(dtype):
-    assert _fused(_lockstep(dtype)) == 2
+    program = _program(_lockstep(dtype))
+    assert program.fused_leaf_steps == 2
+    # w1's gradient xᵀ·g is the last product of the backward pass: its kernel applies the
+    # step as it stores (float32 on AVX-512; elsewhere the run computes it apart, same bits).
+    assert program.fused_products == 1
+
+
+@pytest.mark.parametrize("update", ["mul", "div", "rmul"])
+def test_a_step_inside_the_weight_gradient_product_keeps_the_eager_bits(update):
+    def between(i, w1, w2):
+        if i == 6:
+            with rustgrad.no_grad():
+                w1[0].zero_()  # exact zeros meet the fused product too
+                w1[1].mul_(-1.0)
+
+    scaled = {"mul": lambda g: g * LR, "div": lambda g: g / 1000.0, "rmul": lambda g: 7e-4 * g}[update]
+    compiled = _lockstep(between=between, calls=12, scaled=scaled)
+    assert _program(compiled).fused_products == 1
 
 
 def test_grad_versions_advance_as_eagerly():

@@ -1499,6 +1499,9 @@ class _CompiledProgram:
     @property
     def fused_leaf_steps(self) -> builtins.int:
         """How many leaves' SGD steps run fused (one pass per leaf; the same bits)."""
+    @property
+    def fused_products(self) -> builtins.int:
+        """How many of those steps also run the matrix product that makes their gradient."""
     def __len__(self) -> builtins.int: ...
     def check(self, feeds: list[Tensor]) -> Optional[builtins.str]:
         """Why the program does not apply to these arguments and the current state, or None."""

@@ -13,6 +13,11 @@
 //! The groups touch disjoint memory (checked on every run), so running them one
 //! after another instead of interleaved changes nothing; when a check fails (a
 //! layout, a dtype, shared memory) the block runs its original instructions.
+//!
+//! A matrix product just before the block that makes a step's incoming gradient
+//! (the weight gradient `xᵀ·g`) joins the step: once `.grad` is known to hold its
+//! zero, the product's kernel applies the step as it stores each element
+//! (`forward::matmul::matmul_sgd_step_in_place`), so the gradient is never written.
 
 use super::program::{run_one, Instr, LeafRef, Write};
 use super::trace::storage_id;
@@ -22,7 +27,7 @@ use crate::forward;
 use crate::kernels::elementwise::ScalarOp;
 use crate::kernels::leaf_sgd::{leaf_sgd, GradUse, LeafSgd};
 use crate::op::Op;
-use crate::storage::{Element, Storage};
+use crate::storage::Storage;
 use crate::tensor::Tensor;
 use parking_lot::Mutex;
 use std::sync::{Arc, Weak};
@@ -36,8 +41,32 @@ pub struct LeafStep {
     pub weight: usize,
     pub alpha: f64,
     pub zero: Option<Scalar>,
+    /// The product that makes `incoming`, when it joined the step.
+    product: Option<Product>,
     /// The `.grad` the last fused run left filled with `zero`.
     filled: Mutex<Option<Filled>>,
+}
+
+impl LeafStep {
+    /// Whether the step runs the product that makes its incoming gradient.
+    pub fn joins_its_product(&self) -> bool {
+        self.product.is_some()
+    }
+}
+
+/// `incoming = op(a)·op(b)` (an `Op::MatMul` instruction), run by the step.
+struct Product {
+    inputs: [usize; 2],
+    transpose: [bool; 2],
+}
+
+/// The product instruction `instr`, if it makes the incoming gradient of one of
+/// `steps` that has no product yet: that step's index and the product.
+fn product_feeding(instr: &Instr, steps: &[LeafStep]) -> Option<(usize, Product)> {
+    let Instr::Op { op: Op::MatMul { transpose_a, transpose_b }, inputs, out } = instr else { return None };
+    let k = steps.iter().position(|s| s.incoming == *out && s.product.is_none())?;
+    let inputs: [usize; 2] = inputs.as_slice().try_into().ok()?;
+    Some((k, Product { inputs, transpose: [*transpose_a, *transpose_b] }))
 }
 
 /// A `.grad` region a run filled with the step's zero. Its storage's version after that
@@ -125,6 +154,7 @@ fn match_group(instrs: &[Instr], i: usize, reads: &[usize]) -> Option<(Vec<usize
         weight: *weight,
         alpha: *alpha,
         zero,
+        product: None,
         filled: Mutex::new(None),
     };
     Some((indices, step))
@@ -149,8 +179,12 @@ pub(crate) fn fuse_leaf_steps(instrs: Vec<Instr>, n_slots: usize, outputs: &[usi
     while i < slots.len() {
         match owner[i].and_then(|g| block_from(i, g, &owner, &groups)) {
             Some((end, members)) => {
-                let original = slots[i..=end].iter_mut().filter_map(Option::take).collect();
-                let steps = members.iter().filter_map(|&g| groups[g].1.take()).collect();
+                let mut original: Vec<Instr> = slots[i..=end].iter_mut().filter_map(Option::take).collect();
+                let mut steps: Vec<LeafStep> = members.iter().filter_map(|&g| groups[g].1.take()).collect();
+                while let Some((k, product)) = fused.last().and_then(|last| product_feeding(last, &steps)) {
+                    steps[k].product = Some(product);
+                    original.splice(0..0, fused.pop());
+                }
                 fused.push(Instr::LeafSteps { steps, original });
                 i = end + 1;
             }
@@ -199,31 +233,90 @@ struct Ready<'a> {
     leaf: Tensor,
     /// `.grad` before the step (None: the accumulation sets it).
     grad: Option<Tensor>,
-    incoming: Tensor,
+    incoming: Incoming,
     weight: Tensor,
 }
 
-/// Every group's tensors, if each group can run fused and no two tensors share memory.
+/// Where a step's incoming gradient comes from.
+enum Incoming {
+    Computed(Tensor),
+    /// The operands of the `Product` that makes it.
+    Product {
+        a: Tensor,
+        b: Tensor,
+        transpose: [bool; 2],
+    },
+}
+
+impl Incoming {
+    /// The incoming gradient, running its product if it has one.
+    fn tensor(&self) -> Result<Tensor> {
+        match self {
+            Incoming::Computed(t) => Ok(t.clone()),
+            Incoming::Product { a, b, transpose } => {
+                forward::forward(&Op::MatMul { transpose_a: transpose[0], transpose_b: transpose[1] }, &[a, b])
+            }
+        }
+    }
+
+    /// A product whose operands are matrices of `weight`'s dtype making `weight`'s shape
+    /// (so its result fits the step, contiguous) is kept to run inside the step; any
+    /// other is computed now.
+    fn resolved(self, weight: &Tensor) -> Result<Incoming> {
+        let Incoming::Product { a, b, transpose } = &self else { return Ok(self) };
+        let dims = |t: &Tensor, swap: bool| match *t.shape() {
+            [r, c] if swap => Some((c, r)),
+            [r, c] => Some((r, c)),
+            _ => None,
+        };
+        let same_dtype = a.dtype() == weight.dtype() && b.dtype() == weight.dtype();
+        let fits = match (dims(a, transpose[0]), dims(b, transpose[1])) {
+            (Some((m, k)), Some((k2, n))) => same_dtype && k == k2 && weight.shape() == [m, n],
+            _ => false,
+        };
+        if fits {
+            Ok(self)
+        } else {
+            Ok(Incoming::Computed(self.tensor()?))
+        }
+    }
+}
+
+/// Every group's tensors, if each group can run fused and no two tensors share memory
+/// (a product's operands, only read, may share memory with each other). A product
+/// that cannot run inside its step runs here, before any step writes (as it ran
+/// before the block); an error there leaves the block to its original instructions.
 fn prepare<'a>(steps: &'a [LeafStep], slots: &[Option<Tensor>], feeds: &[Tensor]) -> Option<Vec<Ready<'a>>> {
-    let mut storages = Vec::new();
+    let (mut storages, mut operands) = (Vec::new(), Vec::new());
     let mut ready = Vec::with_capacity(steps.len());
     for step in steps {
         let leaf = super::program::leaf(&step.leaf, feeds).clone();
-        let (incoming, weight, grad) = (slots[step.incoming].clone()?, slots[step.weight].clone()?, leaf.grad());
-        let like = grad.as_ref().unwrap_or(&incoming);
+        let (weight, grad) = (slots[step.weight].clone()?, leaf.grad());
+        let incoming = match &step.product {
+            None => Incoming::Computed(slots[step.incoming].clone()?),
+            Some(p) => {
+                let (a, b) = (slots[p.inputs[0]].clone()?, slots[p.inputs[1]].clone()?);
+                Incoming::Product { a, b, transpose: p.transpose }.resolved(&weight).ok()?
+            }
+        };
         let dtype = weight.dtype();
         let fits = |t: &Tensor| t.dtype() == dtype && t.shape() == weight.shape() && t.is_contiguous();
+        let incoming_fits = !matches!(&incoming, Incoming::Computed(t) if !fits(t));
         let (op, s) = step.scale;
-        if !(dtype.is_float() && fits(like) && fits(&incoming) && fits(&weight))
+        if !(dtype.is_float() && grad.as_ref().is_none_or(fits) && incoming_fits && fits(&weight))
             || forward::scalar_dtype(op, dtype, s) != dtype
         {
             return None;
         }
-        storages.extend(grad.iter().chain([&incoming, &weight]).map(storage_id));
+        storages.extend(grad.iter().chain([&weight]).map(storage_id));
+        match &incoming {
+            Incoming::Computed(t) => storages.push(storage_id(t)),
+            Incoming::Product { a, b, .. } => operands.extend([a, b].map(storage_id)),
+        }
         ready.push(Ready { step, leaf, grad, incoming, weight });
     }
     let distinct = storages.iter().enumerate().all(|(k, id)| !storages[..k].contains(id));
-    distinct.then_some(ready)
+    (distinct && operands.iter().all(|id| !storages.contains(id))).then_some(ready)
 }
 
 /// Runs a `LeafSteps` block: fused when `prepare` allows, else its original instructions.
@@ -240,25 +333,46 @@ pub(crate) fn run_leaf_steps(
 }
 
 fn run_fused(r: Ready<'_>) -> Result<()> {
-    let add = r.grad.is_some();
-    if !add {
-        crate::autograd::engine::accumulate_into_leaf(&r.leaf, r.incoming.clone())?;
+    let mut filled = r.step.filled.lock();
+    let known =
+        r.step.zero.is_some() && r.grad.as_ref().is_some_and(|g| filled.as_ref().is_some_and(|f| f.still_holds(g)));
+    let grad = float_dispatch!(r.weight.dtype(), "sgd step", |T| run_fused_as::<T>(&r, known)?);
+    *filled = r.step.zero.map(|_| Filled::of(&grad));
+    Ok(())
+}
+
+/// The step of `r` on elements of type `T`, where `known` says `.grad` holds the step's
+/// zero; returns the leaf's `.grad` after it.
+fn run_fused_as<T: Float>(r: &Ready<'_>, known: bool) -> Result<Tensor> {
+    let (op, s) = r.step.scale;
+    let c = LeafSgd { scale_op: op, scale: s.to_element::<T>(), alpha: T::from_f64(r.step.alpha) };
+    let zero = r.step.zero.map(|z| z.to_element::<T>());
+    if let (true, Some(value), Some(grad), Incoming::Product { a, b, transpose }) = (known, zero, &r.grad, &r.incoming)
+    {
+        if forward::matmul_sgd_step_in_place(&r.weight, (a, transpose[0]), (b, transpose[1]), value, &c)? {
+            record_accumulation_and_zeroing(grad);
+            return Ok(grad.clone());
+        }
+    }
+    let incoming = r.incoming.tensor()?;
+    if r.grad.is_none() {
+        crate::autograd::engine::accumulate_into_leaf(&r.leaf, incoming.clone())?;
     }
     let grad = r.leaf.grad().ok_or_else(|| Error::Internal("compile: .grad vanished".into()))?;
-    let mut filled = r.step.filled.lock();
-    let known = add && r.step.zero.is_some() && filled.as_ref().is_some_and(|f| f.still_holds(&grad));
-    let (op, s) = r.step.scale;
-    let grad_use = match (known, add) {
+    let grad_use = match (known, r.grad.is_some()) {
         (true, _) => Use::Filled,
         (false, true) => Use::Accumulate,
         (false, false) => Use::Set,
     };
-    float_dispatch!(r.weight.dtype(), "sgd step", |T| {
-        let c = LeafSgd { scale_op: op, scale: s.to_element::<T>(), alpha: T::from_f64(r.step.alpha) };
-        step_on::<T>(&grad, grad_use, &r.incoming, &r.weight, r.step.zero.map(|z| z.to_element::<T>()), &c)?
-    });
-    *filled = r.step.zero.map(|_| Filled::of(&grad));
-    Ok(())
+    step_on::<T>(&grad, grad_use, &incoming, &r.weight, zero, &c)?;
+    Ok(grad)
+}
+
+/// Eager wrote a `.grad` that holds its zero twice (the accumulation, then the zeroing):
+/// its version says so, though the fused step leaves its values as they were.
+fn record_accumulation_and_zeroing(grad: &Tensor) {
+    drop(grad.storage().write());
+    drop(grad.storage().write());
 }
 
 /// How a fused step meets `.grad`: known to hold the zero value, accumulated into, or
@@ -288,9 +402,7 @@ fn step_on<T: Float>(
             let incoming_guard = incoming.storage().read();
             let inc = &T::slice(&incoming_guard).ok_or_else(mismatch)?[region(incoming)];
             leaf_sgd(GradUse::Filled { value, incoming: inc }, w, c);
-            // Eager wrote `.grad` twice (the accumulation, then the zeroing): its version says so.
-            drop(grad.storage().write());
-            drop(grad.storage().write());
+            record_accumulation_and_zeroing(grad);
         }
         (Use::Set, None) => {
             let grad_guard = grad.storage().read();
@@ -317,5 +429,9 @@ fn step_on<T: Float>(
 }
 
 pub(crate) fn describe(step: &LeafStep) -> String {
-    format!("sgd({:?} {:?}, alpha {}, zero {:?})", step.scale.0, step.scale.1, step.alpha, step.zero)
+    let product = match &step.product {
+        Some(p) => format!(" of product {:?}{:?}", p.inputs, p.transpose),
+        None => String::new(),
+    };
+    format!("sgd({:?} {:?}, alpha {}, zero {:?}){product}", step.scale.0, step.scale.1, step.alpha, step.zero)
 }

@@ -185,6 +185,12 @@ impl Program {
         self.instrs.iter().map(|i| if let Instr::LeafSteps { steps, .. } = i { steps.len() } else { 0 }).sum()
     }
 
+    /// How many of those steps also run the product that makes their gradient (`fuse.rs`).
+    pub fn fused_products(&self) -> usize {
+        let count = |steps: &[LeafStep]| steps.iter().filter(|s| s.joins_its_product()).count();
+        self.instrs.iter().map(|i| if let Instr::LeafSteps { steps, .. } = i { count(steps) } else { 0 }).sum()
+    }
+
     /// Why the program does not apply to these feeds and the current state, if it does not.
     pub fn check(&self, feeds: &[Tensor]) -> Option<String> {
         if crate::autograd::grad_mode::is_enabled() != self.grad_mode {

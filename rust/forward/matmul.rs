@@ -6,6 +6,7 @@ use super::layout::copy;
 use crate::dtype::{float_dispatch, numeric_dispatch, DType, Float, Number, Scalar};
 use crate::error::{shape_err, Error, Result};
 use crate::kernels::elementwise::{ScalarOp, UnaryOp};
+use crate::kernels::leaf_sgd::LeafSgd;
 use crate::kernels::matmul::{self, MatRef};
 use crate::shape::fmt_shape;
 use crate::storage::{ensure_allocatable, Element};
@@ -243,6 +244,37 @@ pub fn matmul_update_in_place(
             Ok::<(), Error>(())
         })?
     })
+}
+
+/// One eager SGD step on `w` whose gradient is the product `op(a)·op(b)`, fused into
+/// that product (`kernels::matmul::matmul_sgd_step_in_place`): the bits of
+/// `kernels::leaf_sgd` with a `.grad` holding `zero`. Ok(false), with nothing written,
+/// where the fused kernel does not apply; the caller then runs the product and the
+/// step apart. The caller makes sure nothing else reads or writes `w`'s memory.
+pub fn matmul_sgd_step_in_place<T: Float + Element>(
+    w: &Tensor,
+    (a, transpose_a): (&Tensor, bool),
+    (b, transpose_b): (&Tensor, bool),
+    zero: T,
+    step: &LeafSgd<T>,
+) -> Result<bool> {
+    let same_dtype = [a, b].iter().all(|t| t.dtype() == w.dtype()) && w.dtype() == T::DTYPE;
+    if !same_dtype || check_matmul_update(w, a, b, transpose_a, transpose_b, 0).is_err() {
+        return Ok(false);
+    }
+    if !w.is_contiguous() || w.shares_storage(a) || w.shares_storage(b) {
+        return Ok(false);
+    }
+    let (offset, n) = (w.offset(), w.numel());
+    with_mat_refs(a, b, transpose_a, transpose_b, |ma, mb| {
+        if !matmul::sgd_step_fuses(ma, mb, step) {
+            return Ok(false); // before the write lock, which would count as a write of `w`
+        }
+        let mut guard = w.storage().write();
+        let mismatch = || Error::DType("internal dtype mismatch in a fused SGD step".into());
+        let target = T::slice_mut(&mut guard).and_then(|all| all.get_mut(offset..offset + n)).ok_or_else(mismatch)?;
+        Ok(matmul::matmul_sgd_step_in_place(ma, mb, target, zero, step))
+    })?
 }
 
 /// A contiguous tensor of `like`'s shape and dtype whose values are to be overwritten

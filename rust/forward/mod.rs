@@ -22,8 +22,8 @@ pub use elementwise::{
 pub use in_place::{add_in_place, check_writable, fill, masked_fill, update_in_place, write_into};
 pub use layout::{broadcast_to, cast, copy, expand_mask, index, index_layout, masked_select, reshape, transpose};
 pub use matmul::{
-    check_matmul_update, matmul2d, matmul_activation, matmul_update, matmul_update_in_place, overwritable_like,
-    updatable_in_place,
+    check_matmul_update, matmul2d, matmul_activation, matmul_sgd_step_in_place, matmul_update, matmul_update_in_place,
+    overwritable_like, updatable_in_place,
 };
 pub use reduce::{check_mean_dtype, extreme, reduce_dims, scale_by_item, sum, sum_of_squares, sum_to};
 

@@ -4,6 +4,8 @@
 //! through their strides, so a transposed view is multiplied without being copied
 //! (except a column-major A in wide products, see `dense_copy_of_transposed`).
 
+use super::elementwise::ScalarOp;
+use super::leaf_sgd::LeafSgd;
 use crate::dtype::Float;
 use std::mem::MaybeUninit;
 
@@ -60,6 +62,18 @@ pub enum SecondOutput {
     Relu,
 }
 
+/// How our own kernel stores a product `p` into its output, given the output's
+/// initial values `init` (read only where the variant uses them).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Store<T> {
+    /// `beta·init + alpha·p`.
+    Scaled { alpha: T, beta: T },
+    /// `init + alpha·((zero + p) op scale)`, op a multiply or (with `divide`) a division,
+    /// each operation rounded on its own as in an eager SGD step whose `.grad` held
+    /// `zero` (see `kernels::leaf_sgd`), so the bits are that step's.
+    SgdStep { zero: T, scale: T, divide: bool, alpha: T },
+}
+
 /// `out = beta·out + alpha·a·b` for a row-major `out` of shape (a.rows, b.cols).
 /// With `beta == 0` the previous contents of `out` are ignored (even NaN).
 pub fn matmul_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, beta: T) {
@@ -109,7 +123,10 @@ fn product_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, b
     // SAFETY: `out` holds the m×n outputs and may be read as the initial values. (A product
     // that small runs on one thread: try_own_sgemm threads from 2^20 multiply-adds.)
     if own_kernel_may_run
-        && unsafe { try_own_sgemm(a, b, ptr, [ptr, std::ptr::null_mut()], SecondOutput::Copy, alpha, beta) }.is_some()
+        && unsafe {
+            try_own_sgemm(a, b, ptr, [ptr, std::ptr::null_mut()], SecondOutput::Copy, Store::Scaled { alpha, beta })
+        }
+        .is_some()
     {
         return;
     }
@@ -237,7 +254,8 @@ unsafe fn own_kernel_update<T: Float>(
     }
     let copy_ptr = copy.map_or(std::ptr::null_mut(), |c| c.as_mut_ptr().cast::<T>());
     // SAFETY: the caller's contract on `init` and `out`; `copy` is a slice of m×n slots.
-    unsafe { try_own_sgemm(a, b, init, [out, copy_ptr], SecondOutput::Copy, alpha, T::ONE) }.is_some()
+    unsafe { try_own_sgemm(a, b, init, [out, copy_ptr], SecondOutput::Copy, Store::Scaled { alpha, beta: T::ONE }) }
+        .is_some()
 }
 
 /// `target += alpha·a·b` through `matmul_into`, then `copy = target` when given.
@@ -273,7 +291,32 @@ pub fn matmul_two_outputs_into<T: Float>(
     }
     let outs = [out.as_mut_ptr().cast::<T>(), second.as_mut_ptr().cast::<T>()];
     // SAFETY: both outputs hold m×n writable slots; with beta = 0 nothing is read from `init`.
-    unsafe { try_own_sgemm(a, b, outs[0], outs, what, T::ONE, T::ZERO) }.is_some()
+    unsafe { try_own_sgemm(a, b, outs[0], outs, what, Store::Scaled { alpha: T::ONE, beta: T::ZERO }) }.is_some()
+}
+
+/// One eager SGD step on `w` whose gradient is `a·b` and whose `.grad` held `zero`:
+/// `w = w + alpha·((zero + a·b) op scale)` with op `Mul` or `Div`, in place, by one
+/// pass of our own kernel, with the bits of `kernels::leaf_sgd` on the product's
+/// bits. False, with nothing written, where that kernel does not run this product
+/// (nor `matmul_into` on it) or op is another one.
+pub fn matmul_sgd_step_in_place<T: Float>(a: MatRef<T>, b: MatRef<T>, w: &mut [T], zero: T, step: &LeafSgd<T>) -> bool {
+    // invariant: the caller sizes `w` from the product's checked shape; the kernel writes m×n through a pointer.
+    assert!(product_len(a, b) == Some(w.len()), "matmul_sgd_step_in_place: operand sizes");
+    if !sgd_step_fuses(a, b, step) {
+        return false;
+    }
+    let divide = step.scale_op == ScalarOp::Div;
+    let store = Store::SgdStep { zero, scale: step.scale, divide, alpha: step.alpha };
+    let ptr = w.as_mut_ptr();
+    // SAFETY: `w` holds m×n values, read and written in place (the kernel reads each before it stores it).
+    unsafe { try_own_sgemm(a, b, ptr, [ptr, std::ptr::null_mut()], SecondOutput::Copy, store) }.is_some()
+}
+
+/// Whether `matmul_sgd_step_in_place` runs this step, so a caller can ask before it
+/// takes the weight for writing.
+pub fn sgd_step_fuses<T: Float>(a: MatRef<T>, b: MatRef<T>, step: &LeafSgd<T>) -> bool {
+    let nonempty = a.rows > 0 && b.cols > 0 && a.cols > 0;
+    matches!(step.scale_op, ScalarOp::Mul | ScalarOp::Div) && nonempty && own_kernel_runs(a, b)
 }
 
 /// Copies `values` into `slots` (of the same length) and returns them as initialised.
@@ -343,8 +386,8 @@ pub fn own_kernel_runs<T: Float>(a: MatRef<T>, b: MatRef<T>) -> bool {
     }
 }
 
-/// `out = beta·init + alpha·a·b` on the AVX-512 float32 kernel, for the products it
-/// is faster at; None (and nothing written) when it does not apply.
+/// `out = a·b` stored as `store` says from `init`, on the AVX-512 float32 kernel, for
+/// the products it is faster at; None (and nothing written) when it does not apply.
 ///
 /// # Safety
 /// `init` must be valid for m×n reads and `outs[0]` (and a non-null `outs[1]`) for
@@ -355,8 +398,7 @@ unsafe fn try_own_sgemm<T: Float>(
     init: *const T,
     outs: [*mut T; 2],
     second: SecondOutput,
-    alpha: T,
-    beta: T,
+    store: Store<T>,
 ) -> Option<()> {
     #[cfg(target_arch = "x86_64")]
     {
@@ -365,18 +407,12 @@ unsafe fn try_own_sgemm<T: Float>(
         }
         let work = a.rows.saturating_mul(b.cols).saturating_mul(a.cols);
         // SAFETY: T is f32 (checked above), so these are the same types.
-        let (a32, b32, alpha32, beta32): (MatRef<f32>, MatRef<f32>, f32, f32) = unsafe {
-            (
-                std::mem::transmute_copy(&a),
-                std::mem::transmute_copy(&b),
-                std::mem::transmute_copy(&alpha),
-                std::mem::transmute_copy(&beta),
-            )
-        };
+        let (a32, b32, store32): (MatRef<f32>, MatRef<f32>, Store<f32>) =
+            unsafe { (std::mem::transmute_copy(&a), std::mem::transmute_copy(&b), std::mem::transmute_copy(&store)) };
         let outs32 = [outs[0].cast::<f32>(), outs[1].cast::<f32>()];
         // SAFETY: the caller's contract on `init` and `out`; the kernel's requirements were checked above.
         let product = |parallel| unsafe {
-            super::sgemm_avx512::sgemm_from(a32, b32, init.cast(), outs32, second, alpha32, beta32, parallel)
+            super::sgemm_avx512::sgemm_from(a32, b32, init.cast(), outs32, second, store32, parallel)
         };
         if work >= (1 << 20) && super::threads::num_threads() > 1 {
             super::thread_choice::run_timed((a.rows, a.cols, b.cols), product);
@@ -387,7 +423,7 @@ unsafe fn try_own_sgemm<T: Float>(
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (a, b, init, outs, second, alpha, beta);
+        let _ = (a, b, init, outs, second, store);
         None
     }
 }
@@ -525,6 +561,50 @@ mod tests {
         }
         check::<f32>(|v| v as f32, 1e-4);
         check::<f64>(|v| v, 1e-12);
+    }
+
+    #[test]
+    fn an_sgd_step_in_the_product_gives_the_bits_of_the_product_then_leaf_sgd() {
+        use crate::kernels::leaf_sgd::{leaf_sgd, GradUse};
+        let (m, k, n) = (70, 90, 40);
+        let a: Vec<f32> = values(m * k, 0.4).iter().map(|&v| v as f32).collect();
+        let b: Vec<f32> = values(k * n, 0.8).iter().map(|&v| (v * 3.0) as f32).collect();
+        let init: Vec<f32> =
+            values(m * n, 0.2).iter().enumerate().map(|(i, &v)| if i % 9 == 0 { -0.0 } else { v as f32 }).collect();
+        // A as stored by the weight gradient xᵀ·g: a transposed (column-major) view.
+        let a_t: Vec<f32> = (0..k * m).map(|i| a[(i % m) * k + i / m]).collect();
+        let a_view = MatRef { data: &a_t, offset: 0, rows: m, cols: k, row_stride: 1, col_stride: m as isize };
+        let steps = [
+            (0.0, LeafSgd { scale_op: ScalarOp::Mul, scale: 1e-3f32, alpha: -1.0 }),
+            (0.5, LeafSgd { scale_op: ScalarOp::Div, scale: 3.0, alpha: 1.0 }),
+            (-0.0, LeafSgd { scale_op: ScalarOp::Mul, scale: 0.37, alpha: -0.7 }),
+        ];
+        for (zero, step) in steps {
+            for a_ref in [dense(&a, m, k), a_view] {
+                let mut fused = init.clone();
+                if !matmul_sgd_step_in_place(a_ref, dense(&b, k, n), &mut fused, zero, &step) {
+                    assert!(!crate::kernels::sgemm_avx512::available(), "the AVX-512 kernel runs {m}×{k}×{n}");
+                    return;
+                }
+                let mut apart = init.clone();
+                leaf_sgd(GradUse::Filled { value: zero, incoming: &matmul(a_ref, dense(&b, k, n)) }, &mut apart, &step);
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&fused), bits(&apart), "zero {zero}, {step:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_sgd_step_the_kernel_cannot_fuse_writes_nothing() {
+        let (a, b) = (values(6, 0.1), values(6, 0.2));
+        let mut w = vec![1.0f64; 4];
+        let step = LeafSgd { scale_op: ScalarOp::Mul, scale: 0.1, alpha: -1.0 };
+        assert!(!matmul_sgd_step_in_place(dense(&a, 2, 3), dense(&b, 3, 2), &mut w, 0.0, &step));
+        let (a32, b32) = (vec![1.0f32; 6], vec![1.0f32; 6]);
+        let mut w32 = vec![1.0f32; 4];
+        let add = LeafSgd { scale_op: ScalarOp::Add, scale: 0.1, alpha: -1.0 };
+        assert!(!matmul_sgd_step_in_place(dense(&a32, 2, 3), dense(&b32, 3, 2), &mut w32, 0.0, &add));
+        assert_eq!((w, w32), (vec![1.0; 4], vec![1.0; 4]));
     }
 
     #[test]

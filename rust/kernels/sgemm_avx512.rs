@@ -10,7 +10,7 @@
 
 #![allow(clippy::too_many_arguments)]
 
-use super::matmul::{MatRef, SecondOutput};
+use super::matmul::{MatRef, SecondOutput, Store};
 use std::arch::x86_64::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -41,9 +41,9 @@ struct OutPtr(*mut f32);
 unsafe impl Send for OutPtr {}
 unsafe impl Sync for OutPtr {}
 
-/// `out = beta·init + alpha·a·b`, where `init` and `out` are row-major m×n
-/// (they may be the same memory). Every output element is written; `out` is read
-/// only when it is `init`. When `outs[1]` is not null the result is also stored
+/// `out = a·b` stored as `store` says from `init` (for `Scaled`, `beta·init +
+/// alpha·a·b`), where `init` and `out` are row-major m×n (they may be the same
+/// memory). Every output element is written; `out` is read only when it is `init`. When `outs[1]` is not null the result is also stored
 /// there, as `second` says (a copy, or an activation of it): a second store, not
 /// another pass over memory.
 ///
@@ -56,8 +56,7 @@ pub unsafe fn sgemm_from(
     init: *const f32,
     outs: [*mut f32; 2],
     second: SecondOutput,
-    alpha: f32,
-    beta: f32,
+    store: Store<f32>,
     parallel: bool,
 ) {
     let (m, n) = (a.rows, b.cols);
@@ -73,7 +72,7 @@ pub unsafe fn sgemm_from(
         let c = unsafe { [init.0.add(start * n), ptr.0.add(start * n), copy_band] };
         // SAFETY: avx512f was detected (`available`), the band's rows are in bounds, and
         // `a` and `b` address only elements inside their slices (checked by `MatRef::new`).
-        unsafe { band_kernel(a, b, c, second, start, rows, alpha, beta) }
+        unsafe { band_kernel(a, b, c, second, start, rows, store) }
     };
     let bands = m.div_ceil(height);
     let workers = if parallel { super::threads::num_threads().min(bands) } else { 1 };
@@ -110,8 +109,7 @@ unsafe fn band_kernel(
     second: SecondOutput,
     row0: usize,
     rows: usize,
-    alpha: f32,
-    beta: f32,
+    store: Store<f32>,
 ) {
     let (k, n) = (a.cols, b.cols);
     // SAFETY: row `row0` of `a` (row0 < a.rows) starts inside `a.data`, checked by `MatRef::new`.
@@ -139,18 +137,7 @@ unsafe fn band_kernel(
                     // SAFETY: the tile's H rows and 16·V masked columns lie inside a, b and the
                     // outputs (height ≤ rows - i, masks cover width ≤ n - j); avx512f is enabled here.
                     unsafe {
-                        micro::<$h, $v>(
-                            k,
-                            a_tile,
-                            a_strides,
-                            b_tile,
-                            b.row_stride,
-                            c_tile,
-                            n,
-                            masks,
-                            second,
-                            [alpha, beta],
-                        )
+                        micro::<$h, $v>(k, a_tile, a_strides, b_tile, b.row_stride, c_tile, n, masks, second, store)
                     }
                 };
                 ($h:literal) => {
@@ -196,7 +183,7 @@ unsafe fn micro<const H: usize, const V: usize>(
     ldc: usize,
     masks: [__mmask16; 2],
     second: SecondOutput,
-    [alpha, beta]: [f32; 2],
+    store: Store<f32>,
 ) {
     let mut acc = [[_mm512_setzero_ps(); V]; H];
     let mut b_row = b;
@@ -220,20 +207,15 @@ unsafe fn micro<const H: usize, const V: usize>(
         b_row = b_row.wrapping_offset(b_rs);
         a_col = a_col.wrapping_offset(a_cs);
     }
-    let (alpha_v, beta_v) = (_mm512_set1_ps(alpha), _mm512_set1_ps(beta));
     for (r, row) in acc.iter().enumerate() {
         // Row r < H of the tile and its columns: inside the outputs by the caller's contract,
         // as long as only masked lanes are touched. Pointer arithmetic wraps (never reads).
         let (src, dst) = (c_in.wrapping_add(r * ldc), c.wrapping_add(r * ldc).cast_mut());
         for (half, &sum) in row.iter().enumerate() {
             let (q, p) = (src.wrapping_add(16 * half), dst.wrapping_add(16 * half));
-            let value = if alpha == 1.0 { sum } else { _mm512_mul_ps(alpha_v, sum) };
-            let result = if beta == 0.0 {
-                value
-            } else {
-                // SAFETY: the masked lanes of `q` lie inside `init` (caller's contract).
-                _mm512_fmadd_ps(beta_v, unsafe { _mm512_maskz_loadu_ps(masks[half], q) }, value)
-            };
+            // SAFETY: the masked lanes of `q` lie inside `init` (caller's contract).
+            let init = || unsafe { _mm512_maskz_loadu_ps(masks[half], q) };
+            let result = stored(sum, init, store);
             // SAFETY: the masked lanes of `p` lie inside the output (caller's contract).
             unsafe { _mm512_mask_storeu_ps(p, masks[half], result) };
             if !c_copy.is_null() {
@@ -254,6 +236,32 @@ unsafe fn micro<const H: usize, const V: usize>(
     }
 }
 
+/// The value `store` makes of the product `sum`, reading `init` only where it needs it.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn stored(sum: __m512, init: impl Fn() -> __m512, store: Store<f32>) -> __m512 {
+    match store {
+        Store::Scaled { alpha, beta } => {
+            let value = if alpha == 1.0 { sum } else { _mm512_mul_ps(_mm512_set1_ps(alpha), sum) };
+            if beta == 0.0 {
+                value
+            } else {
+                _mm512_fmadd_ps(_mm512_set1_ps(beta), init(), value)
+            }
+        }
+        Store::SgdStep { zero, scale, divide, alpha } => {
+            let grad = _mm512_add_ps(_mm512_set1_ps(zero), sum);
+            let scaled = if divide {
+                _mm512_div_ps(grad, _mm512_set1_ps(scale))
+            } else {
+                _mm512_mul_ps(grad, _mm512_set1_ps(scale))
+            };
+            let step = if alpha == 1.0 { scaled } else { _mm512_mul_ps(_mm512_set1_ps(alpha), scaled) };
+            _mm512_add_ps(init(), step)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,8 +271,9 @@ mod tests {
     fn sgemm(a: MatRef<'_, f32>, b: MatRef<'_, f32>, out: &mut [f32], alpha: f32, beta: f32, parallel: bool) {
         assert_eq!(out.len(), a.rows * b.cols, "sgemm: output size");
         let ptr = out.as_mut_ptr();
+        let store = Store::Scaled { alpha, beta };
         // SAFETY: `out` holds the m×n outputs, and reading the initial values from it is allowed.
-        unsafe { sgemm_from(a, b, ptr, [ptr, std::ptr::null_mut()], SecondOutput::Copy, alpha, beta, parallel) }
+        unsafe { sgemm_from(a, b, ptr, [ptr, std::ptr::null_mut()], SecondOutput::Copy, store, parallel) }
     }
 
     fn naive(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {

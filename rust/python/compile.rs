@@ -37,6 +37,13 @@ impl PyProgram {
         self.program.fused_leaf_steps()
     }
 
+    /// How many of those steps also run the matrix product that makes their gradient,
+    /// applying the step as the product stores each element (the same bits).
+    #[getter]
+    fn fused_products(&self) -> usize {
+        self.program.fused_products()
+    }
+
     /// Why the program does not apply to these arguments and the current state, or None.
     fn check(&self, feeds: Vec<Bound<'_, PyTensor>>) -> Option<String> {
         self.program.check(&tensors(&feeds))
