@@ -263,18 +263,8 @@ impl Incoming {
     /// (so its result fits the step, contiguous) is kept to run inside the step; any
     /// other is computed now.
     fn resolved(self, weight: &Tensor) -> Result<Incoming> {
-        let Incoming::Product { a, b, transpose } = &self else { return Ok(self) };
-        let dims = |t: &Tensor, swap: bool| match *t.shape() {
-            [r, c] if swap => Some((c, r)),
-            [r, c] => Some((r, c)),
-            _ => None,
-        };
-        let same_dtype = a.dtype() == weight.dtype() && b.dtype() == weight.dtype();
-        let fits = match (dims(a, transpose[0]), dims(b, transpose[1])) {
-            (Some((m, k)), Some((k2, n))) => same_dtype && k == k2 && weight.shape() == [m, n],
-            _ => false,
-        };
-        if fits {
+        let Incoming::Product { a, b, transpose: [ta, tb] } = &self else { return Ok(self) };
+        if forward::check_matmul_update(weight, a, b, *ta, *tb, 0).is_ok() {
             Ok(self)
         } else {
             Ok(Incoming::Computed(self.tensor()?))

@@ -258,8 +258,8 @@ pub fn matmul_sgd_step_in_place<T: Float + Element>(
     zero: T,
     step: &LeafSgd<T>,
 ) -> Result<bool> {
-    let same_dtype = [a, b].iter().all(|t| t.dtype() == w.dtype()) && w.dtype() == T::DTYPE;
-    if !same_dtype || check_matmul_update(w, a, b, transpose_a, transpose_b, 0).is_err() {
+    // check_matmul_update also checks that a and b have w's dtype.
+    if w.dtype() != T::DTYPE || check_matmul_update(w, a, b, transpose_a, transpose_b, 0).is_err() {
         return Ok(false);
     }
     if !w.is_contiguous() || w.shares_storage(a) || w.shares_storage(b) {

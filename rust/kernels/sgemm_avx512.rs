@@ -43,9 +43,9 @@ unsafe impl Sync for OutPtr {}
 
 /// `out = a·b` stored as `store` says from `init` (for `Scaled`, `beta·init +
 /// alpha·a·b`), where `init` and `out` are row-major m×n (they may be the same
-/// memory). Every output element is written; `out` is read only when it is `init`. When `outs[1]` is not null the result is also stored
-/// there, as `second` says (a copy, or an activation of it): a second store, not
-/// another pass over memory.
+/// memory). Every output element is written; `out` is read only when it is `init`.
+/// When `outs[1]` is not null the result is also stored there, as `second` says (a
+/// copy, or an activation of it): a second store, not another pass over memory.
 ///
 /// # Safety
 /// `outs[0]` (and a non-null `outs[1]`) must be valid for m×n writes and `init` for m×n
