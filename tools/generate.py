@@ -231,14 +231,24 @@ def has_method(spec: Any) -> bool:
     return not is_list_op(spec) and spec.torch_front[1]
 
 
-def doc_line(spec: Any, indent: str) -> str:
-    """The op's docstring at ``indent``, wrapped to 120 characters when it is longer."""
-    line = f'{indent}"""{spec.doc}"""'
+def has_in_place_method(spec: Any) -> bool:
+    """Whether torch has ``Tensor.NAME_`` for the op: every unary op that is a method does."""
+    return spec.kind == "unary" and has_method(spec)
+
+
+def in_place_doc(spec: Any) -> str:
+    return f"In place, {spec.doc[0].lower()}{spec.doc[1:]} Returns this tensor."
+
+
+def doc_line(spec: Any, indent: str, doc: Optional[str] = None) -> str:
+    """The op's docstring (or ``doc``) at ``indent``, wrapped to 120 characters when it is longer."""
+    doc = spec.doc if doc is None else doc
+    line = f'{indent}"""{doc}"""'
     if len(line) <= 120:
         return line
     import textwrap
 
-    first, *rest = textwrap.wrap(spec.doc, 116 - len(indent), break_on_hyphens=False)
+    first, *rest = textwrap.wrap(doc, 116 - len(indent), break_on_hyphens=False)
     return "\n".join([f'{indent}"""{first}', *(f"{indent}{part}" for part in rest), f'{indent}"""'])
 
 
@@ -266,6 +276,11 @@ def eager_module(ops: dict[str, Any]) -> str:
         lines += [f"{alias} = {spec.name}" for alias in spec.torch_aliases]
         if has_method(spec):
             lines += [f"Tensor.{name} = _{spec.name}_method  # type: ignore[method-assign]" for name in names]
+        if has_in_place_method(spec):
+            lines += ["", f"def _{spec.name}_in_place(self: Tensor) -> Tensor:",
+                      doc_line(spec, "    ", in_place_doc(spec)),
+                      f"    _ops[{spec.name!r}].in_place(self)", "    return self", ""]
+            lines += [f"Tensor.{name}_ = _{spec.name}_in_place  # type: ignore[method-assign]" for name in names]
         if spec.torch_front[0]:
             exported += names
     lines += all_list(exported)
@@ -392,6 +407,10 @@ def stub_section(ops: dict[str, Any]) -> str:
             signature = ["self", *varargs_method(spec, params, values)[0][1:]]
         for name in [spec.name, *spec.torch_aliases]:
             lines += [*def_line("    ", name, signature), doc_line(spec, "        ")]
+        if has_in_place_method(spec):
+            for name in [spec.name, *spec.torch_aliases]:
+                lines += [*def_line("    ", f"{name}_", ["self"], "Self"),
+                          doc_line(spec, "        ", in_place_doc(spec))]
     lines = [line + "\n" for line in lines]
     return STUB_BEGIN + "".join(lines) + STUB_END
 

@@ -25,6 +25,14 @@ negative = neg
 Tensor.neg = _neg_method  # type: ignore[method-assign]
 Tensor.negative = _neg_method  # type: ignore[method-assign]
 
+def _neg_in_place(self: Tensor) -> Tensor:
+    """In place, the negation -x. Returns this tensor."""
+    _ops['neg'].in_place(self)
+    return self
+
+Tensor.neg_ = _neg_in_place  # type: ignore[method-assign]
+Tensor.negative_ = _neg_in_place  # type: ignore[method-assign]
+
 def abs(input: Tensor) -> Tensor:
     """The absolute value |x|; its gradient at 0 is 0."""
     return _ops['abs'](input)
@@ -38,6 +46,14 @@ absolute = abs
 Tensor.abs = _abs_method  # type: ignore[method-assign]
 Tensor.absolute = _abs_method  # type: ignore[method-assign]
 
+def _abs_in_place(self: Tensor) -> Tensor:
+    """In place, the absolute value |x|; its gradient at 0 is 0. Returns this tensor."""
+    _ops['abs'].in_place(self)
+    return self
+
+Tensor.abs_ = _abs_in_place  # type: ignore[method-assign]
+Tensor.absolute_ = _abs_in_place  # type: ignore[method-assign]
+
 def exp(input: Tensor) -> Tensor:
     """The exponential e^x."""
     return _ops['exp'](input)
@@ -48,6 +64,13 @@ def _exp_method(self: Tensor) -> Tensor:
     return _ops['exp'](self)
 
 Tensor.exp = _exp_method  # type: ignore[method-assign]
+
+def _exp_in_place(self: Tensor) -> Tensor:
+    """In place, the exponential e^x. Returns this tensor."""
+    _ops['exp'].in_place(self)
+    return self
+
+Tensor.exp_ = _exp_in_place  # type: ignore[method-assign]
 
 def exp2(input: Tensor) -> Tensor:
     """The power of two 2^x."""
@@ -60,6 +83,13 @@ def _exp2_method(self: Tensor) -> Tensor:
 
 Tensor.exp2 = _exp2_method  # type: ignore[method-assign]
 
+def _exp2_in_place(self: Tensor) -> Tensor:
+    """In place, the power of two 2^x. Returns this tensor."""
+    _ops['exp2'].in_place(self)
+    return self
+
+Tensor.exp2_ = _exp2_in_place  # type: ignore[method-assign]
+
 def expm1(input: Tensor) -> Tensor:
     """e^x - 1, exact for small x."""
     return _ops['expm1'](input)
@@ -70,6 +100,13 @@ def _expm1_method(self: Tensor) -> Tensor:
     return _ops['expm1'](self)
 
 Tensor.expm1 = _expm1_method  # type: ignore[method-assign]
+
+def _expm1_in_place(self: Tensor) -> Tensor:
+    """In place, e^x - 1, exact for small x. Returns this tensor."""
+    _ops['expm1'].in_place(self)
+    return self
+
+Tensor.expm1_ = _expm1_in_place  # type: ignore[method-assign]
 
 def log(input: Tensor) -> Tensor:
     """The natural logarithm."""
@@ -82,6 +119,13 @@ def _log_method(self: Tensor) -> Tensor:
 
 Tensor.log = _log_method  # type: ignore[method-assign]
 
+def _log_in_place(self: Tensor) -> Tensor:
+    """In place, the natural logarithm. Returns this tensor."""
+    _ops['log'].in_place(self)
+    return self
+
+Tensor.log_ = _log_in_place  # type: ignore[method-assign]
+
 def log1p(input: Tensor) -> Tensor:
     """log(1 + x), exact for small x."""
     return _ops['log1p'](input)
@@ -92,6 +136,13 @@ def _log1p_method(self: Tensor) -> Tensor:
     return _ops['log1p'](self)
 
 Tensor.log1p = _log1p_method  # type: ignore[method-assign]
+
+def _log1p_in_place(self: Tensor) -> Tensor:
+    """In place, log(1 + x), exact for small x. Returns this tensor."""
+    _ops['log1p'].in_place(self)
+    return self
+
+Tensor.log1p_ = _log1p_in_place  # type: ignore[method-assign]
 
 def log2(input: Tensor) -> Tensor:
     """The base-2 logarithm."""
@@ -104,6 +155,13 @@ def _log2_method(self: Tensor) -> Tensor:
 
 Tensor.log2 = _log2_method  # type: ignore[method-assign]
 
+def _log2_in_place(self: Tensor) -> Tensor:
+    """In place, the base-2 logarithm. Returns this tensor."""
+    _ops['log2'].in_place(self)
+    return self
+
+Tensor.log2_ = _log2_in_place  # type: ignore[method-assign]
+
 def log10(input: Tensor) -> Tensor:
     """The base-10 logarithm."""
     return _ops['log10'](input)
@@ -114,6 +172,13 @@ def _log10_method(self: Tensor) -> Tensor:
     return _ops['log10'](self)
 
 Tensor.log10 = _log10_method  # type: ignore[method-assign]
+
+def _log10_in_place(self: Tensor) -> Tensor:
+    """In place, the base-10 logarithm. Returns this tensor."""
+    _ops['log10'].in_place(self)
+    return self
+
+Tensor.log10_ = _log10_in_place  # type: ignore[method-assign]
 
 def sqrt(input: Tensor) -> Tensor:
     """The square root."""
@@ -126,6 +191,13 @@ def _sqrt_method(self: Tensor) -> Tensor:
 
 Tensor.sqrt = _sqrt_method  # type: ignore[method-assign]
 
+def _sqrt_in_place(self: Tensor) -> Tensor:
+    """In place, the square root. Returns this tensor."""
+    _ops['sqrt'].in_place(self)
+    return self
+
+Tensor.sqrt_ = _sqrt_in_place  # type: ignore[method-assign]
+
 def rsqrt(input: Tensor) -> Tensor:
     """The reciprocal square root 1/sqrt(x)."""
     return _ops['rsqrt'](input)
@@ -136,6 +208,13 @@ def _rsqrt_method(self: Tensor) -> Tensor:
     return _ops['rsqrt'](self)
 
 Tensor.rsqrt = _rsqrt_method  # type: ignore[method-assign]
+
+def _rsqrt_in_place(self: Tensor) -> Tensor:
+    """In place, the reciprocal square root 1/sqrt(x). Returns this tensor."""
+    _ops['rsqrt'].in_place(self)
+    return self
+
+Tensor.rsqrt_ = _rsqrt_in_place  # type: ignore[method-assign]
 
 def reciprocal(input: Tensor) -> Tensor:
     """The reciprocal 1/x."""
@@ -148,6 +227,13 @@ def _reciprocal_method(self: Tensor) -> Tensor:
 
 Tensor.reciprocal = _reciprocal_method  # type: ignore[method-assign]
 
+def _reciprocal_in_place(self: Tensor) -> Tensor:
+    """In place, the reciprocal 1/x. Returns this tensor."""
+    _ops['reciprocal'].in_place(self)
+    return self
+
+Tensor.reciprocal_ = _reciprocal_in_place  # type: ignore[method-assign]
+
 def square(input: Tensor) -> Tensor:
     """The square x²."""
     return _ops['square'](input)
@@ -158,6 +244,13 @@ def _square_method(self: Tensor) -> Tensor:
     return _ops['square'](self)
 
 Tensor.square = _square_method  # type: ignore[method-assign]
+
+def _square_in_place(self: Tensor) -> Tensor:
+    """In place, the square x². Returns this tensor."""
+    _ops['square'].in_place(self)
+    return self
+
+Tensor.square_ = _square_in_place  # type: ignore[method-assign]
 
 def sin(input: Tensor) -> Tensor:
     """The sine, in radians."""
@@ -170,6 +263,13 @@ def _sin_method(self: Tensor) -> Tensor:
 
 Tensor.sin = _sin_method  # type: ignore[method-assign]
 
+def _sin_in_place(self: Tensor) -> Tensor:
+    """In place, the sine, in radians. Returns this tensor."""
+    _ops['sin'].in_place(self)
+    return self
+
+Tensor.sin_ = _sin_in_place  # type: ignore[method-assign]
+
 def cos(input: Tensor) -> Tensor:
     """The cosine, in radians."""
     return _ops['cos'](input)
@@ -181,6 +281,13 @@ def _cos_method(self: Tensor) -> Tensor:
 
 Tensor.cos = _cos_method  # type: ignore[method-assign]
 
+def _cos_in_place(self: Tensor) -> Tensor:
+    """In place, the cosine, in radians. Returns this tensor."""
+    _ops['cos'].in_place(self)
+    return self
+
+Tensor.cos_ = _cos_in_place  # type: ignore[method-assign]
+
 def tan(input: Tensor) -> Tensor:
     """The tangent, in radians."""
     return _ops['tan'](input)
@@ -191,6 +298,13 @@ def _tan_method(self: Tensor) -> Tensor:
     return _ops['tan'](self)
 
 Tensor.tan = _tan_method  # type: ignore[method-assign]
+
+def _tan_in_place(self: Tensor) -> Tensor:
+    """In place, the tangent, in radians. Returns this tensor."""
+    _ops['tan'].in_place(self)
+    return self
+
+Tensor.tan_ = _tan_in_place  # type: ignore[method-assign]
 
 def asin(input: Tensor) -> Tensor:
     """The inverse sine, in radians; NaN outside [-1, 1]."""
@@ -205,6 +319,14 @@ arcsin = asin
 Tensor.asin = _asin_method  # type: ignore[method-assign]
 Tensor.arcsin = _asin_method  # type: ignore[method-assign]
 
+def _asin_in_place(self: Tensor) -> Tensor:
+    """In place, the inverse sine, in radians; NaN outside [-1, 1]. Returns this tensor."""
+    _ops['asin'].in_place(self)
+    return self
+
+Tensor.asin_ = _asin_in_place  # type: ignore[method-assign]
+Tensor.arcsin_ = _asin_in_place  # type: ignore[method-assign]
+
 def acos(input: Tensor) -> Tensor:
     """The inverse cosine, in radians; NaN outside [-1, 1]."""
     return _ops['acos'](input)
@@ -217,6 +339,14 @@ def _acos_method(self: Tensor) -> Tensor:
 arccos = acos
 Tensor.acos = _acos_method  # type: ignore[method-assign]
 Tensor.arccos = _acos_method  # type: ignore[method-assign]
+
+def _acos_in_place(self: Tensor) -> Tensor:
+    """In place, the inverse cosine, in radians; NaN outside [-1, 1]. Returns this tensor."""
+    _ops['acos'].in_place(self)
+    return self
+
+Tensor.acos_ = _acos_in_place  # type: ignore[method-assign]
+Tensor.arccos_ = _acos_in_place  # type: ignore[method-assign]
 
 def atan(input: Tensor) -> Tensor:
     """The inverse tangent, in radians."""
@@ -231,6 +361,14 @@ arctan = atan
 Tensor.atan = _atan_method  # type: ignore[method-assign]
 Tensor.arctan = _atan_method  # type: ignore[method-assign]
 
+def _atan_in_place(self: Tensor) -> Tensor:
+    """In place, the inverse tangent, in radians. Returns this tensor."""
+    _ops['atan'].in_place(self)
+    return self
+
+Tensor.atan_ = _atan_in_place  # type: ignore[method-assign]
+Tensor.arctan_ = _atan_in_place  # type: ignore[method-assign]
+
 def sinh(input: Tensor) -> Tensor:
     """The hyperbolic sine."""
     return _ops['sinh'](input)
@@ -241,6 +379,13 @@ def _sinh_method(self: Tensor) -> Tensor:
     return _ops['sinh'](self)
 
 Tensor.sinh = _sinh_method  # type: ignore[method-assign]
+
+def _sinh_in_place(self: Tensor) -> Tensor:
+    """In place, the hyperbolic sine. Returns this tensor."""
+    _ops['sinh'].in_place(self)
+    return self
+
+Tensor.sinh_ = _sinh_in_place  # type: ignore[method-assign]
 
 def cosh(input: Tensor) -> Tensor:
     """The hyperbolic cosine."""
@@ -253,6 +398,13 @@ def _cosh_method(self: Tensor) -> Tensor:
 
 Tensor.cosh = _cosh_method  # type: ignore[method-assign]
 
+def _cosh_in_place(self: Tensor) -> Tensor:
+    """In place, the hyperbolic cosine. Returns this tensor."""
+    _ops['cosh'].in_place(self)
+    return self
+
+Tensor.cosh_ = _cosh_in_place  # type: ignore[method-assign]
+
 def tanh(input: Tensor) -> Tensor:
     """The hyperbolic tangent."""
     return _ops['tanh'](input)
@@ -263,6 +415,13 @@ def _tanh_method(self: Tensor) -> Tensor:
     return _ops['tanh'](self)
 
 Tensor.tanh = _tanh_method  # type: ignore[method-assign]
+
+def _tanh_in_place(self: Tensor) -> Tensor:
+    """In place, the hyperbolic tangent. Returns this tensor."""
+    _ops['tanh'].in_place(self)
+    return self
+
+Tensor.tanh_ = _tanh_in_place  # type: ignore[method-assign]
 
 def asinh(input: Tensor) -> Tensor:
     """The inverse hyperbolic sine."""
@@ -277,6 +436,14 @@ arcsinh = asinh
 Tensor.asinh = _asinh_method  # type: ignore[method-assign]
 Tensor.arcsinh = _asinh_method  # type: ignore[method-assign]
 
+def _asinh_in_place(self: Tensor) -> Tensor:
+    """In place, the inverse hyperbolic sine. Returns this tensor."""
+    _ops['asinh'].in_place(self)
+    return self
+
+Tensor.asinh_ = _asinh_in_place  # type: ignore[method-assign]
+Tensor.arcsinh_ = _asinh_in_place  # type: ignore[method-assign]
+
 def acosh(input: Tensor) -> Tensor:
     """The inverse hyperbolic cosine; NaN below 1."""
     return _ops['acosh'](input)
@@ -289,6 +456,14 @@ def _acosh_method(self: Tensor) -> Tensor:
 arccosh = acosh
 Tensor.acosh = _acosh_method  # type: ignore[method-assign]
 Tensor.arccosh = _acosh_method  # type: ignore[method-assign]
+
+def _acosh_in_place(self: Tensor) -> Tensor:
+    """In place, the inverse hyperbolic cosine; NaN below 1. Returns this tensor."""
+    _ops['acosh'].in_place(self)
+    return self
+
+Tensor.acosh_ = _acosh_in_place  # type: ignore[method-assign]
+Tensor.arccosh_ = _acosh_in_place  # type: ignore[method-assign]
 
 def atanh(input: Tensor) -> Tensor:
     """The inverse hyperbolic tangent; NaN outside [-1, 1]."""
@@ -303,6 +478,14 @@ arctanh = atanh
 Tensor.atanh = _atanh_method  # type: ignore[method-assign]
 Tensor.arctanh = _atanh_method  # type: ignore[method-assign]
 
+def _atanh_in_place(self: Tensor) -> Tensor:
+    """In place, the inverse hyperbolic tangent; NaN outside [-1, 1]. Returns this tensor."""
+    _ops['atanh'].in_place(self)
+    return self
+
+Tensor.atanh_ = _atanh_in_place  # type: ignore[method-assign]
+Tensor.arctanh_ = _atanh_in_place  # type: ignore[method-assign]
+
 def sigmoid(input: Tensor) -> Tensor:
     """The logistic function 1/(1 + e^-x)."""
     return _ops['sigmoid'](input)
@@ -314,6 +497,13 @@ def _sigmoid_method(self: Tensor) -> Tensor:
 
 Tensor.sigmoid = _sigmoid_method  # type: ignore[method-assign]
 
+def _sigmoid_in_place(self: Tensor) -> Tensor:
+    """In place, the logistic function 1/(1 + e^-x). Returns this tensor."""
+    _ops['sigmoid'].in_place(self)
+    return self
+
+Tensor.sigmoid_ = _sigmoid_in_place  # type: ignore[method-assign]
+
 def relu(input: Tensor) -> Tensor:
     """max(x, 0); NaN stays NaN, and the gradient at 0 is 0."""
     return _ops['relu'](input)
@@ -324,6 +514,13 @@ def _relu_method(self: Tensor) -> Tensor:
     return _ops['relu'](self)
 
 Tensor.relu = _relu_method  # type: ignore[method-assign]
+
+def _relu_in_place(self: Tensor) -> Tensor:
+    """In place, max(x, 0); NaN stays NaN, and the gradient at 0 is 0. Returns this tensor."""
+    _ops['relu'].in_place(self)
+    return self
+
+Tensor.relu_ = _relu_in_place  # type: ignore[method-assign]
 
 def silu(input: Tensor) -> Tensor:
     """The sigmoid linear unit x·sigmoid(x) (swish)."""
@@ -356,6 +553,13 @@ def _erf_method(self: Tensor) -> Tensor:
 
 Tensor.erf = _erf_method  # type: ignore[method-assign]
 
+def _erf_in_place(self: Tensor) -> Tensor:
+    """In place, the error function. Returns this tensor."""
+    _ops['erf'].in_place(self)
+    return self
+
+Tensor.erf_ = _erf_in_place  # type: ignore[method-assign]
+
 def sign(input: Tensor) -> Tensor:
     """-1, 0 or 1 by the sign of x (NaN stays NaN); its gradient is 0."""
     return _ops['sign'](input)
@@ -366,6 +570,13 @@ def _sign_method(self: Tensor) -> Tensor:
     return _ops['sign'](self)
 
 Tensor.sign = _sign_method  # type: ignore[method-assign]
+
+def _sign_in_place(self: Tensor) -> Tensor:
+    """In place, -1, 0 or 1 by the sign of x (NaN stays NaN); its gradient is 0. Returns this tensor."""
+    _ops['sign'].in_place(self)
+    return self
+
+Tensor.sign_ = _sign_in_place  # type: ignore[method-assign]
 
 def floor(input: Tensor) -> Tensor:
     """The largest integer not above x; its gradient is 0."""
@@ -378,6 +589,13 @@ def _floor_method(self: Tensor) -> Tensor:
 
 Tensor.floor = _floor_method  # type: ignore[method-assign]
 
+def _floor_in_place(self: Tensor) -> Tensor:
+    """In place, the largest integer not above x; its gradient is 0. Returns this tensor."""
+    _ops['floor'].in_place(self)
+    return self
+
+Tensor.floor_ = _floor_in_place  # type: ignore[method-assign]
+
 def ceil(input: Tensor) -> Tensor:
     """The smallest integer not below x; its gradient is 0."""
     return _ops['ceil'](input)
@@ -389,6 +607,13 @@ def _ceil_method(self: Tensor) -> Tensor:
 
 Tensor.ceil = _ceil_method  # type: ignore[method-assign]
 
+def _ceil_in_place(self: Tensor) -> Tensor:
+    """In place, the smallest integer not below x; its gradient is 0. Returns this tensor."""
+    _ops['ceil'].in_place(self)
+    return self
+
+Tensor.ceil_ = _ceil_in_place  # type: ignore[method-assign]
+
 def round(input: Tensor) -> Tensor:
     """The nearest integer, halves to even (as numpy, torch and TF); its gradient is 0."""
     return _ops['round'](input)
@@ -399,6 +624,14 @@ def _round_method(self: Tensor) -> Tensor:
     return _ops['round'](self)
 
 Tensor.round = _round_method  # type: ignore[method-assign]
+
+def _round_in_place(self: Tensor) -> Tensor:
+    """In place, the nearest integer, halves to even (as numpy, torch and TF); its gradient is 0. Returns this tensor.
+    """
+    _ops['round'].in_place(self)
+    return self
+
+Tensor.round_ = _round_in_place  # type: ignore[method-assign]
 
 def trunc(input: Tensor) -> Tensor:
     """x rounded toward zero; its gradient is 0."""
@@ -412,6 +645,14 @@ def _trunc_method(self: Tensor) -> Tensor:
 fix = trunc
 Tensor.trunc = _trunc_method  # type: ignore[method-assign]
 Tensor.fix = _trunc_method  # type: ignore[method-assign]
+
+def _trunc_in_place(self: Tensor) -> Tensor:
+    """In place, x rounded toward zero; its gradient is 0. Returns this tensor."""
+    _ops['trunc'].in_place(self)
+    return self
+
+Tensor.trunc_ = _trunc_in_place  # type: ignore[method-assign]
+Tensor.fix_ = _trunc_in_place  # type: ignore[method-assign]
 
 def cumsum(input: Tensor, dim: int) -> Tensor:
     """Running sums along `dim`."""

@@ -314,86 +314,172 @@ class Tensor:
         """The negation -x."""
     def negative(self) -> Tensor:
         """The negation -x."""
+    def neg_(self) -> Self:
+        """In place, the negation -x. Returns this tensor."""
+    def negative_(self) -> Self:
+        """In place, the negation -x. Returns this tensor."""
     def abs(self) -> Tensor:
         """The absolute value |x|; its gradient at 0 is 0."""
     def absolute(self) -> Tensor:
         """The absolute value |x|; its gradient at 0 is 0."""
+    def abs_(self) -> Self:
+        """In place, the absolute value |x|; its gradient at 0 is 0. Returns this tensor."""
+    def absolute_(self) -> Self:
+        """In place, the absolute value |x|; its gradient at 0 is 0. Returns this tensor."""
     def exp(self) -> Tensor:
         """The exponential e^x."""
+    def exp_(self) -> Self:
+        """In place, the exponential e^x. Returns this tensor."""
     def exp2(self) -> Tensor:
         """The power of two 2^x."""
+    def exp2_(self) -> Self:
+        """In place, the power of two 2^x. Returns this tensor."""
     def expm1(self) -> Tensor:
         """e^x - 1, exact for small x."""
+    def expm1_(self) -> Self:
+        """In place, e^x - 1, exact for small x. Returns this tensor."""
     def log(self) -> Tensor:
         """The natural logarithm."""
+    def log_(self) -> Self:
+        """In place, the natural logarithm. Returns this tensor."""
     def log1p(self) -> Tensor:
         """log(1 + x), exact for small x."""
+    def log1p_(self) -> Self:
+        """In place, log(1 + x), exact for small x. Returns this tensor."""
     def log2(self) -> Tensor:
         """The base-2 logarithm."""
+    def log2_(self) -> Self:
+        """In place, the base-2 logarithm. Returns this tensor."""
     def log10(self) -> Tensor:
         """The base-10 logarithm."""
+    def log10_(self) -> Self:
+        """In place, the base-10 logarithm. Returns this tensor."""
     def sqrt(self) -> Tensor:
         """The square root."""
+    def sqrt_(self) -> Self:
+        """In place, the square root. Returns this tensor."""
     def rsqrt(self) -> Tensor:
         """The reciprocal square root 1/sqrt(x)."""
+    def rsqrt_(self) -> Self:
+        """In place, the reciprocal square root 1/sqrt(x). Returns this tensor."""
     def reciprocal(self) -> Tensor:
         """The reciprocal 1/x."""
+    def reciprocal_(self) -> Self:
+        """In place, the reciprocal 1/x. Returns this tensor."""
     def square(self) -> Tensor:
         """The square x²."""
+    def square_(self) -> Self:
+        """In place, the square x². Returns this tensor."""
     def sin(self) -> Tensor:
         """The sine, in radians."""
+    def sin_(self) -> Self:
+        """In place, the sine, in radians. Returns this tensor."""
     def cos(self) -> Tensor:
         """The cosine, in radians."""
+    def cos_(self) -> Self:
+        """In place, the cosine, in radians. Returns this tensor."""
     def tan(self) -> Tensor:
         """The tangent, in radians."""
+    def tan_(self) -> Self:
+        """In place, the tangent, in radians. Returns this tensor."""
     def asin(self) -> Tensor:
         """The inverse sine, in radians; NaN outside [-1, 1]."""
     def arcsin(self) -> Tensor:
         """The inverse sine, in radians; NaN outside [-1, 1]."""
+    def asin_(self) -> Self:
+        """In place, the inverse sine, in radians; NaN outside [-1, 1]. Returns this tensor."""
+    def arcsin_(self) -> Self:
+        """In place, the inverse sine, in radians; NaN outside [-1, 1]. Returns this tensor."""
     def acos(self) -> Tensor:
         """The inverse cosine, in radians; NaN outside [-1, 1]."""
     def arccos(self) -> Tensor:
         """The inverse cosine, in radians; NaN outside [-1, 1]."""
+    def acos_(self) -> Self:
+        """In place, the inverse cosine, in radians; NaN outside [-1, 1]. Returns this tensor."""
+    def arccos_(self) -> Self:
+        """In place, the inverse cosine, in radians; NaN outside [-1, 1]. Returns this tensor."""
     def atan(self) -> Tensor:
         """The inverse tangent, in radians."""
     def arctan(self) -> Tensor:
         """The inverse tangent, in radians."""
+    def atan_(self) -> Self:
+        """In place, the inverse tangent, in radians. Returns this tensor."""
+    def arctan_(self) -> Self:
+        """In place, the inverse tangent, in radians. Returns this tensor."""
     def sinh(self) -> Tensor:
         """The hyperbolic sine."""
+    def sinh_(self) -> Self:
+        """In place, the hyperbolic sine. Returns this tensor."""
     def cosh(self) -> Tensor:
         """The hyperbolic cosine."""
+    def cosh_(self) -> Self:
+        """In place, the hyperbolic cosine. Returns this tensor."""
     def tanh(self) -> Tensor:
         """The hyperbolic tangent."""
+    def tanh_(self) -> Self:
+        """In place, the hyperbolic tangent. Returns this tensor."""
     def asinh(self) -> Tensor:
         """The inverse hyperbolic sine."""
     def arcsinh(self) -> Tensor:
         """The inverse hyperbolic sine."""
+    def asinh_(self) -> Self:
+        """In place, the inverse hyperbolic sine. Returns this tensor."""
+    def arcsinh_(self) -> Self:
+        """In place, the inverse hyperbolic sine. Returns this tensor."""
     def acosh(self) -> Tensor:
         """The inverse hyperbolic cosine; NaN below 1."""
     def arccosh(self) -> Tensor:
         """The inverse hyperbolic cosine; NaN below 1."""
+    def acosh_(self) -> Self:
+        """In place, the inverse hyperbolic cosine; NaN below 1. Returns this tensor."""
+    def arccosh_(self) -> Self:
+        """In place, the inverse hyperbolic cosine; NaN below 1. Returns this tensor."""
     def atanh(self) -> Tensor:
         """The inverse hyperbolic tangent; NaN outside [-1, 1]."""
     def arctanh(self) -> Tensor:
         """The inverse hyperbolic tangent; NaN outside [-1, 1]."""
+    def atanh_(self) -> Self:
+        """In place, the inverse hyperbolic tangent; NaN outside [-1, 1]. Returns this tensor."""
+    def arctanh_(self) -> Self:
+        """In place, the inverse hyperbolic tangent; NaN outside [-1, 1]. Returns this tensor."""
     def sigmoid(self) -> Tensor:
         """The logistic function 1/(1 + e^-x)."""
+    def sigmoid_(self) -> Self:
+        """In place, the logistic function 1/(1 + e^-x). Returns this tensor."""
     def relu(self) -> Tensor:
         """max(x, 0); NaN stays NaN, and the gradient at 0 is 0."""
+    def relu_(self) -> Self:
+        """In place, max(x, 0); NaN stays NaN, and the gradient at 0 is 0. Returns this tensor."""
     def erf(self) -> Tensor:
         """The error function."""
+    def erf_(self) -> Self:
+        """In place, the error function. Returns this tensor."""
     def sign(self) -> Tensor:
         """-1, 0 or 1 by the sign of x (NaN stays NaN); its gradient is 0."""
+    def sign_(self) -> Self:
+        """In place, -1, 0 or 1 by the sign of x (NaN stays NaN); its gradient is 0. Returns this tensor."""
     def floor(self) -> Tensor:
         """The largest integer not above x; its gradient is 0."""
+    def floor_(self) -> Self:
+        """In place, the largest integer not above x; its gradient is 0. Returns this tensor."""
     def ceil(self) -> Tensor:
         """The smallest integer not below x; its gradient is 0."""
+    def ceil_(self) -> Self:
+        """In place, the smallest integer not below x; its gradient is 0. Returns this tensor."""
     def round(self) -> Tensor:
         """The nearest integer, halves to even (as numpy, torch and TF); its gradient is 0."""
+    def round_(self) -> Self:
+        """In place, the nearest integer, halves to even (as numpy, torch and TF); its gradient is 0. Returns this
+        tensor.
+        """
     def trunc(self) -> Tensor:
         """x rounded toward zero; its gradient is 0."""
     def fix(self) -> Tensor:
         """x rounded toward zero; its gradient is 0."""
+    def trunc_(self) -> Self:
+        """In place, x rounded toward zero; its gradient is 0. Returns this tensor."""
+    def fix_(self) -> Self:
+        """In place, x rounded toward zero; its gradient is 0. Returns this tensor."""
     def cumsum(self, dim: builtins.int) -> Tensor:
         """Running sums along `dim`."""
     def logsumexp(

@@ -284,8 +284,9 @@ fn snapshot_with_history(t: &Tensor) -> Result<Tensor> {
     Ok(copy)
 }
 
-/// Runs `op(dst, others...)` and stores the result in `dst`'s storage. When the
-/// tape is recording, `dst` takes the new node as its history.
+/// Runs `op(dst, others...)` and stores the result in `dst`'s storage, refusing a
+/// result dtype `dst` cannot hold (`int_tensor.exp_()`) before anything is written.
+/// When the tape is recording, `dst` takes the new node as its history.
 fn apply_in_place(dst: &Tensor, op: Op, others: &[&Tensor], op_name: &str) -> Result<()> {
     check_in_place(dst, op_name)?;
     let mut all: Vec<&Tensor> = vec![dst];
@@ -296,11 +297,13 @@ fn apply_in_place(dst: &Tensor, op: Op, others: &[&Tensor], op_name: &str) -> Re
         let mut inputs: Vec<&Tensor> = vec![&old];
         inputs.extend_from_slice(others);
         let out = apply(op, &inputs)?;
+        check_result_fits(dst, out.dtype(), op_name)?;
         write_into(dst, &out)?;
         dst.set_history(out.grad_fn(), 0);
         return Ok(());
     }
     let out = forward::forward(&op, &all)?;
+    check_result_fits(dst, out.dtype(), op_name)?;
     compile::op(&op, &all, &out);
     write_into(dst, &out)
 }
