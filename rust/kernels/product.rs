@@ -145,13 +145,7 @@ impl<T: Float> Fold<T> for Product {
         for block in x.chunks(width * BLOCK) {
             before.copy_from_slice(&mantissa);
             flags.fill(0);
-            for row in block.chunks(width) {
-                for ((m, f), &v) in mantissa.iter_mut().zip(flags.iter_mut()).zip(&row[start..start + len]) {
-                    let v = v.to_f64();
-                    *f |= wild(v);
-                    *m *= v;
-                }
-            }
+            multiply_rows_in(&mut mantissa, &mut flags, block, width, start);
             for (j, a) in acc.iter_mut().enumerate() {
                 if flags[j] != 0 {
                     mantissa[j] = before[j];
@@ -164,6 +158,46 @@ impl<T: Float> Fold<T> for Product {
         for ((a, &m), &e) in acc.iter_mut().zip(&mantissa).zip(&exponent) {
             *a = a.times(Scaled { mantissa: m, exponent: e });
         }
+    }
+}
+
+/// Multiplies `mantissa[j]` by column `start + j` of each row of `block` (rows of
+/// length `width`), flagging in `flags[j]` the columns that met a wild element;
+/// compiled for the instruction set of its caller.
+#[inline(always)]
+fn multiply_rows<T: Float>(mantissa: &mut [f64], flags: &mut [u64], block: &[T], width: usize, start: usize) {
+    let len = mantissa.len();
+    for row in block.chunks(width) {
+        for ((m, f), &v) in mantissa.iter_mut().zip(flags.iter_mut()).zip(&row[start..start + len]) {
+            let v = v.to_f64();
+            *f |= wild(v);
+            *m *= v;
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn multiply_rows_avx512<T: Float>(mantissa: &mut [f64], flags: &mut [u64], block: &[T], width: usize, start: usize) {
+    multiply_rows(mantissa, flags, block, width, start)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn multiply_rows_avx2<T: Float>(mantissa: &mut [f64], flags: &mut [u64], block: &[T], width: usize, start: usize) {
+    multiply_rows(mantissa, flags, block, width, start)
+}
+
+/// `multiply_rows` with the widest vectors the CPU has: the same operations, so the same bits.
+fn multiply_rows_in<T: Float>(mantissa: &mut [f64], flags: &mut [u64], block: &[T], width: usize, start: usize) {
+    match super::vecmath::simd() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `simd()` returns Avx512 only when `sgemm_avx512::available()` saw avx512f.
+        super::vecmath::Simd::Avx512 => unsafe { multiply_rows_avx512(mantissa, flags, block, width, start) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `simd()` returns Avx2 only when the CPU reported both avx2 and fma.
+        super::vecmath::Simd::Avx2 => unsafe { multiply_rows_avx2(mantissa, flags, block, width, start) },
+        _ => multiply_rows(mantissa, flags, block, width, start),
     }
 }
 
@@ -214,6 +248,20 @@ mod tests {
             let column: f64 = (0..70).map(|i| x[i * 10 + j]).product();
             assert!((c.value() / column - 1.0).abs() < 1e-12, "column {j}");
         }
+    }
+
+    #[test]
+    fn rows_multiply_to_the_bits_of_the_plain_loop_on_every_instruction_set() {
+        let (width, rows, start, len) = (37, 9, 5, 29);
+        let block: Vec<f32> = (0..width * rows).map(|i| ((i as f32) * 0.37).sin() * 3.0 + 0.5).collect();
+        let mut want = (vec![1.0f64; len], vec![0u64; len]);
+        multiply_rows(&mut want.0, &mut want.1, &block, width, start);
+        let mut got = (vec![1.0f64; len], vec![0u64; len]);
+        multiply_rows_in(&mut got.0, &mut got.1, &block, width, start);
+        let bits = |m: &[f64]| m.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!((bits(&got.0), got.1), (bits(&want.0), want.1));
+        let column: f64 = (0..rows).map(|r| block[r * width + start + 3] as f64).product();
+        assert_eq!(got.0[3], column);
     }
 
     #[test]
