@@ -160,9 +160,11 @@ def _has_method(spec: Any) -> bool:
 
 @pytest.mark.parametrize("spec", list(ops.values()), ids=lambda s: s.name)
 def test_every_op_is_on_both_fronts_under_all_its_names(spec):
-    function, method, functional = spec.torch_front
+    function, method, functional, in_place = spec.torch_front
     assert function or functional, "an op must have a torch function"
+    assert not in_place or _has_method(spec), "an in-place method needs the op to be a method"
     for name in [spec.name, *spec.torch_aliases]:
+        assert not in_place or callable(getattr(rustgrad.Tensor, f"{name}_", None)), f"{name}_"
         assert (name in rustgrad.__all__) == function, name
         assert (name in rustgrad.nn.functional.__all__) == functional or name in _HAND_WRITTEN_FUNCTIONAL, name
         assert callable(_eager(name)), name

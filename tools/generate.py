@@ -232,8 +232,18 @@ def has_method(spec: Any) -> bool:
 
 
 def has_in_place_method(spec: Any) -> bool:
-    """Whether torch has ``Tensor.NAME_`` for the op: every unary op that is a method does."""
-    return spec.kind == "unary" and has_method(spec)
+    """Whether torch has ``Tensor.NAME_`` for the op (``exp_``, ``pow_``): the op table says."""
+    return has_method(spec) and spec.torch_front[3]
+
+
+def in_place_method(spec: Any) -> list[str]:
+    """``Tensor.NAME_``'s body: the method's signature, the result written into ``self``."""
+    params, values = torch_parameters(spec, "self")
+    lines = ["", *def_line("", f"_{spec.name}_in_place", joined(spec, params)),
+             doc_line(spec, "    ", in_place_doc(spec)),
+             f"    _ops[{spec.name!r}].in_place({', '.join(values)})", "    return self", ""]
+    return lines + [f"Tensor.{name}_ = _{spec.name}_in_place  # type: ignore[method-assign]"
+                    for name in [spec.name, *spec.torch_aliases]]
 
 
 def in_place_doc(spec: Any) -> str:
@@ -277,10 +287,7 @@ def eager_module(ops: dict[str, Any]) -> str:
         if has_method(spec):
             lines += [f"Tensor.{name} = _{spec.name}_method  # type: ignore[method-assign]" for name in names]
         if has_in_place_method(spec):
-            lines += ["", f"def _{spec.name}_in_place(self: Tensor) -> Tensor:",
-                      doc_line(spec, "    ", in_place_doc(spec)),
-                      f"    _ops[{spec.name!r}].in_place(self)", "    return self", ""]
-            lines += [f"Tensor.{name}_ = _{spec.name}_in_place  # type: ignore[method-assign]" for name in names]
+            lines += in_place_method(spec)
         if spec.torch_front[0]:
             exported += names
     lines += all_list(exported)
@@ -409,7 +416,7 @@ def stub_section(ops: dict[str, Any]) -> str:
             lines += [*def_line("    ", name, signature), doc_line(spec, "        ")]
         if has_in_place_method(spec):
             for name in [spec.name, *spec.torch_aliases]:
-                lines += [*def_line("    ", f"{name}_", ["self"], "Self"),
+                lines += [*def_line("    ", f"{name}_", signature, "Self"),
                           doc_line(spec, "        ", in_place_doc(spec))]
     lines = [line + "\n" for line in lines]
     return STUB_BEGIN + "".join(lines) + STUB_END

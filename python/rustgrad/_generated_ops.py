@@ -1056,6 +1056,14 @@ arctan2 = atan2
 Tensor.atan2 = _atan2_method  # type: ignore[method-assign]
 Tensor.arctan2 = _atan2_method  # type: ignore[method-assign]
 
+def _atan2_in_place(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """In place, the angle of the point (other, input) in radians, in [-pi, pi]. Returns this tensor."""
+    _ops['atan2'].in_place(self, other)
+    return self
+
+Tensor.atan2_ = _atan2_in_place  # type: ignore[method-assign]
+Tensor.arctan2_ = _atan2_in_place  # type: ignore[method-assign]
+
 def hypot(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
     """sqrt(input² + other²), without overflow for large operands."""
     return _ops['hypot'](input, other)
@@ -1066,6 +1074,13 @@ def _hypot_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Te
     return _ops['hypot'](self, other)
 
 Tensor.hypot = _hypot_method  # type: ignore[method-assign]
+
+def _hypot_in_place(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """In place, sqrt(input² + other²), without overflow for large operands. Returns this tensor."""
+    _ops['hypot'].in_place(self, other)
+    return self
+
+Tensor.hypot_ = _hypot_in_place  # type: ignore[method-assign]
 
 def fmod(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
     """The remainder of input / other rounded toward zero: it has the sign of input (C's fmod)."""
@@ -1078,6 +1093,15 @@ def _fmod_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Ten
 
 Tensor.fmod = _fmod_method  # type: ignore[method-assign]
 
+def _fmod_in_place(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """In place, the remainder of input / other rounded toward zero: it has the sign of input (C's fmod). Returns this
+    tensor.
+    """
+    _ops['fmod'].in_place(self, other)
+    return self
+
+Tensor.fmod_ = _fmod_in_place  # type: ignore[method-assign]
+
 def pow(input: Union[Tensor, float], exponent: Union[Tensor, float]) -> Tensor:
     """input raised to the power exponent; either may be a number."""
     return _ops['pow'](input, exponent)
@@ -1088,6 +1112,13 @@ def _pow_method(self: Union[Tensor, float], exponent: Union[Tensor, float]) -> T
     return _ops['pow'](self, exponent)
 
 Tensor.pow = _pow_method  # type: ignore[method-assign]
+
+def _pow_in_place(self: Union[Tensor, float], exponent: Union[Tensor, float]) -> Tensor:
+    """In place, input raised to the power exponent; either may be a number. Returns this tensor."""
+    _ops['pow'].in_place(self, exponent)
+    return self
+
+Tensor.pow_ = _pow_in_place  # type: ignore[method-assign]
 
 def copysign(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
     """The magnitude of input with the sign of other (the sign bit, so -0.0 counts as negative)."""
@@ -1100,6 +1131,15 @@ def _copysign_method(self: Union[Tensor, float], other: Union[Tensor, float]) ->
 
 Tensor.copysign = _copysign_method  # type: ignore[method-assign]
 
+def _copysign_in_place(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """In place, the magnitude of input with the sign of other (the sign bit, so -0.0 counts as negative). Returns this
+    tensor.
+    """
+    _ops['copysign'].in_place(self, other)
+    return self
+
+Tensor.copysign_ = _copysign_in_place  # type: ignore[method-assign]
+
 def xlogy(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
     """input·log(other), and 0 where input is 0 (unless other is NaN)."""
     return _ops['xlogy'](input, other)
@@ -1110,6 +1150,13 @@ def _xlogy_method(self: Union[Tensor, float], other: Union[Tensor, float]) -> Te
     return _ops['xlogy'](self, other)
 
 Tensor.xlogy = _xlogy_method  # type: ignore[method-assign]
+
+def _xlogy_in_place(self: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
+    """In place, input·log(other), and 0 where input is 0 (unless other is NaN). Returns this tensor."""
+    _ops['xlogy'].in_place(self, other)
+    return self
+
+Tensor.xlogy_ = _xlogy_in_place  # type: ignore[method-assign]
 
 def squared_difference(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
     """(input - other)², elementwise."""
@@ -1166,6 +1213,15 @@ def _clamp_min_method(self: Union[Tensor, float], min: Union[Tensor, float]) -> 
 
 Tensor.clamp_min = _clamp_min_method  # type: ignore[method-assign]
 
+def _clamp_min_in_place(self: Union[Tensor, float], min: Union[Tensor, float]) -> Tensor:
+    """In place, input raised to at least min (NaN in either stays NaN); min may be a tensor or a number. Returns this
+    tensor.
+    """
+    _ops['clamp_min'].in_place(self, min)
+    return self
+
+Tensor.clamp_min_ = _clamp_min_in_place  # type: ignore[method-assign]
+
 def clamp_max(input: Union[Tensor, float], max: Union[Tensor, float]) -> Tensor:
     """input lowered to at most max (NaN in either stays NaN); max may be a tensor or a number."""
     return _ops['clamp_max'](input, max)
@@ -1177,6 +1233,15 @@ def _clamp_max_method(self: Union[Tensor, float], max: Union[Tensor, float]) -> 
 
 Tensor.clamp_max = _clamp_max_method  # type: ignore[method-assign]
 
+def _clamp_max_in_place(self: Union[Tensor, float], max: Union[Tensor, float]) -> Tensor:
+    """In place, input lowered to at most max (NaN in either stays NaN); max may be a tensor or a number. Returns this
+    tensor.
+    """
+    _ops['clamp_max'].in_place(self, max)
+    return self
+
+Tensor.clamp_max_ = _clamp_max_in_place  # type: ignore[method-assign]
+
 def lerp(input: Union[Tensor, float], end: Union[Tensor, float], weight: Union[Tensor, float]) -> Tensor:
     """The linear interpolation input + weight·(end - input); weight may be a tensor or a number."""
     return _ops['lerp'](input, end, weight)
@@ -1187,6 +1252,15 @@ def _lerp_method(self: Union[Tensor, float], end: Union[Tensor, float], weight: 
     return _ops['lerp'](self, end, weight)
 
 Tensor.lerp = _lerp_method  # type: ignore[method-assign]
+
+def _lerp_in_place(self: Union[Tensor, float], end: Union[Tensor, float], weight: Union[Tensor, float]) -> Tensor:
+    """In place, the linear interpolation input + weight·(end - input); weight may be a tensor or a number. Returns
+    this tensor.
+    """
+    _ops['lerp'].in_place(self, end, weight)
+    return self
+
+Tensor.lerp_ = _lerp_in_place  # type: ignore[method-assign]
 
 def logical_and(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
     """Whether both input and other are true (nonzero), elementwise."""
@@ -1307,6 +1381,20 @@ def _nan_to_num_method(
     return _ops['nan_to_num'](self, nan, posinf, neginf)
 
 Tensor.nan_to_num = _nan_to_num_method  # type: ignore[method-assign]
+
+def _nan_to_num_in_place(
+    self: Tensor,
+    nan: float = 0.0,
+    posinf: Optional[float] = None,
+    neginf: Optional[float] = None,
+) -> Tensor:
+    """In place, naN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (None: the dtype's extremes). Returns this
+    tensor.
+    """
+    _ops['nan_to_num'].in_place(self, nan, posinf, neginf)
+    return self
+
+Tensor.nan_to_num_ = _nan_to_num_in_place  # type: ignore[method-assign]
 
 def eq(input: Union[Tensor, float], other: Union[Tensor, float]) -> Tensor:
     """Whether input equals other, elementwise (NaN equals nothing)."""

@@ -612,16 +612,34 @@ class Tensor:
         """The angle of the point (other, input) in radians, in [-pi, pi]."""
     def arctan2(self, other: Union[Tensor, builtins.float]) -> Tensor:
         """The angle of the point (other, input) in radians, in [-pi, pi]."""
+    def atan2_(self, other: Union[Tensor, builtins.float]) -> Self:
+        """In place, the angle of the point (other, input) in radians, in [-pi, pi]. Returns this tensor."""
+    def arctan2_(self, other: Union[Tensor, builtins.float]) -> Self:
+        """In place, the angle of the point (other, input) in radians, in [-pi, pi]. Returns this tensor."""
     def hypot(self, other: Union[Tensor, builtins.float]) -> Tensor:
         """sqrt(input² + other²), without overflow for large operands."""
+    def hypot_(self, other: Union[Tensor, builtins.float]) -> Self:
+        """In place, sqrt(input² + other²), without overflow for large operands. Returns this tensor."""
     def fmod(self, other: Union[Tensor, builtins.float]) -> Tensor:
         """The remainder of input / other rounded toward zero: it has the sign of input (C's fmod)."""
+    def fmod_(self, other: Union[Tensor, builtins.float]) -> Self:
+        """In place, the remainder of input / other rounded toward zero: it has the sign of input (C's fmod). Returns
+        this tensor.
+        """
     def pow(self, exponent: Union[Tensor, builtins.float]) -> Tensor:
         """input raised to the power exponent; either may be a number."""
+    def pow_(self, exponent: Union[Tensor, builtins.float]) -> Self:
+        """In place, input raised to the power exponent; either may be a number. Returns this tensor."""
     def copysign(self, other: Union[Tensor, builtins.float]) -> Tensor:
         """The magnitude of input with the sign of other (the sign bit, so -0.0 counts as negative)."""
+    def copysign_(self, other: Union[Tensor, builtins.float]) -> Self:
+        """In place, the magnitude of input with the sign of other (the sign bit, so -0.0 counts as negative). Returns
+        this tensor.
+        """
     def xlogy(self, other: Union[Tensor, builtins.float]) -> Tensor:
         """input·log(other), and 0 where input is 0 (unless other is NaN)."""
+    def xlogy_(self, other: Union[Tensor, builtins.float]) -> Self:
+        """In place, input·log(other), and 0 where input is 0 (unless other is NaN). Returns this tensor."""
     def squared_difference(self, other: Union[Tensor, builtins.float]) -> Tensor:
         """(input - other)², elementwise."""
     def logaddexp(self, other: Union[Tensor, builtins.float]) -> Tensor:
@@ -632,10 +650,22 @@ class Tensor:
         """The smaller of input and other, ignoring a NaN (minimum propagates it)."""
     def clamp_min(self, min: Union[Tensor, builtins.float]) -> Tensor:
         """input raised to at least min (NaN in either stays NaN); min may be a tensor or a number."""
+    def clamp_min_(self, min: Union[Tensor, builtins.float]) -> Self:
+        """In place, input raised to at least min (NaN in either stays NaN); min may be a tensor or a number. Returns
+        this tensor.
+        """
     def clamp_max(self, max: Union[Tensor, builtins.float]) -> Tensor:
         """input lowered to at most max (NaN in either stays NaN); max may be a tensor or a number."""
+    def clamp_max_(self, max: Union[Tensor, builtins.float]) -> Self:
+        """In place, input lowered to at most max (NaN in either stays NaN); max may be a tensor or a number. Returns
+        this tensor.
+        """
     def lerp(self, end: Union[Tensor, builtins.float], weight: Union[Tensor, builtins.float]) -> Tensor:
         """The linear interpolation input + weight·(end - input); weight may be a tensor or a number."""
+    def lerp_(self, end: Union[Tensor, builtins.float], weight: Union[Tensor, builtins.float]) -> Self:
+        """In place, the linear interpolation input + weight·(end - input); weight may be a tensor or a number. Returns
+        this tensor.
+        """
     def logical_and(self, other: Union[Tensor, builtins.float]) -> Tensor:
         """Whether both input and other are true (nonzero), elementwise."""
     def logical_or(self, other: Union[Tensor, builtins.float]) -> Tensor:
@@ -661,6 +691,15 @@ class Tensor:
         neginf: Optional[builtins.float] = None,
     ) -> Tensor:
         """NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (None: the dtype's extremes)."""
+    def nan_to_num_(
+        self,
+        nan: builtins.float = 0.0,
+        posinf: Optional[builtins.float] = None,
+        neginf: Optional[builtins.float] = None,
+    ) -> Self:
+        """In place, naN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (None: the dtype's extremes). Returns
+        this tensor.
+        """
     def eq(self, other: Union[Tensor, builtins.float]) -> Tensor:
         """Whether input equals other, elementwise (NaN equals nothing)."""
     def ne(self, other: Union[Tensor, builtins.float]) -> Tensor:
@@ -1134,7 +1173,7 @@ class OpSpec:
     @property
     def torch_order(self) -> list[str]: ...
     @property
-    def torch_front(self) -> tuple[builtins.bool, builtins.bool, builtins.bool]: ...
+    def torch_front(self) -> tuple[builtins.bool, builtins.bool, builtins.bool, builtins.bool]: ...
     def __call__(self, *args: Any) -> Tensor: ...
     def in_place(self, *args: Any) -> None: ...
     def __repr__(self) -> str: ...

@@ -228,6 +228,21 @@ pub fn table_op(dst: &Tensor, op: Op, others: &[&Tensor], op_name: &str) -> Resu
     apply_in_place(dst, op, others, op_name)
 }
 
+/// Refuses an in-place result of another shape (`x.pow_(y)` where `y` broadcasts `x` to
+/// more elements) or of a dtype `dst` cannot hold, with torch's wording.
+fn check_result_writable(dst: &Tensor, out: &Tensor, op_name: &str) -> Result<()> {
+    if out.shape() != dst.shape() {
+        return shape_err(format!(
+            "{op_name}: output with shape {:?} doesn't match the broadcast shape {:?}; use the out-of-place {} \
+             for a result of the broadcast shape",
+            dst.shape(),
+            out.shape(),
+            op_name.trim_end_matches('_')
+        ));
+    }
+    check_result_fits(dst, out.dtype(), op_name)
+}
+
 /// Refuses a write into a tensor whose elements share memory (an `expand`ed view, which
 /// reads one element along a dim of stride 0): which write would win is undefined.
 fn check_no_shared_elements(dst: &Tensor, op_name: &str) -> Result<()> {
@@ -285,7 +300,7 @@ fn snapshot_with_history(t: &Tensor) -> Result<Tensor> {
 }
 
 /// Runs `op(dst, others...)` and stores the result in `dst`'s storage, refusing a
-/// result dtype `dst` cannot hold (`int_tensor.exp_()`) before anything is written.
+/// result `dst` cannot hold (`int_tensor.exp_()`) before anything is written.
 /// When the tape is recording, `dst` takes the new node as its history.
 fn apply_in_place(dst: &Tensor, op: Op, others: &[&Tensor], op_name: &str) -> Result<()> {
     check_in_place(dst, op_name)?;
@@ -297,13 +312,13 @@ fn apply_in_place(dst: &Tensor, op: Op, others: &[&Tensor], op_name: &str) -> Re
         let mut inputs: Vec<&Tensor> = vec![&old];
         inputs.extend_from_slice(others);
         let out = apply(op, &inputs)?;
-        check_result_fits(dst, out.dtype(), op_name)?;
+        check_result_writable(dst, &out, op_name)?;
         write_into(dst, &out)?;
         dst.set_history(out.grad_fn(), 0);
         return Ok(());
     }
     let out = forward::forward(&op, &all)?;
-    check_result_fits(dst, out.dtype(), op_name)?;
+    check_result_writable(dst, &out, op_name)?;
     compile::op(&op, &all, &out);
     write_into(dst, &out)
 }

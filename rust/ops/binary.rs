@@ -9,12 +9,13 @@
 //! - `grad: |d, x, y, out, g| (gx, gy)`: each operand's gradient before it is summed back
 //!   to the operand's shape (broadcasting), built from ops emitted through `d`;
 //! - `numbers` (optional): a cheaper op for a call where an operand is a plain number
-//!   (`x ** 2` stays a scalar op); see [`TableOp::with_numbers`].
+//!   (`x ** 2` stays a scalar op); see [`TableOp::with_numbers`];
+//! - `in_place: true` (optional): torch also has the method `Tensor.NAME_` (`pow_`).
 //!
 //! Operands broadcast as in numpy. Eager mode promotes float32 with float64 to float64,
 //! as torch; static inference refuses operands of different dtypes, as TF1.
 
-use super::{nth, Args, Input, Meta, Spec, TableOp, TableOps};
+use super::{nth, Args, Input, Meta, Spec, TableOp, TableOps, TorchFront};
 use crate::dtype::float_dispatch;
 use crate::dtype::{DType, Participant, Scalar};
 use crate::error::{dtype_err, Result};
@@ -138,6 +139,7 @@ macro_rules! binary_ops {
             $(numbers: |$n:ident| $numbers:expr,)?
             $(ints: $ints:ident,)?
             $(tf_type: $tf_type:literal,)?
+            $(in_place: $in_place:literal,)?
         }
     )*) => {$(
         #[derive(Clone, Debug)]
@@ -153,6 +155,11 @@ macro_rules! binary_ops {
                 inputs: &[Input { torch: $t0, tf: $f0, list: false }, Input { torch: $t1, tf: $f1, list: false }],
                 params: &[],
             };
+
+            $(const TORCH_FRONT: TorchFront = match $in_place {
+                true => TorchFront::FUNCTION_AND_METHOD.with_in_place(),
+                false => TorchFront::FUNCTION_AND_METHOD,
+            };)?
 
             $(fn tf_type(&self) -> &'static str {
                 $tf_type
@@ -237,6 +244,7 @@ binary_ops! {
             },
         ),
         ints: Promote,
+        in_place: true,
     }
     Hypot {
         name: "hypot", torch_aliases: [], tf: [],
@@ -254,6 +262,7 @@ binary_ops! {
                 d.mul(g, &slope)?
             },
         ),
+        in_place: true,
     }
     Fmod {
         name: "fmod", torch_aliases: [], tf: ["truncatemod", "math.truncatemod"],
@@ -272,6 +281,7 @@ binary_ops! {
             },
         ),
         tf_type: "TruncateMod",
+        in_place: true,
     }
     Pow {
         name: "pow", torch_aliases: [], tf: ["pow", "math.pow"],
@@ -305,6 +315,7 @@ binary_ops! {
             [Some(s), None] => Some((Op::Scalar(ScalarOp::RPow, *s), vec![1])),
             _ => None,
         },
+        in_place: true,
     }
     Copysign {
         name: "copysign", torch_aliases: [], tf: [],
@@ -323,6 +334,7 @@ binary_ops! {
             d.zeros_like(g)?,
         ),
         ints: Promote,
+        in_place: true,
     }
     Xlogy {
         name: "xlogy", torch_aliases: [], tf: ["math.xlogy"],
@@ -345,6 +357,7 @@ binary_ops! {
             },
         ),
         ints: Promote,
+        in_place: true,
     }
     SquaredDifference {
         name: "squared_difference", torch_aliases: [], tf: ["math.squared_difference", "squared_difference"],
@@ -431,6 +444,7 @@ binary_ops! {
             _ => None,
         },
         tf_type: "Maximum",
+        in_place: true,
     }
     ClampMax {
         name: "clamp_max", torch_aliases: [], tf: [],
@@ -444,6 +458,7 @@ binary_ops! {
             _ => None,
         },
         tf_type: "Minimum",
+        in_place: true,
     }
 }
 
@@ -452,6 +467,7 @@ binary_ops! {
 pub struct Lerp;
 
 impl TableOp for Lerp {
+    const TORCH_FRONT: TorchFront = TorchFront::FUNCTION_AND_METHOD.with_in_place();
     const SPEC: Spec = Spec {
         name: "lerp",
         torch_aliases: &[],

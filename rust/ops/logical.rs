@@ -6,7 +6,7 @@
 //! take bool tensors only, the tests float tensors only.
 
 use super::binary::{broadcast_all, same_float_dtype, OPERANDS};
-use super::{nth, Args, Kind, Meta, Param, Spec, TableOp, TableOps, ONE_INPUT};
+use super::{nth, Args, Kind, Meta, Param, Spec, TableOp, TableOps, TorchFront, ONE_INPUT};
 use crate::dtype::float_dispatch;
 use crate::dtype::DType;
 use crate::error::{dtype_err, Result};
@@ -236,6 +236,7 @@ const fn replacement(name: &'static str, kind: Kind, default: &'static str) -> P
 }
 
 impl TableOp for NanToNum {
+    const TORCH_FRONT: TorchFront = TorchFront::FUNCTION_AND_METHOD.with_in_place();
     const SPEC: Spec = Spec {
         name: "nan_to_num",
         torch_aliases: &[],

@@ -60,6 +60,7 @@ pub use args::{Args, Kind, Param};
 use crate::dtype::{result_type, DType, Participant, Scalar};
 use crate::error::Result;
 use crate::graph::PartialShape;
+use crate::op::Op;
 use crate::rules::{Differentiator, RuleArgs, Saves};
 use crate::tensor::Tensor;
 
@@ -206,26 +207,67 @@ pub fn numbers_as_tensors(inputs: Vec<Operand>, roles: &[Role]) -> Result<Option
         .map(Some)
 }
 
+/// The op and the inputs after the destination that an in-place call `dst.NAME_(others...)`
+/// runs. A number is weak beside `dst`, as out of place: `int_tensor.pow_(0.5)` computes in
+/// float32, which the destination then refuses to hold. Where the op has a cheaper form for a
+/// number (`x.pow_(2)`) that keeps `dst` first, that form runs, so the bits are those of `x.pow(2)`.
+pub fn in_place_operands(op: Op, dst: &Tensor, others: Vec<Operand>) -> (Op, Vec<Tensor>) {
+    let numbers: Vec<Option<Scalar>> = std::iter::once(None)
+        .chain(others.iter().map(|o| if let Operand::Number(v) = o { Some(*v) } else { None }))
+        .collect();
+    let weak_dtype =
+        |value: Scalar| result_type(&[Participant::tensor(dst.dtype(), dst.rank()), Participant::Number(value.kind())]);
+    let others: Vec<Tensor> = others
+        .into_iter()
+        .map(|other| match other {
+            Operand::Tensor(t) => t,
+            Operand::Number(value) => Tensor::scalar(value, weak_dtype(value)),
+        })
+        .collect();
+    let cheaper = match &op {
+        Op::Table(table) if numbers.iter().any(Option::is_some) => table.with_numbers(&numbers),
+        _ => None,
+    };
+    match cheaper {
+        Some((cheaper, keep)) if keep.first() == Some(&0) => {
+            let kept = keep[1..].iter().filter_map(|&i| others.get(i.wrapping_sub(1)).cloned()).collect();
+            (cheaper, kept)
+        }
+        _ => (op, others),
+    }
+}
+
 /// A graph node's shape and dtype, as static inference sees them.
 pub type Meta<'a> = (&'a PartialShape, DType);
 
-/// Where an op's torch name lives: `torch.NAME`, `Tensor.NAME`, `torch.nn.functional.NAME`.
+/// Where an op's torch name lives: `torch.NAME`, `Tensor.NAME`, `torch.nn.functional.NAME`,
+/// and the in-place method `Tensor.NAME_`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct TorchFront {
     pub function: bool,
     pub method: bool,
     pub functional: bool,
+    pub in_place: bool,
 }
 
 impl TorchFront {
     /// `torch.sin` and `Tensor.sin` (the default).
-    pub const FUNCTION_AND_METHOD: TorchFront = TorchFront { function: true, method: true, functional: false };
+    pub const FUNCTION_AND_METHOD: TorchFront =
+        TorchFront { function: true, method: true, functional: false, in_place: false };
     /// `torch.relu`, `Tensor.relu` and `F.relu`.
-    pub const EVERYWHERE: TorchFront = TorchFront { function: true, method: true, functional: true };
+    pub const EVERYWHERE: TorchFront = TorchFront { function: true, method: true, functional: true, in_place: false };
     /// `torch.conv2d` and `F.conv2d`, no method.
-    pub const FUNCTION_AND_FUNCTIONAL: TorchFront = TorchFront { function: true, method: false, functional: true };
+    pub const FUNCTION_AND_FUNCTIONAL: TorchFront =
+        TorchFront { function: true, method: false, functional: true, in_place: false };
     /// Only `F.gelu`.
-    pub const FUNCTIONAL: TorchFront = TorchFront { function: false, method: false, functional: true };
+    pub const FUNCTIONAL: TorchFront = TorchFront { function: false, method: false, functional: true, in_place: false };
+
+    /// This front with torch's in-place method `Tensor.NAME_` (`pow_`, `lerp_`), whose
+    /// result is written into the tensor it is called on; only for an op that is a method.
+    pub const fn with_in_place(self) -> TorchFront {
+        assert!(self.method, "an in-place method needs the op to be a method");
+        TorchFront { in_place: true, ..self }
+    }
 }
 
 /// An op of the table other than the unary ones: its whole behaviour in one place.

@@ -151,11 +151,15 @@ impl Special for f64 {
 }
 
 macro_rules! unary_ops {
+    // torch has `Tensor.NAME_` for every unary op that is a method.
     (@front) => {
-        TorchFront::FUNCTION_AND_METHOD
+        TorchFront::FUNCTION_AND_METHOD.with_in_place()
     };
     (@front $front:ident) => {
-        TorchFront::$front
+        match TorchFront::$front {
+            front if front.method => front.with_in_place(),
+            front => front,
+        }
     };
     (@f32 $x:ident, |$v:ident| $kernel:expr) => {
         vecmath::map_f32($x, |$v: f32| $kernel)

@@ -341,14 +341,14 @@ impl PyOpSpec {
         }
     }
 
-    /// Where torch offers the op: `(torch.NAME, Tensor.NAME, torch.nn.functional.NAME)`.
+    /// Where torch offers the op: `(torch.NAME, Tensor.NAME, torch.nn.functional.NAME, Tensor.NAME_)`.
     #[getter]
-    fn torch_front(&self) -> (bool, bool, bool) {
+    fn torch_front(&self) -> (bool, bool, bool, bool) {
         let front = match self.entry {
             Entry::Table(_, _, _, _, front) => front,
             Entry::Unary(op) => op.torch_front(),
         };
-        (front.function, front.method, front.functional)
+        (front.function, front.method, front.functional, front.in_place)
     }
 
     /// The tensor arguments as `(torch name, TF1 name, is a list of tensors)`.
@@ -409,15 +409,9 @@ impl PyOpSpec {
                 spec.name
             )));
         };
-        // Numbers take the destination's dtype: an in-place op never changes it.
-        let others: Vec<Tensor> = inputs
-            .map(|input| match input {
-                Operand::Tensor(t) => t,
-                Operand::Number(value) => Tensor::scalar(value, dst.dtype()),
-            })
-            .collect();
-        let others: Vec<&Tensor> = others.iter().collect();
         let op = self.op(&args[n..], Front::Torch)?;
+        let (op, others) = crate::ops::in_place_operands(op, &dst, inputs.collect());
+        let others: Vec<&Tensor> = others.iter().collect();
         let dst = &dst;
         let name = format!("{}_", spec.name);
         super::tensor::in_place_kernel(py, dst, || crate::autograd::in_place::table_op(dst, op, &others, &name))
