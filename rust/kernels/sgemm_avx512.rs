@@ -25,13 +25,14 @@ fn band_rows(m: usize) -> usize {
     m.div_ceil(4).next_multiple_of(MR).clamp(MR, MAX_BAND_ROWS)
 }
 
-/// Whether this CPU runs the kernel. `RUSTGRAD_DISABLE_AVX512=1` says no, so that the
+/// Whether this CPU runs the kernel (it has avx512f and avx512vl, for the narrow tail's
+/// 8-lane vectors). `RUSTGRAD_DISABLE_AVX512=1` says no, so that the
 /// portable path a machine without AVX-512 takes can be tested on one that has it.
 pub fn available() -> bool {
     static DISABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let disabled =
         *DISABLED.get_or_init(|| std::env::var("RUSTGRAD_DISABLE_AVX512").is_ok_and(|v| v != "0" && !v.is_empty()));
-    !disabled && std::arch::is_x86_feature_detected!("avx512f")
+    !disabled && std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512vl")
 }
 
 /// A raw pointer to the output that may be sent to the worker handling its band.
@@ -70,7 +71,7 @@ pub unsafe fn sgemm_from(
         let copy_band = unsafe { offset_unless_null(copy.0, start * n) };
         // SAFETY: as above, for `init` (m×n readable) and `outs[0]` (m×n writable).
         let c = unsafe { [init.0.add(start * n), ptr.0.add(start * n), copy_band] };
-        // SAFETY: avx512f was detected (`available`), the band's rows are in bounds, and
+        // SAFETY: avx512f and avx512vl were detected (`available`), the band's rows are in bounds, and
         // `a` and `b` address only elements inside their slices (checked by `MatRef::new`).
         unsafe { band_kernel(a, b, c, second, start, rows, store) }
     };
@@ -101,7 +102,7 @@ unsafe fn offset_unless_null(p: *mut f32, count: usize) -> *mut f32 {
     }
 }
 
-#[target_feature(enable = "avx512f")]
+#[target_feature(enable = "avx512f,avx512vl")]
 unsafe fn band_kernel(
     a: MatRef<'_, f32>,
     b: MatRef<'_, f32>,
@@ -141,7 +142,25 @@ unsafe fn band_kernel(
                     }
                 };
                 ($h:literal) => {
-                    if width <= 16 {
+                    if width <= 8 {
+                        let narrow = [masks[0] as __mmask8, 0];
+                        // SAFETY: as above, for H rows and the `width` ≤ 8 masked columns; avx512vl
+                        // was detected with avx512f (`available`).
+                        unsafe {
+                            micro_narrow::<$h, 1>(
+                                k,
+                                a_tile,
+                                a_strides,
+                                b_tile,
+                                b.row_stride,
+                                c_tile,
+                                n,
+                                narrow,
+                                second,
+                                store,
+                            )
+                        }
+                    } else if width <= 16 {
                         tile!($h, 1)
                     } else {
                         tile!($h, 2)
@@ -169,98 +188,120 @@ fn column_masks(width: usize) -> [__mmask16; 2] {
     [lane(width), lane(width.saturating_sub(16))]
 }
 
-/// C[H×16V] = beta·C + alpha·A[H×k]·B[k×16V] with H ≤ 8 rows, V ≤ 2 vectors of
-/// columns (one for narrow edges, so masked-off lanes waste less work), masked columns.
-#[target_feature(enable = "avx512f")]
-#[inline]
-unsafe fn micro<const H: usize, const V: usize>(
-    k: usize,
-    a: *const f32,
-    [a_rs, a_cs]: [isize; 2],
-    b: *const f32,
-    b_rs: isize,
-    [c_in, c, c_copy]: [*const f32; 3],
-    ldc: usize,
-    masks: [__mmask16; 2],
-    second: SecondOutput,
-    store: Store<f32>,
-) {
-    let mut acc = [[_mm512_setzero_ps(); V]; H];
-    let mut b_row = b;
-    let mut a_col = a;
-    for _ in 0..k {
-        let mut bv = [_mm512_setzero_ps(); V];
-        for (v, slot) in bv.iter_mut().enumerate() {
-            // SAFETY: the caller guarantees the masked lanes of B's row lie inside B; masked-off
-            // lanes are not read.
-            *slot = unsafe { _mm512_maskz_loadu_ps(masks[v], b_row.add(16 * v)) };
-        }
-        for (r, row) in acc.iter_mut().enumerate() {
-            // SAFETY: r < H rows of A, inside A by the caller's contract.
-            let av = _mm512_set1_ps(unsafe { *a_col.offset(r as isize * a_rs) });
-            for (lane, &b_lane) in row.iter_mut().zip(&bv) {
-                *lane = _mm512_fmadd_ps(av, b_lane, *lane);
-            }
-        }
-        // The last step points one stride past the matrix, never read: wrapping arithmetic
-        // keeps computing that address defined.
-        b_row = b_row.wrapping_offset(b_rs);
-        a_col = a_col.wrapping_offset(a_cs);
-    }
-    for (r, row) in acc.iter().enumerate() {
-        // Row r < H of the tile and its columns: inside the outputs by the caller's contract,
-        // as long as only masked lanes are touched. Pointer arithmetic wraps (never reads).
-        let (src, dst) = (c_in.wrapping_add(r * ldc), c.wrapping_add(r * ldc).cast_mut());
-        for (half, &sum) in row.iter().enumerate() {
-            let (q, p) = (src.wrapping_add(16 * half), dst.wrapping_add(16 * half));
-            // SAFETY: the masked lanes of `q` lie inside `init` (caller's contract).
-            let init = || unsafe { _mm512_maskz_loadu_ps(masks[half], q) };
-            let result = stored(sum, init, store);
-            // SAFETY: the masked lanes of `p` lie inside the output (caller's contract).
-            unsafe { _mm512_mask_storeu_ps(p, masks[half], result) };
-            if !c_copy.is_null() {
-                let other = match second {
-                    SecondOutput::Copy => result,
-                    // max(c, v) is v when v is NaN, and c only when c > v: numpy's maximum(v, c).
-                    SecondOutput::AtLeast(c) => _mm512_max_ps(_mm512_set1_ps(c as f32), result),
-                    // Kept where v > 0 or v is NaN ("not less or equal, unordered"), else +0.
-                    SecondOutput::Relu => {
-                        _mm512_maskz_mov_ps(_mm512_cmp_ps_mask::<_CMP_NLE_UQ>(result, _mm512_setzero_ps()), result)
+/// The microkernel and its store, written once for a vector type: `micro` and `stored`
+/// on 16-lane zmm vectors, `micro_narrow` and `stored_narrow` on 8-lane ymm vectors for a
+/// last tile of at most 8 columns (Zen 4 runs a 16-lane FMA as two 8-lane halves, so an
+/// 8-column edge on a 16-lane vector would pay for 8 lanes that are masked off). Each lane
+/// computes the same operations in the same order either way, so the bits are the same.
+macro_rules! microkernel {
+    (
+        $micro:ident, $stored:ident, $features:literal, $vector:ty, $mask:ty, lanes: $lanes:literal,
+        zero: $zero:ident, splat: $splat:ident, load: $load:ident, store: $store:ident, fmadd: $fmadd:ident,
+        add: $add:ident, mul: $mul:ident, div: $div:ident, max: $max:ident, cmp: $cmp:ident, keep: $keep:ident $(,)?
+    ) => {
+        /// C[H×LV] = the product of A[H×k] and B[k×LV] (L lanes per vector), stored as `store`
+        /// says, with H ≤ 8 rows, V ≤ 2 vectors of columns (one for narrow edges, so masked-off
+        /// lanes waste less work), masked columns.
+        #[target_feature(enable = $features)]
+        #[inline]
+        unsafe fn $micro<const H: usize, const V: usize>(
+            k: usize,
+            a: *const f32,
+            [a_rs, a_cs]: [isize; 2],
+            b: *const f32,
+            b_rs: isize,
+            [c_in, c, c_copy]: [*const f32; 3],
+            ldc: usize,
+            masks: [$mask; 2],
+            second: SecondOutput,
+            store: Store<f32>,
+        ) {
+            let mut acc = [[$zero(); V]; H];
+            let mut b_row = b;
+            let mut a_col = a;
+            for _ in 0..k {
+                let mut bv = [$zero(); V];
+                for (v, slot) in bv.iter_mut().enumerate() {
+                    // SAFETY: the caller guarantees the masked lanes of B's row lie inside B; masked-off
+                    // lanes are not read.
+                    *slot = unsafe { $load(masks[v], b_row.add($lanes * v)) };
+                }
+                for (r, row) in acc.iter_mut().enumerate() {
+                    // SAFETY: r < H rows of A, inside A by the caller's contract.
+                    let av = $splat(unsafe { *a_col.offset(r as isize * a_rs) });
+                    for (lane, &b_lane) in row.iter_mut().zip(&bv) {
+                        *lane = $fmadd(av, b_lane, *lane);
                     }
-                };
-                let copy_at = c_copy.wrapping_add(r * ldc + 16 * half).cast_mut();
-                // SAFETY: the masked lanes of `copy_at` lie inside the second output (caller's contract).
-                unsafe { _mm512_mask_storeu_ps(copy_at, masks[half], other) };
+                }
+                // The last step points one stride past the matrix, never read: wrapping arithmetic
+                // keeps computing that address defined.
+                b_row = b_row.wrapping_offset(b_rs);
+                a_col = a_col.wrapping_offset(a_cs);
+            }
+            for (r, row) in acc.iter().enumerate() {
+                // Row r < H of the tile and its columns: inside the outputs by the caller's contract,
+                // as long as only masked lanes are touched. Pointer arithmetic wraps (never reads).
+                let (src, dst) = (c_in.wrapping_add(r * ldc), c.wrapping_add(r * ldc).cast_mut());
+                for (half, &sum) in row.iter().enumerate() {
+                    let (q, p) = (src.wrapping_add($lanes * half), dst.wrapping_add($lanes * half));
+                    // SAFETY: the masked lanes of `q` lie inside `init` (caller's contract).
+                    let init = || unsafe { $load(masks[half], q) };
+                    let result = $stored(sum, init, store);
+                    // SAFETY: the masked lanes of `p` lie inside the output (caller's contract).
+                    unsafe { $store(p, masks[half], result) };
+                    if !c_copy.is_null() {
+                        let other = match second {
+                            SecondOutput::Copy => result,
+                            // max(c, v) is v when v is NaN, and c only when c > v: numpy's maximum(v, c).
+                            SecondOutput::AtLeast(c) => $max($splat(c as f32), result),
+                            // Kept where v > 0 or v is NaN ("not less or equal, unordered"), else +0.
+                            SecondOutput::Relu => $keep($cmp::<_CMP_NLE_UQ>(result, $zero()), result),
+                        };
+                        let copy_at = c_copy.wrapping_add(r * ldc + $lanes * half).cast_mut();
+                        // SAFETY: the masked lanes of `copy_at` lie inside the second output (caller's contract).
+                        unsafe { $store(copy_at, masks[half], other) };
+                    }
+                }
             }
         }
-    }
+
+        /// The value `store` makes of the product `sum`, reading `init` only where it needs it.
+        #[target_feature(enable = $features)]
+        #[inline]
+        fn $stored(sum: $vector, init: impl Fn() -> $vector, store: Store<f32>) -> $vector {
+            match store {
+                Store::Scaled { alpha, beta } => {
+                    let value = if alpha == 1.0 { sum } else { $mul($splat(alpha), sum) };
+                    if beta == 0.0 {
+                        value
+                    } else {
+                        $fmadd($splat(beta), init(), value)
+                    }
+                }
+                Store::SgdStep { zero, scale, divide, alpha } => {
+                    let grad = $add($splat(zero), sum);
+                    let scaled = if divide { $div(grad, $splat(scale)) } else { $mul(grad, $splat(scale)) };
+                    let step = if alpha == 1.0 { scaled } else { $mul($splat(alpha), scaled) };
+                    $add(init(), step)
+                }
+            }
+        }
+    };
 }
 
-/// The value `store` makes of the product `sum`, reading `init` only where it needs it.
-#[target_feature(enable = "avx512f")]
-#[inline]
-fn stored(sum: __m512, init: impl Fn() -> __m512, store: Store<f32>) -> __m512 {
-    match store {
-        Store::Scaled { alpha, beta } => {
-            let value = if alpha == 1.0 { sum } else { _mm512_mul_ps(_mm512_set1_ps(alpha), sum) };
-            if beta == 0.0 {
-                value
-            } else {
-                _mm512_fmadd_ps(_mm512_set1_ps(beta), init(), value)
-            }
-        }
-        Store::SgdStep { zero, scale, divide, alpha } => {
-            let grad = _mm512_add_ps(_mm512_set1_ps(zero), sum);
-            let scaled = if divide {
-                _mm512_div_ps(grad, _mm512_set1_ps(scale))
-            } else {
-                _mm512_mul_ps(grad, _mm512_set1_ps(scale))
-            };
-            let step = if alpha == 1.0 { scaled } else { _mm512_mul_ps(_mm512_set1_ps(alpha), scaled) };
-            _mm512_add_ps(init(), step)
-        }
-    }
-}
+microkernel!(
+    micro, stored, "avx512f", __m512, __mmask16, lanes: 16,
+    zero: _mm512_setzero_ps, splat: _mm512_set1_ps, load: _mm512_maskz_loadu_ps, store: _mm512_mask_storeu_ps,
+    fmadd: _mm512_fmadd_ps, add: _mm512_add_ps, mul: _mm512_mul_ps, div: _mm512_div_ps, max: _mm512_max_ps,
+    cmp: _mm512_cmp_ps_mask, keep: _mm512_maskz_mov_ps,
+);
+
+microkernel!(
+    micro_narrow, stored_narrow, "avx512f,avx512vl", __m256, __mmask8, lanes: 8,
+    zero: _mm256_setzero_ps, splat: _mm256_set1_ps, load: _mm256_maskz_loadu_ps, store: _mm256_mask_storeu_ps,
+    fmadd: _mm256_fmadd_ps, add: _mm256_add_ps, mul: _mm256_mul_ps, div: _mm256_div_ps, max: _mm256_max_ps,
+    cmp: _mm256_cmp_ps_mask, keep: _mm256_maskz_mov_ps,
+);
 
 #[cfg(test)]
 mod tests {
@@ -314,6 +355,65 @@ mod tests {
             sgemm(a_view, b_ref, &mut out_t, 1.0, 1.0, false);
             for (g, w) in out_t.iter().zip(&want) {
                 assert!((g - (w + 1.0)).abs() <= 1e-3 * w.abs().max(1.0), "({m},{k},{n}) transposed: {g} vs {w}");
+            }
+        }
+    }
+
+    /// The product of A (m×k) and the first `n` columns of `b` (k×`b_cols`), stored as `store`
+    /// onto `init` and relu'd into a second output; both outputs m×n.
+    fn stored_product(
+        a: &[f32],
+        b: &[f32],
+        b_cols: usize,
+        (m, k, n): (usize, usize, usize),
+        init: &[f32],
+        store: Store<f32>,
+    ) -> (Vec<f32>, Vec<f32>) {
+        let a_ref = MatRef { data: a, offset: 0, rows: m, cols: k, row_stride: k as isize, col_stride: 1 };
+        let b_ref = MatRef { data: b, offset: 0, rows: k, cols: n, row_stride: b_cols as isize, col_stride: 1 };
+        let (mut out, mut relu) = (vec![f32::NAN; m * n], vec![f32::NAN; m * n]);
+        // SAFETY: `init`, `out` and `relu` hold m×n values; `available()` was checked by the caller.
+        unsafe {
+            sgemm_from(
+                a_ref,
+                b_ref,
+                init.as_ptr(),
+                [out.as_mut_ptr(), relu.as_mut_ptr()],
+                SecondOutput::Relu,
+                store,
+                true,
+            )
+        };
+        (out, relu)
+    }
+
+    #[test]
+    fn a_narrow_tail_gives_the_bits_of_a_wide_tile() {
+        if !available() {
+            return;
+        }
+        // 37 columns end with a 5-column tail on 8-lane vectors; 48 end with a 16-lane tile.
+        let (m, k, wide) = (19, 53, 48);
+        let a: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.731).sin()).collect();
+        let b: Vec<f32> = (0..k * wide).map(|i| (i as f32 * 0.377).cos() * 1.5).collect();
+        let init: Vec<f32> = (0..m * wide).map(|i| (i as f32 * 0.113).sin() - 0.25).collect();
+        let stores = [
+            Store::Scaled { alpha: 1.0, beta: 0.0 },
+            Store::Scaled { alpha: -0.7, beta: 0.3 },
+            Store::SgdStep { zero: -0.0, scale: 3.0, divide: true, alpha: -0.01 },
+            Store::SgdStep { zero: 0.5, scale: 0.9, divide: false, alpha: 1.0 },
+        ];
+        for store in stores {
+            for n in [37, 40, 33] {
+                let init_n: Vec<f32> = init.chunks(wide).flat_map(|row| row[..n].to_vec()).collect();
+                let init_wide: Vec<f32> = init.clone();
+                let (narrow, narrow_relu) = stored_product(&a, &b, wide, (m, k, n), &init_n, store);
+                let (full, full_relu) = stored_product(&a, &b, wide, (m, k, wide), &init_wide, store);
+                let prefix =
+                    |v: &[f32]| v.chunks(wide).flat_map(|row| row[..n].iter().map(|x| x.to_bits())).collect::<Vec<_>>();
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&narrow), prefix(&full), "{store:?}, {n} columns");
+                assert_eq!(bits(&narrow_relu), prefix(&full_relu), "{store:?}, {n} columns, relu");
             }
         }
     }
