@@ -58,6 +58,9 @@ def test_an_in_place_op_on_a_slice_writes_only_the_slice():
     np.testing.assert_array_equal(x.numpy(), np.stack([VALUES[0], -VALUES[1]]))
 
 
+CLOSE = {"rtol": 1e-6, "atol": 1e-8}  # float64 gradients against central differences
+
+
 def elementwise_numeric_grad(f, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
     """Central finite differences of an elementwise numpy function, each element on its own."""
     return (f(x + eps) - f(x - eps)) / (2 * eps)
@@ -76,7 +79,7 @@ def test_gradients_flow_through_an_in_place_op_on_a_non_leaf(name, numpy_op):
     assert a.grad_fn is not None
     (a * a).sum().backward()
     expected = elementwise_numeric_grad(lambda v: numpy_op(v * 3.0) ** 2, w0)
-    np.testing.assert_allclose(w.grad.numpy(), expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(w.grad.numpy(), expected, **CLOSE)
 
 
 def test_overwriting_a_value_saved_for_backward_fails_at_backward_as_in_torch():
@@ -183,7 +186,7 @@ def test_gradients_flow_through_pow_and_lerp_in_place():
     a.pow_(3).lerp_(end, 0.25)
     (a * a).sum().backward()
     f = lambda v, e: (0.75 * v ** 3 + 0.25 * e) ** 2  # noqa: E731
-    np.testing.assert_allclose(w.grad.numpy(), elementwise_numeric_grad(lambda v: f(v, e0), w0), rtol=1e-6)
+    np.testing.assert_allclose(w.grad.numpy(), elementwise_numeric_grad(lambda v: f(v, e0), w0), **CLOSE)
     np.testing.assert_allclose(end.grad.numpy(), elementwise_numeric_grad(lambda e: f(w0, e), e0), rtol=1e-6)
 
 
@@ -200,3 +203,48 @@ def test_ops_that_keep_integers_run_in_place_on_integer_tensors():
     i.neg_().abs_()
     assert i.dtype == rustgrad.int64
     np.testing.assert_array_equal(i.numpy(), [[1, 2], [3, 4]])
+
+
+T1 = np.array([[0.5, -1.25, 3.0], [2.0, 0.1, -0.7]], dtype=np.float32)
+T2 = np.array([[1.5, 0.25, -2.0], [0.3, 4.0, 1.1]], dtype=np.float32)
+
+
+@pytest.mark.parametrize("value", [1, 0.3, -2])
+def test_addcmul_and_addcdiv_give_numpy_s_float32_bits_in_torch_s_order(value):
+    base = VALUES
+    scaled = T1 if value == 1 else T1 * np.float32(value)
+    expected_mul = base + scaled * T2
+    expected_div = base + scaled / T2
+    x, t1, t2 = rustgrad.tensor(base), rustgrad.tensor(T1), rustgrad.tensor(T2)
+    np.testing.assert_array_equal(bits(rustgrad.addcmul(x, t1, t2, value=value)), expected_mul.view(np.uint32))
+    np.testing.assert_array_equal(bits(x.addcdiv(t1, t2, value=value)), expected_div.view(np.uint32))
+    assert x.addcmul_(t1, t2, value=value) is x
+    np.testing.assert_array_equal(bits(x), expected_mul.view(np.uint32))
+    x.addcdiv_(t1, t2, value=value)
+    np.testing.assert_array_equal(bits(x), (expected_mul + scaled / T2).view(np.uint32))
+
+
+def test_gradients_flow_through_addcmul_and_addcdiv_to_every_tensor():
+    x0, a0, b0 = VALUES.astype(np.float64), T1.astype(np.float64), T2.astype(np.float64)
+    x, a, b = (rustgrad.tensor(v, requires_grad=True) for v in (x0, a0, b0))
+    out = rustgrad.addcmul(x, a, b, value=0.5).addcdiv(a, b, value=-2)
+    (out * out).sum().backward()
+
+    def f(xv, av, bv):
+        return (xv + 0.5 * av * bv - 2 * av / bv) ** 2
+
+    np.testing.assert_allclose(x.grad.numpy(), elementwise_numeric_grad(lambda v: f(v, a0, b0), x0), **CLOSE)
+    np.testing.assert_allclose(a.grad.numpy(), elementwise_numeric_grad(lambda v: f(x0, v, b0), a0), **CLOSE)
+    np.testing.assert_allclose(b.grad.numpy(), elementwise_numeric_grad(lambda v: f(x0, a0, v), b0), **CLOSE)
+
+
+def test_addcdiv_of_two_integer_tensors_and_a_value_that_is_not_a_number_are_refused():
+    x = rustgrad.zeros(2)
+    i = rustgrad.tensor([1, 2])
+    with pytest.raises(errors.DTypeError, match="addcdiv_: integer division with addcdiv is not supported"):
+        x.addcdiv_(i, i)
+    with pytest.raises(errors.DTypeError, match="addcdiv: integer division"):
+        rustgrad.addcdiv(x, i, i)
+    np.testing.assert_array_equal(x.numpy(), [0, 0])
+    with pytest.raises(errors.ArgumentTypeError, match="argument 'value' must be a number, got str"):
+        x.addcmul_(i, i, value="2")

@@ -36,6 +36,8 @@ from rustgrad._creation import (
 )
 from rustgrad._functions import (
     add,
+    addcdiv,
+    addcmul,
     amax,
     amin,
     bmm,
@@ -159,7 +161,7 @@ if hasattr(_os, "register_at_fork"):
     _os.register_at_fork(after_in_child=_rustgrad._after_fork_in_child)
 
 __all__ = [
-    "Tensor", "add", "allclose", "chunk", "cosine_similarity",
+    "Tensor", "add", "addcdiv", "addcmul", "allclose", "chunk", "cosine_similarity",
     "from_dlpack", "amax", "amin", "arange", "as_tensor", "autograd", "bmm",
     "bool", "clamp", "clip", "cuda", "equal",
     "device", "div", "double", "dtype", "empty", "empty_cache", "enable_grad", "errors", "eye",

@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 from rustgrad import _rustgrad
 from rustgrad._rustgrad import Tensor
-from rustgrad.errors import InvalidArgumentError
+from rustgrad.errors import ArgumentTypeError, DTypeError, InvalidArgumentError
 
 matmul = _rustgrad._matmul
 where = _rustgrad._where
@@ -116,3 +116,56 @@ def numel(input: Tensor) -> int:
 
 def is_tensor(obj: Any) -> bool:
     return isinstance(obj, Tensor)
+
+
+def addcmul(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+    """``input + value * tensor1 * tensor2``, the product taken left to right, then the sum (as torch)."""
+    return input + _scaled(tensor1, value) * tensor2
+
+
+def addcdiv(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+    """``input + value * tensor1 / tensor2``, left to right, then the sum (as torch); ``tensor1`` and
+    ``tensor2`` must not both be integer tensors."""
+    _check_true_division("addcdiv", tensor1, tensor2)
+    return input + _scaled(tensor1, value) / tensor2
+
+
+def _addcmul_method(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+    """``self + value * tensor1 * tensor2``: see ``rustgrad.addcmul``."""
+    return addcmul(self, tensor1, tensor2, value=value)
+
+
+def _addcdiv_method(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+    """``self + value * tensor1 / tensor2``: see ``rustgrad.addcdiv``."""
+    return addcdiv(self, tensor1, tensor2, value=value)
+
+
+def _addcmul_in_place(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+    """In place, ``self + value * tensor1 * tensor2`` (an optimizer's ``exp_avg_sq.addcmul_(g, g, value=...)``)."""
+    return self.add_(_scaled(tensor1, value) * tensor2)
+
+
+def _addcdiv_in_place(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+    """In place, ``self + value * tensor1 / tensor2`` (an optimizer's ``p.addcdiv_(exp_avg, denom, value=-lr)``)."""
+    _check_true_division("addcdiv_", tensor1, tensor2)
+    return self.add_(_scaled(tensor1, value) / tensor2)
+
+
+def _scaled(tensor: Any, value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ArgumentTypeError(f"argument 'value' must be a number, got {type(value).__name__}")
+    return tensor if value == 1 else tensor * value
+
+
+def _check_true_division(op: str, tensor1: Any, tensor2: Any) -> None:
+    if _is_integer(tensor1) and _is_integer(tensor2):
+        raise DTypeError(
+            f"{op}: integer division with addcdiv is not supported (tensor1 and tensor2 are both integers); "
+            "convert one of them to a float dtype first"
+        )
+
+
+Tensor.addcmul = _addcmul_method  # type: ignore[method-assign]
+Tensor.addcdiv = _addcdiv_method  # type: ignore[method-assign]
+Tensor.addcmul_ = _addcmul_in_place  # type: ignore[method-assign]
+Tensor.addcdiv_ = _addcdiv_in_place  # type: ignore[method-assign]

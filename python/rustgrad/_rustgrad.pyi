@@ -1034,6 +1034,14 @@ class Tensor:
     def fill_(self, value: Union[_Scalar, Tensor]) -> Self:
         """A number or a one-element tensor."""
     def add_(self, other: _Operand, alpha: Optional[_Scalar] = None) -> Self: ...
+    def addcmul(self, tensor1: _Operand, tensor2: _Operand, *, value: _Scalar = 1) -> Tensor:
+        """``self + value * tensor1 * tensor2``: see ``rustgrad.addcmul``."""
+    def addcdiv(self, tensor1: _Operand, tensor2: _Operand, *, value: _Scalar = 1) -> Tensor:
+        """``self + value * tensor1 / tensor2``: see ``rustgrad.addcdiv``."""
+    def addcmul_(self, tensor1: _Operand, tensor2: _Operand, *, value: _Scalar = 1) -> Self:
+        """In place, ``self + value * tensor1 * tensor2`` (an optimizer's ``exp_avg_sq.addcmul_(g, g, value=...)``)."""
+    def addcdiv_(self, tensor1: _Operand, tensor2: _Operand, *, value: _Scalar = 1) -> Self:
+        """In place, ``self + value * tensor1 / tensor2`` (an optimizer's ``p.addcdiv_(exp_avg, denom, value=-lr)``)."""
     def sub_(self, other: _Operand) -> Self: ...
     def mul_(self, other: _Operand) -> Self: ...
     def div_(self, other: _Operand) -> Self: ...
