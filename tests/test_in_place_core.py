@@ -229,3 +229,15 @@ def test_static_mask_assignment_needs_a_mask_of_the_whole_shape():
         t[np.eye(3, dtype=bool)] = 5.0
         with tf.Session() as sess:
             assert sess.run(t).tolist() == (np.eye(3) * 5).tolist()
+
+
+def test_an_in_place_add_large_enough_to_be_split_among_threads_gives_numpy_s_bits():
+    rng = np.random.default_rng(3)
+    start = rng.standard_normal(3 * 32768 + 5).astype(np.float32)
+    other = rng.standard_normal(start.size).astype(np.float32)
+    x = rustgrad.tensor(start)
+    x.add_(rustgrad.tensor(other), alpha=-0.3)
+    np.testing.assert_array_equal(x.numpy().view(np.uint32), (start + np.float32(-0.3) * other).view(np.uint32))
+    x -= rustgrad.tensor(other)
+    expected = (start + np.float32(-0.3) * other) - other
+    np.testing.assert_array_equal(x.numpy().view(np.uint32), expected.view(np.uint32))

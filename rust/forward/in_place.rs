@@ -3,7 +3,7 @@
 
 use super::elementwise::{as_dtype, binary, checked_scalar, scalar, where_select};
 use super::layout::{broadcast_to, copy, expand_mask, masked_scatter};
-use crate::dtype::{dispatch, float_dispatch, numeric_dispatch, Number, Scalar};
+use crate::dtype::{dispatch, float_dispatch, numeric_dispatch, Scalar};
 use crate::error::{shape_err, Error, Result};
 use crate::kernels::elementwise::{self as ew, BinaryOp, ScalarOp};
 use crate::kernels::layout::{scatter_strided, walk};
@@ -79,13 +79,8 @@ pub fn add_in_place(dst: &Tensor, src: &Tensor, alpha: f64) -> Result<()> {
         let s = &s[src.offset()..src.offset() + n];
         let mut guard = dst.storage().write();
         let d = T::slice_mut(&mut guard).ok_or_else(|| Error::DType("internal dtype mismatch".into()))?;
-        let alpha = T::from_f64(alpha);
         let d = &mut d[dst.offset()..dst.offset() + n];
-        if alpha == T::ONE {
-            d.iter_mut().zip(s).for_each(|(o, &v)| *o += v);
-        } else {
-            d.iter_mut().zip(s).for_each(|(o, &v)| *o += alpha * v);
-        }
+        crate::kernels::split_writes::add_scaled(d, s, T::from_f64(alpha));
         Ok(())
     })
 }

@@ -26,6 +26,7 @@ pub mod scan;
 #[cfg(target_arch = "x86_64")]
 pub mod sgemm_avx512;
 pub mod spin_pool;
+pub mod split_writes;
 pub mod thread_choice;
 pub mod threads;
 pub mod vecmath;
