@@ -6,7 +6,8 @@
 //! forward product streams the whole weight), so one core writing it alone waits
 //! for the other core's copy of each cache line to be dropped.
 //! `w1.sub_(lr * w1.grad)` on the seed step's 1000×100 float32 weight took 44 µs in
-//! the two-thread eager step against 11 µs in the one-thread step, and 22 µs split.
+//! the two-thread eager step against 11 µs in the one-thread step, and 20–22 µs split
+//! (`benchmarks/eager_step_parts.py`).
 //! (`zero_` of the gradient was tried too: split, it took 20 µs against 8, since
 //! the core that had just read the gradient had to hand half of it over.)
 //! Each element is computed as before, so the bits do not change.
