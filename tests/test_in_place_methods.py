@@ -246,5 +246,6 @@ def test_addcdiv_of_two_integer_tensors_and_a_value_that_is_not_a_number_are_ref
     with pytest.raises(errors.DTypeError, match="addcdiv: integer division"):
         rustgrad.addcdiv(x, i, i)
     np.testing.assert_array_equal(x.numpy(), [0, 0])
-    with pytest.raises(errors.ArgumentTypeError, match="argument 'value' must be a number, got str"):
+    with pytest.raises(errors.ArgumentTypeError, match="addcmul_: argument 'value' must be a number, got str"):
         x.addcmul_(i, i, value="2")
+    np.testing.assert_array_equal(x.addcmul(i, i, value=np.float32(0.5)).numpy(), [0.5, 2.0])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, Optional
 
 from rustgrad import _rustgrad
@@ -120,14 +121,14 @@ def is_tensor(obj: Any) -> bool:
 
 def addcmul(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
     """``input + value * tensor1 * tensor2``, the product taken left to right, then the sum (as torch)."""
-    return input + _scaled(tensor1, value) * tensor2
+    return input + _scaled("addcmul", tensor1, value) * tensor2
 
 
 def addcdiv(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
     """``input + value * tensor1 / tensor2``, left to right, then the sum (as torch); ``tensor1`` and
     ``tensor2`` must not both be integer tensors."""
     _check_true_division("addcdiv", tensor1, tensor2)
-    return input + _scaled(tensor1, value) / tensor2
+    return input + _scaled("addcdiv", tensor1, value) / tensor2
 
 
 def _addcmul_method(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
@@ -142,18 +143,19 @@ def _addcdiv_method(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1)
 
 def _addcmul_in_place(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
     """In place, ``self + value * tensor1 * tensor2`` (an optimizer's ``exp_avg_sq.addcmul_(g, g, value=...)``)."""
-    return self.add_(_scaled(tensor1, value) * tensor2)
+    return self.add_(_scaled("addcmul_", tensor1, value) * tensor2)
 
 
 def _addcdiv_in_place(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
     """In place, ``self + value * tensor1 / tensor2`` (an optimizer's ``p.addcdiv_(exp_avg, denom, value=-lr)``)."""
     _check_true_division("addcdiv_", tensor1, tensor2)
-    return self.add_(_scaled(tensor1, value) / tensor2)
+    return self.add_(_scaled("addcdiv_", tensor1, value) / tensor2)
 
 
-def _scaled(tensor: Any, value: Any) -> Any:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ArgumentTypeError(f"argument 'value' must be a number, got {type(value).__name__}")
+def _scaled(op: str, tensor: Any, value: Any) -> Any:
+    """``value * tensor`` (``tensor`` itself for 1); ``value`` is a real number, numpy's included."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ArgumentTypeError(f"{op}: argument 'value' must be a number, got {type(value).__name__}")
     return tensor if value == 1 else tensor * value
 
 
