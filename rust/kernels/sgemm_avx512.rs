@@ -134,36 +134,21 @@ unsafe fn band_kernel(
             // SAFETY: j < n = b.cols, and b's rows are contiguous (col_stride 1), inside `b.data`.
             let (a_strides, b_tile) = ([a.row_stride, a.col_stride], unsafe { b_base.add(j) });
             macro_rules! tile {
-                ($h:literal, $v:literal) => {
-                    // SAFETY: the tile's H rows and 16·V masked columns lie inside a, b and the
-                    // outputs (height ≤ rows - i, masks cover width ≤ n - j); avx512f is enabled here.
+                ($kernel:ident, $h:literal, $v:literal, $masks:expr) => {
+                    // SAFETY: the tile's H rows and V masked vectors of columns lie inside a, b and
+                    // the outputs (height ≤ rows - i, masks cover width ≤ n - j); avx512f and
+                    // avx512vl are enabled here (detected by `available`).
                     unsafe {
-                        micro::<$h, $v>(k, a_tile, a_strides, b_tile, b.row_stride, c_tile, n, masks, second, store)
+                        $kernel::<$h, $v>(k, a_tile, a_strides, b_tile, b.row_stride, c_tile, n, $masks, second, store)
                     }
                 };
                 ($h:literal) => {
                     if width <= 8 {
-                        let narrow = [masks[0] as __mmask8, 0];
-                        // SAFETY: as above, for H rows and the `width` ≤ 8 masked columns; avx512vl
-                        // was detected with avx512f (`available`).
-                        unsafe {
-                            micro_narrow::<$h, 1>(
-                                k,
-                                a_tile,
-                                a_strides,
-                                b_tile,
-                                b.row_stride,
-                                c_tile,
-                                n,
-                                narrow,
-                                second,
-                                store,
-                            )
-                        }
+                        tile!(micro_narrow, $h, 1, [masks[0] as __mmask8, 0])
                     } else if width <= 16 {
-                        tile!($h, 1)
+                        tile!(micro, $h, 1, masks)
                     } else {
-                        tile!($h, 2)
+                        tile!(micro, $h, 2, masks)
                     }
                 };
             }
@@ -406,9 +391,8 @@ mod tests {
         for store in stores {
             for n in [37, 40, 33] {
                 let init_n: Vec<f32> = init.chunks(wide).flat_map(|row| row[..n].to_vec()).collect();
-                let init_wide: Vec<f32> = init.clone();
                 let (narrow, narrow_relu) = stored_product(&a, &b, wide, (m, k, n), &init_n, store);
-                let (full, full_relu) = stored_product(&a, &b, wide, (m, k, wide), &init_wide, store);
+                let (full, full_relu) = stored_product(&a, &b, wide, (m, k, wide), &init, store);
                 let prefix =
                     |v: &[f32]| v.chunks(wide).flat_map(|row| row[..n].iter().map(|x| x.to_bits())).collect::<Vec<_>>();
                 let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
