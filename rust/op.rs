@@ -130,6 +130,16 @@ pub enum Op {
 }
 
 impl Op {
+    /// The cheaper op a call of this one runs when some inputs are plain numbers (`x ** 2`
+    /// stays a scalar op, see `TableOp::with_numbers`), and the inputs it keeps, by index;
+    /// None for a call without numbers or an op without such a form.
+    pub fn with_numbers(&self, numbers: &[Option<Scalar>]) -> Option<(Op, Vec<usize>)> {
+        match self {
+            Op::Table(table) if numbers.iter().any(Option::is_some) => table.with_numbers(numbers),
+            _ => None,
+        }
+    }
+
     /// The name used in `grad_fn` reprs and error messages, e.g. `MulBackward`.
     pub fn name(&self) -> String {
         let base: &str = match self {

@@ -224,11 +224,7 @@ pub fn in_place_operands(op: Op, dst: &Tensor, others: Vec<Operand>) -> (Op, Vec
             Operand::Number(value) => Tensor::scalar(value, weak_dtype(value)),
         })
         .collect();
-    let cheaper = match &op {
-        Op::Table(table) if numbers.iter().any(Option::is_some) => table.with_numbers(&numbers),
-        _ => None,
-    };
-    match cheaper {
+    match op.with_numbers(&numbers) {
         Some((cheaper, keep)) if keep.first() == Some(&0) => {
             let kept = keep[1..].iter().filter_map(|&i| others.get(i.wrapping_sub(1)).cloned()).collect();
             (cheaper, kept)

@@ -153,11 +153,7 @@ fn run_eager(py: Python<'_>, this: &PyOpSpec, op: Op, inputs: Vec<Operand>) -> P
             spec.name
         )));
     };
-    let cheaper = match &op {
-        Op::Table(t) if numbers.iter().any(Option::is_some) => t.with_numbers(&numbers),
-        _ => None,
-    };
-    if let Some((cheaper, keep)) = cheaper {
+    if let Some((cheaper, keep)) = op.with_numbers(&numbers) {
         let kept: Vec<&Tensor> = keep.iter().filter_map(|&i| tensors.get(i)).collect();
         return run_op(py, cheaper, &kept);
     }

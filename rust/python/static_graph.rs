@@ -301,13 +301,7 @@ impl PyGraph {
                     .collect()
             })
             .transpose()?;
-        let cheaper = match (&op, &numbers) {
-            (Op::Table(table_op), Some(numbers)) if numbers.iter().any(Option::is_some) => {
-                table_op.with_numbers(numbers.as_slice())
-            }
-            _ => None,
-        };
-        let (op, inputs) = match cheaper {
+        let (op, inputs) = match numbers.as_deref().and_then(|numbers| op.with_numbers(numbers)) {
             Some((cheaper, keep)) => (cheaper, keep.iter().filter_map(|&i| inputs.get(i).copied()).collect()),
             None => (op, inputs),
         };
