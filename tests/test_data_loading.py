@@ -191,6 +191,23 @@ def test_the_tensor_dataset_fast_path_gives_the_stacked_batches():
     assert ds.tensors[0][0].tolist() == [0.0, 1.0, 2.0]
 
 
+@pytest.mark.parametrize("batch_size, drop_last, num_workers", [(7, False, 0), (7, True, 0), (10, False, 0),
+                                                                 (30, True, 0), (64, False, 0), (7, False, 2)])
+def test_sequential_batches_of_a_tensor_dataset_are_slices_with_the_stacked_values(batch_size, drop_last, num_workers):
+    ds = _tensor_dataset(30)
+    fast = DataLoader(ds, batch_size=batch_size, drop_last=drop_last, num_workers=num_workers)
+    assert all(isinstance(r, range) for r in fast._index_iter())
+    slow = DataLoader(ds, batch_size=batch_size, drop_last=drop_last, collate_fn=lambda b: default_collate(b))
+    fast_batches, slow_batches = list(fast), list(slow)
+    assert len(fast_batches) == len(slow_batches) == len(fast)
+    for a, b in zip(fast_batches, slow_batches):
+        for ta, tb in zip(a, b):
+            assert ta.dtype == tb.dtype and tuple(ta.shape) == tuple(tb.shape) and ta.is_contiguous()
+            np.testing.assert_array_equal(ta.numpy(), tb.numpy())
+    fast_batches[0][0].add_(100.0)  # a sliced batch is a copy too
+    assert ds.tensors[0][0].tolist() == [0.0, 1.0, 2.0]
+
+
 @pytest.mark.parametrize("num_workers, prefetch_factor", [(1, 1), (2, None), (3, 4)])
 def test_worker_threads_give_the_same_batches_in_the_same_order(num_workers, prefetch_factor):
     for ds in (_tensor_dataset(37), Squares(23)):

@@ -16,9 +16,11 @@ import traceback
 import warnings
 from typing import Any, Callable, Iterable, Iterator, Optional
 
-from rustgrad._creation import tensor
+import numpy as np
+
+from rustgrad import _rustgrad
 from rustgrad._random import randint
-from rustgrad._rustgrad import Generator, int64
+from rustgrad._rustgrad import Generator
 from rustgrad.errors import DataLoaderError, InvalidArgumentError
 from rustgrad.utils.data._collate import default_collate, default_convert
 from rustgrad.utils.data.dataset import IterableDataset, Subset, TensorDataset
@@ -155,15 +157,21 @@ class DataLoader:
         """The batch (or, without auto-batching, the sample) at ``indices``."""
         if self._fast_tensors:
             # Index each tensor once with the batch's indices: the same values as stacking the samples.
+            if isinstance(indices, range):
+                return [t[indices.start:indices.stop].clone() for t in self._tensors]
             if self._index_map is not None:
                 indices = [self._index_map[i] for i in indices]
-            index = tensor(indices, dtype=int64)
+            index = _rustgrad._from_numpy(np.array(indices, dtype=np.int64), False)
             return [t.index_select(0, index) for t in self._tensors]
         if self._auto_collation:
             return self.collate_fn([self.dataset[i] for i in indices])
         return self.collate_fn(self.dataset[indices])
 
     def _index_iter(self) -> Iterator[Any]:
+        if self._fast_tensors and self._index_map is None and _sequential_batches(self.batch_sampler):
+            # Consecutive rows: each batch is a slice of the tensors, with no list of indices.
+            size, count = self.batch_sampler.batch_size, len(self.batch_sampler)
+            return iter([range(start, min(start + size, len(self.sampler))) for start in range(0, count * size, size)])
         return iter(self.batch_sampler if self.batch_sampler is not None else self.sampler)  # type: ignore[arg-type]
 
     def _stream_batches(self, stream: Iterator[Any]) -> Iterator[Any]:
@@ -185,6 +193,11 @@ class DataLoader:
             return
         for indices in self._index_iter():
             yield self._fetch(indices)
+
+
+def _sequential_batches(batch_sampler: Any) -> bool:
+    """Whether ``batch_sampler`` is a plain BatchSampler over a plain SequentialSampler."""
+    return type(batch_sampler) is BatchSampler and type(batch_sampler.sampler) is SequentialSampler
 
 
 def _tensor_source(dataset: Any) -> Optional[tuple[tuple[Any, ...], Optional[list[int]]]]:
