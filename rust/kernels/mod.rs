@@ -2,12 +2,17 @@
 //! autograd, graphs or Python, so a faster kernel can replace one here without
 //! touching the tape.
 
+#[macro_use]
+mod widest;
+
 pub mod activation;
 pub mod batched_matmul;
 pub mod binary;
 pub mod conv;
 mod crate_gemm;
 pub mod elementwise;
+#[cfg(target_arch = "x86_64")]
+mod extreme_f32;
 pub mod fold;
 pub mod gather;
 pub mod layout;

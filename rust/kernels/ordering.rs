@@ -24,40 +24,23 @@ fn line_arg_extreme<T: Number>(line: &[T], largest: bool) -> usize {
     if u32::try_from(line.len()).is_err() {
         return line_scan(line, largest); // 2^32 elements and more: element by element
     }
-    use super::vecmath::{simd, Simd};
-    match (largest, simd()) {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `simd()` returns Avx512 only when the CPU reported avx512f.
-        (true, Simd::Avx512) => unsafe { line_arg_avx512::<T, true>(line) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        (false, Simd::Avx512) => unsafe { line_arg_avx512::<T, false>(line) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `simd()` returns Avx2 only when the CPU reported avx2 (and fma).
-        (true, Simd::Avx2) => unsafe { line_arg_avx2::<T, true>(line) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        (false, Simd::Avx2) => unsafe { line_arg_avx2::<T, false>(line) },
-        (true, _) => line_arg::<T, true>(line),
-        (false, _) => line_arg::<T, false>(line),
+    #[cfg(target_arch = "x86_64")]
+    if let (Some(line), true) = (super::extreme_f32::as_f32(line), super::extreme_f32::available()) {
+        return super::extreme_f32::arg_extreme(line, largest);
     }
+    line_arg_widest(line, largest)
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn line_arg_avx512<T: Number, const LARGEST: bool>(line: &[T]) -> usize {
-    line_arg::<T, LARGEST>(line)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn line_arg_avx2<T: Number, const LARGEST: bool>(line: &[T]) -> usize {
-    line_arg::<T, LARGEST>(line)
+widest_vectors! {
+    fn line_arg_widest[T: Number](line: &[T], largest: bool) -> usize =>
+        if largest { line_arg::<T, true>(line) } else { line_arg::<T, false>(line) };
 }
 
 /// `line_arg_extreme` in sixteen lanes whose updates are selects on 32-bit indices (no
 /// branches, `LARGEST` known at compile time), so the loop vectorises. A NaN never wins
 /// a comparison there, so a line holding one is searched again for its first NaN.
+/// (Float32 on AVX-512 takes `extreme_f32::arg_extreme` instead: this loop's lane updates
+/// can compile to masked stores and reloads that stall.)
 #[inline(always)]
 fn line_arg<T: Number, const LARGEST: bool>(line: &[T]) -> usize {
     const LANES: usize = 16;
@@ -505,6 +488,28 @@ mod tests {
         with_nan[900] = f32::NAN;
         assert_eq!(arg_extreme(&with_nan, shape(1, 1000, 1), false), vec![700]);
         assert_eq!(arg_extreme(&with_nan, shape(1, 100, 10), true)[0], 70);
+    }
+
+    #[test]
+    fn lines_of_every_length_around_the_lanes_pick_the_first_extreme() {
+        fn plain<T: Number>(line: &[T], largest: bool) -> i64 {
+            let mut best = 0;
+            for (k, &v) in line.iter().enumerate() {
+                if (largest && v > line[best]) || (!largest && v < line[best]) {
+                    best = k;
+                }
+            }
+            best as i64
+        }
+        for n in [1, 2, 31, 32, 33, 63, 64, 65, 97, 1000] {
+            // Few distinct values, so every line has ties across lanes and blocks.
+            let floats: Vec<f32> = (0..n).map(|i| ((i * 37) % 11) as f32 - 5.0).collect();
+            let ints: Vec<i32> = floats.iter().map(|&v| v as i32).collect();
+            for largest in [true, false] {
+                assert_eq!(arg_extreme(&floats, shape(1, n, 1), largest), vec![plain(&floats, largest)], "{n}");
+                assert_eq!(arg_extreme(&ints, shape(1, n, 1), largest), vec![plain(&ints, largest)], "{n}");
+            }
+        }
     }
 
     #[test]

@@ -176,29 +176,10 @@ fn multiply_rows<T: Float>(mantissa: &mut [f64], flags: &mut [u64], block: &[T],
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn multiply_rows_avx512<T: Float>(mantissa: &mut [f64], flags: &mut [u64], block: &[T], width: usize, start: usize) {
-    multiply_rows(mantissa, flags, block, width, start)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn multiply_rows_avx2<T: Float>(mantissa: &mut [f64], flags: &mut [u64], block: &[T], width: usize, start: usize) {
-    multiply_rows(mantissa, flags, block, width, start)
-}
-
-/// `multiply_rows` with the widest vectors the CPU has: the same operations, so the same bits.
-fn multiply_rows_in<T: Float>(mantissa: &mut [f64], flags: &mut [u64], block: &[T], width: usize, start: usize) {
-    match super::vecmath::simd() {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `simd()` returns Avx512 only when `sgemm_avx512::available()` saw avx512f.
-        super::vecmath::Simd::Avx512 => unsafe { multiply_rows_avx512(mantissa, flags, block, width, start) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `simd()` returns Avx2 only when the CPU reported both avx2 and fma.
-        super::vecmath::Simd::Avx2 => unsafe { multiply_rows_avx2(mantissa, flags, block, width, start) },
-        _ => multiply_rows(mantissa, flags, block, width, start),
-    }
+widest_vectors! {
+    /// `multiply_rows` with the widest vectors the CPU has: the same operations, so the same bits.
+    fn multiply_rows_in[T: Float](mantissa: &mut [f64], flags: &mut [u64], block: &[T], width: usize, start: usize)
+        => multiply_rows(mantissa, flags, block, width, start);
 }
 
 #[cfg(test)]

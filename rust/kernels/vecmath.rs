@@ -177,36 +177,12 @@ fn fill(out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl Fn(f32) -> f32) {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn fill_avx512(out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl Fn(f32) -> f32) {
-    fill(out, x, f)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn fill_avx2(out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl Fn(f32) -> f32) {
-    fill(out, x, f)
-}
-
 /// Writes `f(a[i], b[i])` into `out[i]`; compiled for the instruction set of its caller.
 #[inline(always)]
 fn fill_zip(out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: &impl Fn(f32, f32) -> f32) {
     for ((slot, &p), &q) in out.iter_mut().zip(a).zip(b) {
         slot.write(f(p, q));
     }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn fill_zip_avx512(out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: &impl Fn(f32, f32) -> f32) {
-    fill_zip(out, a, b, f)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn fill_zip_avx2(out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: &impl Fn(f32, f32) -> f32) {
-    fill_zip(out, a, b, f)
 }
 
 /// The widest instruction set the CPU runs, checked once.
@@ -233,17 +209,15 @@ pub fn simd() -> Simd {
     })
 }
 
-/// Fills `out[i] = f(x[i])` for one chunk, with the widest vectors the CPU has.
-fn fill_chunk(out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl Fn(f32) -> f32) {
-    match simd() {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `simd()` returns Avx512 only when `sgemm_avx512::available()` saw avx512f.
-        Simd::Avx512 => unsafe { fill_avx512(out, x, f) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `simd()` returns Avx2 only when the CPU reported both avx2 and fma.
-        Simd::Avx2 => unsafe { fill_avx2(out, x, f) },
-        _ => fill(out, x, f),
-    }
+widest_vectors! {
+    /// Fills `out[i] = f(x[i])` for one chunk, with the widest vectors the CPU has.
+    fn fill_chunk[](out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl Fn(f32) -> f32) => fill(out, x, f);
+}
+
+widest_vectors! {
+    /// Fills `out[i] = f(a[i], b[i])` for one chunk, with the widest vectors the CPU has.
+    fn fill_zip_chunk[](out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: &impl Fn(f32, f32) -> f32)
+        => fill_zip(out, a, b, f);
 }
 
 /// `out[i] = f(x[i])` over one short float32 slice on the calling thread, vectorised for this CPU
@@ -268,18 +242,9 @@ pub fn map_f32(x: &[f32], f: impl Fn(f32) -> f32 + Sync + Send) -> Vec<f32> {
 pub fn zip_map_f32(a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32 + Sync + Send) -> Vec<f32> {
     // invariant: callers pass two dense operands of the output's length; this guards the unsafe fill.
     assert_eq!(a.len(), b.len(), "zip_map_f32: operands of different lengths");
-    let fill = |out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32]| match simd() {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `simd()` returns Avx512 only when `sgemm_avx512::available()` saw avx512f.
-        Simd::Avx512 => unsafe { fill_zip_avx512(out, a, b, &f) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `simd()` returns Avx2 only when the CPU reported both avx2 and fma.
-        Simd::Avx2 => unsafe { fill_zip_avx2(out, a, b, &f) },
-        _ => fill_zip(out, a, b, &f),
-    };
-    // SAFETY: `fill_zip` writes every slot of the chunk it is given (both inputs from `start`
+    // SAFETY: `fill_zip_chunk` writes every slot of the chunk it is given (both inputs from `start`
     // are at least as long as the chunk, since they have the output's length).
-    unsafe { super::elementwise::fill_chunks(a.len(), |start, out| fill(out, &a[start..], &b[start..])) }
+    unsafe { super::elementwise::fill_chunks(a.len(), |start, out| fill_zip_chunk(out, &a[start..], &b[start..], &f)) }
 }
 
 /// `map_f32` of a vectorised `sin` or `cos`, whose rare elements past
