@@ -55,18 +55,29 @@ pub fn cat(parts: &[&Tensor], dim: isize) -> Result<Tensor> {
     Cat { dim }.forward(parts)
 }
 
-/// Copies each part's `(outer, n_i, inner)` block into its place along the middle axis of the output.
+/// Copies each part's `(outer, n_i, inner)` block into its place along the middle axis of the output,
+/// straight from the part's memory (a non-contiguous part is gathered once).
 fn join<T: Element>(parts: &[&Tensor], outer: usize, inner: usize, dim: usize, out_shape: &[usize]) -> Result<Tensor> {
-    let total = out_shape.iter().product();
+    let total: usize = out_shape.iter().product();
+    let out_row = out_shape[dim] * inner;
     let mut out: Vec<T> = crate::storage::vec_with_capacity(total);
-    let row_of = |t: &Tensor| t.shape()[dim] * inner;
-    let contiguous: Vec<Vec<T>> = parts.iter().map(|t| t.to_vec::<T>()).collect::<Result<_>>()?;
-    for o in 0..outer {
-        for (part, data) in parts.iter().zip(&contiguous) {
-            let row = row_of(part);
-            out.extend_from_slice(&data[o * row..(o + 1) * row]);
-        }
+    let slots = &mut out.spare_capacity_mut()[..total];
+    let mut start = 0;
+    for part in parts {
+        let row = part.shape()[dim] * inner;
+        part.with_contiguous(|data: &[T]| {
+            for (o, src) in data.chunks_exact(row.max(1)).take(outer).enumerate() {
+                let at = o * out_row + start;
+                crate::kernels::layout::copy_into(&mut slots[at..at + row], src);
+            }
+        })?;
+        start += row;
     }
+    // invariant: the parts' rows tile each output row (joined_shape summed them), so every slot was written.
+    assert_eq!(start, out_row, "cat: the parts do not fill the output");
+    // SAFETY: the loop above wrote all `total` slots: for each of the `outer` rows, the parts'
+    // `row`-long pieces at offsets 0, row_0, row_0 + row_1, ... cover `out_row` (asserted).
+    unsafe { out.set_len(total) };
     Tensor::from_vec(out, out_shape)
 }
 
