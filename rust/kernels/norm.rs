@@ -38,14 +38,66 @@ pub struct Moments {
     pub rstd: f64,
 }
 
+/// Independent running sums in `lane_sums`: with one f64 accumulator every add waits for
+/// the one before.
+const SUM_LANES: usize = 16;
+
+/// The sums of `K` quantities over `terms`: the i-th term goes to lane i % SUM_LANES, and the
+/// lanes are added in order at the end, so the order depends only on the number of terms.
+#[inline(always)]
+fn lane_sums<const K: usize>(terms: impl Iterator<Item = [f64; K]>) -> [f64; K] {
+    let mut lanes = [[0.0f64; K]; SUM_LANES];
+    for (i, term) in terms.enumerate() {
+        let lane = &mut lanes[i % SUM_LANES];
+        for (sum, t) in lane.iter_mut().zip(term) {
+            *sum += t;
+        }
+    }
+    let mut total = [0.0f64; K];
+    for lane in &lanes {
+        for (sum, &t) in total.iter_mut().zip(lane) {
+            *sum += t;
+        }
+    }
+    total
+}
+
+widest_vectors! {
+    /// Σ x over a slice, in SUM_LANES lanes added in order at the end.
+    fn slice_sum[T: ActFloat](xs: &[T]) -> f64 => slice_lane_sum(xs, |v| v);
+}
+
+widest_vectors! {
+    /// Σ (x - mean)² over a slice, in SUM_LANES lanes added in order at the end.
+    fn slice_squared_deviations[T: ActFloat](xs: &[T], mean: f64) -> f64 =>
+        slice_lane_sum(xs, |v| (v - mean) * (v - mean));
+}
+
+/// Σ f(x) over a slice (x as f64) in SUM_LANES lanes: a loop that vectorises.
+#[inline(always)]
+fn slice_lane_sum<T: ActFloat>(xs: &[T], f: impl Fn(f64) -> f64) -> f64 {
+    let mut lanes = [0.0f64; SUM_LANES];
+    let blocks = xs.chunks_exact(SUM_LANES);
+    let tail = blocks.remainder();
+    for block in blocks {
+        for (lane, &v) in lanes.iter_mut().zip(block) {
+            *lane += f(v.to_f64());
+        }
+    }
+    for (lane, &v) in lanes.iter_mut().zip(tail) {
+        *lane += f(v.to_f64());
+    }
+    lanes.iter().fold(0.0, |total, &lane| total + lane)
+}
+
 fn moments_of<'a, T: ActFloat>(parts: impl Iterator<Item = &'a [T]> + Clone, eps: f64) -> Moments {
     let count: usize = parts.clone().map(|p| p.len()).sum();
     if count == 0 {
         return Moments { mean: f64::NAN, rstd: f64::NAN };
     }
-    let sum: f64 = parts.clone().map(|p| p.iter().map(|v| v.to_f64()).sum::<f64>()).sum();
+    let sum = parts.clone().fold(0.0, |total, p| total + slice_sum(p));
     let mean = sum / count as f64;
-    let squares: f64 = parts.map(|p| p.iter().map(|v| (v.to_f64() - mean).powi(2)).sum::<f64>()).sum();
+    let squares = parts.fold(0.0, |total, p| total + slice_squared_deviations(p, mean));
     Moments { mean, rstd: 1.0 / (squares / count as f64 + eps).sqrt() }
 }
 
@@ -138,20 +190,48 @@ pub fn affine_grads<T: ActFloat>(
         (0..shape.c)
             .into_par_iter()
             .map(|c| {
-                let (mut dw, mut db) = (0.0, 0.0);
-                for n in 0..shape.n {
+                let [dw, db] = lane_sums((0..shape.n).flat_map(|n| {
                     let row = n * shape.c + c;
                     let mo = row_moments(m, shape, stats, row);
                     let span = row * shape.s..(row + 1) * shape.s;
-                    for (&gv, &xv) in g[span.clone()].iter().zip(&x[span]) {
-                        dw += gv.to_f64() * (xv.to_f64() - mo.mean) * mo.rstd;
-                        db += gv.to_f64();
-                    }
-                }
+                    g[span.clone()]
+                        .iter()
+                        .zip(&x[span])
+                        .map(move |(&gv, &xv)| [gv.to_f64() * (xv.to_f64() - mo.mean) * mo.rstd, gv.to_f64()])
+                }));
                 (dw, db)
             })
             .unzip()
     })
+}
+
+widest_vectors! {
+    /// `Σ dy·w` and `Σ dy·w·x̂` over one set whose weights are a slice, in SUM_LANES lanes
+    /// added in order at the end (the terms and order of `lane_sums`).
+    fn grad_sums[T: ActFloat](gs: &[T], xs: &[T], ws: &[T], mean: f64, rstd: f64) -> [f64; 2] =>
+        grad_lane_sums(gs, xs, ws, mean, rstd);
+}
+
+#[inline(always)]
+fn grad_lane_sums<T: ActFloat>(gs: &[T], xs: &[T], ws: &[T], mean: f64, rstd: f64) -> [f64; 2] {
+    let (mut s1, mut s2) = ([0.0f64; SUM_LANES], [0.0f64; SUM_LANES]);
+    let mut add = |lane: usize, g: T, x: T, w: T| {
+        let gw = g.to_f64() * w.to_f64();
+        s1[lane] += gw;
+        s2[lane] += gw * (x.to_f64() - mean) * rstd;
+    };
+    let (g_blocks, x_blocks, w_blocks) =
+        (gs.chunks_exact(SUM_LANES), xs.chunks_exact(SUM_LANES), ws.chunks_exact(SUM_LANES));
+    let tails = (g_blocks.remainder(), x_blocks.remainder(), w_blocks.remainder());
+    for ((g, x), w) in g_blocks.zip(x_blocks).zip(w_blocks) {
+        for lane in 0..SUM_LANES {
+            add(lane, g[lane], x[lane], w[lane]);
+        }
+    }
+    for (lane, ((&g, &x), &w)) in tails.0.iter().zip(tails.1).zip(tails.2).enumerate() {
+        add(lane, g, x, w);
+    }
+    [s1.iter().fold(0.0, |t, &v| t + v), s2.iter().fold(0.0, |t, &v| t + v)]
 }
 
 /// `dx` of one normalised set from its output gradient, input, moments and weights.
@@ -162,14 +242,15 @@ fn set_input_grad<T: ActFloat>(
     xs: &[T],
     mo: Moments,
     weights: impl Iterator<Item = f64> + Clone,
+    sums: Option<[f64; 2]>,
 ) {
     let len = o.len() as f64;
-    let (mut s1, mut s2) = (0.0, 0.0);
-    for ((&gv, &xv), w) in gs.iter().zip(xs).zip(weights.clone()) {
-        let gw = gv.to_f64() * w;
-        s1 += gw;
-        s2 += gw * (xv.to_f64() - mo.mean) * mo.rstd;
-    }
+    let [s1, s2] = sums.unwrap_or_else(|| {
+        lane_sums(gs.iter().zip(xs).zip(weights.clone()).map(|((&gv, &xv), w)| {
+            let gw = gv.to_f64() * w;
+            [gw, gw * (xv.to_f64() - mo.mean) * mo.rstd]
+        }))
+    });
     let (s1, s2) = (s1 / len, s2 / len);
     for (((o, &gv), &xv), w) in o.iter_mut().zip(gs).zip(xs).zip(weights) {
         let xhat = (xv.to_f64() - mo.mean) * mo.rstd;
@@ -195,9 +276,11 @@ pub fn input_grad<T: ActFloat>(g: &[T], x: &[T], shape: NormShape, stats: &Stats
                             // One position per channel: the set's weights are one slice of `w`
                             // (layer norm's are all of it), with no division per element.
                             let first = (set % groups) * len;
-                            set_input_grad(o, gs, xs, m[set], w[first..first + len].iter().map(|v| v.to_f64()));
+                            let ws = &w[first..first + len];
+                            let sums = grad_sums(gs, xs, ws, m[set].mean, m[set].rstd);
+                            set_input_grad(o, gs, xs, m[set], ws.iter().map(|v| v.to_f64()), Some(sums));
                         } else {
-                            set_input_grad(o, gs, xs, m[set], (set * len..(set + 1) * len).map(weight));
+                            set_input_grad(o, gs, xs, m[set], (set * len..(set + 1) * len).map(weight), None);
                         }
                     },
                 )
