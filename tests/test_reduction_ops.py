@@ -549,3 +549,19 @@ def test_take_along_dim_adds_the_gradients_of_repeated_indices():
     taken.sum().backward()
     assert x.grad.tolist() == [[1.0, 0.0, 2.0]]
     assert torch.take_along_dim(x.detach(), torch.tensor([2, 0])).tolist() == [3.0, 1.0]
+
+
+@pytest.mark.parametrize("length", [1, 31, 32, 33, 100, 1024, 1 << 19])
+def test_float32_max_min_and_arg_along_rows_match_numpy_with_ties_and_nan(length):
+    rows = max(1, (1 << 19) // length)
+    x = (np.random.default_rng(length).integers(-20, 20, (rows, length))).astype(np.float32)  # many ties
+    x[0, length // 3] = np.nan
+    t = torch.from_numpy(x)
+    for largest, np_arg, np_best in [(True, np.argmax, np.max), (False, np.argmin, np.min)]:
+        best = t.amax(1) if largest else t.amin(1)
+        np.testing.assert_array_equal(best.numpy(), np_best(x, 1))
+        arg = t.argmax(1) if largest else t.argmin(1)
+        np.testing.assert_array_equal(arg.numpy(), np_arg(x, 1))  # numpy: the first of ties, NaN first
+        values, indices = t.max(1) if largest else t.min(1)
+        np.testing.assert_array_equal(indices.numpy(), np_arg(x, 1))
+        np.testing.assert_array_equal(values.numpy(), np_best(x, 1))

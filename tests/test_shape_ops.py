@@ -493,3 +493,20 @@ def test_static_shapes_are_inferred_from_partial_shapes():
             tf.broadcast_to(x, [2, 5, 4])
         with pytest.raises(errors.IndexOutOfRangeError, match="out of range"):
             tf.reverse(x, [3])
+
+
+def test_cat_copies_strided_parts_into_place_along_any_dim_with_promotion():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    b = rng.standard_normal((3, 5, 2)).astype(np.float32)  # transposed below to (3, 2, 5)
+    c = np.arange(3 * 1 * 5, dtype=np.int64).reshape(3, 1, 5)
+    tb = torch.from_numpy(b).transpose(1, 2)
+    assert not tb.is_contiguous()
+    parts = [torch.from_numpy(a), tb, torch.from_numpy(c), torch.empty(0)]  # a 1-D empty part is skipped
+    out = torch.cat(parts, 1)
+    want = np.concatenate([a, b.transpose(0, 2, 1), c.astype(np.float32)], 1)
+    assert out.dtype == torch.float32 and tuple(out.shape) == want.shape
+    np.testing.assert_array_equal(out.numpy(), want)
+    big = [rng.standard_normal((300, 500)).astype(np.float32) for _ in range(2)]  # past the parallel copy size
+    np.testing.assert_array_equal(torch.cat([torch.from_numpy(p) for p in big], 0).numpy(), np.concatenate(big, 0))
+    np.testing.assert_array_equal(torch.cat([torch.from_numpy(p) for p in big], 1).numpy(), np.concatenate(big, 1))
