@@ -565,3 +565,26 @@ def test_float32_max_min_and_arg_along_rows_match_numpy_with_ties_and_nan(length
         values, indices = t.max(1) if largest else t.min(1)
         np.testing.assert_array_equal(indices.numpy(), np_arg(x, 1))
         np.testing.assert_array_equal(values.numpy(), np_best(x, 1))
+
+
+def test_column_reductions_of_tall_matrices_match_numpy_and_every_thread_count():
+    # Past the parallel size, with row blocks of unequal lengths.
+    x = np.random.default_rng(5).standard_normal((4099, 300)).astype(np.float32)
+    x[2500, 7] = np.nan
+    t = torch.from_numpy(x)
+    before = torch.get_num_threads()
+    try:
+        results = []
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            results.append((t.sum(0).numpy(), t.amax(0).numpy(), t.amin(0).numpy(), t.mean(0).numpy()))
+    finally:
+        torch.set_num_threads(before)
+    for a, b in zip(*results):
+        assert a.tobytes() == b.tobytes()
+    sums, largest, smallest, means = results[0]
+    np.testing.assert_allclose(sums, x.astype(np.float64).sum(0), rtol=1e-6, atol=1e-3)
+    np.testing.assert_allclose(means, x.astype(np.float64).mean(0), rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(largest, x.max(0))
+    np.testing.assert_array_equal(smallest, x.min(0))
+    assert np.isnan(sums[7]) and np.isnan(largest[7])

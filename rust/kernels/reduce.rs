@@ -148,13 +148,57 @@ fn sum_rows<T: Number>(x: &[T], row: usize, rows: usize) -> Vec<T> {
 
 /// Sums `x` viewed as rows of length `width` down to one row.
 fn sum_columns<T: Number>(x: &[T], width: usize) -> Vec<T> {
-    let mut acc = crate::storage::zeroed_vec::<T::Acc>(width);
-    for row in x.chunks(width) {
-        for (a, &v) in acc.iter_mut().zip(row) {
-            *a = a.plus(v.to_acc());
-        }
-    }
+    let zeros = |_: &[T]| crate::storage::zeroed_vec::<T::Acc>(width);
+    let add = |acc: &mut [T::Acc], rows: &[T]| add_columns(acc, rows, width);
+    let merge = |acc: &mut [T::Acc], part: &[T::Acc]| acc.iter_mut().zip(part).for_each(|(a, &p)| *a = a.plus(p));
+    let acc = reduce_columns(x, width, zeros, add, merge);
     crate::storage::collect_vec(acc.len(), acc.iter().map(|&a| T::from_acc(a)))
+}
+
+/// Row blocks of a large column reduction: a fixed number, so that the order of operations
+/// does not depend on the number of threads. Each thread streams whole rows; splitting the
+/// columns instead made each thread read half of every row, and the sum over dim 0 of
+/// 16384×1024 float32 took 5.0 ms against 3.1 ms on one thread.
+const ROW_BLOCKS: usize = 8;
+
+/// Reduces `x` (rows of `width`) over its rows: `start(block)` makes a block's accumulators
+/// and `fold(acc, rest)` steps them through rows in order; a large input is cut into
+/// `ROW_BLOCKS` blocks of rows, reduced in parallel and merged in order.
+fn reduce_columns<T: Sync, A: Send>(
+    x: &[T],
+    width: usize,
+    start: impl Fn(&[T]) -> Vec<A> + Sync,
+    fold: impl Fn(&mut [A], &[T]) + Sync,
+    merge: impl Fn(&mut [A], &[A]),
+) -> Vec<A> {
+    let rows = x.len() / width.max(1);
+    let run = |block: &[T]| {
+        let mut acc = start(block);
+        fold(&mut acc, block);
+        acc
+    };
+    if x.len() < PARALLEL_MIN_ELEMENTS || rows < 2 * ROW_BLOCKS {
+        return run(x);
+    }
+    let block_rows = rows.div_ceil(ROW_BLOCKS);
+    let mut parts: Vec<Vec<A>> = Vec::with_capacity(ROW_BLOCKS);
+    super::threads::install(|| x.par_chunks(block_rows * width).map(run).collect_into_vec(&mut parts));
+    let mut parts = parts.into_iter();
+    let mut acc = parts.next().unwrap_or_default();
+    for part in parts {
+        merge(&mut acc, &part);
+    }
+    acc
+}
+
+widest_vectors! {
+    /// Adds column `j` of every row of `x` (rows of `width`) into `acc[j]`, rows in order.
+    fn add_columns[T: Number](acc: &mut [T::Acc], x: &[T], width: usize) =>
+        for row in x.chunks(width) {
+            for (a, &v) in acc.iter_mut().zip(row) {
+                *a = a.plus(v.to_acc());
+            }
+        };
 }
 
 fn sum_general<T: Number>(x: &[T], shape: &[usize], dims: &[usize], kept: usize) -> Vec<T> {
@@ -231,13 +275,20 @@ fn best_in_row<T: Number>(row: &[T], largest: bool) -> T {
 
 /// The best of each column of `x` viewed as rows of length `width`.
 fn best_in_columns<T: Number>(x: &[T], width: usize, largest: bool) -> Vec<T> {
-    let mut best = super::layout::copy_slice(&x[..width]);
-    for row in x.chunks(width).skip(1) {
-        for (b, &v) in best.iter_mut().zip(row) {
-            *b = better(*b, v, largest);
-        }
-    }
-    best
+    let first_row = |block: &[T]| super::layout::copy_slice(&block[..width]);
+    let step = |best: &mut [T], block: &[T]| best_columns(best, &block[width..], width, largest);
+    let merge = |best: &mut [T], part: &[T]| best.iter_mut().zip(part).for_each(|(b, &p)| *b = better(*b, p, largest));
+    reduce_columns(x, width, first_row, step, merge)
+}
+
+widest_vectors! {
+    /// Steps `best[j]` through column `j` of every row of `x` (rows of `width`), rows in order.
+    fn best_columns[T: Number](best: &mut [T], x: &[T], width: usize, largest: bool) =>
+        for row in x.chunks(width) {
+            for (b, &v) in best.iter_mut().zip(row) {
+                *b = better(*b, v, largest);
+            }
+        };
 }
 
 fn extreme_general<T: Number>(x: &[T], shape: &[usize], dims: &[usize], kept: usize, largest: bool) -> Vec<T> {
