@@ -1,0 +1,72 @@
+"""The report's rows that ran slower than numpy in the 22:34 report of 2026-12-03 (reductions
+along a dim, ``norm``, ``cat``, ``layer_norm``/``batch_norm`` and the ``DataLoader`` epoch), timed
+in one process beside numpy's equivalents.
+
+    python benchmarks/slow_rows.py [--label new] [--rounds 15]
+
+Each figure is the fastest of ``--rounds`` rounds, in µs per call, with the ratio to numpy from
+the same run. To compare two builds, run this script from each build's environment in turn
+(alternating processes), as docs/performance.md does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import timeit
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import rustgrad  # noqa: E402
+from coverage_cases import CASES  # noqa: E402
+
+Row = tuple[str, Callable[[], Any], Callable[[], Any]]
+
+
+def reduction_rows() -> list[Row]:
+    # Values near 1, as in test_bench_reductions.py.
+    flat = np.random.default_rng(0).uniform(0.999, 1.001, 1 << 20).astype(np.float32)
+    tall = np.random.default_rng(0).uniform(0.999, 1.001, 1 << 24).astype(np.float32).reshape(-1, 1024)
+    t, t_tall = rustgrad.from_numpy(flat), rustgrad.from_numpy(tall)
+    m, a = t.reshape(-1, 1024), flat.reshape(-1, 1024)
+    return [
+        ("`max(dim)` 1M", lambda: m.max(1), lambda: np.max(a, 1)),
+        ("`argmax(1)` 1M", lambda: m.argmax(1), lambda: np.argmax(a, 1)),
+        ("`amax(1)` 1M", lambda: m.amax(1), lambda: np.max(a, 1)),
+        ("`amax(0)` 1M", lambda: m.amax(0), lambda: np.max(a, 0)),
+        ("`sum(0)` 1M", lambda: m.sum(0), lambda: np.sum(a, 0)),
+        ("`sum(0)` 16M", lambda: t_tall.sum(0), lambda: np.sum(tall, 0)),
+        ("`sum` 1M", lambda: t.sum(), lambda: np.sum(flat)),
+        ("`norm` 1M", lambda: t.norm(), lambda: np.linalg.norm(flat)),
+    ]
+
+
+def case_rows() -> list[Row]:
+    rows = []
+    for name in ["cat", "layer_norm", "batch_norm", "data_loader"]:
+        case = CASES[name]
+        rows.append((case.label, case.ours(), case.theirs()))
+    return rows
+
+
+def fastest(call: Callable[[], Any], rounds: int, calls: int = 10) -> float:
+    return min(timeit.repeat(call, number=calls, repeat=rounds)) / calls * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--label", default="", help="a tag printed on every line (say, old or new)")
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args()
+    print(f"rustgrad from {Path(rustgrad.__file__).parent}, {rustgrad.get_num_threads()} threads")
+    for label, ours, theirs in reduction_rows() + case_rows():
+        us, numpy_us = fastest(ours, args.rounds), fastest(theirs, args.rounds)
+        print(f"{args.label} {label:52s} {us:9.1f} µs   numpy {numpy_us:9.1f} µs   {us / numpy_us:5.2f}×")
+
+
+if __name__ == "__main__":
+    main()
