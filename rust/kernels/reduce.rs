@@ -177,7 +177,7 @@ fn reduce_columns<T: Sync, A: Send>(
         fold(&mut acc, block);
         acc
     };
-    if x.len() < PARALLEL_MIN_ELEMENTS || rows < 2 * ROW_BLOCKS {
+    if x.len() < PARALLEL_MIN_ELEMENTS || width == 0 || rows < 2 * ROW_BLOCKS {
         return run(x);
     }
     let block_rows = rows.div_ceil(ROW_BLOCKS);

@@ -66,6 +66,8 @@ fn join<T: Element>(parts: &[&Tensor], outer: usize, inner: usize, dim: usize, o
     for part in parts {
         let row = part.shape()[dim] * inner;
         part.with_contiguous(|data: &[T]| {
+            // invariant: a part has the output's shape except along `dim` (joined_shape checked it).
+            assert_eq!(data.len(), outer * row, "cat: a part of the wrong size");
             for (o, src) in data.chunks_exact(row.max(1)).take(outer).enumerate() {
                 let at = o * out_row + start;
                 crate::kernels::layout::copy_into(&mut slots[at..at + row], src);
@@ -75,8 +77,9 @@ fn join<T: Element>(parts: &[&Tensor], outer: usize, inner: usize, dim: usize, o
     }
     // invariant: the parts' rows tile each output row (joined_shape summed them), so every slot was written.
     assert_eq!(start, out_row, "cat: the parts do not fill the output");
-    // SAFETY: the loop above wrote all `total` slots: for each of the `outer` rows, the parts'
-    // `row`-long pieces at offsets 0, row_0, row_0 + row_1, ... cover `out_row` (asserted).
+    // SAFETY: the loop above wrote all `total` slots: each part held `outer` rows of `row` (asserted),
+    // and for each output row the parts' pieces at offsets 0, row_0, row_0 + row_1, ... cover `out_row`
+    // (asserted).
     unsafe { out.set_len(total) };
     Tensor::from_vec(out, out_shape)
 }
