@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import rustgrad
+import rustgrad.static as tf
 from rustgrad.errors import DTypeError, GradientError
 
 
@@ -101,3 +102,14 @@ def test_torch_round_trip():
     assert t[0].item() == 9.0
     back = rustgrad.from_dlpack(torch.arange(3, dtype=torch.float64))
     assert back.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_integer_arrays_of_either_byte_order_keep_their_dtype():
+    for order in "<>":
+        data = np.arange(3, dtype=f"{order}i4")
+        assert rustgrad.tensor(data).dtype == rustgrad.int32
+        assert rustgrad.from_numpy(data).dtype == rustgrad.int32
+        assert rustgrad.tensor(np.arange(3, dtype=f"{order}i8")).dtype == rustgrad.int64
+        assert rustgrad.tensor(np.arange(3, dtype=f"{order}i2")).dtype == rustgrad.int64
+        with tf.Graph().as_default():
+            assert tf.constant(data).dtype == tf.int32

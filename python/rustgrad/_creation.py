@@ -29,6 +29,11 @@ _BY_NUMPY_DTYPE = {np.dtype(_NUMPY_DTYPES[name]): dt for name, dt in _DTYPES.ite
 _SUPPORTED = "float32, float64, int64, int32, uint8 and bool"
 
 
+def _dtype_of_numpy(np_dtype: np.dtype) -> Any:
+    """The rustgrad dtype of a numpy dtype in either byte order, or None when rustgrad has none."""
+    return _BY_NUMPY_DTYPE.get(np_dtype if np_dtype.isnative else np_dtype.newbyteorder("="))
+
+
 def _dtype_from_name(name: str) -> Any:
     return _DTYPES[name]
 
@@ -112,8 +117,9 @@ def _default_dtype_for(array: np.ndarray, from_numpy_input: bool) -> Any:
     if kind == "f":
         return float64 if from_numpy_input and array.dtype.itemsize >= 8 else float32
     if kind in "iu":
-        if array.dtype in _BY_NUMPY_DTYPE:
-            return _BY_NUMPY_DTYPE[array.dtype]
+        same = _dtype_of_numpy(array.dtype)
+        if same is not None:
+            return same
         if array.dtype == np.uint64 and array.size and int(array.max()) > np.iinfo(np.int64).max:
             raise DTypeError(
                 f"cannot make a tensor from uint64 data: the value {int(array.max())} does not fit in int64, "

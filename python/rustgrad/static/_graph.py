@@ -13,7 +13,7 @@ from typing import Any, Iterator, Optional, Sequence, Union
 import numpy as np
 
 from rustgrad import _rustgrad
-from rustgrad._creation import _BY_NUMPY_DTYPE, _NUMPY_DTYPES, _SUPPORTED, _resolve_dtype
+from rustgrad._creation import _NUMPY_DTYPES, _SUPPORTED, _dtype_of_numpy, _resolve_dtype
 from rustgrad._graph_value import GraphValue
 from rustgrad._rustgrad import GraphCore, OpSpec
 from rustgrad.errors import ArgumentTypeError, DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
@@ -197,9 +197,8 @@ def _default_constant_dtype(array: np.ndarray, from_numpy: bool) -> Any:
         return float64 if from_numpy and array.dtype == np.float64 else float32
     if kind in "iu":
         if from_numpy:
-            if array.dtype in _BY_NUMPY_DTYPE:
-                return _BY_NUMPY_DTYPE[array.dtype]
-            return int64  # int8, int16, uint16, uint32: int64 holds every value
+            same = _dtype_of_numpy(array.dtype)
+            return int64 if same is None else same  # int8, int16, uint16, uint32: int64 holds every value
         fits_int32 = array.size == 0 or (_INT32.min <= array.min() and array.max() <= _INT32.max)
         return int32 if fits_int32 else int64
     raise DTypeError(f"cannot make a constant from a value of numpy dtype {array.dtype}; rustgrad has {_SUPPORTED}")
