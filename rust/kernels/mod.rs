@@ -30,6 +30,7 @@ pub mod reduce;
 pub mod scan;
 #[cfg(target_arch = "x86_64")]
 pub mod sgemm_avx512;
+pub mod sort;
 pub mod spin_pool;
 pub mod split_writes;
 pub mod thread_choice;
