@@ -182,14 +182,13 @@ def from_numpy(array: np.ndarray) -> Tensor:
         raise ArgumentTypeError(
             f"expected np.ndarray (got {type(array).__name__}); use rustgrad.tensor(data) for other data"
         )
-    native = array.dtype if array.dtype.isnative else array.dtype.newbyteorder("=")
-    if native not in _BY_NUMPY_DTYPE:
+    if _dtype_of_numpy(array.dtype) is None:
         raise DTypeError(
             f"can't convert np.ndarray of type {array.dtype}; the supported types are {_SUPPORTED} "
             "(rustgrad.tensor(array) copies other numbers into one of them)"
         )
-    if native is not array.dtype:
-        array = array.astype(native)
+    if not array.dtype.isnative:
+        array = array.astype(array.dtype.newbyteorder("="))
     return _rustgrad._from_numpy(np.asarray(array, order="C"), False, True)
 
 

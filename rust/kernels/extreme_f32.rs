@@ -8,11 +8,12 @@
 //! another, `std::array::from_fn` was not inlined and ran scalar (amax took 860 µs
 //! against 108). Intrinsics fix the code, so these rows no longer depend on the optimiser.
 //!
-//! Per lane, each element goes through the generic loops' step (`better` in `reduce`,
-//! the selects of `ordering::line_arg`), and the lanes are merged in the same way.
+//! Per lane, each element goes through the generic loops' step (`reduce::better`, the
+//! selects of `ordering::line_arg`), and the lanes are merged by the same code.
 
 #![cfg(target_arch = "x86_64")]
 
+use super::reduce::better;
 use std::any::TypeId;
 use std::arch::x86_64::*;
 
@@ -94,16 +95,6 @@ fn lanes<const LARGEST: bool, const NAN_WINS: bool>(row: &[f32]) -> ([f32; BLOCK
     (best, index, nan != 0)
 }
 
-/// `candidate` if it beats `best` or is NaN, else `best` (`reduce::better` for float32).
-fn better(best: f32, candidate: f32, largest: bool) -> f32 {
-    let beats = if largest { candidate > best } else { candidate < best };
-    if beats || candidate.is_nan() {
-        candidate
-    } else {
-        best
-    }
-}
-
 /// The largest (or smallest) element of a non-empty row, NaN if it holds one.
 pub fn best_in_row(row: &[f32], largest: bool) -> f32 {
     assert!(available() && !row.is_empty(), "best_in_row: needs AVX-512 and a non-empty row");
@@ -132,26 +123,7 @@ pub fn arg_extreme(line: &[f32], largest: bool) -> usize {
             lanes::<false, false>(line)
         }
     };
-    let better = |v: f32, b: f32| if largest { v > b } else { v < b };
-    let (mut winner, mut at) = (line[0], 0usize);
-    for (&v, &i) in best.iter().zip(&index) {
-        let i = i as usize;
-        if better(v, winner) || (v == winner && i < at) {
-            (winner, at) = (v, i);
-        }
-    }
-    let tail = line.len() / BLOCK * BLOCK;
-    let mut any_nan = any_nan || line[0].is_nan();
-    for (k, &v) in line[tail..].iter().enumerate() {
-        any_nan |= v.is_nan();
-        if better(v, winner) {
-            (winner, at) = (v, tail + k);
-        }
-    }
-    if any_nan {
-        return line.iter().position(|v| v.is_nan()).unwrap_or(at);
-    }
-    at
+    super::ordering::pick_from_lanes(line, &best, &index, line.len() / BLOCK * BLOCK, any_nan, largest)
 }
 
 #[cfg(test)]

@@ -207,7 +207,7 @@ pub fn affine_grads<T: ActFloat>(
 
 widest_vectors! {
     /// `Σ dy·w` and `Σ dy·w·x̂` over one set whose weights are a slice, in SUM_LANES lanes
-    /// added in order at the end (the terms and order of `lane_sums`).
+    /// added in order at the end (the terms and order of `weighted_grad_sums`).
     fn grad_sums[T: ActFloat](gs: &[T], xs: &[T], ws: &[T], mean: f64, rstd: f64) -> [f64; 2] =>
         grad_lane_sums(gs, xs, ws, mean, rstd);
 }
@@ -234,23 +234,26 @@ fn grad_lane_sums<T: ActFloat>(gs: &[T], xs: &[T], ws: &[T], mean: f64, rstd: f6
     [s1.iter().fold(0.0, |t, &v| t + v), s2.iter().fold(0.0, |t, &v| t + v)]
 }
 
-/// `dx` of one normalised set from its output gradient, input, moments and weights.
+/// `Σ dy·w` and `Σ dy·w·x̂` over one set, its weights given one by one.
+fn weighted_grad_sums<T: ActFloat>(gs: &[T], xs: &[T], mo: Moments, weights: impl Iterator<Item = f64>) -> [f64; 2] {
+    lane_sums(gs.iter().zip(xs).zip(weights).map(|((&gv, &xv), w)| {
+        let gw = gv.to_f64() * w;
+        [gw, gw * (xv.to_f64() - mo.mean) * mo.rstd]
+    }))
+}
+
+/// `dx` of one normalised set from its output gradient, input, moments, weights, and the
+/// sums `Σ dy·w` and `Σ dy·w·x̂` over the set (`grad_sums` or `weighted_grad_sums`).
 #[inline(always)]
 fn set_input_grad<T: ActFloat>(
     o: &mut [T],
     gs: &[T],
     xs: &[T],
     mo: Moments,
-    weights: impl Iterator<Item = f64> + Clone,
-    sums: Option<[f64; 2]>,
+    weights: impl Iterator<Item = f64>,
+    [s1, s2]: [f64; 2],
 ) {
     let len = o.len() as f64;
-    let [s1, s2] = sums.unwrap_or_else(|| {
-        lane_sums(gs.iter().zip(xs).zip(weights.clone()).map(|((&gv, &xv), w)| {
-            let gw = gv.to_f64() * w;
-            [gw, gw * (xv.to_f64() - mo.mean) * mo.rstd]
-        }))
-    });
     let (s1, s2) = (s1 / len, s2 / len);
     for (((o, &gv), &xv), w) in o.iter_mut().zip(gs).zip(xs).zip(weights) {
         let xhat = (xv.to_f64() - mo.mean) * mo.rstd;
@@ -278,9 +281,11 @@ pub fn input_grad<T: ActFloat>(g: &[T], x: &[T], shape: NormShape, stats: &Stats
                             let first = (set % groups) * len;
                             let ws = &w[first..first + len];
                             let sums = grad_sums(gs, xs, ws, m[set].mean, m[set].rstd);
-                            set_input_grad(o, gs, xs, m[set], ws.iter().map(|v| v.to_f64()), Some(sums));
+                            set_input_grad(o, gs, xs, m[set], ws.iter().map(|v| v.to_f64()), sums);
                         } else {
-                            set_input_grad(o, gs, xs, m[set], (set * len..(set + 1) * len).map(weight), None);
+                            let weights = (set * len..(set + 1) * len).map(weight);
+                            let sums = weighted_grad_sums(gs, xs, m[set], weights.clone());
+                            set_input_grad(o, gs, xs, m[set], weights, sums);
                         }
                     },
                 )

@@ -63,16 +63,31 @@ fn line_arg<T: Number, const LARGEST: bool>(line: &[T]) -> usize {
         }
         base = base.wrapping_add(LANES as u32);
     }
+    let tail = line.len() - blocks.remainder().len();
+    pick_from_lanes(line, &best, &index, tail, nan.iter().any(|&n| n != 0), LARGEST)
+}
+
+/// The index `line_arg_extreme` picks, given each lane's best element and its index, the
+/// position `tail` from which the elements went through no lane, and whether a lane met a
+/// NaN: the first of equal best elements, or the first NaN.
+pub(super) fn pick_from_lanes<T: Number>(
+    line: &[T],
+    best: &[T],
+    index: &[u32],
+    tail: usize,
+    lanes_met_nan: bool,
+    largest: bool,
+) -> usize {
+    let better = |v: T, b: T| if largest { v > b } else { v < b };
     let (mut winner, mut at) = (line[0], 0usize);
-    for lane in 0..LANES {
-        let (v, i) = (best[lane], index[lane] as usize);
+    for (&v, &i) in best.iter().zip(index) {
+        let i = i as usize;
         if better(v, winner) || (v == winner && i < at) {
             (winner, at) = (v, i);
         }
     }
-    let tail = line.len() - blocks.remainder().len();
-    let mut any_nan = nan.iter().any(|&n| n != 0) || line[0].is_nan();
-    for (k, &v) in blocks.remainder().iter().enumerate() {
+    let mut any_nan = lanes_met_nan || line[0].is_nan();
+    for (k, &v) in line[tail..].iter().enumerate() {
         any_nan |= v.is_nan();
         if better(v, winner) {
             (winner, at) = (v, tail + k);

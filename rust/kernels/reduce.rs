@@ -242,7 +242,7 @@ pub fn extreme_dims<T: Number>(x: &[T], shape: &[usize], dims: &[usize], largest
 
 /// `candidate` if it beats `best` or is NaN, else `best`: once NaN, a running best stays NaN.
 #[inline(always)]
-fn better<T: Number>(best: T, candidate: T, largest: bool) -> T {
+pub(super) fn better<T: Number>(best: T, candidate: T, largest: bool) -> T {
     let beats = if largest { candidate > best } else { candidate < best };
     std::hint::select_unpredictable(beats || candidate.is_nan(), candidate, best)
 }
