@@ -242,6 +242,9 @@ pub fn scalar<T: Number>(op: ScalarOp, x: &[T], s: T) -> Vec<T> {
         // One monomorphised loop per op keeps the inner loop free of the match.
         ScalarOp::Add => map(x, |v| v.plus(s)),
         ScalarOp::Sub => map(x, |v| v.minus(s)),
+        ScalarOp::Mul if super::split_writes::splits_below_parallel(x.len()) => {
+            super::split_writes::map(x, |v| v.times(s))
+        }
         ScalarOp::Mul => map(x, |v| v.times(s)),
         ScalarOp::Div => map(x, |v| v.quotient(s)),
         ScalarOp::FloorDiv => map(x, |v| v.floor_div(s)),
