@@ -7,7 +7,7 @@
 //! aside between blocks. A block holding a zero, a very small or large element, an
 //! infinity or a NaN is recomputed element by element as a `Scaled` product.
 
-use super::fold::{fold_lanes, Fold, LANES};
+use super::fold::{fold_lanes, rows_by_four, Fold, LANES};
 use crate::dtype::Float;
 
 /// A product kept as `mantissa · 2^exponent`, so that multiplying many elements never
@@ -143,17 +143,14 @@ impl<T: Float> Fold<T> for Product {
         let (mut mantissa, mut exponent) = (vec![1.0f64; len], vec![0i64; len]);
         let (mut before, mut flags) = (vec![1.0f64; len], vec![0u64; len]);
         for block in x.chunks(width * BLOCK) {
-            before.copy_from_slice(&mantissa);
-            flags.fill(0);
             multiply_rows_in(&mut mantissa, &mut flags, block, width, start);
-            for (j, a) in acc.iter_mut().enumerate() {
-                if flags[j] != 0 {
-                    mantissa[j] = before[j];
+            let wild_columns = flags.iter().any(|&f| f != 0);
+            if wild_columns {
+                for (j, a) in acc.iter_mut().enumerate().filter(|&(j, _)| flags[j] != 0) {
                     *a = block.chunks(width).fold(*a, |p, row| p.times(Scaled::new(row[start + j].to_f64())));
-                } else {
-                    renormalise(&mut mantissa[j], &mut exponent[j]);
                 }
             }
+            settle_block_in(&mut mantissa, &mut exponent, &mut before, &mut flags);
         }
         for ((a, &m), &e) in acc.iter_mut().zip(&mantissa).zip(&exponent) {
             *a = a.times(Scaled { mantissa: m, exponent: e });
@@ -161,14 +158,47 @@ impl<T: Float> Fold<T> for Product {
     }
 }
 
+/// After a block: a tame column's mantissa moves its exponent aside, and a wild one
+/// (already multiplied exactly into its `Scaled`) goes back to its value `before` the
+/// block. `before` then holds the new mantissas and `flags` is cleared, for the next
+/// block. Selects, not branches, so that the loop vectorises.
+#[inline(always)]
+fn settle_block(mantissa: &mut [f64], exponent: &mut [i64], before: &mut [f64], flags: &mut [u64]) {
+    let columns = mantissa.iter_mut().zip(exponent.iter_mut()).zip(before.iter_mut().zip(flags.iter_mut()));
+    for ((m, e), (b, f)) in columns {
+        let (mut unit, mut shift) = (*m, 0);
+        renormalise(&mut unit, &mut shift);
+        let tame = *f == 0;
+        *m = if tame { unit } else { *b };
+        *e += if tame { shift } else { 0 };
+        *b = *m;
+        *f = 0;
+    }
+}
+
+widest_vectors! {
+    /// `settle_block` with the widest vectors the CPU has.
+    fn settle_block_in[](mantissa: &mut [f64], exponent: &mut [i64], before: &mut [f64], flags: &mut [u64])
+        => settle_block(mantissa, exponent, before, flags);
+}
+
 /// Multiplies `mantissa[j]` by column `start + j` of each row of `block` (rows of
-/// length `width`), flagging in `flags[j]` the columns that met a wild element;
-/// compiled for the instruction set of its caller.
+/// length `width`), in order, flagging in `flags[j]` the columns that met a wild
+/// element; four rows per pass (see `rows_by_four`). Compiled for the instruction set
+/// of its caller.
 #[inline(always)]
 fn multiply_rows<T: Float>(mantissa: &mut [f64], flags: &mut [u64], block: &[T], width: usize, start: usize) {
-    let len = mantissa.len();
-    for row in block.chunks(width) {
-        for ((m, f), &v) in mantissa.iter_mut().zip(flags.iter_mut()).zip(&row[start..start + len]) {
+    let (groups, rest) = rows_by_four(block, width, start, mantissa.len());
+    for [r0, r1, r2, r3] in groups {
+        let rows = r0.iter().zip(r1).zip(r2).zip(r3);
+        for ((m, f), (((&v0, &v1), &v2), &v3)) in mantissa.iter_mut().zip(flags.iter_mut()).zip(rows) {
+            let [v0, v1, v2, v3] = [v0, v1, v2, v3].map(T::to_f64);
+            *f |= wild(v0) | wild(v1) | wild(v2) | wild(v3);
+            *m = *m * v0 * v1 * v2 * v3;
+        }
+    }
+    for row in rest {
+        for ((m, f), &v) in mantissa.iter_mut().zip(flags.iter_mut()).zip(row) {
             let v = v.to_f64();
             *f |= wild(v);
             *m *= v;

@@ -2,6 +2,7 @@
 //! integers in i64 with wrap-around), so results are bitwise identical across
 //! runs and thread counts.
 
+use super::fold::step_columns;
 use super::layout::walk;
 use super::PARALLEL_MIN_ELEMENTS;
 use crate::dtype::Number;
@@ -194,11 +195,7 @@ fn reduce_columns<T: Sync, A: Send>(
 widest_vectors! {
     /// Adds column `j` of every row of `x` (rows of `width`) into `acc[j]`, rows in order.
     fn add_columns[T: Number](acc: &mut [T::Acc], x: &[T], width: usize) =>
-        for row in x.chunks(width) {
-            for (a, &v) in acc.iter_mut().zip(row) {
-                *a = a.plus(v.to_acc());
-            }
-        };
+        step_columns(acc, x, width, 0, |a, v| a.plus(v.to_acc()));
 }
 
 fn sum_general<T: Number>(x: &[T], shape: &[usize], dims: &[usize], kept: usize) -> Vec<T> {
@@ -284,11 +281,7 @@ fn best_in_columns<T: Number>(x: &[T], width: usize, largest: bool) -> Vec<T> {
 widest_vectors! {
     /// Steps `best[j]` through column `j` of every row of `x` (rows of `width`), rows in order.
     fn best_columns[T: Number](best: &mut [T], x: &[T], width: usize, largest: bool) =>
-        for row in x.chunks(width) {
-            for (b, &v) in best.iter_mut().zip(row) {
-                *b = better(*b, v, largest);
-            }
-        };
+        step_columns(best, x, width, 0, |b, v| better(b, v, largest));
 }
 
 fn extreme_general<T: Number>(x: &[T], shape: &[usize], dims: &[usize], kept: usize, largest: bool) -> Vec<T> {
