@@ -72,7 +72,7 @@ pub fn splits_below_parallel(n: usize) -> bool {
 /// enough `n`, else 1. Below `PARALLEL_MIN_ELEMENTS` it splits only while the helpers spin
 /// (as they do right after a product): waking a parked helper took longer than the write it
 /// would share (`t * 0.5` of 1000×100 after a pause of 1 ms took 25–37 µs split, against
-/// 16–29 on one thread).
+/// 16–29 on one thread: `benchmarks/lone_scalar_mul.py`).
 fn parts_for(n: usize) -> usize {
     let threads = super::threads::num_threads();
     let waking_costs_more = n < super::PARALLEL_MIN_ELEMENTS && !spin_pool::helpers_awake();
