@@ -80,13 +80,14 @@ pub(super) fn step_columns<A: Copy, T: Copy>(
     step: impl Fn(A, T) -> A,
 ) {
     let len = acc.len();
+    let step_row = |acc: &mut [A], row: &[T]| {
+        for (a, &v) in acc.iter_mut().zip(row) {
+            *a = step(*a, v);
+        }
+    };
     let bytes_read = (x.len() / width.max(1)) * len * std::mem::size_of::<T>();
     if bytes_read > FOUR_ROWS_MAX_BYTES {
-        for row in x.chunks(width.max(1)) {
-            for (a, &v) in acc.iter_mut().zip(&row[start..start + len]) {
-                *a = step(*a, v);
-            }
-        }
+        x.chunks(width.max(1)).for_each(|row| step_row(acc, &row[start..start + len]));
         return;
     }
     let (groups, rest) = rows_by_four(x, width, start, len);
@@ -95,11 +96,7 @@ pub(super) fn step_columns<A: Copy, T: Copy>(
             *a = step(step(step(step(*a, v0), v1), v2), v3);
         }
     }
-    for row in rest {
-        for (a, &v) in acc.iter_mut().zip(row) {
-            *a = step(*a, v);
-        }
-    }
+    rest.for_each(|row| step_row(acc, row));
 }
 
 widest_vectors! {

@@ -144,11 +144,8 @@ impl<T: Float> Fold<T> for Product {
         let (mut before, mut flags) = (vec![1.0f64; len], vec![0u64; len]);
         for block in x.chunks(width * BLOCK) {
             multiply_rows_in(&mut mantissa, &mut flags, block, width, start);
-            let wild_columns = flags.iter().any(|&f| f != 0);
-            if wild_columns {
-                for (j, a) in acc.iter_mut().enumerate().filter(|&(j, _)| flags[j] != 0) {
-                    *a = block.chunks(width).fold(*a, |p, row| p.times(Scaled::new(row[start + j].to_f64())));
-                }
+            for (j, a) in acc.iter_mut().enumerate().filter(|&(j, _)| flags[j] != 0) {
+                *a = block.chunks(width).fold(*a, |p, row| p.times(Scaled::new(row[start + j].to_f64())));
             }
             settle_block_in(&mut mantissa, &mut exponent, &mut before, &mut flags);
         }
@@ -185,7 +182,9 @@ widest_vectors! {
 /// Multiplies `mantissa[j]` by column `start + j` of each row of `block` (rows of
 /// length `width`), in order, flagging in `flags[j]` the columns that met a wild
 /// element; four rows per pass (see `rows_by_four`). Compiled for the instruction set
-/// of its caller.
+/// of its caller. Unlike `step_columns`, four rows per pass at every size: a float64
+/// multiply per element leaves the loop bound by arithmetic, not memory, and `prod(0)` of
+/// 16384×1024 float32 went from 6.6 to 3.7 ms on two threads, 5.5 to 4.9 ms on one.
 #[inline(always)]
 fn multiply_rows<T: Float>(mantissa: &mut [f64], flags: &mut [u64], block: &[T], width: usize, start: usize) {
     let (groups, rest) = rows_by_four(block, width, start, mantissa.len());
