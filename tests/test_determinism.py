@@ -62,6 +62,11 @@ def run_all():
         m2 = rustgrad.tensor(rng.standard_normal((700, 300)).astype(np_dtype))
         out[f"{tag}/matmul"] = h(m1 @ m2)
         out[f"{tag}/matmul_t"] = h(m2.t() @ m1.t())
+        # the seed step's products: short bands of rows on the crate when there is no AVX-512
+        s1 = rustgrad.tensor(rng.standard_normal((64, 1000)).astype(np_dtype))
+        s2 = rustgrad.tensor(rng.standard_normal((1000, 100)).astype(np_dtype))
+        out[f"{tag}/matmul_short"] = h(s1 @ s2)
+        out[f"{tag}/matmul_short_t"] = h(s1.t() @ (s1 @ s2))
         out[f"{tag}/reshape_t"] = h(a.t().reshape(-1, 3))
         out[f"{tag}/transpose"] = h(a.transpose(0, 1))
         out[f"{tag}/index"] = h(a[3:500:7, ::2])

@@ -1,6 +1,6 @@
 //! Products on the `gemm` crate, and how they are threaded: on one thread below
-//! `THREADING_MIN_FLOPS`, otherwise as one band of rows per thread on our spin pool
-//! (the crate's own rayon threading only for products too short for bands).
+//! `BANDS_MIN_FLOPS`, otherwise as one band of rows per thread on our spin pool
+//! (the crate's own rayon threading only for large products too short for bands).
 
 use super::matmul::{product_len, MatRef};
 use crate::dtype::Float;
@@ -10,20 +10,18 @@ use parking_lot::Mutex;
 /// `out = beta·out + alpha·a·b` on the crate (`out` is not read when beta is 0): on all
 /// threads where that pays and `may_thread`, else on the calling thread.
 pub(super) fn product<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, beta: T, may_thread: bool) {
-    let par = if may_thread { parallelism(a.rows, b.cols, a.cols) } else { Parallelism::None };
-    let bands = row_bands(a.rows, par);
+    let bands = if may_thread { row_bands(a.rows, a.cols, b.cols, std::mem::size_of::<T>()) } else { 1 };
     if bands > 1 {
         return crate_product_in_row_bands(a, b, out, alpha, beta, bands);
     }
-    match par {
-        Parallelism::None => crate_product(a, b, out, alpha, beta, par),
-        _ => super::threads::install(|| crate_product(a, b, out, alpha, beta, par)),
+    match if may_thread { parallelism(a.rows, b.cols, a.cols) } else { Parallelism::None } {
+        Parallelism::None => crate_product(a, b, out, alpha, beta, Parallelism::None),
+        par => super::threads::install(|| crate_product(a, b, out, alpha, beta, par)),
     }
 }
 
-/// Products smaller than this many multiply-adds run on one thread: for them
-/// the cost of waking the pool exceeds the work (64×1000×100, the seed
-/// network's largest product, is measurably faster on one thread).
+/// Products smaller than this many multiply-adds that cannot be cut into bands run on
+/// one thread: for them the cost of waking rayon's threads exceeds the work.
 const THREADING_MIN_FLOPS: usize = 1 << 24;
 
 fn parallelism(m: usize, n: usize, k: usize) -> Parallelism {
@@ -66,24 +64,48 @@ fn crate_product<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, 
     }
 }
 
-/// A band of a threaded product on the crate has at least this many rows. The crate gives
-/// every row the same bits however the rows are split, except in its paths for products
-/// of at most 64×64 outputs and for single rows, which a band of 128 rows never takes.
+/// Products of fewer multiply-adds than this run on one thread. From here up, bands of
+/// rows on the spin pool pay. On the 2-core AVX2 EPYC (no AVX-512, so the crate runs the
+/// seed step's products; slow machine state, `benchmarks/crate_bands.py`), float32 on two
+/// threads against one (the time before): 64×1000×100 181 → 106 µs, xᵀ·g of 1000×64×100
+/// 193 → 103 µs, 32×256×128 (2^20) 29 → 21 µs.
+const BANDS_MIN_FLOPS: usize = 1 << 20;
+
+/// The crate multiplies outputs of at most this many rows and columns on a path of its
+/// own, with its own depth of blocks, so a band of at most this many rows of a product
+/// at most this wide would not give the bits of the whole product.
+const SMALL_PATH_MAX: usize = 64;
+
+/// A band of a threaded product on the crate has at least this many rows, so that each
+/// band packs B for a good share of the work (and no band takes the crate's paths for
+/// single rows or small outputs) ...
 const MIN_BAND_ROWS: usize = 128;
 
-/// Into how many bands of rows a product the crate runs on `par` is split: one per
-/// thread, or 1 (not split) when bands would be smaller than `MIN_BAND_ROWS` or
+/// ... or at least this many, when B fits in cache (`B_IN_CACHE_BYTES`) and the product
+/// is wider than `SMALL_PATH_MAX`: the seed step's 64×1000×100 runs as two bands of 32.
+const MIN_SHORT_BAND_ROWS: usize = 16;
+
+/// B of at most this many bytes is read from cache by every band (the L2 of the cores we
+/// measure on holds it); larger, each band of a short product would stream all of B.
+const B_IN_CACHE_BYTES: usize = 1 << 20;
+
+/// Into how many bands of rows a crate product of m×k×n (elements of `size` bytes) is
+/// split: one per thread, or 1 (not split) when it is too small to pay, when bands would
+/// be shorter than `MIN_BAND_ROWS` (`MIN_SHORT_BAND_ROWS`), or when
 /// `RUSTGRAD_GEMM_THREADING=rayon` leaves the threading to the crate (for comparison:
-/// `benchmarks/row_bands.py`).
-fn row_bands(m: usize, par: Parallelism) -> usize {
+/// `benchmarks/row_bands.py`). The crate gives every row the same bits however the rows
+/// are split on these terms (`bands_of_rows_give_the_bits_of_one_call`).
+fn row_bands(m: usize, k: usize, n: usize, size: usize) -> usize {
     static CRATE_THREADS_ITSELF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let crate_threads_itself = *CRATE_THREADS_ITSELF
         .get_or_init(|| std::env::var("RUSTGRAD_GEMM_THREADING").is_ok_and(|v| v.trim() == "rayon"));
-    match par {
-        Parallelism::None => 1,
-        _ if crate_threads_itself => 1,
-        _ => super::threads::num_threads().min(m / MIN_BAND_ROWS).max(1),
+    let work = m.saturating_mul(k).saturating_mul(n);
+    if crate_threads_itself || work < BANDS_MIN_FLOPS {
+        return 1;
     }
+    let b_in_cache = k.saturating_mul(n).saturating_mul(size) <= B_IN_CACHE_BYTES;
+    let min_rows = if b_in_cache && n > SMALL_PATH_MAX { MIN_SHORT_BAND_ROWS } else { MIN_BAND_ROWS };
+    super::threads::num_threads().min(m / min_rows).max(1)
 }
 
 /// A threaded product on the crate as `bands` bands of rows, each multiplied on one
@@ -122,32 +144,46 @@ mod tests {
         MatRef::new(data, 0, (rows, cols), (cols as isize, 1)).expect("a dense matrix fits its data")
     }
 
-    #[test]
-    fn bands_of_rows_give_the_bits_of_one_call() {
-        fn check<T: Float + std::fmt::Debug>(to: impl Fn(f64) -> T) {
-            let (m, k, n) = (385, 520, 72);
-            let a = values(m * k, 0.3, &to);
-            let b = values(k * n, 0.8, &to);
-            let init = values(m * n, 0.1, &to);
-            // A and B dense, A read through a transposed view, B read through one.
-            let layouts = [
-                (dense(&a, m, k), dense(&b, k, n)),
-                (dense(&a, k, m).transposed(), dense(&b, k, n)),
-                (dense(&a, m, k), dense(&b, n, k).transposed()),
-            ];
-            for (a, b) in layouts {
-                for beta in [T::ZERO, T::ONE] {
-                    let mut whole = init.clone();
-                    crate_product(a, b, &mut whole, to(0.5), beta, Parallelism::None);
-                    for bands in [2, 3] {
-                        let mut banded = init.clone();
-                        crate_product_in_row_bands(a, b, &mut banded, to(0.5), beta, bands);
-                        assert!(whole == banded, "{bands} bands, beta {beta:?}");
-                    }
+    /// Every split `row_bands` may choose for m×k×n gives the bits of one call.
+    fn check_bands<T: Float + std::fmt::Debug>(m: usize, k: usize, n: usize, to: impl Fn(f64) -> T) {
+        let a = values(m * k, 0.3, &to);
+        let b = values(k * n, 0.8, &to);
+        let init = values(m * n, 0.1, &to);
+        let shortest = if n > SMALL_PATH_MAX { MIN_SHORT_BAND_ROWS } else { MIN_BAND_ROWS };
+        // A and B dense, A read through a transposed view, B read through one.
+        let layouts = [
+            (dense(&a, m, k), dense(&b, k, n)),
+            (dense(&a, k, m).transposed(), dense(&b, k, n)),
+            (dense(&a, m, k), dense(&b, n, k).transposed()),
+        ];
+        for (a, b) in layouts {
+            for beta in [T::ZERO, T::ONE] {
+                let mut whole = init.clone();
+                crate_product(a, b, &mut whole, to(0.5), beta, Parallelism::None);
+                for bands in (2..=4).filter(|&bands| m / bands >= shortest) {
+                    let mut banded = init.clone();
+                    crate_product_in_row_bands(a, b, &mut banded, to(0.5), beta, bands);
+                    assert!(whole == banded, "{m}×{k}×{n} in {bands} bands, beta {beta:?}");
                 }
             }
         }
-        check(|v| v as f32);
-        check(|v| v);
+    }
+
+    #[test]
+    fn bands_of_rows_give_the_bits_of_one_call() {
+        // Tall bands of a narrow product, short bands of wide ones (the seed step's two).
+        for (m, k, n) in [(385, 520, 64), (64, 1000, 100), (1000, 64, 100), (33, 300, 65)] {
+            check_bands(m, k, n, |v| v as f32);
+            check_bands(m, k, n, |v| v);
+        }
+    }
+
+    #[test]
+    fn products_too_small_or_too_short_are_not_split() {
+        let threads = crate::kernels::threads::num_threads();
+        assert_eq!(row_bands(64, 1000, 16, 4), 1, "below BANDS_MIN_FLOPS");
+        assert_eq!(row_bands(1000, 64, 64, 4), threads.min(1000 / MIN_BAND_ROWS), "narrow: tall bands only");
+        assert_eq!(row_bands(64, 1000, 100, 4), threads.min(4), "wide with B in cache: short bands");
+        assert_eq!(row_bands(64, 4096, 1024, 4), 1, "B out of cache: no short bands");
     }
 }
