@@ -1,6 +1,6 @@
 //! The largest (or smallest) float32 of a row, and the index of the first one, in
-//! explicit AVX-512: two 16-lane chains of compare-and-select, so that each hides the
-//! other's latency.
+//! explicit AVX-512 (two 16-lane chains of compare-and-select, so that each hides the
+//! other's latency) or AVX2 (four 8-lane chains): 32 lanes either way.
 //!
 //! The generic loops in `reduce` and `ordering` compile differently from build to build:
 //! in one, a lane update became a masked store to the stack and a reload in the next
@@ -14,6 +14,7 @@
 #![cfg(target_arch = "x86_64")]
 
 use super::reduce::better;
+use super::vecmath::Simd;
 use std::any::TypeId;
 use std::arch::x86_64::*;
 
@@ -38,9 +39,20 @@ pub fn from_f32<T: Copy + 'static>(v: f32) -> Option<T> {
     Some(unsafe { std::mem::transmute_copy::<f32, T>(&v) })
 }
 
-/// Whether these kernels can run here.
+/// Whether these kernels can run here: on AVX-512 or on AVX2.
 pub fn available() -> bool {
-    super::vecmath::simd() == super::vecmath::Simd::Avx512
+    super::vecmath::simd() != Simd::Baseline
+}
+
+/// The lane bests of `row` and their positions (see `lanes`), in the widest vectors here.
+fn lanes_here<const LARGEST: bool, const NAN_WINS: bool>(row: &[f32]) -> ([f32; BLOCK], [u32; BLOCK], bool) {
+    match super::vecmath::simd() {
+        // SAFETY: `simd()` says Avx512 only after seeing avx512f and avx512vl.
+        Simd::Avx512 => unsafe { lanes::<LARGEST, NAN_WINS>(row) },
+        // SAFETY: `simd()` says Avx2 only after seeing avx2 and fma.
+        Simd::Avx2 => unsafe { lanes_avx2::<LARGEST, NAN_WINS>(row) },
+        Simd::Baseline => panic!("extreme_f32: needs AVX2 or AVX-512; callers check available()"),
+    }
 }
 
 /// The 32 lane bests of `row` (a whole number of blocks) and, with `INDEX`, their positions:
@@ -95,17 +107,53 @@ fn lanes<const LARGEST: bool, const NAN_WINS: bool>(row: &[f32]) -> ([f32; BLOCK
     (best, index, nan != 0)
 }
 
+/// `lanes` in AVX2: four 8-lane chains per block of 32, lane `l` in chain `l / 8`, with
+/// blends for the masked moves. The same lanes, so the same positions and values.
+#[target_feature(enable = "avx2")]
+fn lanes_avx2<const LARGEST: bool, const NAN_WINS: bool>(row: &[f32]) -> ([f32; BLOCK], [u32; BLOCK], bool) {
+    let mut best = [row.first().copied().unwrap_or(0.0); BLOCK];
+    let mut index = [0u32; BLOCK];
+    let blocks = row.len() / BLOCK;
+    if blocks == 0 {
+        return (best, index, false);
+    }
+    let mut bests = [_mm256_set1_ps(best[0]); 4];
+    let mut indices = [_mm256_setzero_ps(); 4]; // u32 positions, carried as float bits for the blends
+    let offsets = [0, 8, 16, 24].map(|o| _mm256_setr_epi32(o, o + 1, o + 2, o + 3, o + 4, o + 5, o + 6, o + 7));
+    let mut nan = _mm256_setzero_ps();
+    for b in 0..blocks {
+        let start = _mm256_set1_epi32((b * BLOCK) as i32);
+        for chain in 0..4 {
+            // SAFETY: block `b < row.len() / BLOCK` holds BLOCK floats from `b * BLOCK`, and
+            // `chain * 8 + 8 <= BLOCK`; loadu needs no alignment.
+            let v = unsafe { _mm256_loadu_ps(row.as_ptr().add(b * BLOCK + chain * 8)) };
+            let unordered = _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v);
+            nan = _mm256_or_ps(nan, unordered);
+            let wins = if LARGEST {
+                _mm256_cmp_ps::<_CMP_GT_OQ>(v, bests[chain])
+            } else {
+                _mm256_cmp_ps::<_CMP_LT_OQ>(v, bests[chain])
+            };
+            let wins = if NAN_WINS { _mm256_or_ps(wins, unordered) } else { wins };
+            bests[chain] = _mm256_blendv_ps(bests[chain], v, wins);
+            let at = _mm256_castsi256_ps(_mm256_add_epi32(start, offsets[chain]));
+            indices[chain] = _mm256_blendv_ps(indices[chain], at, wins);
+        }
+    }
+    for chain in 0..4 {
+        // SAFETY: each array holds BLOCK = 32 values and `chain * 8 + 8 <= 32`; storeu needs no alignment.
+        unsafe {
+            _mm256_storeu_ps(best.as_mut_ptr().add(chain * 8), bests[chain]);
+            _mm256_storeu_ps(index.as_mut_ptr().add(chain * 8).cast(), indices[chain]);
+        }
+    }
+    (best, index, _mm256_movemask_ps(nan) != 0)
+}
+
 /// The largest (or smallest) element of a non-empty row, NaN if it holds one.
 pub fn best_in_row(row: &[f32], largest: bool) -> f32 {
-    assert!(available() && !row.is_empty(), "best_in_row: needs AVX-512 and a non-empty row");
-    // SAFETY: `available()` saw avx512f.
-    let (lanes, _, _) = unsafe {
-        if largest {
-            lanes::<true, true>(row)
-        } else {
-            lanes::<false, true>(row)
-        }
-    };
+    assert!(available() && !row.is_empty(), "best_in_row: needs AVX2 or AVX-512 and a non-empty row");
+    let (lanes, _, _) = if largest { lanes_here::<true, true>(row) } else { lanes_here::<false, true>(row) };
     let tail = &row[row.len() / BLOCK * BLOCK..];
     let best = tail.iter().fold(row[0], |b, &v| better(b, v, largest));
     lanes.iter().fold(best, |b, &v| better(b, v, largest))
@@ -115,14 +163,8 @@ pub fn best_in_row(row: &[f32], largest: bool) -> f32 {
 /// 2^32, or of its first NaN.
 pub fn arg_extreme(line: &[f32], largest: bool) -> usize {
     assert!(available() && !line.is_empty() && u32::try_from(line.len()).is_ok(), "arg_extreme: bad call");
-    // SAFETY: `available()` saw avx512f.
-    let (best, index, any_nan) = unsafe {
-        if largest {
-            lanes::<true, false>(line)
-        } else {
-            lanes::<false, false>(line)
-        }
-    };
+    let (best, index, any_nan) =
+        if largest { lanes_here::<true, false>(line) } else { lanes_here::<false, false>(line) };
     super::ordering::pick_from_lanes(line, &best, &index, line.len() / BLOCK * BLOCK, any_nan, largest)
 }
 
@@ -143,6 +185,20 @@ mod tests {
         at
     }
 
+    /// The AVX2 lanes equal the ones `lanes_here` picks (AVX-512 on a machine that has it).
+    fn assert_same_lanes_in_avx2(line: &[f32]) {
+        fn bits(lanes: ([f32; BLOCK], [u32; BLOCK], bool)) -> ([u32; BLOCK], [u32; BLOCK], bool) {
+            (lanes.0.map(f32::to_bits), lanes.1, lanes.2)
+        }
+        if !std::arch::is_x86_feature_detected!("avx2") {
+            return;
+        }
+        // SAFETY: the CPU has avx2 (checked above).
+        let avx2 = unsafe { [lanes_avx2::<true, true>(line), lanes_avx2::<false, false>(line)] };
+        let here = [lanes_here::<true, true>(line), lanes_here::<false, false>(line)];
+        assert_eq!(avx2.map(bits), here.map(bits), "length {}", line.len());
+    }
+
     #[test]
     fn the_kernels_agree_with_a_plain_scan_at_every_length_with_ties_and_nan() {
         if !available() {
@@ -154,8 +210,10 @@ mod tests {
                 assert_eq!(arg_extreme(&line, largest), plain_arg(&line, largest), "{n} {largest}");
                 assert_eq!(best_in_row(&line, largest), line[plain_arg(&line, largest)], "{n} {largest}");
             }
+            assert_same_lanes_in_avx2(&line);
             line[n * 2 / 3] = f32::NAN;
             line[n - 1] = f32::NAN;
+            assert_same_lanes_in_avx2(&line);
             for largest in [true, false] {
                 assert_eq!(arg_extreme(&line, largest), n * 2 / 3, "{n} {largest} with NaN");
                 assert!(best_in_row(&line, largest).is_nan(), "{n} {largest} with NaN");

@@ -40,7 +40,7 @@ widest_vectors! {
 /// `line_arg_extreme` in sixteen lanes whose updates are selects on 32-bit indices (no
 /// branches, `LARGEST` known at compile time), so the loop vectorises. A NaN never wins
 /// a comparison there, so a line holding one is searched again for its first NaN.
-/// (Float32 on AVX-512 takes `extreme_f32::arg_extreme` instead: this loop's lane updates
+/// (Float32 on AVX-512 or AVX2 takes `extreme_f32::arg_extreme` instead: this loop's lane updates
 /// can compile to masked stores and reloads that stall.)
 #[inline(always)]
 fn line_arg<T: Number, const LARGEST: bool>(line: &[T]) -> usize {
