@@ -72,9 +72,19 @@ fn crate_product<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, 
 const BANDS_MIN_FLOPS: usize = 1 << 20;
 
 /// The crate multiplies outputs of at most this many rows and columns on a path of its
-/// own, with its own depth of blocks, so a band of at most this many rows of a product
-/// at most this wide would not give the bits of the whole product.
+/// own, with its own depth of blocks ...
 const SMALL_PATH_MAX: usize = 64;
+
+/// ... and outputs of at most this many elements (with A's rows or B's columns
+/// contiguous) on another, so a band that small would not give the bits of the whole
+/// product: 1024×256×1 in bands of 256 rows did not.
+const SMALL_OUTPUTS_MAX: usize = 16 * 16;
+
+/// Whether bands of at least `rows` rows of a product `n` wide take the crate's path for
+/// the whole product, and so give its bits.
+fn bands_keep_the_bits(rows: usize, n: usize) -> bool {
+    (rows > SMALL_PATH_MAX || n > SMALL_PATH_MAX) && rows.saturating_mul(n) > SMALL_OUTPUTS_MAX
+}
 
 /// A band of a threaded product on the crate has at least this many rows, so that each
 /// band packs B for a good share of the work (and no band takes the crate's paths for
@@ -93,8 +103,8 @@ const B_IN_CACHE_BYTES: usize = 1 << 20;
 /// split: one per thread, or 1 (not split) when it is too small to pay, when bands would
 /// be shorter than `MIN_BAND_ROWS` (`MIN_SHORT_BAND_ROWS`), or when
 /// `RUSTGRAD_GEMM_THREADING=rayon` leaves the threading to the crate (for comparison:
-/// `benchmarks/row_bands.py`). The crate gives every row the same bits however the rows
-/// are split on these terms (`bands_of_rows_give_the_bits_of_one_call`).
+/// `benchmarks/row_bands.py`), or when bands would not keep the bits of the whole
+/// product (`bands_keep_the_bits`; tested in `bands_of_rows_give_the_bits_of_one_call`).
 fn row_bands(m: usize, k: usize, n: usize, size: usize) -> usize {
     static CRATE_THREADS_ITSELF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let crate_threads_itself = *CRATE_THREADS_ITSELF
@@ -105,7 +115,13 @@ fn row_bands(m: usize, k: usize, n: usize, size: usize) -> usize {
     }
     let b_in_cache = k.saturating_mul(n).saturating_mul(size) <= B_IN_CACHE_BYTES;
     let min_rows = if b_in_cache && n > SMALL_PATH_MAX { MIN_SHORT_BAND_ROWS } else { MIN_BAND_ROWS };
-    super::threads::num_threads().min(m / min_rows).max(1)
+    let bands = super::threads::num_threads().min(m / min_rows).max(1);
+    // Band i holds rows i·m/bands .. (i+1)·m/bands, so the shortest has m / bands rows.
+    if bands_keep_the_bits(m / bands, n) {
+        bands
+    } else {
+        1
+    }
 }
 
 /// A threaded product on the crate as `bands` bands of rows, each multiplied on one
@@ -160,7 +176,8 @@ mod tests {
             for beta in [T::ZERO, T::ONE] {
                 let mut whole = init.clone();
                 crate_product(a, b, &mut whole, to(0.5), beta, Parallelism::None);
-                for bands in (2..=4).filter(|&bands| m / bands >= shortest) {
+                let splits = (2..=4).filter(|&bands| m / bands >= shortest && bands_keep_the_bits(m / bands, n));
+                for bands in splits {
                     let mut banded = init.clone();
                     crate_product_in_row_bands(a, b, &mut banded, to(0.5), beta, bands);
                     assert!(whole == banded, "{m}×{k}×{n} in {bands} bands, beta {beta:?}");
@@ -171,8 +188,10 @@ mod tests {
 
     #[test]
     fn bands_of_rows_give_the_bits_of_one_call() {
-        // Tall bands of a narrow product, short bands of wide ones (the seed step's two).
-        for (m, k, n) in [(385, 520, 64), (64, 1000, 100), (1000, 64, 100), (33, 300, 65)] {
+        // Tall bands of narrow products (down to the crate's matrix-vector paths), short
+        // bands of wide ones (the seed step's two).
+        let shapes = [(385, 520, 64), (1024, 256, 1), (1024, 300, 3), (64, 1000, 100), (1000, 64, 100), (33, 300, 65)];
+        for (m, k, n) in shapes {
             check_bands(m, k, n, |v| v as f32);
             check_bands(m, k, n, |v| v);
         }
@@ -185,5 +204,6 @@ mod tests {
         assert_eq!(row_bands(1000, 64, 64, 4), threads.min(1000 / MIN_BAND_ROWS), "narrow: tall bands only");
         assert_eq!(row_bands(64, 1000, 100, 4), threads.min(4), "wide with B in cache: short bands");
         assert_eq!(row_bands(64, 4096, 1024, 4), 1, "B out of cache: no short bands");
+        assert_eq!(row_bands(512, 2048, 1, 4), 1, "bands of 256 outputs would take the crate's small path");
     }
 }
