@@ -10,11 +10,14 @@ use parking_lot::Mutex;
 /// `out = beta·out + alpha·a·b` on the crate (`out` is not read when beta is 0): on all
 /// threads where that pays and `may_thread`, else on the calling thread.
 pub(super) fn product<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, beta: T, may_thread: bool) {
-    let bands = if may_thread { row_bands(a.rows, a.cols, b.cols, std::mem::size_of::<T>()) } else { 1 };
+    if !may_thread {
+        return crate_product(a, b, out, alpha, beta, Parallelism::None);
+    }
+    let bands = row_bands(a.rows, a.cols, b.cols, std::mem::size_of::<T>());
     if bands > 1 {
         return crate_product_in_row_bands(a, b, out, alpha, beta, bands);
     }
-    match if may_thread { parallelism(a.rows, b.cols, a.cols) } else { Parallelism::None } {
+    match parallelism(a.rows, b.cols, a.cols) {
         Parallelism::None => crate_product(a, b, out, alpha, beta, Parallelism::None),
         par => super::threads::install(|| crate_product(a, b, out, alpha, beta, par)),
     }
@@ -87,8 +90,7 @@ fn bands_keep_the_bits(rows: usize, n: usize) -> bool {
 }
 
 /// A band of a threaded product on the crate has at least this many rows, so that each
-/// band packs B for a good share of the work (and no band takes the crate's paths for
-/// single rows or small outputs) ...
+/// band packs B for a good share of the work ...
 const MIN_BAND_ROWS: usize = 128;
 
 /// ... or at least this many, when B fits in cache (`B_IN_CACHE_BYTES`) and the product
