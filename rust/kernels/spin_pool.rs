@@ -547,8 +547,20 @@ mod tests {
         run_on(&pool, 1, 2, &|_| {
             hits.fetch_add(1, Ordering::Relaxed);
         });
-        // Past the spin window (300 µs by default), the helper parks.
-        thread::sleep(Duration::from_millis(50) + Duration::from_micros(spin_us()));
+        // Past the spin window (300 µs by default), the helper parks. Its first `park` may return at
+        // once, on the token of the unpark that brought the job, and it parks again; 50 ms covers
+        // that. On a loaded machine (the other tests run alongside) the helper may not run for a
+        // while, so wait for it to park, up to a bound, before and after those 50 ms.
+        let wait_until_parked = || {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while helpers_awake() && std::time::Instant::now() < deadline {
+                thread::sleep(Duration::from_millis(5));
+            }
+        };
+        thread::sleep(Duration::from_micros(spin_us()));
+        wait_until_parked();
+        thread::sleep(Duration::from_millis(50));
+        wait_until_parked();
         let wakeups = pool.lock().helpers[0].wakeups.load(Ordering::Relaxed);
         assert!(!helpers_awake(), "a parked helper must count as parked");
         thread::sleep(Duration::from_millis(300));
