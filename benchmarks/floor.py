@@ -53,7 +53,8 @@ def floor_seconds(flops: float, peak_gflops: float) -> float:
 
 @dataclass
 class Row:
-    """One line of the report: rustgrad's median time against numpy's in the same run."""
+    """One line of the report: rustgrad's median time against numpy's in the same run (or, with
+    ``unit="MiB"``, rustgrad's peak memory against numpy's, in ``seconds`` and ``numpy_seconds``)."""
 
     section: str
     key: str  # stable across reports: the history is matched on it
@@ -63,6 +64,7 @@ class Row:
     flops: int | None = None
     formula: str = ""
     threads: int = 0  # 0: all threads
+    unit: str = "s"  # "s", or "MiB" for the peak-memory rows
     floor: float | None = None  # filled in by apply_peak
     previous_ratio: float | None = None  # filled in by apply_history
 
@@ -144,6 +146,13 @@ TARGETS = [
            "relative", 1.05, against="interleaved_static"),
     Target("one-element op with requires_grad ≤ 1.1× numpy's one-element add", "one_element_add_requires_grad",
            "ratio", 1.1),
+    Target("eager seed step mixed with a numpy pipeline ≤ 1.15× alone", "mixed_pipeline_eager", "relative", 1.15,
+           against="alone_pipeline_eager"),
+    Target("static seed step mixed with a numpy pipeline ≤ 1.15× alone", "mixed_pipeline_static", "relative", 1.15,
+           against="alone_pipeline_static"),
+    Target("peak RSS of the reference eager program ≤ 1.2× numpy's", "memory_eager_reference", "ratio", 1.2),
+    Target("peak RSS of the static large step (weights loaded) ≤ 1.1× numpy in place", "memory_large_static_loaded",
+           "ratio", 1.1),
 ]
 
 
@@ -175,7 +184,8 @@ def judge(target: Target, row: Row | None, peak_trusted: bool = True, reference:
         ratio = row.ratio
         if ratio is None:
             return Verdict(target, "not judged", "–", "no numpy time")
-        return Verdict(target, "met" if ratio <= target.limit else "missed", f"{ratio:.2f}× numpy")
+        figure = f"{ratio:.2f}× numpy" + ("'s peak RSS" if row.unit == "MiB" else "")
+        return Verdict(target, "met" if ratio <= target.limit else "missed", figure)
     if row.multiple is None:
         return Verdict(target, "not judged", "–", "no FMA peak measured")
     figure = f"{row.multiple:.2f}× the floor" if target.kind == "multiple" else f"{row.percent_of_peak:.0f}% of peak"
@@ -216,7 +226,7 @@ def results_json(rows: list[Row], peaks: Peaks, state: str, verdicts: list[Verdi
         "machine_state": state,
         "targets": [{"target": v.target.name, "status": v.status, "figure": v.figure, "reason": v.reason}
                     for v in verdicts],
-        "rows": [{"section": r.section, "key": r.key, "label": r.label, "seconds": r.seconds,
+        "rows": [{"section": r.section, "key": r.key, "label": r.label, "seconds": r.seconds, "unit": r.unit,
                   "numpy_seconds": r.numpy_seconds, "ratio": r.ratio, "flops": r.flops, "formula": r.formula,
                   "threads": r.threads, "floor_seconds": r.floor, "multiple_of_floor": r.multiple,
                   "numpy_multiple_of_floor": r.numpy_multiple, "previous_ratio": r.previous_ratio,

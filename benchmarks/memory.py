@@ -18,6 +18,7 @@ import argparse
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
@@ -116,27 +117,39 @@ def peak_mib(code: str, steps: int) -> float:
     return int(out.split()[-1]) / 1024
 
 
+PROGRAMS = {"numpy in place": NUMPY, "rustgrad eager": EAGER, "rustgrad static": STATIC}
+LARGE_PROGRAMS = {"numpy in place": LARGE_NUMPY, "rustgrad static, reference form": LARGE_STATIC,
+                  "rustgrad static, weights loaded": LARGE_STATIC_LOADED}
+
+
+def measure(steps: int, large_steps: int) -> dict[str, Any]:
+    """Peak RSS in MiB of each program: ``{"seed": {name: MiB}, "large": {name: MiB}}`` (no "large"
+    when ``large_steps`` is 0), with the step counts."""
+    peaks: dict[str, Any] = {"steps": steps, "large_steps": large_steps,
+                             "seed": {name: peak_mib(code, steps) for name, code in PROGRAMS.items()}}
+    if large_steps:
+        peaks["large"] = {name: peak_mib(code, large_steps) for name, code in LARGE_PROGRAMS.items()}
+    return peaks
+
+
+def print_table(title: str, peaks: dict[str, float]) -> None:
+    base = peaks["numpy in place"]
+    print(title)
+    for name, mib in peaks.items():
+        print(f"  {name:<34} {mib:7.1f} MiB   {mib / base:.2f}x numpy in place")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--large-steps", type=int, default=3, help="steps of the large step (0 skips it)")
     args = parser.parse_args()
-    results = {name: peak_mib(code, args.steps)
-               for name, code in (("numpy in place", NUMPY), ("rustgrad eager", EAGER), ("rustgrad static", STATIC))}
-    base = results["numpy in place"]
-    print(f"peak RSS, import plus {args.steps} steps of the reference two-layer net")
-    for name, mib in results.items():
-        print(f"  {name:<18} {mib:7.1f} MiB   {mib / base:.2f}x numpy in place")
-    if args.large_steps:
-        numpy_mib = peak_mib(LARGE_NUMPY, args.large_steps)
-        static_mib = peak_mib(LARGE_STATIC, args.large_steps)
-        loaded_mib = peak_mib(LARGE_STATIC_LOADED, args.large_steps)
-        print(f"peak RSS, {args.large_steps} steps of the large step {'x'.join(map(str, LARGE))}")
-        print(f"  {'numpy in place':<34} {numpy_mib:7.1f} MiB   1.00x numpy in place")
-        print(f"  {'rustgrad static, reference form':<34} {static_mib:7.1f} MiB   "
-              f"{static_mib / numpy_mib:.2f}x numpy in place")
-        print(f"  {'rustgrad static, weights loaded':<34} {loaded_mib:7.1f} MiB   "
-              f"{loaded_mib / numpy_mib:.2f}x numpy in place")
+    peaks = measure(args.steps, args.large_steps)
+    print_table(f"peak RSS, import plus {args.steps} steps of the reference two-layer net", peaks["seed"])
+    if "large" in peaks:
+        print_table(f"peak RSS, {args.large_steps} steps of the large step {'x'.join(map(str, LARGE))}",
+                    peaks["large"])
+
 
 if __name__ == "__main__":
     main()

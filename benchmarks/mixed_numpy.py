@@ -1,7 +1,7 @@
 """rustgrad's seed training step in a loop that prepares each batch with numpy, as a data
 pipeline does, against the same steps alone: does each library's threads get in the other's way?
 
-    python benchmarks/mixed_numpy.py [--steps 300] [--repeats 5] [--spins 300,0] [--threads N]
+    python benchmarks/mixed_numpy.py [--steps 300] [--repeats 5] [--spins 300,0] [--threads N] [--json PATH]
 
 The seed step is the reference two-layer net (64×1000×100×10, float32), eager (custom
 Function ReLU) and static (one Session.run), each fed a new batch per step. Two kinds of
@@ -18,12 +18,14 @@ alternate alone and mixed. It prints rustgrad's step time alone and mixed and th
 (the target: mixed ≤ 1.15× alone), and the same for numpy's work between the steps,
 for every spin setting in ``--spins`` (``rustgrad.set_spin_us``). numpy runs on its best
 BLAS kernel: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are removed from this process's
-environment (the script re-executes itself).
+environment (the script re-executes itself). ``--json`` also writes the lines to a file
+(benchmarks/report.py reads it).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -131,7 +133,8 @@ def measure(mode: str, kind: str, spin: int, args: argparse.Namespace) -> tuple[
     problem = Problem.make(0)
     step = (eager_step if mode == "eager" else static_batch_step)(problem)
     prepare = between_steps(kind, problem)
-    batches = [Pipeline(problem, seed=2).next_batch() for _ in range(PREPARED)]
+    source = Pipeline(problem, seed=2)
+    batches = [source.next_batch() for _ in range(PREPARED)]
     time_alone(step, batches, 30)  # warm-up: plans, buffer pool, helpers
     time_mixed(step, prepare, 30)
     alone, mixed, numpy_alone, numpy_mixed = [], [], [], []
@@ -156,6 +159,7 @@ def main() -> None:
     parser.add_argument("--modes", default="eager,static")
     parser.add_argument("--kinds", default="pipeline,numpy-step")
     parser.add_argument("--threads", type=int, default=None, help="kernel threads (default: all cores)")
+    parser.add_argument("--json", type=Path, help="also write the lines here, as a list of objects (µs)")
     args = parser.parse_args()
     if args.threads is not None:
         rustgrad.set_num_threads(args.threads)
@@ -165,12 +169,17 @@ def main() -> None:
     print(f"  {'':<7} {'':<20} {'':>7} {'rustgrad step':^30}  {'numpy between steps':^30}")
     print(f"  {'mode':<7} {'numpy between steps':<20} {'spin µs':>7} {'alone':>8} {'mixed':>8}  mixed/alone"
           f"  {'alone':>8} {'mixed':>8}  mixed/alone")
+    lines = []
     for kind in args.kinds.split(","):
         for mode in args.modes.split(","):
             for spin in spins:
                 alone, mixed, np_alone, np_mixed = measure(mode, kind, spin, args)
                 print(f"  {mode:<7} {kind:<20} {spin:>7} {alone:8.1f} {mixed:8.1f}  {mixed / alone:11.2f}"
                       f"  {np_alone:8.1f} {np_mixed:8.1f}  {np_mixed / np_alone:11.2f}", flush=True)
+                lines.append({"mode": mode, "kind": kind, "spin_us": spin, "alone": alone, "mixed": mixed,
+                              "numpy_alone": np_alone, "numpy_mixed": np_mixed})
+    if args.json is not None:
+        args.json.write_text(json.dumps(lines, indent=1) + "\n")
 
 
 if __name__ == "__main__":

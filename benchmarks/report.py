@@ -12,7 +12,10 @@ Every row is printed against numpy and, where it runs products, against its floo
 its FLOPs ÷ the FMA peak (benchmarks/fma_probe.c, compiled on first use; without a
 C compiler the floor columns are left out). Each row's ratio to numpy is compared
 with the previous report's (the results file), and a ratio that worsened by more
-than 10% is flagged.
+than 10% is flagged. After the suite, the report also runs benchmarks/mixed_numpy.py
+(the seed step with a numpy pipeline between steps) and benchmarks/memory.py (the
+programs' peak RSS), so that every target of the performance issue is judged in
+this one run.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Any
 import best_blas
 import compile_seed
 import fma_probe
+import memory
 import report_rows
 from floor import (
     NUMPY_NEAR_FLOOR,
@@ -121,9 +125,14 @@ def fmt_multiple(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}"
 
 
+def fmt_value(value: float, unit: str) -> str:
+    """A row's figure: a time, or a peak RSS in MiB."""
+    return f"{value:.1f} MiB" if unit == "MiB" else fmt_time(value)
+
+
 def row_cells(row: Row, with_floor: bool) -> list[str]:
-    cells = [row.label, fmt_time(row.seconds), "–" if row.numpy_seconds is None else fmt_time(row.numpy_seconds),
-             fmt_multiple(row.ratio), fmt_change(row)]
+    numpy_value = "–" if row.numpy_seconds is None else fmt_value(row.numpy_seconds, row.unit)
+    cells = [row.label, fmt_value(row.seconds, row.unit), numpy_value, fmt_multiple(row.ratio), fmt_change(row)]
     if with_floor:
         flops = f"{row.formula} = {fmt_flops(row.flops)}" if row.flops else "–"
         floor = "–" if row.floor is None else fmt_time(row.floor)
@@ -229,9 +238,21 @@ def interleaved_seed_medians(repeats: int = 9) -> dict[str, dict]:
     return {INTERLEAVED_KEYS[name]: {"median": us * 1e-6, "extra": {}} for name, us in med.items()}
 
 
-def build_rows(m: dict, one_element: dict[str, float] | None, peaks: Peaks,
-               previous: dict[str, Any] | None) -> tuple[list[Section], list[Row]]:
-    sections = report_rows.all_sections(m, one_element)
+def mixed_lines(steps: int, repeats: int) -> list[dict]:
+    """benchmarks/mixed_numpy.py's pipeline lines at the default spin, run in its own process (which
+    removes the variables that slow numpy's BLAS kernel)."""
+    import rustgrad
+
+    out = Path(tempfile.mkdtemp()) / "mixed.json"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "mixed_numpy.py"), "--steps", str(steps), "--repeats",
+           str(repeats), "--kinds", "pipeline", "--spins", str(rustgrad.get_spin_us()), "--json", str(out)]
+    subprocess.run(cmd, check=True, cwd=ROOT)
+    return json.loads(out.read_text())
+
+
+def build_rows(m: dict, one_element: dict[str, float] | None, peaks: Peaks, previous: dict[str, Any] | None,
+               mixed: list[dict] | None = None, memory_peaks: dict | None = None) -> tuple[list[Section], list[Row]]:
+    sections = report_rows.all_sections(m, one_element, mixed, memory_peaks)
     rows = [row for section in sections for row in section.rows]
     apply_peak(rows, peaks.one_thread, peaks.all_threads)
     apply_history(rows, previous)
@@ -282,7 +303,7 @@ def print_summary(rows: list[Row], peaks: Peaks, state: str, verdicts: list[Verd
         floor = "" if row.multiple is None else (f"  {row.multiple:6.2f}× floor (numpy "
                                                  f"{fmt_multiple(row.numpy_multiple)}×)")
         ratio = "" if row.ratio is None else f"  {row.ratio:5.2f}× numpy ({fmt_change(row)})"
-        print(f"{row.section[:28]:<28} {row.label[:48]:<48} {fmt_time(row.seconds):>10}{ratio}{floor}")
+        print(f"{row.section[:28]:<28} {row.label[:48]:<48} {fmt_value(row.seconds, row.unit):>10}{ratio}{floor}")
     for v in verdicts:
         print(f"target: {v.target.name}: {v.figure}: {v.status}{': ' + v.reason if v.reason else ''}")
 
@@ -327,6 +348,13 @@ def main() -> None:
     parser.add_argument("--overhead-rounds", type=int, default=5, help="rounds of the one-element add timing")
     parser.add_argument("--interleaved-repeats", type=int, default=9,
                         help="rounds of the interleaved eager/compiled/static seed-step timing")
+    parser.add_argument("--mixed-steps", type=int, default=300,
+                        help="steps per loop of benchmarks/mixed_numpy.py (0 leaves those rows out)")
+    parser.add_argument("--mixed-repeats", type=int, default=5, help="alone/mixed pairs of benchmarks/mixed_numpy.py")
+    parser.add_argument("--memory-steps", type=int, default=500,
+                        help="steps of the reference programs for their peak RSS (0 leaves the memory rows out)")
+    parser.add_argument("--large-memory-steps", type=int, default=3,
+                        help="steps of the large step for its peak RSS (0 leaves those rows out)")
     args = parser.parse_args()
     peaks_before = measure_peaks()
     json_path = args.json
@@ -340,10 +368,12 @@ def main() -> None:
     data = json.loads(json_path.read_text())
     one_element = one_element_add_seconds(args.overhead_rounds)
     interleaved = interleaved_seed_medians(args.interleaved_repeats)
+    mixed = mixed_lines(args.mixed_steps, args.mixed_repeats) if args.mixed_steps else None
+    memory_peaks = memory.measure(args.memory_steps, args.large_memory_steps) if args.memory_steps else None
     peaks = best_peaks(peaks_before, measure_peaks())
     previous_path = args.previous or args.results
     previous = json.loads(previous_path.read_text()) if previous_path.exists() else None
-    sections, rows = build_rows(medians(data) | interleaved, one_element, peaks, previous)
+    sections, rows = build_rows(medians(data) | interleaved, one_element, peaks, previous, mixed, memory_peaks)
     peak_trusted = peak_scales(peaks.one_thread, peaks.all_threads, peaks.threads)
     state = seed_state(rows, peak_trusted)
     verdicts = judge_all(rows, peak_trusted=peak_trusted)

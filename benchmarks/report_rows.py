@@ -206,6 +206,55 @@ def coverage(m: Medians) -> Section:
     return s
 
 
-def all_sections(m: Medians, one_element: dict[str, float] | None) -> list[Section]:
+MIXED_MODES = {"eager": "eager (custom Function ReLU)", "static": "static (Session.run)"}
+
+
+def mixed(lines: list[dict] | None) -> Section:
+    """benchmarks/mixed_numpy.py's pipeline lines (µs): each step alone and with numpy's work between steps."""
+    s = Section("The seed step mixed with a numpy pipeline",
+                "benchmarks/mixed_numpy.py in its own process, at the default spin: the seed step fed a new batch "
+                "each step, back to back (alone) and with numpy's batch preparation between steps (mixed: 64 rows "
+                "of a 4096×1000 data set drawn, standardised and whitened by a 1000×1000 product). Medians of "
+                "alternating repeats; the targets compare each mixed row with its alone row. No numpy column "
+                "(the script also prints numpy's own time alone and mixed) and no FMA floor.")
+    for line in lines or []:
+        if line["kind"] != "pipeline":
+            continue
+        mode = line["mode"]
+        for way in ("alone", "mixed"):
+            s.rows.append(Row(s.title, f"{way}_pipeline_{mode}", f"{MIXED_MODES[mode]}, {way}", line[way] * 1e-6))
+    return s
+
+
+def memory(peaks: dict | None) -> Section:
+    """benchmarks/memory.py's peak RSS (MiB) of each program (``memory.measure``'s result), each against
+    numpy's in-place program of the same step."""
+    s = Section("Peak memory (RSS)",
+                "benchmarks/memory.py: each program in a fresh interpreter, import and training loop, against "
+                "numpy's in-place program of the same step. The large step in the reference form keeps TF1's "
+                "three copies of the weights (the initial value, the updated variables, the fetched assigns; see "
+                "docs/performance.md); with its weights loaded through a placeholder it holds one. No FMA floor.")
+    if not peaks:
+        return s
+    programs = [("seed", "memory_eager_reference", "rustgrad eager",
+                 "the reference PyTorch program (examples/two_layer_eager.py)"),
+                ("seed", "memory_static_reference", "rustgrad static",
+                 "the reference TF1 program (examples/two_layer_static.py)"),
+                ("large", "memory_large_static_reference", "rustgrad static, reference form",
+                 "the large step 1024×4096×4096×1000, static, reference form"),
+                ("large", "memory_large_static_loaded", "rustgrad static, weights loaded",
+                 "the large step 1024×4096×4096×1000, static, weights loaded")]
+    for size, key, name, label in programs:
+        measured = peaks.get(size, {})
+        if name in measured:
+            steps = peaks["steps" if size == "seed" else "large_steps"]
+            s.rows.append(Row(s.title, key, f"{label}, {steps} steps", measured[name],
+                              measured.get("numpy in place"), unit="MiB"))
+    return s
+
+
+def all_sections(m: Medians, one_element: dict[str, float] | None, mixed_lines: list[dict] | None = None,
+                 memory_peaks: dict | None = None) -> list[Section]:
     return [seed_step(m), matmul(m), batched_products(m), conv(m), framework(m), scaling(m), elementwise(m),
-            reductions(m), losses(m), strided(m), coverage(m), overhead(m, one_element)]
+            reductions(m), losses(m), strided(m), coverage(m), overhead(m, one_element), mixed(mixed_lines),
+            memory(memory_peaks)]

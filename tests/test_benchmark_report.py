@@ -206,13 +206,54 @@ def test_every_target_names_a_row_the_report_builds():
                  ("test_rustgrad_matmul[1024x1024x1024-2]", 0.01), ("test_numpy_matmul[1024x1024x1024-2]", 0.01),
                  ("test_rustgrad_matmul[2048x2048x2048-2]", 0.1), ("test_numpy_matmul[2048x2048x2048-2]", 0.1))
     one_element = {"numpy": 300e-9, "requires_grad": 330e-9, "no_grad": 250e-9}
-    _, rows = report.build_rows(m, one_element, Peaks(100.0, 200.0, 2, "avx512f"), None)
+    _, rows = report.build_rows(m, one_element, Peaks(100.0, 200.0, 2, "avx512f"), None, MIXED, MEMORY)
     by_key = {row.key: row for row in rows}
     assert {t.key for t in TARGETS} | {t.against for t in TARGETS if t.against} <= set(by_key)
     assert by_key["test_static_session"].flops == 25_984_000
     assert by_key["test_scaling_static[1024x4096x4096x1000]"].flops == 93_885_300_736
     assert by_key["one_element_add_requires_grad"].ratio == pytest.approx(1.1)
     assert by_key["test_static_session"].floor == pytest.approx(25_984_000 / 200e9)
+
+
+# mixed_numpy.py's lines (µs) and memory.measure's result (MiB), as the report reads them
+MIXED = [{"mode": "eager", "kind": "pipeline", "spin_us": 300, "alone": 280.0, "mixed": 350.0,
+          "numpy_alone": 900.0, "numpy_mixed": 990.0},
+         {"mode": "static", "kind": "pipeline", "spin_us": 300, "alone": 200.0, "mixed": 220.0,
+          "numpy_alone": 900.0, "numpy_mixed": 930.0},
+         {"mode": "static", "kind": "numpy-step", "spin_us": 300, "alone": 200.0, "mixed": 300.0,
+          "numpy_alone": 250.0, "numpy_mixed": 260.0}]
+MEMORY = {"steps": 500, "large_steps": 3,
+          "seed": {"numpy in place": 34.0, "rustgrad eager": 35.7, "rustgrad static": 45.9},
+          "large": {"numpy in place": 288.0, "rustgrad static, reference form": 492.0,
+                    "rustgrad static, weights loaded": 345.6}}
+
+
+def test_the_mixed_and_memory_targets_judge_the_rows_built_from_their_scripts():
+    _, rows = report.build_rows({}, None, Peaks(100.0, 200.0, 2, "avx512f"), None, MIXED, MEMORY)
+    by_key = {row.key: row for row in rows}
+    assert "alone_numpy-step_static" not in by_key  # only the pipeline lines are the target's
+    assert by_key["mixed_pipeline_eager"].seconds == pytest.approx(350e-6)
+    assert by_key["mixed_pipeline_eager"].numpy_seconds is None  # numpy's batch preparation is not a baseline
+    assert by_key["memory_large_static_loaded"].label.endswith("weights loaded, 3 steps")
+    verdicts = {v.target.name: v for v in judge_all(rows, peak_trusted=False)}  # judged in every state
+    eager, static = (verdicts[f"{mode} seed step mixed with a numpy pipeline ≤ 1.15× alone"]
+                     for mode in ("eager", "static"))
+    assert (eager.status, eager.figure) == ("missed", "1.250×")
+    assert (static.status, static.figure) == ("met", "1.100×")
+    program = verdicts["peak RSS of the reference eager program ≤ 1.2× numpy's"]
+    assert (program.status, program.figure) == ("met", "1.05× numpy's peak RSS")
+    large = verdicts["peak RSS of the static large step (weights loaded) ≤ 1.1× numpy in place"]
+    assert (large.status, large.figure) == ("missed", "1.20× numpy's peak RSS")
+
+
+def test_memory_rows_print_mib_and_no_floor():
+    peaks = Peaks(100.0, 200.0, 2, "avx512f")
+    sections, rows = report.build_rows({}, None, peaks, None, None, MEMORY)
+    text = "\n".join(report.render({}, sections, rows, peaks, "s", judge_all(rows), "", None))
+    assert ("| the reference PyTorch program (examples/two_layer_eager.py), 500 steps | 35.7 MiB | 34.0 MiB | 1.05 "
+            "| new |") in text
+    assert "× floor" not in text.split("## Peak memory (RSS)")[1]
+    assert "## The seed step mixed" not in text  # no lines: no section
 
 
 def test_one_thread_matmul_rows_use_the_one_thread_peak():
@@ -307,7 +348,8 @@ def test_the_report_runs_without_a_compiler(tmp_path):
     (tmp_path / "earlier.json").write_text(json.dumps({"rows": [{"key": "test_static_session", "ratio": 0.25}]}))
     args = ["--json", str(tmp_path / "suite.json"), "--results", str(tmp_path / "last.json"),
             "--previous", str(tmp_path / "earlier.json"), "--docs", str(tmp_path / "docs" / "b.md"),
-            "--overhead-rounds", "1", "--interleaved-repeats", "1"]
+            "--overhead-rounds", "1", "--interleaved-repeats", "1", "--mixed-steps", "3", "--mixed-repeats", "1",
+            "--memory-steps", "2", "--large-memory-steps", "0"]
     result = subprocess.run([sys.executable, str(BENCHMARKS / "report.py"), *args],
                             env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -315,7 +357,10 @@ def test_the_report_runs_without_a_compiler(tmp_path):
     saved = json.loads((tmp_path / "last.json").read_text())
     assert saved["peak_gflops"]["all_threads"] is None
     assert {r["key"] for r in saved["rows"]} >= {"test_static_session", "one_element_add_requires_grad",
-                                                "interleaved_compiled", "interleaved_static"}
+                                                "interleaved_compiled", "interleaved_static", "alone_pipeline_eager",
+                                                "mixed_pipeline_static", "memory_eager_reference"}
+    rss = next(r for r in saved["rows"] if r["key"] == "memory_eager_reference")
+    assert rss["unit"] == "MiB" and 10 < rss["numpy_seconds"] < 1000  # MiB of a real process
     assert any(t["target"].startswith("compiled eager seed step") and t["status"] in ("met", "missed")
                for t in saved["targets"])
     docs = (tmp_path / "docs" / "b.md").read_text()
