@@ -140,6 +140,54 @@ def test_fetch_namedtuple_keeps_its_type(small_graph):
     np.testing.assert_array_equal(out.second, [0.0, 3.0])
 
 
+def test_every_fetch_structure_gives_the_same_values_when_run_again(small_graph):
+    """The second run of a fetch structure takes the resolved fetches the first one kept."""
+    x, a, b, v, init = small_graph
+    Pair = namedtuple("Pair", ["first", "second"])
+    structures = [a, "b:0", a.op, [a, b], (a, "b:0"), [a, init], Pair(a, b), {"a": a}, [[a], b], []]
+    with tf.Session() as sess:
+        sess.run(init)
+        first = [sess.run(s, {x: [1.0, 2.0]}) for s in structures]
+        again = [sess.run(s, {x: [1.0, 2.0]}) for s in structures]
+    assert repr(first) == repr(again)
+    assert isinstance(again[1], np.ndarray) and again[2] is None and again[5][1] is None
+    assert type(again[4]) is tuple and type(again[6]) is Pair and type(again[8][0]) is list
+    np.testing.assert_array_equal(again[3][1], [3.0, 6.0])
+
+
+def test_a_fetch_list_changed_between_runs_fetches_what_it_holds_now(small_graph):
+    x, a, b, _, _ = small_graph
+    fetches = [a]
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(fetches, {x: [1.0, 2.0]})[0], [2.0, 3.0])
+        fetches[0] = b
+        np.testing.assert_array_equal(sess.run(fetches, {x: [1.0, 2.0]})[0], [3.0, 6.0])
+        fetches.append(a)
+        assert len(sess.run(fetches, {x: [1.0, 2.0]})) == 2
+
+
+def test_a_bad_feed_after_good_runs_of_the_same_keys_raises_as_the_first_time(small_graph):
+    x, a, _, _, _ = small_graph
+    with tf.Session() as sess:
+        for _ in range(2):
+            np.testing.assert_array_equal(sess.run(a, {x: [1.0, 2.0]}), [2.0, 3.0])
+        expected = "Cannot feed value of type str for Tensor 'x:0' of dtype float32"
+        with pytest.raises(InvalidArgumentError, match=expected):
+            sess.run(a, {x: "not a number"})
+        np.testing.assert_array_equal(sess.run(a, {"x:0": np.array([0.0, 0.0])}), [1.0, 1.0])
+        assert sess.run(a, {x: [0.0, 0.0]}).dtype == np.float32  # the kept dtype converts the value
+
+
+def test_the_resolved_fetches_a_session_keeps_are_bounded(small_graph):
+    from rustgrad.static._session import RESOLVED_CAPACITY
+
+    x, a, _, _, _ = small_graph
+    with tf.Session() as sess:
+        for i in range(3 * RESOLVED_CAPACITY):
+            sess.run(tf.add(a, float(i)), {x: [1.0, 2.0]})
+        assert 0 < len(sess._known_fetches) <= RESOLVED_CAPACITY
+
+
 def test_fetch_same_tensor_twice(small_graph):
     x, a, _, _, _ = small_graph
     with tf.Session() as sess:

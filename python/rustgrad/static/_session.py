@@ -85,6 +85,8 @@ class Session:
     def __init__(self, target: str = "", graph: Optional[Graph] = None, config: Any = None) -> None:
         self.graph = graph if graph is not None else get_default_graph()
         self._core = SessionCore(self.graph._core)
+        self._known_fetches: dict[Any, _Fetches] = {}
+        self._known_feeds: dict[tuple, tuple[list[int], list[tuple[Any, Any]]]] = {}
 
     def __enter__(self) -> Session:
         _session_stack.stack.append(self)
@@ -115,21 +117,28 @@ class Session:
         dicts of them) and returns numpy values in the same structure."""
         if self._core.closed:
             raise FailedPreconditionError("Attempted to use a closed Session.")
-        leaves: list[Any] = []
-        template = _flatten(fetches, leaves)
-        leaves = [self._resolve(leaf) for leaf in leaves]
-        parts = [part for leaf in leaves for part in _parts(leaf)]
-        fetch_ids = [self._node_of(part, "Fetch") for part in parts]
+        fetched = self._fetches(fetches)
         feed_ids, feed_values = self._feeds(feed_dict or {})
         trace: Optional[list] = [] if options is not None and getattr(options, "trace", False) else None
         memory: Optional[list] = [] if trace is not None else None
-        results = self._core.run(fetch_ids, feed_ids, feed_values, trace, memory)
+        results = self._core.run(fetched.ids, feed_ids, feed_values, trace, memory)
         if trace is not None and run_metadata is not None:
             run_metadata.node_times = trace
             run_metadata.node_memory = memory
-        values = [None if isinstance(part, Operation) else _scalarise(r)
-                  for part, r in zip(parts, results)]
-        return _rebuild(template, iter(_assembled(leaves, values)))
+        return fetched.values(results)
+
+    def _fetches(self, fetches: Any) -> _Fetches:
+        """``fetches`` resolved to graph nodes; remembered for the next run of the same fetches."""
+        key = _structure_key(fetches)
+        known = self._known_fetches.get(key) if key is not None else None
+        if known is None:
+            leaves: list[Any] = []
+            template = _flatten(fetches, leaves)
+            leaves = [self._resolve(leaf) for leaf in leaves]
+            parts = [part for leaf in leaves for part in _parts(leaf)]
+            known = _Fetches(template, leaves, parts, [self._node_of(part, "Fetch") for part in parts])
+            _remember(self._known_fetches, key, known)
+        return known
 
     def _resolve(self, item: Any) -> Any:
         """A name ("loss:0" for a tensor, "train" for an operation) as the graph object it names."""
@@ -152,30 +161,92 @@ class Session:
         return item._id
 
     def _feeds(self, feed_dict: dict) -> tuple[list[int], list[np.ndarray]]:
+        """The fed nodes in increasing order, and their values as arrays of their dtypes. The
+        nodes and dtypes of a set of keys are remembered for the next run that feeds the same keys."""
+        key = tuple(feed_dict)
+        known = self._known_feeds.get(key)
+        if known is not None:
+            try:
+                return known[0], [np.asarray(feed_dict[given], dtype=dtype, order="C") for given, dtype in known[1]]
+            except (TypeError, ValueError):
+                pass  # the full check below raises with the key's name
         pairs = []
         key_of: dict[int, Any] = {}
         for given, value in feed_dict.items():
-            key = self._resolve(given)
-            node = self._node_of(key, "Feed")
-            if not isinstance(key, Tensor):
-                raise InvalidArgumentError(f"Cannot feed an Operation: {key!r}")
+            tensor = self._resolve(given)
+            node = self._node_of(tensor, "Feed")
+            if not isinstance(tensor, Tensor):
+                raise InvalidArgumentError(f"Cannot feed an Operation: {tensor!r}")
             if node in key_of:
                 raise InvalidArgumentError(
-                    f"placeholder '{key.name}' is fed twice in one feed_dict, under the keys {key_of[node]!r} "
+                    f"placeholder '{tensor.name}' is fed twice in one feed_dict, under the keys {key_of[node]!r} "
                     f"and {given!r}; feed each placeholder once"
                 )
             key_of[node] = given
-            dtype = numpy_dtype(key.dtype)
+            dtype = numpy_dtype(tensor.dtype)
             try:
                 array = np.asarray(value, dtype=dtype, order="C")
             except (TypeError, ValueError) as err:
                 raise InvalidArgumentError(
-                    f"Cannot feed value of type {type(value).__name__} for Tensor '{key.name}' "
-                    f"of dtype {key.dtype.name}: {err}"
+                    f"Cannot feed value of type {type(value).__name__} for Tensor '{tensor.name}' "
+                    f"of dtype {tensor.dtype.name}: {err}"
                 ) from None
-            pairs.append((node, array))
+            pairs.append((node, given, dtype, array))
         pairs.sort(key=lambda p: p[0])
-        return [p[0] for p in pairs], [p[1] for p in pairs]
+        _remember(self._known_feeds, key, ([p[0] for p in pairs], [(p[1], p[2]) for p in pairs]))
+        return [p[0] for p in pairs], [p[3] for p in pairs]
+
+
+#: How many fetch structures and sets of feed keys a Session keeps resolved; a program that
+#: builds new fetch lists of new tensors every step resolves them again, in bounded memory.
+RESOLVED_CAPACITY = 64
+
+
+def _remember(cache: dict, key: Any, value: Any) -> None:
+    if key is None:
+        return
+    if len(cache) >= RESOLVED_CAPACITY:
+        cache.clear()
+    cache[key] = value
+
+
+def _structure_key(fetches: Any) -> Any:
+    """A dict key that equals another's exactly when both name the same fetches in the same
+    structure (a graph element, a name, or a flat list or tuple of them), or None."""
+    if isinstance(fetches, (list, tuple)) and not hasattr(fetches, "_fields"):
+        key: Any = (type(fetches), *fetches)
+    elif isinstance(fetches, (Tensor, Operation, str)):
+        key = fetches
+    else:
+        return None
+    try:
+        hash(key)
+    except TypeError:  # nested lists, or something the full check rejects
+        return None
+    return key
+
+
+class _Fetches:
+    """A run's fetches resolved once: the nodes to fetch, and how their values go back into the
+    structure the caller gave."""
+
+    __slots__ = ("template", "leaves", "ids", "is_op", "shape")
+
+    def __init__(self, template: Any, leaves: list[Any], parts: list[Any], ids: list[int]) -> None:
+        self.template, self.leaves, self.ids = template, leaves, ids
+        self.is_op = [isinstance(part, Operation) for part in parts]
+        plain = not any(isinstance(leaf, CompositeFetch) for leaf in leaves)
+        flat = type(template) in (list, tuple) and all(isinstance(t, _Leaf) for t in template)
+        # "one": a single tensor or op; "flat": a list or tuple of them; "nested": anything else
+        self.shape = "one" if plain and isinstance(template, _Leaf) else "flat" if plain and flat else "nested"
+
+    def values(self, results: list[Any]) -> Any:
+        values = [None if is_op else _scalarise(r) for is_op, r in zip(self.is_op, results)]
+        if self.shape == "one":
+            return values[0]
+        if self.shape == "flat":
+            return type(self.template)(values)
+        return _rebuild(self.template, iter(_assembled(self.leaves, values)))
 
 
 class CompositeFetch(abc.ABC):
