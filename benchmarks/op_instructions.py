@@ -1,9 +1,10 @@
 """Instructions per one-element `a + b` (rustgrad with and without requires_grad, and
-numpy), counted with valgrind's callgrind: a loop of N adds minus a loop of none, over N.
+numpy), and per tiny reverse pass (`(a * b).sum().backward()` of one-element leaves),
+counted with valgrind's callgrind: a loop of N calls minus a loop of none, over N.
 Unlike wall-clock time, the count does not move with the machine's state, so it judges
 small changes to the per-op path; the figures in docs/performance.md come from it.
 
-    python benchmarks/op_instructions.py [--adds 20000]
+    python benchmarks/op_instructions.py [--adds 20000] [--kinds numpy,no_grad,requires_grad,backward]
 
 Needs `valgrind` on the PATH (Debian: `apt install valgrind`); takes about a minute.
 """
@@ -26,12 +27,15 @@ if kind == "numpy":
     a, b = np.array([1.0]), np.array([2.0])
 else:
     import rustgrad
-    grad = kind == "requires_grad"
+    grad = kind in ("requires_grad", "backward")
     a, b = rustgrad.tensor([1.0], requires_grad=grad), rustgrad.tensor([2.0], requires_grad=grad)
 def loop(a, b, n):
     for _ in range(n):
         a + b
-loop(a, b, n)
+def backward_loop(a, b, n):
+    for _ in range(n):
+        (a * b).sum().backward()
+(backward_loop if kind == "backward" else loop)(a, b, n)
 """
 
 
@@ -49,16 +53,18 @@ def instructions(script: str, kind: str, adds: int) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--adds", type=int, default=20_000)
+    parser.add_argument("--adds", type=int, default=20_000, help="calls per counted loop")
+    parser.add_argument("--kinds", default="numpy,no_grad,requires_grad,backward")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         sys.exit("op_instructions.py needs valgrind on the PATH")
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(LOOP)
     try:
-        for kind in ("numpy", "no_grad", "requires_grad"):
-            per_add = (instructions(f.name, kind, args.adds) - instructions(f.name, kind, 0)) / args.adds
-            print(f"  {kind:<14} {per_add:7.0f} instructions per add")
+        for kind in args.kinds.split(","):
+            per_call = (instructions(f.name, kind, args.adds) - instructions(f.name, kind, 0)) / args.adds
+            what = "reverse pass" if kind == "backward" else "add"
+            print(f"  {kind:<14} {per_call:7.0f} instructions per {what}")
     finally:
         os.unlink(f.name)
 

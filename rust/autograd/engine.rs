@@ -8,6 +8,7 @@
 
 use super::grad_mode::GradModeGuard;
 use super::hooks;
+use super::id_map::IdMap;
 use super::node::{Edge, Node, PerInput, SavedTensor};
 use super::record;
 use crate::error::{grad_err, Error, Result};
@@ -17,7 +18,7 @@ use crate::op::Op;
 use crate::rules::{self, Differentiator, RuleArgs};
 use crate::shape::fmt_shape;
 use crate::tensor::Tensor;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 /// Options of one reverse pass.
@@ -153,15 +154,15 @@ fn accumulate(slot: &mut Option<Tensor>, grad: Tensor, create_graph: bool) -> Re
 /// Every node reachable from the roots, and how many reachable edges point at
 /// each node and at each leaf.
 struct Reachable {
-    dependencies: HashMap<usize, usize>,
-    leaf_dependencies: HashMap<usize, usize>,
+    dependencies: IdMap<usize, usize>,
+    leaf_dependencies: IdMap<usize, usize>,
     nodes: Vec<Arc<Node>>,
 }
 
 fn dependencies(roots: &[Arc<Node>]) -> Result<Reachable> {
-    let mut deps: HashMap<usize, usize> = HashMap::new();
-    let mut leaf_deps: HashMap<usize, usize> = HashMap::new();
-    let mut seen: HashMap<usize, Arc<Node>> = HashMap::new();
+    let mut deps: IdMap<usize, usize> = IdMap::default();
+    let mut leaf_deps: IdMap<usize, usize> = IdMap::default();
+    let mut seen: IdMap<usize, Arc<Node>> = IdMap::default();
     let mut stack: Vec<Arc<Node>> = roots.to_vec();
     for r in roots {
         seen.insert(r.id(), r.clone());
@@ -286,10 +287,10 @@ fn run_node(node: &Arc<Node>, grads: Vec<Option<Tensor>>, create_graph: bool) ->
 /// The leaves' gradients during a pass: summed as they arrive, and finished
 /// (hooked, captured, written or set aside) once no edge into the leaf is left.
 struct LeafSums<'a> {
-    sums: HashMap<usize, (Tensor, Option<Tensor>)>,
-    pending: HashMap<usize, usize>,
+    sums: IdMap<usize, (Tensor, Option<Tensor>)>,
+    pending: IdMap<usize, usize>,
     /// `autograd.grad`'s inputs that are leaves: (leaf id, slot in `captured`).
-    capture: Option<&'a HashMap<usize, usize>>,
+    capture: Option<&'a IdMap<usize, usize>>,
     /// Final gradients of leaves without post-accumulate hooks, written after the pass.
     deferred: Vec<(Tensor, Tensor)>,
     create_graph: bool,
@@ -398,7 +399,7 @@ pub fn run_backward(
     }
     let _grad_mode = GradModeGuard::new(create_graph);
     let mut root_leaves: Vec<(Tensor, Tensor)> = Vec::new();
-    let mut buffers: HashMap<usize, Vec<Option<Tensor>>> = HashMap::new();
+    let mut buffers: IdMap<usize, Vec<Option<Tensor>>> = IdMap::default();
     let mut root_nodes = Vec::new();
     for (i, (root, grad)) in roots.iter().enumerate() {
         match root.grad_fn() {
@@ -419,8 +420,8 @@ pub fn run_backward(
     let Reachable { dependencies: mut deps, leaf_dependencies, nodes: all_nodes } = dependencies(&root_nodes)?;
 
     // Tensors whose gradient the caller wants: leaves by identity, others by (node, output).
-    let mut capture_leaf: HashMap<usize, usize> = HashMap::new();
-    let mut capture_node: HashMap<(usize, usize), usize> = HashMap::new();
+    let mut capture_leaf: IdMap<usize, usize> = IdMap::default();
+    let mut capture_node: IdMap<(usize, usize), usize> = IdMap::default();
     for (i, t) in capture.unwrap_or(&[]).iter().enumerate() {
         match t.grad_fn() {
             Some(node) => capture_node.insert((node.id(), t.output_nr()), i),
@@ -430,7 +431,7 @@ pub fn run_backward(
     let mut captured: Vec<Option<Tensor>> = vec![None; capture.map_or(0, |c| c.len())];
     let mut retained_grads: Vec<(Tensor, Tensor)> = Vec::new();
     let mut leaves = LeafSums {
-        sums: HashMap::new(),
+        sums: IdMap::default(),
         pending: leaf_dependencies,
         capture: capture.map(|_| &capture_leaf),
         deferred: Vec::new(),

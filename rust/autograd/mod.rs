@@ -4,6 +4,7 @@
 pub mod engine;
 pub mod grad_mode;
 pub mod hooks;
+pub mod id_map;
 pub mod in_place;
 pub mod node;
 pub mod record;
