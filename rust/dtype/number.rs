@@ -243,6 +243,8 @@ pub trait Float:
 {
     fn exp(self) -> Self;
     fn ln(self) -> Self;
+    /// ln(1 + self), precise for small self.
+    fn ln_1p(self) -> Self;
     fn sqrt(self) -> Self;
     fn tanh(self) -> Self;
     fn abs(self) -> Self;
@@ -260,6 +262,10 @@ macro_rules! impl_float {
             #[inline(always)]
             fn ln(self) -> Self {
                 <$t>::ln(self)
+            }
+            #[inline(always)]
+            fn ln_1p(self) -> Self {
+                <$t>::ln_1p(self)
             }
             #[inline(always)]
             fn sqrt(self) -> Self {

@@ -74,13 +74,20 @@ fn row_shift<T: Float>(x: &[T]) -> T {
 }
 
 /// The shift and log(sum(exp(x - shift))) of a contiguous row, with `scratch` holding the exps.
+/// An element equal to the shift (the row's max) adds exactly exp(0) = 1: it is left out of the
+/// sum and the log taken as ln_1p of the others, so that a row its max dominates keeps the small
+/// log to float precision (ln of 1 + 2.5e-4 rounded to float32 first is off by up to 5e-4 of it).
 #[inline]
 fn contiguous_lse<T: FastExp>(x: &[T], scratch: &mut Vec<T>) -> (T, T) {
     let shift = row_shift(x);
     scratch.resize(x.len(), T::ZERO);
     T::exp_row(scratch, x, shift, T::ZERO);
+    let at_shift = x.iter().position(|&v| v == shift);
+    if let Some(at) = at_shift {
+        scratch[at] = T::ZERO;
+    }
     let total = lane_sum(scratch, scratch, |v, _| v);
-    (shift, total.ln())
+    (shift, if at_shift.is_some() { total.ln_1p() } else { total.ln() })
 }
 
 /// A contiguous tensor seen as `(outer, classes, inner)`.
@@ -128,7 +135,8 @@ fn for_blocks<T: Float>(x: &[T], out: &mut [T], rows: Rows, f: impl Fn(usize, &[
 
 /// The shift (the max, or 0 when it is not finite) and log(sum(exp(x - shift))) of one row of
 /// `classes` elements `stride` apart. Callers compute `(x - shift) - log_total`, as torch does:
-/// adding the two first would lose the small log to rounding next to a large max.
+/// adding the two first would lose the small log to rounding next to a large max. As in
+/// `contiguous_lse`, an element equal to the shift is counted as the 1 of ln_1p.
 #[inline]
 fn row_lse<T: FastExp>(x: &[T], classes: usize, stride: usize) -> (T, T) {
     let mut peak = T::from_f64(f64::NEG_INFINITY);
@@ -140,11 +148,16 @@ fn row_lse<T: FastExp>(x: &[T], classes: usize, stride: usize) -> (T, T) {
     }
     // An infinite peak (all -inf, or a +inf) shifts by 0, as logsumexp does.
     let shift = if peak.to_f64().is_finite() { peak } else { T::ZERO };
-    let mut total = T::ZERO;
+    let (mut rest, mut one_left_out) = (T::ZERO, false);
     for c in 0..classes {
-        total += (x[c * stride] - shift).fast_exp();
+        let v = x[c * stride];
+        if !one_left_out && v == shift {
+            one_left_out = true;
+            continue;
+        }
+        rest += (v - shift).fast_exp();
     }
-    (shift, total.ln())
+    (shift, if one_left_out { rest.ln_1p() } else { rest.ln() })
 }
 
 /// Softmax (`log`: log-softmax) of a contiguous block along its class dim.
@@ -484,5 +497,20 @@ mod tests {
         };
         let err = loss.forward(&[0.0; 6]).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err.contains("target 3") && err.contains("3 classes"), "{err}");
+    }
+
+    /// -log p of the max class when it dominates, 3 against -6 and -6: log(1 + 2e^-9), which a
+    /// float32 sum 1 + 2.5e-4 rounded before its log gets wrong by up to 5e-4 of itself.
+    #[test]
+    fn the_small_log_of_a_row_its_max_dominates_keeps_float32_precision() {
+        let exact = (2.0 * (-9.0f64).exp()).ln_1p();
+        let nll = |(shift, lt): (f32, f32)| -((3.0 - shift as f64) - lt as f64);
+        let mut scratch = Vec::new();
+        let contiguous = nll(contiguous_lse(&[-6.0f32, 3.0, -6.0], &mut scratch));
+        // The same row strided: classes 2 apart, interleaved with another position's.
+        let strided = nll(row_lse(&[-6.0f32, 9.0, -6.0, 9.0, 3.0, 9.0], 3, 2));
+        for got in [contiguous, strided] {
+            assert!((got - exact).abs() < 1e-6 * exact, "{got} against {exact}");
+        }
     }
 }
