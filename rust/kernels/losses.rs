@@ -73,21 +73,48 @@ fn row_shift<T: Float>(x: &[T]) -> T {
     }
 }
 
+/// ln(ones + rest): the log of a sum of exps, `ones` of which are exactly 1 (an element equal
+/// to its row's shift gives exp(0) = 1) and `rest` the sum of the others. Taken as ln_1p of
+/// the others, so that a row its max dominates keeps the small log to float precision (ln of
+/// 1 + 2.5e-4 rounded to float32 first is off by up to 5e-4 of it).
+#[inline]
+fn log_of_total<T: Float>(ones: T, rest: T) -> T {
+    if ones > T::ZERO {
+        ((ones - T::ONE) + rest).ln_1p()
+    } else {
+        rest.ln()
+    }
+}
+
+/// The log of the sum of a row's exps shifted by its max. Below 2 the sum is the max's own 1
+/// and others much smaller, whose low bits that 1 rounds away: then a second pass sums the
+/// others, and the ones are the difference (0 or 1: two would make 2), for `log_of_total`.
+/// From 2 up, ln of the rounded sum is as exact.
+#[inline]
+fn log_sum_of_exps<T: Float>(exps: &[T]) -> T {
+    let total = lane_sum(exps, exps, |v, _| v);
+    if total < T::from_f64(2.0) {
+        let rest = lane_sum(exps, exps, |e, _| if e == T::ONE { T::ZERO } else { e });
+        let ones = if total - rest >= T::from_f64(0.5) { T::ONE } else { T::ZERO };
+        log_of_total(ones, rest)
+    } else {
+        total.ln() // NaN too
+    }
+}
+
 /// The shift and log(sum(exp(x - shift))) of a contiguous row, with `scratch` holding the exps.
-/// An element equal to the shift (the row's max) adds exactly exp(0) = 1: it is left out of the
-/// sum and the log taken as ln_1p of the others, so that a row its max dominates keeps the small
-/// log to float precision (ln of 1 + 2.5e-4 rounded to float32 first is off by up to 5e-4 of it).
 #[inline]
 fn contiguous_lse<T: FastExp>(x: &[T], scratch: &mut Vec<T>) -> (T, T) {
-    let shift = row_shift(x);
     scratch.resize(x.len(), T::ZERO);
-    T::exp_row(scratch, x, shift, T::ZERO);
-    let at_shift = x.iter().position(|&v| v == shift);
-    if let Some(at) = at_shift {
-        scratch[at] = T::ZERO;
-    }
-    let total = lane_sum(scratch, scratch, |v, _| v);
-    (shift, if at_shift.is_some() { total.ln_1p() } else { total.ln() })
+    lse_into(x, scratch)
+}
+
+/// `contiguous_lse` with the exps written to `exps`, a slice of the row's length.
+#[inline]
+fn lse_into<T: FastExp>(x: &[T], exps: &mut [T]) -> (T, T) {
+    let shift = row_shift(x);
+    T::exp_row(exps, x, shift, T::ZERO);
+    (shift, log_sum_of_exps(exps))
 }
 
 /// A contiguous tensor seen as `(outer, classes, inner)`.
@@ -148,16 +175,21 @@ fn row_lse<T: FastExp>(x: &[T], classes: usize, stride: usize) -> (T, T) {
     }
     // An infinite peak (all -inf, or a +inf) shifts by 0, as logsumexp does.
     let shift = if peak.to_f64().is_finite() { peak } else { T::ZERO };
-    let (mut rest, mut one_left_out) = (T::ZERO, false);
+    (shift, strided_log_of_total(x, classes, stride, shift))
+}
+
+/// `log_of_total` of the exps of one row of `classes` elements `stride` apart, shifted by `shift`.
+fn strided_log_of_total<T: FastExp>(x: &[T], classes: usize, stride: usize, shift: T) -> T {
+    let (mut ones, mut rest) = (T::ZERO, T::ZERO);
     for c in 0..classes {
-        let v = x[c * stride];
-        if !one_left_out && v == shift {
-            one_left_out = true;
-            continue;
+        let e = (x[c * stride] - shift).fast_exp();
+        if e == T::ONE {
+            ones += T::ONE;
+        } else {
+            rest += e;
         }
-        rest += (v - shift).fast_exp();
     }
-    (shift, if one_left_out { rest.ln_1p() } else { rest.ln() })
+    log_of_total(ones, rest)
 }
 
 /// Softmax (`log`: log-softmax) of a contiguous block along its class dim.
@@ -165,13 +197,13 @@ fn softmax_block<T: FastExp>(x: &[T], y: &mut [T], rows: Rows, log: bool) {
     let (classes, inner) = (rows.classes, rows.inner);
     if inner == 1 {
         for (xr, yr) in x.chunks(classes).zip(y.chunks_mut(classes)) {
-            let shift = row_shift(xr);
-            T::exp_row(yr, xr, shift, T::ZERO);
-            let total = lane_sum(yr, yr, |v, _| v);
             if log {
-                let lt = total.ln();
+                let (shift, lt) = lse_into(xr, yr);
                 yr.iter_mut().zip(xr).for_each(|(o, &v)| *o = (v - shift) - lt);
             } else {
+                let shift = row_shift(xr);
+                T::exp_row(yr, xr, shift, T::ZERO);
+                let total = lane_sum(yr, yr, |v, _| v);
                 let scale = T::ONE / total;
                 yr.iter_mut().for_each(|o| *o = *o * scale);
             }
@@ -194,7 +226,18 @@ fn softmax_block<T: FastExp>(x: &[T], y: &mut [T], rows: Rows, log: bool) {
             *t += (v - p).fast_exp();
         }
     }
-    let log_total: Vec<T> = total.iter().map(|&t| t.ln()).collect();
+    // As in `log_sum_of_exps`, a total below 2 is summed again with its ones apart.
+    let log_total: Vec<T> = (total.iter().zip(&peak).enumerate())
+        .map(
+            |(i, (&t, &p))| {
+                if t < T::from_f64(2.0) {
+                    strided_log_of_total(&x[i..], classes, inner, p)
+                } else {
+                    t.ln()
+                }
+            },
+        )
+        .collect();
     for c in 0..classes {
         let range = c * inner..(c + 1) * inner;
         for (((o, &v), &p), &l) in y[range.clone()].iter_mut().zip(&x[range]).zip(&peak).zip(&log_total) {
@@ -510,6 +553,30 @@ mod tests {
         // The same row strided: classes 2 apart, interleaved with another position's.
         let strided = nll(row_lse(&[-6.0f32, 9.0, -6.0, 9.0, 3.0, 9.0], 3, 2));
         for got in [contiguous, strided] {
+            assert!((got - exact).abs() < 1e-6 * exact, "{got} against {exact}");
+        }
+    }
+
+    /// log_softmax keeps the same precision, along a contiguous and a strided class dim.
+    #[test]
+    fn log_softmax_of_the_dominant_class_keeps_float32_precision() {
+        let exact = -(2.0 * (-9.0f64).exp()).ln_1p();
+        let contiguous = softmax(&[-6.0f32, 3.0, -6.0], Rows { outer: 1, classes: 3, inner: 1 }, true)[1];
+        let strided = softmax(&[-6.0f32, 9.0, 3.0, 9.0, -6.0, 9.0], Rows { outer: 1, classes: 3, inner: 2 }, true)[2];
+        for got in [contiguous as f64, strided as f64] {
+            assert!((got - exact).abs() < 1e-6 * -exact, "{got} against {exact}");
+        }
+    }
+
+    /// Two elements at the max count as 2 + the others: ln(2 + e^-9), in both layouts.
+    #[test]
+    fn a_tie_at_the_max_counts_both_ones() {
+        let exact = (2.0f64 + (-9.0f64).exp()).ln();
+        let mut scratch = Vec::new();
+        let (shift, contiguous) = contiguous_lse(&[3.0f32, -6.0, 3.0], &mut scratch);
+        let (_, strided) = row_lse(&[3.0f32, 0.0, -6.0, 0.0, 3.0, 0.0], 3, 2);
+        assert_eq!(shift, 3.0);
+        for got in [contiguous as f64, strided as f64] {
             assert!((got - exact).abs() < 1e-6 * exact, "{got} against {exact}");
         }
     }
