@@ -86,20 +86,29 @@ fn log_of_total<T: Float>(ones: T, rest: T) -> T {
     }
 }
 
-/// The log of the sum of a row's exps shifted by its max. Below 2 the sum is the max's own 1
-/// and others much smaller, whose low bits that 1 rounds away: then a second pass sums the
-/// others, and the ones are the difference (0 or 1: two would make 2), for `log_of_total`.
-/// From 2 up, ln of the rounded sum is as exact.
+/// The log of `total`, the sum of a row's exps shifted by its max. Below 2 the sum is the
+/// max's own 1 and others much smaller, whose low bits that 1 rounds away: then `recount`
+/// gives the log from a second pass (`log_of_total`). From 2 up, ln of the rounded sum is as
+/// exact.
 #[inline]
-fn log_sum_of_exps<T: Float>(exps: &[T]) -> T {
-    let total = lane_sum(exps, exps, |v, _| v);
+fn ln_of_total<T: Float>(total: T, recount: impl FnOnce() -> T) -> T {
     if total < T::from_f64(2.0) {
-        let rest = lane_sum(exps, exps, |e, _| if e == T::ONE { T::ZERO } else { e });
-        let ones = if total - rest >= T::from_f64(0.5) { T::ONE } else { T::ZERO };
-        log_of_total(ones, rest)
+        recount()
     } else {
         total.ln() // NaN too
     }
+}
+
+/// The log of the sum of a row's exps shifted by its max (see `ln_of_total`). The second pass
+/// sums the exps other than 1; the ones are the difference (0 or 1: two would make 2).
+#[inline]
+fn log_sum_of_exps<T: Float>(exps: &[T]) -> T {
+    let total = lane_sum(exps, exps, |v, _| v);
+    ln_of_total(total, || {
+        let rest = lane_sum(exps, exps, |e, _| if e == T::ONE { T::ZERO } else { e });
+        let ones = if total - rest >= T::from_f64(0.5) { T::ONE } else { T::ZERO };
+        log_of_total(ones, rest)
+    })
 }
 
 /// The shift and log(sum(exp(x - shift))) of a contiguous row, with `scratch` holding the exps.
@@ -162,8 +171,8 @@ fn for_blocks<T: Float>(x: &[T], out: &mut [T], rows: Rows, f: impl Fn(usize, &[
 
 /// The shift (the max, or 0 when it is not finite) and log(sum(exp(x - shift))) of one row of
 /// `classes` elements `stride` apart. Callers compute `(x - shift) - log_total`, as torch does:
-/// adding the two first would lose the small log to rounding next to a large max. As in
-/// `contiguous_lse`, an element equal to the shift is counted as the 1 of ln_1p.
+/// adding the two first would lose the small log to rounding next to a large max. The exps
+/// equal to 1 are counted apart from the others (`log_of_total`).
 #[inline]
 fn row_lse<T: FastExp>(x: &[T], classes: usize, stride: usize) -> (T, T) {
     let mut peak = T::from_f64(f64::NEG_INFINITY);
@@ -226,17 +235,8 @@ fn softmax_block<T: FastExp>(x: &[T], y: &mut [T], rows: Rows, log: bool) {
             *t += (v - p).fast_exp();
         }
     }
-    // As in `log_sum_of_exps`, a total below 2 is summed again with its ones apart.
     let log_total: Vec<T> = (total.iter().zip(&peak).enumerate())
-        .map(
-            |(i, (&t, &p))| {
-                if t < T::from_f64(2.0) {
-                    strided_log_of_total(&x[i..], classes, inner, p)
-                } else {
-                    t.ln()
-                }
-            },
-        )
+        .map(|(i, (&t, &p))| ln_of_total(t, || strided_log_of_total(&x[i..], classes, inner, p)))
         .collect();
     for c in 0..classes {
         let range = c * inner..(c + 1) * inner;
