@@ -1,5 +1,5 @@
 //! The thread pool the kernels run on. Its size can change at run time
-//! (`set_num_threads`, which also sizes the spin pool: see `spin_pool.rs`), and it
+//! (`set_num_threads`, which also sizes the spin pool: see `spin_pool/`), and it
 //! honours RAYON_NUM_THREADS at start-up.
 
 use crate::error::{Error, Result};

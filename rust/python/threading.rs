@@ -1,4 +1,4 @@
-//! The spin setting of the kernel helper threads (see rust/kernels/spin_pool.rs).
+//! The spin setting of the kernel helper threads (see rust/kernels/spin_pool/spin_time.rs).
 
 use pyo3::prelude::*;
 use pyo3::types::PyInt;

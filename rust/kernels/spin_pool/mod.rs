@@ -6,7 +6,9 @@
 //! threads do), so a product that follows within that window starts on all
 //! cores at once. The window is a setting (`spin_us`: `RUSTGRAD_SPIN_US` at
 //! start-up, `set_spin_us` later; 0 parks right after each job). After it a helper
-//! parks with no timeout, so an idle process has no thread that wakes up.
+//! parks with no timeout, so an idle process has no thread that wakes up. A spinning
+//! helper yields between looks at its slot; one that loses its core to another thread
+//! that way parks right after each job for a while instead (`spin_time`).
 //!
 //! There are `threads::wanted_threads() - 1` helpers: `set_num_threads(n)` starts
 //! or stops helpers to match (a stopped helper exits), and a forked child starts
@@ -15,83 +17,17 @@
 //! `run(parts, f)` calls `f(0)` on the calling thread and `f(1..parts)` on
 //! helpers, and returns when all have finished.
 
-use crate::error::{Error, Result};
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
-/// How long a helper spins after a job when neither `RUSTGRAD_SPIN_US` nor `set_spin_us` says otherwise.
-pub const DEFAULT_SPIN_US: u64 = 300;
-/// The longest spin `set_spin_us` and `RUSTGRAD_SPIN_US` accept: one second.
-pub const MAX_SPIN_US: u64 = 1_000_000;
-/// `SPIN_US` before the environment has been read.
-const SPIN_UNREAD: u64 = u64::MAX;
-static SPIN_US: AtomicU64 = AtomicU64::new(SPIN_UNREAD);
+mod placement;
+mod spin_time;
 
-/// Microseconds a helper spins after a job before it parks.
-pub fn spin_us() -> u64 {
-    let us = SPIN_US.load(Ordering::Relaxed);
-    if us != SPIN_UNREAD {
-        return us;
-    }
-    let from_env = spin_us_from_env().ok().flatten().unwrap_or(DEFAULT_SPIN_US);
-    // A `set_spin_us` that ran meanwhile wins over the environment.
-    match SPIN_US.compare_exchange(SPIN_UNREAD, from_env, Ordering::Relaxed, Ordering::Relaxed) {
-        Ok(_) => from_env,
-        Err(current) => current,
-    }
-}
-
-/// Sets the spin after each job, 0 ≤ us ≤ `MAX_SPIN_US`; 0 parks helpers right after each job.
-pub fn set_spin_us(requested: i64) -> Result<()> {
-    let us = u64::try_from(requested)
-        .ok()
-        .filter(|&us| us <= MAX_SPIN_US)
-        .ok_or_else(|| spin_range_error(&requested.to_string()))?;
-    SPIN_US.store(us, Ordering::Relaxed);
-    Ok(())
-}
-
-/// `set_spin_us`'s error for a value (shown as given) outside 0..=`MAX_SPIN_US`.
-pub fn spin_range_error(shown: &str) -> Error {
-    Error::InvalidArgument(format!(
-        "set_spin_us: the spin time must be between 0 and {MAX_SPIN_US} microseconds, got {shown}"
-    ))
-}
-
-/// The spin `RUSTGRAD_SPIN_US` asks for: None when it is unset or empty, and a message
-/// when it is not a whole number of microseconds in 0..=`MAX_SPIN_US`.
-fn spin_us_from_env() -> std::result::Result<Option<u64>, String> {
-    match std::env::var("RUSTGRAD_SPIN_US") {
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(raw)) => Err(spin_env_message(&raw.to_string_lossy())),
-        Ok(text) => parse_spin_us(&text).map_err(|()| spin_env_message(&text)),
-    }
-}
-
-fn parse_spin_us(text: &str) -> std::result::Result<Option<u64>, ()> {
-    let text = text.trim();
-    if text.is_empty() {
-        return Ok(None);
-    }
-    text.parse::<u64>().ok().filter(|&us| us <= MAX_SPIN_US).map(Some).ok_or(())
-}
-
-fn spin_env_message(text: &str) -> String {
-    format!(
-        "RUSTGRAD_SPIN_US must be a whole number of microseconds between 0 and {MAX_SPIN_US}, got {text:?}; \
-         using the default of {DEFAULT_SPIN_US}"
-    )
-}
-
-/// What is wrong with `RUSTGRAD_SPIN_US`, if anything (it is then ignored): the package warns with it at import.
-/// Also settles the spin from the variable now, so that no helper reads the environment later.
-pub fn spin_env_problem() -> Option<String> {
-    spin_us();
-    spin_us_from_env().err()
-}
+use spin_time::SpinWindow;
+pub use spin_time::{set_spin_us, spin_env_problem, spin_range_error, spin_us, DEFAULT_SPIN_US, MAX_SPIN_US};
 
 /// How many helpers are parked (or about to park): 0 means every helper is spinning, ready
 /// to start a part within a microsecond or so, where a parked one takes 10–25 µs to wake.
@@ -210,21 +146,22 @@ impl Pool {
 }
 
 fn helper_loop(me: &Helper) {
-    let mut idle_since = Instant::now();
+    let mut window = SpinWindow::new(Instant::now());
     loop {
         let published = me.slot.swap(std::ptr::null_mut(), Ordering::Acquire);
         if !published.is_null() {
             // SAFETY: `run` keeps the job alive until `remaining` reaches 0, which happens only
             // after this part's decrement; the boxed pair was published for exactly one taker.
             unsafe { run_published(published) };
-            idle_since = Instant::now();
+            window.job_done(Instant::now());
             continue;
         }
         if me.retired.load(Ordering::Acquire) {
             return;
         }
-        if idle_since.elapsed() < Duration::from_micros(spin_us()) {
-            // Yield now and then, so a busy machine loses little to the spinning.
+        if window.keep_spinning(Instant::now(), Duration::from_micros(spin_us())) {
+            // Yield between looks, so a busy machine loses little to the spinning; a yield
+            // that costs the core for long ends it (`SpinWindow`).
             thread::yield_now();
         } else {
             // No timeout and no polling: `run` stores the job in the slot (and `retire_last` sets
@@ -235,6 +172,7 @@ fn helper_loop(me: &Helper) {
             PARKED_HELPERS.fetch_sub(1, Ordering::Relaxed);
             #[cfg(test)]
             me.wakeups.fetch_add(1, Ordering::Relaxed);
+            window.woke(Instant::now());
         }
     }
 }
@@ -363,80 +301,6 @@ impl Drop for WaitForHelpers<'_> {
         while self.job.remaining.load(Ordering::Acquire) != 0 {
             thread::yield_now();
         }
-    }
-}
-
-/// Keeps helpers off the CPU the caller runs on.
-///
-/// The caller computes part 0 itself, so its CPU stays busy. Linux tends to wake
-/// a helper on the waker's CPU, where it then waits behind the caller until the
-/// load balancer moves it, which on an otherwise idle (virtual) machine took tens
-/// of milliseconds: measured here, 512³ products ran on one core for the first 30
-/// calls. Excluding the caller's CPU from the helper's affinity mask (re-done only
-/// when the caller has moved) made a woken helper start within 25 µs every time.
-#[cfg(target_os = "linux")]
-mod placement {
-    use std::sync::atomic::{AtomicI32, Ordering};
-
-    pub struct Placement {
-        tid: libc::pid_t,
-        /// The CPUs the helper may use (the process's mask when it started).
-        allowed: libc::cpu_set_t,
-        /// The CPU currently excluded from its mask, or -1.
-        avoiding: AtomicI32,
-    }
-
-    impl Placement {
-        pub fn of_current_thread() -> Placement {
-            // SAFETY: plain syscalls on this thread, writing only into the zeroed set.
-            unsafe {
-                let mut allowed: libc::cpu_set_t = std::mem::zeroed();
-                if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut allowed) != 0 {
-                    allowed = std::mem::zeroed();
-                }
-                // The raw syscall rather than gettid(), which needs glibc 2.30 (wheels target older ones).
-                let tid = libc::syscall(libc::SYS_gettid) as libc::pid_t;
-                Placement { tid, allowed, avoiding: AtomicI32::new(-1) }
-            }
-        }
-
-        pub fn avoid(&self, cpu: Option<usize>) {
-            let Some(cpu) = cpu.filter(|&c| c < libc::CPU_SETSIZE as usize) else { return };
-            if self.avoiding.swap(cpu as i32, Ordering::Relaxed) == cpu as i32 {
-                return;
-            }
-            let mut mask = self.allowed;
-            // SAFETY: cpu < CPU_SETSIZE; the syscall only reads the mask. If it fails
-            // (or the mask would be empty) the helper keeps its current placement.
-            unsafe {
-                libc::CPU_CLR(cpu, &mut mask);
-                if libc::CPU_COUNT(&mask) > 0 {
-                    libc::sched_setaffinity(self.tid, std::mem::size_of::<libc::cpu_set_t>(), &mask);
-                }
-            }
-        }
-    }
-
-    pub fn current_cpu() -> Option<usize> {
-        // SAFETY: no arguments; returns -1 on failure.
-        usize::try_from(unsafe { libc::sched_getcpu() }).ok()
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-mod placement {
-    pub struct Placement;
-
-    impl Placement {
-        pub fn of_current_thread() -> Placement {
-            Placement
-        }
-
-        pub fn avoid(&self, _cpu: Option<usize>) {}
-    }
-
-    pub fn current_cpu() -> Option<usize> {
-        None
     }
 }
 
@@ -570,24 +434,5 @@ mod tests {
             hits.fetch_add(1, Ordering::Relaxed);
         });
         assert_eq!(hits.load(Ordering::Relaxed), 4);
-    }
-
-    #[test]
-    fn the_spin_setting_is_bounded_and_the_variable_parsed() {
-        for bad in [-1, 1_000_001, i64::MIN] {
-            let err = set_spin_us(bad).unwrap_err().to_string();
-            assert!(
-                err.contains("set_spin_us") && err.contains("between 0 and 1000000") && err.contains(&bad.to_string()),
-                "{err}"
-            );
-        }
-        assert_eq!(parse_spin_us(" 250 "), Ok(Some(250)));
-        assert_eq!(parse_spin_us("0"), Ok(Some(0)));
-        assert_eq!(parse_spin_us("1000000"), Ok(Some(1_000_000)));
-        assert_eq!(parse_spin_us(""), Ok(None));
-        for bad in ["-1", "1000001", "3.5", "fast", "1e3"] {
-            assert_eq!(parse_spin_us(bad), Err(()), "{bad}");
-        }
-        assert!(spin_env_message("fast").contains("RUSTGRAD_SPIN_US") && spin_env_message("fast").contains("\"fast\""));
     }
 }
