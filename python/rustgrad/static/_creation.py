@@ -11,12 +11,11 @@ from rustgrad import _rustgrad
 from rustgrad.errors import DTypeError, InvalidArgumentError
 from rustgrad.static._graph import (
     Tensor,
-    _check_python_values,
-    _default_constant_dtype,
     as_dtype,
     convert_to_tensor,
     get_default_graph,
 )
+from rustgrad.static._python_values import _check_python_values, _default_constant_dtype
 
 # TF1 gives range the widest of its arguments' dtypes, in this order.
 _RANGE_DTYPES = ("int32", "int64", "float32", "float64")

@@ -13,12 +13,19 @@ from typing import Any, Iterator, Optional, Sequence, Union
 import numpy as np
 
 from rustgrad import _rustgrad
-from rustgrad._creation import _NUMPY_DTYPES, _SUPPORTED, _dtype_of_numpy, _resolve_dtype
+from rustgrad._creation import _NUMPY_DTYPES, _SUPPORTED, _resolve_dtype
 from rustgrad._graph_value import GraphValue
 from rustgrad._rustgrad import GraphCore, OpSpec
 from rustgrad.errors import ArgumentTypeError, DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
 from rustgrad.static._collections import GraphNamesMixin
 from rustgrad.static._generated_methods import TensorOps
+from rustgrad.static._python_values import (
+    _check_python_values,
+    _converting,
+    _default_constant_dtype,
+    _number_as,
+)
+from rustgrad.static._tensor_shape import TensorShape
 
 float32 = _rustgrad.float32
 float64 = _rustgrad.float64
@@ -37,43 +44,6 @@ def as_dtype(dtype: Any) -> Any:
 
 def numpy_dtype(dtype: Any) -> Any:
     return _NUMPY_DTYPES[as_dtype(dtype).name]
-
-
-class TensorShape(tuple):
-    """A partially known shape; unknown dims are None. ``as_list()`` as in TF."""
-
-    def __new__(cls, dims: Optional[Sequence[Optional[int]]]) -> TensorShape:
-        shape = super().__new__(cls, () if dims is None else tuple(dims))
-        shape._known_rank = dims is not None
-        return shape
-
-    @property
-    def rank(self) -> Optional[int]:
-        return len(self) if self._known_rank else None
-
-    @property
-    def ndims(self) -> Optional[int]:
-        return self.rank
-
-    def as_list(self) -> list[Optional[int]]:
-        if not self._known_rank:
-            raise ShapeError("as_list() is not defined on an unknown TensorShape.")
-        return list(self)
-
-    def is_compatible_with(self, other: Any) -> bool:
-        """Whether the two shapes could be the same: an unknown rank or dimension matches any."""
-        other = other if isinstance(other, TensorShape) else TensorShape(other)
-        if not (self._known_rank and other._known_rank):
-            return True
-        return len(self) == len(other) and all(a is None or b is None or a == b for a, b in zip(self, other))
-
-    def is_fully_defined(self) -> bool:
-        return self._known_rank and all(d is not None for d in self)
-
-    def __repr__(self) -> str:
-        if not self._known_rank:
-            return "TensorShape(None)"
-        return f"TensorShape({list(self)})"
 
 
 class Graph(GraphNamesMixin):
@@ -185,77 +155,9 @@ class Graph(GraphNamesMixin):
         return Tensor(self, self._core.constant(np.asarray(array, order="C"), name))
 
 
-_INT32 = np.iinfo(np.int32)
-
-
-def _default_constant_dtype(array: np.ndarray, from_numpy: bool) -> Any:
-    """TF1's dtype for data given without one (see ``Graph._constant``)."""
-    kind = array.dtype.kind
-    if kind == "b":
-        return bool_
-    if kind == "f":
-        return float64 if from_numpy and array.dtype == np.float64 else float32
-    if kind in "iu":
-        if from_numpy:
-            same = _dtype_of_numpy(array.dtype)
-            return int64 if same is None else same  # int8, int16, uint16, uint32: int64 holds every value
-        fits_int32 = array.size == 0 or (_INT32.min <= array.min() and array.max() <= _INT32.max)
-        return int32 if fits_int32 else int64
-    raise DTypeError(f"cannot make a constant from a value of numpy dtype {array.dtype}; rustgrad has {_SUPPORTED}")
-
-
-def _python_values(value: Any) -> Iterator[Any]:
-    if isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _python_values(item)
-    else:
-        yield value
-
-
-def _fits(value: Any, dtype: Any) -> bool:
-    """Whether a Python value may become an element of ``dtype`` (TF's ``_AssertCompatible``)."""
-    if isinstance(value, (bool, np.bool_)):
-        return dtype == bool_
-    if isinstance(value, (int, np.integer)):
-        if dtype.is_integer:
-            info = np.iinfo(_NUMPY_DTYPES[dtype.name])
-            return info.min <= value <= info.max
-        return dtype.is_floating
-    if isinstance(value, (float, np.floating)):
-        return dtype.is_floating
-    return True  # anything else is numpy's to convert (or refuse)
-
-
-def _check_python_values(value: Any, dtype: Any) -> None:
-    for item in _python_values(value):
-        if not _fits(item, dtype):
-            raise DTypeError(f"Expected {dtype.name}, got {item!r} of type '{type(item).__name__}' instead.")
-
-
-@contextlib.contextmanager
-def _converting(op: str, param: str) -> Iterator[None]:
-    """Names the op and its parameter in the error for a Python value that does not fit the dtype
-    it takes (``tf.equal(bool_tensor, 0.5)``, ``tf.add(int32_tensor, 0.5)``), as TF1's message does."""
-    try:
-        yield
-    except DTypeError as err:
-        raise DTypeError(
-            f"{op}: {err} (passed to parameter '{param}': a Python value takes the dtype of the op's tensors, "
-            "as in TF1; cast the tensor with tf.cast to a dtype that holds the value)"
-        ) from None
-
-
 def _tf_op_name(spec: OpSpec) -> str:
     """The TF1 function name of an op of the table (``equal`` for ``eq``), else its torch name."""
     return spec.tf[0].rpartition(".")[2].partition("(")[0] if spec.tf else spec.name
-
-
-def _number_as(dtype: Any, value: Any) -> Any:
-    """A Python number used with a tensor of ``dtype``: it takes that dtype, as in TF1."""
-    _check_python_values(value, dtype)
-    if dtype == bool_:
-        return bool(value)
-    return int(value) if dtype.is_integer else float(value)
 
 
 # TF1's names of the ops Python operators on graph tensors build, for errors.

@@ -11,10 +11,7 @@ from rustgrad.static._graph import (
     Tensor,
     _apply,
     _axes,
-    _converting,
-    _default_constant_dtype,
     _is_scalar,
-    _number_as,
     _renamed,
     _truediv_integers,
     as_dtype,
@@ -22,6 +19,7 @@ from rustgrad.static._graph import (
     float32,
     get_default_graph,
 )
+from rustgrad.static._python_values import _converting, _default_constant_dtype, _number_as
 
 
 def _pair(a: Any, b: Any, op: str, params: tuple[str, str] = ("x", "y")) -> tuple[Tensor, Tensor]:

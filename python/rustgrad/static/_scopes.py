@@ -24,12 +24,12 @@ from rustgrad.static._graph import (
     Graph,
     Tensor,
     TensorShape,
-    _default_constant_dtype,
     as_dtype,
     float32,
     get_default_graph,
 )
 from rustgrad.static._initializers import GlorotUniform, Zeros
+from rustgrad.static._python_values import _default_constant_dtype
 from rustgrad.static._variables import Variable
 
 
