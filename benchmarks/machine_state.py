@@ -1,0 +1,67 @@
+"""Which state the machine is in now, by the benchmark report's own rule: numpy's in-place
+seed step (64×1000×100×10, float32) as a multiple of its floor (its FLOPs ÷ the FMA peak
+measured now on all cores). Within 2.6× is the normal state; beyond, the slow state in which
+memory-heavy steps take about twice as long while the FMA peak stays the same.
+
+    python benchmarks/machine_state.py [--rounds 7]
+
+It takes a few seconds, so it can run before and after a measurement to say which state
+that measurement was in (the state can change within minutes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from best_blas import reexec_without_slowing_variables  # noqa: E402
+
+reexec_without_slowing_variables()
+
+import numpy as np  # noqa: E402
+
+import fma_probe  # noqa: E402
+from floor import floor_seconds, machine_state, two_layer_step_flops  # noqa: E402
+from numpy_steps import InPlaceNumpyStep  # noqa: E402
+
+N, D_IN, H, D_OUT = 64, 1000, 100, 10
+STEPS_PER_ROUND = 200
+
+
+def numpy_seed_step_seconds(rounds: int) -> float:
+    """Median seconds per in-place numpy seed step over ``rounds`` rounds of 200 steps."""
+    rng = np.random.default_rng(0)
+    f32 = np.float32
+    step = InPlaceNumpyStep(rng.standard_normal((N, D_IN)).astype(f32), rng.standard_normal((N, D_OUT)).astype(f32),
+                            rng.standard_normal((D_IN, H)).astype(f32) * 0.01,
+                            rng.standard_normal((H, D_OUT)).astype(f32) * 0.01)
+    for _ in range(STEPS_PER_ROUND):
+        step()
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(STEPS_PER_ROUND):
+            step()
+        times.append((time.perf_counter() - start) / STEPS_PER_ROUND)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7, help="rounds of 200 steps (default 7)")
+    args = parser.parse_args()
+    peak = fma_probe.measure(runs=3)
+    seconds = numpy_seed_step_seconds(args.rounds)
+    floor = floor_seconds(two_layer_step_flops(N, D_IN, H, D_OUT), peak.all_threads)
+    print(f"numpy in-place seed step: {seconds * 1e6:.0f} µs; floor {floor * 1e6:.0f} µs "
+          f"(FMA peak {peak.all_threads:.0f} GFLOP/s on {peak.threads} threads, {peak.isa})")
+    print(machine_state(seconds / floor))
+
+
+if __name__ == "__main__":
+    main()
