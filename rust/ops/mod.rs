@@ -53,6 +53,7 @@ pub mod shape;
 pub mod slicing;
 pub mod spatial;
 pub mod unary;
+mod unary_macro;
 pub mod views;
 
 pub use args::{Args, Kind, Param};
