@@ -5,7 +5,7 @@
 use crate::error::{Error, Result};
 use parking_lot::RwLock;
 use rayon::{ThreadPool, ThreadPoolBuilder};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// The count `set_num_threads` last set; 0 until it is called.
@@ -92,7 +92,41 @@ pub fn forget_pool_after_fork() {
 /// Runs `f` inside the pool (so rayon calls in it use the pool's threads).
 pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     match pool() {
-        Some(pool) => pool.install(f),
+        Some(pool) => {
+            let _running = PoolJob::start();
+            pool.install(f)
+        }
         None => f(),
     }
+}
+
+/// Jobs started on the pool so far, and how many run now.
+static POOL_JOBS_STARTED: AtomicU64 = AtomicU64::new(0);
+static POOL_JOBS_RUNNING: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts one job on the pool as running until dropped (also on unwind).
+struct PoolJob;
+
+impl PoolJob {
+    fn start() -> PoolJob {
+        POOL_JOBS_STARTED.fetch_add(1, Ordering::Relaxed);
+        POOL_JOBS_RUNNING.fetch_add(1, Ordering::Relaxed);
+        PoolJob
+    }
+}
+
+impl Drop for PoolJob {
+    fn drop(&mut self) {
+        POOL_JOBS_RUNNING.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// None while a job runs on the pool, else the number of jobs started so far: two equal marks
+/// mean that none of our pool's work ran between them (a spin helper that lost its core in
+/// between lost it to another program's thread, see `spin_pool::spin_time`).
+pub fn pool_mark() -> Option<u64> {
+    if POOL_JOBS_RUNNING.load(Ordering::Relaxed) > 0 {
+        return None;
+    }
+    Some(POOL_JOBS_STARTED.load(Ordering::Relaxed))
 }

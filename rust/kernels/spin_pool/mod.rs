@@ -7,8 +7,8 @@
 //! cores at once. The window is a setting (`spin_us`: `RUSTGRAD_SPIN_US` at
 //! start-up, `set_spin_us` later; 0 parks right after each job). After it a helper
 //! parks with no timeout, so an idle process has no thread that wakes up. A spinning
-//! helper yields between looks at its slot; one that loses its core to another thread
-//! that way parks right after each job for a while instead (`spin_time`).
+//! helper yields between looks at its slot; one that loses its core that way to another
+//! program's thread parks right after each job for a while instead (`spin_time`).
 //!
 //! There are `threads::wanted_threads() - 1` helpers: `set_num_threads(n)` starts
 //! or stops helpers to match (a stopped helper exits), and a forked child starts
@@ -159,7 +159,7 @@ fn helper_loop(me: &Helper) {
         if me.retired.load(Ordering::Acquire) {
             return;
         }
-        if window.keep_spinning(Instant::now(), Duration::from_micros(spin_us())) {
+        if window.keep_spinning(Instant::now(), super::threads::pool_mark(), Duration::from_micros(spin_us())) {
             // Yield between looks, so a busy machine loses little to the spinning; a yield
             // that costs the core for long ends it (`SpinWindow`).
             thread::yield_now();

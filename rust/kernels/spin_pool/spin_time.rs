@@ -77,46 +77,55 @@ pub fn spin_env_problem() -> Option<String> {
 }
 
 /// A spinning helper that finds this long passed between two looks at its slot has lost its
-/// core to another thread: its yield gave the core to a thread that did not give it back soon
-/// (a yield with no other thread waiting returns within microseconds).
+/// core: its yield gave the core to a thread that did not give it back soon (a yield with no
+/// other thread waiting returns within microseconds).
 const LOST_THE_CORE: Duration = Duration::from_micros(50);
 
-/// After losing its core, a helper parks right after each job for this long, instead of
-/// spinning. Another thread that competes for the core (OpenBLAS's worker spins for about
-/// 0.1 s after each of numpy's products) then gets it, and each of our jobs wakes the helper,
-/// which the scheduler lets run at once; a spinning helper that yields waits a whole slice.
+/// After losing its core to another program's thread, a helper parks right after each job for
+/// this long, instead of spinning. That thread (OpenBLAS's worker spins for about 0.1 s after
+/// each of numpy's products) then keeps the core, and each of our jobs wakes the helper, which
+/// the scheduler lets run at once; a spinning helper that yields waits a whole slice. A core
+/// lost to our own rayon pool's work (`threads::pool_mark`) does not count: those threads
+/// yield the core back when their job ends, and parking would only cost wake-ups.
 const BACK_OFF: Duration = Duration::from_millis(100);
 
 /// When a helper with nothing to do stops spinning and parks: at the end of the spin time
-/// after its last job, at once when it has lost its core, and right after every job for
-/// `BACK_OFF` after that.
+/// after its last job, at once when it has lost its core to another program, and right after
+/// every job for `BACK_OFF` after that.
 pub(super) struct SpinWindow {
     idle_since: Instant,
     last_look: Instant,
+    /// `threads::pool_mark()` at the last look.
+    pool_at_last_look: Option<u64>,
     backing_off_until: Instant,
 }
 
 impl SpinWindow {
     pub(super) fn new(now: Instant) -> SpinWindow {
-        SpinWindow { idle_since: now, last_look: now, backing_off_until: now }
+        SpinWindow { idle_since: now, last_look: now, pool_at_last_look: None, backing_off_until: now }
     }
 
     /// A job has just ended: the spin time starts again.
     pub(super) fn job_done(&mut self, now: Instant) {
         self.idle_since = now;
         self.last_look = now;
+        self.pool_at_last_look = None;
     }
 
     /// Back from `park` with no job (a stale wake-up): the spin time stays over.
     pub(super) fn woke(&mut self, now: Instant) {
         self.last_look = now;
+        self.pool_at_last_look = None;
     }
 
-    /// Whether to look at the slot again (spinning) rather than park, at `now`.
-    pub(super) fn keep_spinning(&mut self, now: Instant, spin: Duration) -> bool {
-        let lost_the_core = now.saturating_duration_since(self.last_look) > LOST_THE_CORE;
+    /// Whether to look at the slot again (spinning) rather than park, at `now`, when our rayon
+    /// pool's mark is `pool` (`threads::pool_mark`).
+    pub(super) fn keep_spinning(&mut self, now: Instant, pool: Option<u64>, spin: Duration) -> bool {
+        let long_gap = now.saturating_duration_since(self.last_look) > LOST_THE_CORE;
+        let our_pool_idle = pool.is_some() && pool == self.pool_at_last_look;
         self.last_look = now;
-        if lost_the_core {
+        self.pool_at_last_look = pool;
+        if long_gap && our_pool_idle {
             self.backing_off_until = now.checked_add(BACK_OFF).unwrap_or(now);
         }
         now >= self.backing_off_until && now.saturating_duration_since(self.idle_since) < spin
@@ -147,32 +156,38 @@ mod tests {
     }
 
     #[test]
-    fn a_helper_spins_through_its_window_and_backs_off_once_it_has_lost_its_core() {
+    fn a_helper_spins_through_its_window_and_backs_off_once_another_program_took_its_core() {
         let us = Duration::from_micros;
         let (start, spin) = (Instant::now(), us(300));
+        let idle = Some(7); // our rayon pool's mark, unchanged: none of its jobs ran
         let mut window = SpinWindow::new(start);
         // Looking every microsecond, it spins to the end of the window, and not past it.
         for t in 1..300 {
-            assert!(window.keep_spinning(start + us(t), spin), "at {t} µs");
+            assert!(window.keep_spinning(start + us(t), idle, spin), "at {t} µs");
         }
-        assert!(!window.keep_spinning(start + us(300), spin));
+        assert!(!window.keep_spinning(start + us(300), idle, spin));
         // After a stale wake-up the window stays closed; a job opens it again.
         window.woke(start + us(500));
-        assert!(!window.keep_spinning(start + us(501), spin));
+        assert!(!window.keep_spinning(start + us(501), idle, spin));
         window.job_done(start + us(600));
-        assert!(window.keep_spinning(start + us(601), spin));
-        // A gap between two looks longer than LOST_THE_CORE parks it ...
-        let lost_at = start + us(601) + LOST_THE_CORE + us(1);
-        assert!(!window.keep_spinning(lost_at, spin));
+        assert!(window.keep_spinning(start + us(601), idle, spin));
+        // A long gap while our pool ran a job, or started one, is our own work: it spins on.
+        let gap = LOST_THE_CORE + us(1);
+        assert!(window.keep_spinning(start + us(601) + gap, None, spin));
+        assert!(window.keep_spinning(start + us(602) + gap, Some(8), spin));
+        assert!(window.keep_spinning(start + us(603) + gap * 2, Some(9), spin));
+        // A long gap with our pool idle throughout parks it ...
+        let lost_at = start + us(604) + gap * 3;
+        assert!(!window.keep_spinning(lost_at, Some(9), spin));
         // ... and for BACK_OFF it parks right after each job,
         for after in [us(1), BACK_OFF / 2, BACK_OFF - us(1)] {
             window.job_done(lost_at + after);
-            assert!(!window.keep_spinning(lost_at + after, spin), "{after:?} after losing its core");
+            assert!(!window.keep_spinning(lost_at + after, idle, spin), "{after:?} after losing its core");
         }
         // then spins again.
         window.job_done(lost_at + BACK_OFF);
-        assert!(window.keep_spinning(lost_at + BACK_OFF + us(1), spin));
+        assert!(window.keep_spinning(lost_at + BACK_OFF + us(1), idle, spin));
         // Spin 0 parks at once.
-        assert!(!SpinWindow::new(start).keep_spinning(start, Duration::ZERO));
+        assert!(!SpinWindow::new(start).keep_spinning(start, idle, Duration::ZERO));
     }
 }
