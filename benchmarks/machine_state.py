@@ -55,7 +55,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7, help="rounds of 200 steps (default 7)")
     args = parser.parse_args()
-    peak = fma_probe.measure(runs=3)
+    peak = fma_probe.measure()
     seconds = numpy_seed_step_seconds(args.rounds)
     floor = floor_seconds(two_layer_step_flops(N, D_IN, H, D_OUT), peak.all_threads)
     print(f"numpy in-place seed step: {seconds * 1e6:.0f} µs; floor {floor * 1e6:.0f} µs "
