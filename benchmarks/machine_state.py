@@ -23,23 +23,17 @@ from best_blas import reexec_without_slowing_variables  # noqa: E402
 
 reexec_without_slowing_variables()
 
-import numpy as np  # noqa: E402
-
 import fma_probe  # noqa: E402
 from floor import floor_seconds, machine_state, two_layer_step_flops  # noqa: E402
-from numpy_steps import InPlaceNumpyStep  # noqa: E402
+from rustgrad._demo import Problem  # noqa: E402
+from steps import numpy_step  # noqa: E402
 
-N, D_IN, H, D_OUT = 64, 1000, 100, 10
 STEPS_PER_ROUND = 200
 
 
-def numpy_seed_step_seconds(rounds: int) -> float:
-    """Median seconds per in-place numpy seed step over ``rounds`` rounds of 200 steps."""
-    rng = np.random.default_rng(0)
-    f32 = np.float32
-    step = InPlaceNumpyStep(rng.standard_normal((N, D_IN)).astype(f32), rng.standard_normal((N, D_OUT)).astype(f32),
-                            rng.standard_normal((D_IN, H)).astype(f32) * 0.01,
-                            rng.standard_normal((H, D_OUT)).astype(f32) * 0.01)
+def numpy_seed_step_seconds(problem: Problem, rounds: int) -> float:
+    """Median seconds per in-place numpy step (the report's baseline) over ``rounds`` rounds of 200."""
+    step = numpy_step(problem, in_place=True)
     for _ in range(STEPS_PER_ROUND):
         step()
     times = []
@@ -56,8 +50,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7, help="rounds of 200 steps (default 7)")
     args = parser.parse_args()
     peak = fma_probe.measure()
-    seconds = numpy_seed_step_seconds(args.rounds)
-    floor = floor_seconds(two_layer_step_flops(N, D_IN, H, D_OUT), peak.all_threads)
+    problem = Problem.make(0)  # the report's seed problem
+    seconds = numpy_seed_step_seconds(problem, args.rounds)
+    (n, d_in), (hidden, d_out) = problem.x.shape, problem.w2.shape
+    floor = floor_seconds(two_layer_step_flops(n, d_in, hidden, d_out), peak.all_threads)
     print(f"numpy in-place seed step: {seconds * 1e6:.0f} µs; floor {floor * 1e6:.0f} µs "
           f"(FMA peak {peak.all_threads:.0f} GFLOP/s on {peak.threads} threads, {peak.isa})")
     print(machine_state(seconds / floor))

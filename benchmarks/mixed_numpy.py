@@ -127,16 +127,23 @@ def settle() -> None:
     time.sleep(0.2)
 
 
-def measure(mode: str, kind: str, spin: int, args: argparse.Namespace) -> tuple[float, float, float, float]:
-    """Median µs per step: rustgrad alone, rustgrad mixed, numpy alone, numpy mixed."""
-    rustgrad.set_spin_us(spin)
+def warmed_up(mode: str, kind: str) -> tuple[Step, Callable[[], np.ndarray], list[np.ndarray]]:
+    """The step, numpy's work between steps and the batches prepared for "alone", each run
+    30 times (plans, buffer pool, helpers)."""
     problem = Problem.make(0)
     step = (eager_step if mode == "eager" else static_batch_step)(problem)
     prepare = between_steps(kind, problem)
     source = Pipeline(problem, seed=2)
     batches = [source.next_batch() for _ in range(PREPARED)]
-    time_alone(step, batches, 30)  # warm-up: plans, buffer pool, helpers
+    time_alone(step, batches, 30)
     time_mixed(step, prepare, 30)
+    return step, prepare, batches
+
+
+def measure(mode: str, kind: str, spin: int, args: argparse.Namespace) -> tuple[float, float, float, float]:
+    """Median µs per step: rustgrad alone, rustgrad mixed, numpy alone, numpy mixed."""
+    rustgrad.set_spin_us(spin)
+    step, prepare, batches = warmed_up(mode, kind)
     alone, mixed, numpy_alone, numpy_mixed = [], [], [], []
     for _ in range(args.repeats):
         settle()

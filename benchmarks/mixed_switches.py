@@ -24,7 +24,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import mixed_numpy  # noqa: E402  (re-executes without the variables that slow OpenBLAS)
 import rustgrad  # noqa: E402
-from rustgrad._demo import Problem  # noqa: E402
 
 TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
 
@@ -58,14 +57,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200)
     args = parser.parse_args()
     rustgrad.set_spin_us(args.spin)
-    problem = Problem.make(0)
-    make_step = mixed_numpy.eager_step if args.mode == "eager" else mixed_numpy.static_batch_step
-    step = make_step(problem)
-    prepare = mixed_numpy.between_steps("pipeline", problem)
-    source = mixed_numpy.Pipeline(problem, seed=2)
-    batches = [source.next_batch() for _ in range(mixed_numpy.PREPARED)]
-    mixed_numpy.time_alone(step, batches, 30)  # warm-up
-    mixed_numpy.time_mixed(step, prepare, 30)
+    step, prepare, batches = mixed_numpy.warmed_up(args.mode, "pipeline")
     caller = threading.get_native_id()
     loops = {
         "alone": lambda: mixed_numpy.time_alone(step, batches, args.steps),
