@@ -13,6 +13,7 @@ from rustgrad.static import errors, linalg, losses, math, nn, random, summary, t
 from rustgrad.static._comparisons import allclose
 from rustgrad.static._composites import split, unstack
 from rustgrad.static._creation import fill, range
+from rustgrad.static._dtypes import as_dtype, bool_, float32, float64, int32, int64, uint8
 from rustgrad.static._generated_ops import *  # noqa: F403 - the op table's TF1 functions
 from rustgrad.static._generated_ops import __all__ as _op_table_names
 from rustgrad.static._gradients import gradients, hessians
@@ -21,16 +22,9 @@ from rustgrad.static._graph import (
     Operation,
     Tensor,
     TensorShape,
-    as_dtype,
-    bool_,
     convert_to_tensor,
-    float32,
-    float64,
     get_default_graph,
-    int32,
-    int64,
     reset_default_graph,
-    uint8,
 )
 from rustgrad.static._ops import (
     add,

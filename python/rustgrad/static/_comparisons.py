@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from rustgrad.static._dtypes import float32
 from rustgrad.static._generated_ops import equal, isclose, logical_not
-from rustgrad.static._graph import Tensor, float32
+from rustgrad.static._graph import Tensor
 from rustgrad.static._ops import cast, reduce_sum
 
 __all__ = ["allclose"]

@@ -19,17 +19,15 @@ from typing import Any, Callable, Optional, Sequence
 
 from rustgrad.errors import ArgumentTypeError, InvalidArgumentError
 from rustgrad.static import _nest as nest
+from rustgrad.static._dtypes import bool_, int32, int64
 from rustgrad.static._graph import (
     Graph,
     Operation,
     Tensor,
     TensorShape,
     _is_scalar,
-    bool_,
     convert_to_tensor,
     get_default_graph,
-    int32,
-    int64,
 )
 
 

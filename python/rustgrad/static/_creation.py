@@ -9,12 +9,8 @@ import numpy as np
 
 from rustgrad import _rustgrad
 from rustgrad.errors import DTypeError, InvalidArgumentError
-from rustgrad.static._graph import (
-    Tensor,
-    as_dtype,
-    convert_to_tensor,
-    get_default_graph,
-)
+from rustgrad.static._dtypes import as_dtype
+from rustgrad.static._graph import Tensor, convert_to_tensor, get_default_graph
 from rustgrad.static._python_values import _check_python_values, _default_constant_dtype
 
 # TF1 gives range the widest of its arguments' dtypes, in this order.

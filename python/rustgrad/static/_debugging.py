@@ -16,7 +16,8 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from rustgrad.errors import ArgumentTypeError, DTypeError, InvalidArgumentError
-from rustgrad.static._graph import Graph, Operation, Tensor, as_dtype, convert_to_tensor, get_default_graph, int32
+from rustgrad.static._dtypes import as_dtype, int32
+from rustgrad.static._graph import Graph, Operation, Tensor, convert_to_tensor, get_default_graph
 
 __all__ = [
     "Assert", "Print", "assert_equal", "assert_greater", "assert_greater_equal", "assert_less",

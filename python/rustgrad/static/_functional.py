@@ -13,7 +13,8 @@ from typing import Any, Callable, Optional
 from rustgrad.errors import ArgumentTypeError, InvalidArgumentError
 from rustgrad.static import _nest as nest
 from rustgrad.static._control_flow import _graph_of, while_loop
-from rustgrad.static._graph import Graph, Tensor, TensorShape, as_dtype, convert_to_tensor, int32
+from rustgrad.static._dtypes import as_dtype, int32
+from rustgrad.static._graph import Graph, Tensor, TensorShape, convert_to_tensor
 
 
 def _ops() -> Any:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from rustgrad.errors import ArgumentTypeError, InvalidArgumentError
-from rustgrad.static._graph import Graph, Tensor, get_default_graph, int64
+from rustgrad.static._dtypes import int64
+from rustgrad.static._graph import Graph, Tensor, get_default_graph
 from rustgrad.static._variables import Variable
 
 __all__ = ["assert_global_step", "create_global_step", "get_global_step", "get_or_create_global_step"]

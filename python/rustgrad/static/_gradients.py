@@ -140,8 +140,8 @@ def _hessian_by_loop(gradient: Tensor, x: Tensor) -> Tensor:
     """TF1's ``hessians`` loop: row j is the gradient of ``gradient[j]`` (flattened), for x of a
     size known only when the graph runs; the loop stacks the rows."""
     from rustgrad.static._control_flow import while_loop
+    from rustgrad.static._dtypes import int32
     from rustgrad.static._generated_ops import concat, gather
-    from rustgrad.static._graph import int32
     from rustgrad.static._ops import identity, reshape, zeros_like
     from rustgrad.static._shapes import shape, size
 

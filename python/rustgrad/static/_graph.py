@@ -13,11 +13,12 @@ from typing import Any, Iterator, Optional, Sequence, Union
 import numpy as np
 
 from rustgrad import _rustgrad
-from rustgrad._creation import _NUMPY_DTYPES, _SUPPORTED, _resolve_dtype
+from rustgrad._creation import _NUMPY_DTYPES
 from rustgrad._graph_value import GraphValue
 from rustgrad._rustgrad import GraphCore, OpSpec
 from rustgrad.errors import ArgumentTypeError, DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
 from rustgrad.static._collections import GraphNamesMixin
+from rustgrad.static._dtypes import as_dtype, bool_, float32, float64
 from rustgrad.static._generated_methods import TensorOps
 from rustgrad.static._python_values import (
     _check_python_values,
@@ -26,24 +27,6 @@ from rustgrad.static._python_values import (
     _number_as,
 )
 from rustgrad.static._tensor_shape import TensorShape
-
-float32 = _rustgrad.float32
-float64 = _rustgrad.float64
-int64 = _rustgrad.int64
-int32 = _rustgrad.int32
-uint8 = _rustgrad.uint8
-bool_ = _rustgrad.bool
-
-
-def as_dtype(dtype: Any) -> Any:
-    """A rustgrad dtype from a rustgrad dtype, a name, or a numpy dtype."""
-    if dtype is None:
-        raise DTypeError(f"a dtype is required here; use one of {_SUPPORTED}")
-    return _resolve_dtype(dtype)
-
-
-def numpy_dtype(dtype: Any) -> Any:
-    return _NUMPY_DTYPES[as_dtype(dtype).name]
 
 
 class Graph(GraphNamesMixin):

@@ -17,7 +17,8 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from rustgrad.errors import DTypeError, InvalidArgumentError, ShapeError
-from rustgrad.static._graph import Tensor, as_dtype, float32, get_default_graph
+from rustgrad.static._dtypes import as_dtype, float32
+from rustgrad.static._graph import Tensor, get_default_graph
 from rustgrad.static._random import random_normal, random_uniform, truncated_normal
 from rustgrad.static._variables import global_variables_initializer, variables_initializer
 

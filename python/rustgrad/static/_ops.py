@@ -6,6 +6,7 @@ from typing import Any, Optional, Sequence
 
 from rustgrad import _rustgrad
 from rustgrad.errors import InvalidArgumentError
+from rustgrad.static._dtypes import as_dtype, float32
 from rustgrad.static._graph import (
     _TRUEDIV_DTYPES,
     Tensor,
@@ -14,9 +15,7 @@ from rustgrad.static._graph import (
     _is_scalar,
     _renamed,
     _truediv_integers,
-    as_dtype,
     convert_to_tensor,
-    float32,
     get_default_graph,
 )
 from rustgrad.static._python_values import _converting, _default_constant_dtype, _number_as
@@ -71,7 +70,7 @@ def ones(shape: Any, dtype: Any = float32, name: Optional[str] = None) -> Tensor
 def _filled(shape: Any, value: int, dtype: Any, name: str) -> Tensor:
     import numpy as np
 
-    from rustgrad.static._graph import numpy_dtype
+    from rustgrad.static._dtypes import numpy_dtype
     from rustgrad.static._shapes import is_shape_tensor, shape_graph, shape_tensor
 
     if not is_shape_tensor(shape):

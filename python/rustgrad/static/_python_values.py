@@ -9,15 +9,9 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from rustgrad import _rustgrad
 from rustgrad._creation import _NUMPY_DTYPES, _SUPPORTED, _dtype_of_numpy
 from rustgrad.errors import DTypeError
-
-float32 = _rustgrad.float32
-float64 = _rustgrad.float64
-int64 = _rustgrad.int64
-int32 = _rustgrad.int32
-bool_ = _rustgrad.bool
+from rustgrad.static._dtypes import bool_, float32, float64, int32, int64
 
 _INT32 = np.iinfo(np.int32)
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from rustgrad.errors import DTypeError, InvalidArgumentError
-from rustgrad.static._graph import Tensor, as_dtype, convert_to_tensor, float32, get_default_graph
+from rustgrad.static._dtypes import as_dtype, float32
+from rustgrad.static._graph import Tensor, convert_to_tensor, get_default_graph
 
 # TF1's graph seed for ops that have an op seed in a graph without one.
 DEFAULT_GRAPH_SEED = 87654321

@@ -20,7 +20,8 @@ from rustgrad.errors import (
     SerializationError,
 )
 from rustgrad.static._checkpoint_state import get_checkpoint_mtimes, remove_checkpoint, write_state
-from rustgrad.static._graph import Tensor, numpy_dtype
+from rustgrad.static._dtypes import numpy_dtype
+from rustgrad.static._graph import Tensor
 from rustgrad.static._variables import Variable, global_variables
 
 __all__ = ["Saver"]

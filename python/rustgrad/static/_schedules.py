@@ -12,8 +12,9 @@ import math
 from typing import Any, Optional, Sequence
 
 from rustgrad.errors import DTypeError, InvalidArgumentError
+from rustgrad.static._dtypes import as_dtype, float32, int32, int64
 from rustgrad.static._generated_ops import equal
-from rustgrad.static._graph import Graph, Tensor, as_dtype, convert_to_tensor, float32, get_default_graph, int32, int64
+from rustgrad.static._graph import Graph, Tensor, convert_to_tensor, get_default_graph
 from rustgrad.static._ops import minimum, where
 
 __all__ = [

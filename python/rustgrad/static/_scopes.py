@@ -20,14 +20,8 @@ import numpy as np
 
 from rustgrad.errors import ArgumentTypeError, FailedPreconditionError, InvalidArgumentError
 from rustgrad.static._collections import GraphKeys, _graph_of
-from rustgrad.static._graph import (
-    Graph,
-    Tensor,
-    TensorShape,
-    as_dtype,
-    float32,
-    get_default_graph,
-)
+from rustgrad.static._dtypes import as_dtype, float32
+from rustgrad.static._graph import Graph, Tensor, TensorShape, get_default_graph
 from rustgrad.static._initializers import GlorotUniform, Zeros
 from rustgrad.static._python_values import _default_constant_dtype
 from rustgrad.static._variables import Variable

@@ -23,7 +23,8 @@ import numpy as np
 
 from rustgrad._rustgrad import SessionCore
 from rustgrad.errors import FailedPreconditionError, InvalidArgumentError
-from rustgrad.static._graph import Graph, Operation, Tensor, get_default_graph, numpy_dtype
+from rustgrad.static._dtypes import numpy_dtype
+from rustgrad.static._graph import Graph, Operation, Tensor, get_default_graph
 
 
 class RunOptions:

@@ -8,7 +8,8 @@ from typing import Any, Optional
 
 from rustgrad import _rustgrad
 from rustgrad.errors import InvalidArgumentError
-from rustgrad.static._graph import Graph, Tensor, as_dtype, convert_to_tensor, int32
+from rustgrad.static._dtypes import as_dtype, int32
+from rustgrad.static._graph import Graph, Tensor, convert_to_tensor
 
 
 def shape(input: Any, name: Optional[str] = None, out_type: Any = int32) -> Tensor:  # noqa: A002 - TF's name

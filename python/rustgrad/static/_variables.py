@@ -14,7 +14,8 @@ import numpy as np
 
 from rustgrad.errors import ArgumentTypeError, ShapeError
 from rustgrad.static._collections import GraphKeys
-from rustgrad.static._graph import Graph, Operation, Tensor, as_dtype, convert_to_tensor, get_default_graph
+from rustgrad.static._dtypes import as_dtype
+from rustgrad.static._graph import Graph, Operation, Tensor, convert_to_tensor, get_default_graph
 
 
 class Variable(Tensor):

@@ -14,7 +14,8 @@ import numbers
 from typing import Any, Callable, Optional, Sequence
 
 from rustgrad.errors import ArgumentTypeError, InvalidArgumentError
-from rustgrad.static._graph import Tensor, convert_to_tensor, float32
+from rustgrad.static._dtypes import float32
+from rustgrad.static._graph import Tensor, convert_to_tensor
 from rustgrad.static._layer_args import _activation, _data_format, _padding, _rate, _training_flag, _tuple
 
 __all__ = [
