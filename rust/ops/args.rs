@@ -80,6 +80,17 @@ pub struct Param {
     pub tf_default: Option<&'static str>,
 }
 
+/// A `Param` with no deprecated TF1 spellings, for the tables' `const`s.
+pub const fn param(
+    torch: &'static str,
+    tf: &'static str,
+    kind: Kind,
+    torch_default: Option<&'static str>,
+    tf_default: Option<&'static str>,
+) -> Param {
+    Param { torch, tf, tf_aliases: &[], kind, torch_default, tf_default }
+}
+
 /// One converted argument.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {

@@ -3,6 +3,7 @@
 //! `adaptive_avg_pool2d`, on the kernels of `kernels/pool.rs`. Their gradients are internal
 //! ops that take the input as reference, so they size themselves at run time.
 
+use super::args::param;
 use super::spatial::{Pad, Window};
 use super::{
     internal, nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TableOps, TorchFront, ONE_INPUT, TF_SEMANTICS,
@@ -258,16 +259,6 @@ impl PoolConfig {
         }
         Ok((Some(out), out_dtype))
     }
-}
-
-const fn param(
-    torch: &'static str,
-    tf: &'static str,
-    kind: Kind,
-    torch_default: Option<&'static str>,
-    tf_default: Option<&'static str>,
-) -> Param {
-    Param { torch, tf, tf_aliases: &[], kind, torch_default, tf_default }
 }
 
 /// `max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False)`; TF's

@@ -6,7 +6,7 @@ use super::ConvConfig;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::graph::PartialShape;
-use crate::ops::args::Padding;
+use crate::ops::args::{param, Padding};
 use crate::ops::spatial::{Pad, Window};
 use crate::ops::{nth, Args, Input, Kind, Meta, Param, Spec, TableOp, TorchFront, TF_SEMANTICS};
 use crate::rules::{Differentiator, RuleArgs, Saves};
@@ -14,16 +14,6 @@ use crate::tensor::Tensor;
 
 const INPUT_AND_WEIGHT: &[Input] =
     &[Input { torch: "input", tf: "input", list: false }, Input { torch: "weight", tf: "filter", list: false }];
-
-const fn param(
-    torch: &'static str,
-    tf: &'static str,
-    kind: Kind,
-    torch_default: Option<&'static str>,
-    tf_default: Option<&'static str>,
-) -> Param {
-    Param { torch, tf, tf_aliases: &[], kind, torch_default, tf_default }
-}
 
 /// `conv2d(input, weight, stride=1, padding=0, dilation=1, groups=1)`; TF's `nn.conv2d(input,
 /// filter, strides, padding, use_cudnn_on_gpu=True, data_format='NHWC', dilations=[1, 1, 1, 1])`.
