@@ -1,0 +1,192 @@
+//! Tests of the matrix products: `MatRef`'s bounds check, which kernel runs a product,
+//! products against a naive loop (odd shapes, transposed views, beta = 1), the update that
+//! reads `init` and stores a copy, and the SGD step fused into the product.
+
+use super::*;
+
+fn matmul<T: Float>(a: MatRef<T>, b: MatRef<T>) -> Vec<T> {
+    let mut out = vec![T::ZERO; a.rows * b.cols];
+    matmul_into(a, b, &mut out, T::ONE, T::ZERO);
+    out
+}
+
+fn naive(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
+    let mut out = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            out[i * n + j] = (0..k).map(|p| a[i * k + p] * b[p * n + j]).sum();
+        }
+    }
+    out
+}
+
+fn dense<T>(data: &[T], rows: usize, cols: usize) -> MatRef<'_, T> {
+    MatRef { data, offset: 0, rows, cols, row_stride: cols as isize, col_stride: 1 }
+}
+
+fn values(n: usize, seed: f64) -> Vec<f64> {
+    (0..n).map(|i| ((i as f64) * 0.7 + seed).sin()).collect()
+}
+
+#[test]
+fn a_matrix_reaching_outside_its_slice_is_refused() {
+    let data = [0.0f32; 6];
+    assert!(MatRef::new(&data, 0, (2, 3), (3, 1)).is_some());
+    assert!(MatRef::new(&data, 1, (2, 3), (3, 1)).is_none());
+    assert!(MatRef::new(&data, 0, (3, 3), (3, 1)).is_none());
+    assert!(MatRef::new(&data, 5, (2, 3), (-3, 1)).is_none());
+    assert!(MatRef::new(&data, 3, (2, 3), (-3, 1)).is_some());
+    assert!(MatRef::new(&data, 0, (usize::MAX, 2), (isize::MAX, 1)).is_none());
+    assert!(MatRef::new(&data, 7, (0, 3), (3, 1)).is_none());
+    assert!(MatRef::new(&data, 6, (0, 3), (3, 1)).is_some());
+}
+
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn our_kernel_takes_products_whose_b_stays_in_cache() {
+    let chosen = |m: usize, k: usize, n: usize| {
+        let (a, b) = (vec![0.0f32; m * k], vec![0.0f32; k * n]);
+        own_kernel_runs(dense(&a, m, k), dense(&b, k, n))
+    };
+    if !crate::kernels::sgemm_avx512::available() || kernel_choice() == KernelChoice::OnlyCrate {
+        assert!(!chosen(64, 1000, 100));
+        return;
+    }
+    if kernel_choice() == KernelChoice::OwnForAnyB {
+        assert!(chosen(512, 512, 512) && !chosen(1024, 1024, 1024));
+        return;
+    }
+    assert!(chosen(64, 1000, 100) && chosen(1000, 64, 100) && chosen(384, 384, 384));
+    // B of 1 MiB or more, or more than 2^28 multiply-adds: the crate.
+    assert!(!chosen(512, 512, 512) && !chosen(48, 1024, 1024) && !chosen(64, 512, 512));
+    assert!(!chosen(8192, 64, 1024) && !chosen(1024, 1024, 1024));
+}
+
+#[test]
+#[should_panic(expected = "operand sizes")]
+fn a_wrongly_sized_output_is_refused_in_release_builds_too() {
+    let data = [1.0f64; 4];
+    let a = MatRef::new(&data, 0, (2, 2), (2, 1)).unwrap();
+    let mut out = [0.0f64; 3];
+    matmul_into(a, a, &mut out, 1.0, 0.0);
+}
+
+#[test]
+fn odd_shapes_match_a_naive_loop() {
+    for &(m, k, n) in &[(1, 1, 1), (3, 5, 7), (17, 1, 9), (64, 33, 65), (129, 70, 3), (0, 4, 3), (4, 0, 3)] {
+        let a = values(m * k, 0.1);
+        let b = values(k * n, 0.9);
+        let got = matmul(dense(&a, m, k), dense(&b, k, n));
+        let want = naive(&a, &b, m, k, n);
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() < 1e-10, "({m},{k},{n}): {g} vs {w}");
+        }
+        assert_eq!(got.len(), m * n);
+    }
+}
+
+#[test]
+fn transposed_views_are_read_in_place() {
+    let (m, k, n) = (6, 4, 5);
+    let a = values(m * k, 0.3);
+    let b_t = values(n * k, 0.2); // b stored transposed: (n, k)
+    let b_t_ref = dense(&b_t, n, k).transposed();
+    let mut b = vec![0.0; k * n];
+    for p in 0..k {
+        for j in 0..n {
+            b[p * n + j] = b_t[j * k + p];
+        }
+    }
+    let got = matmul(dense(&a, m, k), b_t_ref);
+    let want = naive(&a, &b, m, k, n);
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() < 1e-12);
+    }
+}
+
+#[test]
+fn update_reads_init_and_stores_the_result_twice() {
+    fn check<T: Float + std::fmt::Debug>(to: impl Fn(f64) -> T, tol: f64) {
+        // 70×90×40 f32 runs on the AVX-512 kernel where available; f64 on the gemm crate.
+        let (m, k, n) = (70, 90, 40);
+        let a64 = values(m * k, 0.4);
+        let b64 = values(k * n, 0.8);
+        let init64 = values(m * n, 0.2);
+        let (a, b, init): (Vec<T>, Vec<T>, Vec<T>) = (
+            a64.iter().map(|&v| to(v)).collect(),
+            b64.iter().map(|&v| to(v)).collect(),
+            init64.iter().map(|&v| to(v)).collect(),
+        );
+        let a_ref = MatRef { data: &a, offset: 0, rows: m, cols: k, row_stride: k as isize, col_stride: 1 };
+        let b_ref = MatRef { data: &b, offset: 0, rows: k, cols: n, row_stride: n as isize, col_stride: 1 };
+        let mut out = vec![MaybeUninit::<T>::uninit(); m * n];
+        let mut copy = vec![MaybeUninit::<T>::uninit(); m * n];
+        matmul_update_into(a_ref, b_ref, &init, &mut out, Some(&mut copy), to(-0.5));
+        let want = naive(&a64, &b64, m, k, n);
+        for i in 0..m * n {
+            // SAFETY: matmul_update_into writes every element of both outputs.
+            let (got, dup) = unsafe { (out[i].assume_init(), copy[i].assume_init()) };
+            let expected = init64[i] - 0.5 * want[i];
+            assert!((got.to_f64() - expected).abs() <= tol * expected.abs().max(1.0), "{i}: {got:?}");
+            assert_eq!(got.to_f64().to_bits(), dup.to_f64().to_bits());
+        }
+    }
+    check::<f32>(|v| v as f32, 1e-4);
+    check::<f64>(|v| v, 1e-12);
+}
+
+#[test]
+fn an_sgd_step_in_the_product_gives_the_bits_of_the_product_then_leaf_sgd() {
+    use crate::kernels::leaf_sgd::{leaf_sgd, GradUse};
+    let (m, k, n) = (70, 90, 40);
+    let a: Vec<f32> = values(m * k, 0.4).iter().map(|&v| v as f32).collect();
+    let b: Vec<f32> = values(k * n, 0.8).iter().map(|&v| (v * 3.0) as f32).collect();
+    let init: Vec<f32> =
+        values(m * n, 0.2).iter().enumerate().map(|(i, &v)| if i % 9 == 0 { -0.0 } else { v as f32 }).collect();
+    // A as stored by the weight gradient xᵀ·g: a transposed (column-major) view.
+    let a_t: Vec<f32> = (0..k * m).map(|i| a[(i % m) * k + i / m]).collect();
+    let a_view = MatRef { data: &a_t, offset: 0, rows: m, cols: k, row_stride: 1, col_stride: m as isize };
+    let steps = [
+        (0.0, LeafSgd { scale_op: ScalarOp::Mul, scale: 1e-3f32, alpha: -1.0 }),
+        (0.5, LeafSgd { scale_op: ScalarOp::Div, scale: 3.0, alpha: 1.0 }),
+        (-0.0, LeafSgd { scale_op: ScalarOp::Mul, scale: 0.37, alpha: -0.7 }),
+    ];
+    for (zero, step) in steps {
+        for a_ref in [dense(&a, m, k), a_view] {
+            let mut fused = init.clone();
+            if !matmul_sgd_step_in_place(a_ref, dense(&b, k, n), &mut fused, zero, &step) {
+                assert!(!crate::kernels::sgemm_avx512::available(), "the AVX-512 kernel runs {m}×{k}×{n}");
+                return;
+            }
+            let mut apart = init.clone();
+            leaf_sgd(GradUse::Filled { value: zero, incoming: &matmul(a_ref, dense(&b, k, n)) }, &mut apart, &step);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&fused), bits(&apart), "zero {zero}, {step:?}");
+        }
+    }
+}
+
+#[test]
+fn an_sgd_step_the_kernel_cannot_fuse_writes_nothing() {
+    let (a, b) = (values(6, 0.1), values(6, 0.2));
+    let mut w = vec![1.0f64; 4];
+    let step = LeafSgd { scale_op: ScalarOp::Mul, scale: 0.1, alpha: -1.0 };
+    assert!(!matmul_sgd_step_in_place(dense(&a, 2, 3), dense(&b, 3, 2), &mut w, 0.0, &step));
+    let (a32, b32) = (vec![1.0f32; 6], vec![1.0f32; 6]);
+    let mut w32 = vec![1.0f32; 4];
+    let add = LeafSgd { scale_op: ScalarOp::Add, scale: 0.1, alpha: -1.0 };
+    assert!(!matmul_sgd_step_in_place(dense(&a32, 2, 3), dense(&b32, 3, 2), &mut w32, 0.0, &add));
+    assert_eq!((w, w32), (vec![1.0; 4], vec![1.0; 4]));
+}
+
+#[test]
+fn beta_one_accumulates_into_the_output() {
+    let a = values(4, 0.0);
+    let b = values(4, 1.0);
+    let mut out = vec![1.0; 4];
+    matmul_into(dense(&a, 2, 2), dense(&b, 2, 2), &mut out, 1.0, 1.0);
+    let want = naive(&a, &b, 2, 2, 2);
+    for (g, w) in out.iter().zip(&want) {
+        assert!((g - (w + 1.0)).abs() < 1e-12);
+    }
+}
