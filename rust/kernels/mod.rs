@@ -8,6 +8,7 @@ mod widest;
 pub mod activation;
 pub mod batched_matmul;
 pub mod binary;
+mod broadcast;
 pub mod conv;
 mod crate_gemm;
 pub mod elementwise;
