@@ -36,6 +36,7 @@ pub mod spin_pool;
 pub mod split_writes;
 pub mod thread_choice;
 pub mod threads;
+mod transpose8;
 pub mod vecmath;
 
 /// Elementwise work below this many elements runs on the calling thread: these
