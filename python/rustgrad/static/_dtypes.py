@@ -5,16 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from rustgrad import _rustgrad
-from rustgrad._creation import _NUMPY_DTYPES, _SUPPORTED, _resolve_dtype
+from rustgrad._creation import _NUMPY_DTYPES, _SUPPORTED, _resolve_dtype, bool_, float32, float64, int32, int64, uint8
 from rustgrad.errors import DTypeError
 
-float32 = _rustgrad.float32
-float64 = _rustgrad.float64
-int64 = _rustgrad.int64
-int32 = _rustgrad.int32
-uint8 = _rustgrad.uint8
-bool_ = _rustgrad.bool
+__all__ = ["as_dtype", "bool_", "float32", "float64", "int32", "int64", "numpy_dtype", "uint8"]
 
 
 def as_dtype(dtype: Any) -> Any:
