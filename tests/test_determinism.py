@@ -67,6 +67,10 @@ def run_all():
         s2 = rustgrad.tensor(rng.standard_normal((1000, 100)).astype(np_dtype))
         out[f"{tag}/matmul_short"] = h(s1 @ s2)
         out[f"{tag}/matmul_short_t"] = h(s1.t() @ (s1 @ s2))
+        # short and wide: bands of columns on the crate when there is no AVX-512
+        w_np = rng.standard_normal((1000, 520)).astype(np_dtype)
+        out[f"{tag}/matmul_wide"] = h(s1 @ rustgrad.tensor(w_np))
+        out[f"{tag}/matmul_wide_t"] = h(s1 @ rustgrad.tensor(np.ascontiguousarray(w_np.T)).t())
         out[f"{tag}/reshape_t"] = h(a.t().reshape(-1, 3))
         out[f"{tag}/transpose"] = h(a.transpose(0, 1))
         out[f"{tag}/index"] = h(a[3:500:7, ::2])

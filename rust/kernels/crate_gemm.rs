@@ -1,5 +1,5 @@
 //! Products on the `gemm` crate, and how they are threaded: on one thread below
-//! `BANDS_MIN_FLOPS`, otherwise as one band of rows per thread on our spin pool
+//! `BANDS_MIN_FLOPS`, otherwise as one band of columns or rows per thread on our spin pool
 //! (the crate's own rayon threading only for large products too short for bands).
 
 use super::matmul::{product_len, MatRef};
@@ -12,6 +12,10 @@ use parking_lot::Mutex;
 pub(super) fn product<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, beta: T, may_thread: bool) {
     if !may_thread {
         return crate_product(a, b, out, alpha, beta, Parallelism::None);
+    }
+    let column_bands = column_bands(a.rows, a.cols, b.cols);
+    if column_bands > 1 {
+        return crate_product_in_column_bands(a, b, out, alpha, beta, column_bands);
     }
     let bands = row_bands(a.rows, a.cols, b.cols, std::mem::size_of::<T>());
     if bands > 1 {
@@ -37,19 +41,40 @@ fn parallelism(m: usize, n: usize, k: usize) -> Parallelism {
 
 /// `out = beta·out + alpha·a·b` on the `gemm` crate (`out` is not read when beta is 0).
 fn crate_product<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, beta: T, par: Parallelism) {
-    let (m, k, n) = (a.rows, a.cols, b.cols);
     // invariant: the crate writes m×n elements through a raw pointer, so this check must hold in release builds.
     assert!(product_len(a, b) == Some(out.len()), "crate_product: operand sizes");
-    // SAFETY: `out` holds m×n elements (asserted above); every element `a` and `b`
-    // address lies inside their slices, checked by `MatRef::new` when they were made.
+    // SAFETY: `out` holds the a.rows×b.cols elements of a dense row-major output (asserted
+    // above), and this call borrows it mutably.
+    unsafe { crate_product_into(a, b, out.as_mut_ptr(), b.cols, alpha, beta, par) }
+}
+
+/// `out = beta·out + alpha·a·b` on the `gemm` crate, where row i of the output starts at
+/// `out + i·out_row_stride` and holds b.cols contiguous elements.
+///
+/// # Safety
+/// Those a.rows×b.cols elements must be valid for reads and writes and touched by nothing
+/// else during the call.
+unsafe fn crate_product_into<T: Float>(
+    a: MatRef<T>,
+    b: MatRef<T>,
+    out: *mut T,
+    out_row_stride: usize,
+    alpha: T,
+    beta: T,
+    par: Parallelism,
+) {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    // SAFETY: the output's elements are the caller's to write (this function's contract);
+    // every element `a` and `b` address lies inside their slices, checked by `MatRef::new`
+    // when they were made.
     unsafe {
         gemm::gemm(
             m,
             n,
             k,
-            out.as_mut_ptr(),
+            out,
             1,
-            n as isize,
+            out_row_stride as isize,
             beta != T::ZERO,
             a.data.as_ptr().add(a.offset),
             a.col_stride,
@@ -108,11 +133,7 @@ const B_IN_CACHE_BYTES: usize = 1 << 20;
 /// `benchmarks/row_bands.py`), or when bands would not keep the bits of the whole
 /// product (`bands_keep_the_bits`; tested in `bands_of_rows_give_the_bits_of_one_call`).
 fn row_bands(m: usize, k: usize, n: usize, size: usize) -> usize {
-    static CRATE_THREADS_ITSELF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let crate_threads_itself = *CRATE_THREADS_ITSELF
-        .get_or_init(|| std::env::var("RUSTGRAD_GEMM_THREADING").is_ok_and(|v| v.trim() == "rayon"));
-    let work = m.saturating_mul(k).saturating_mul(n);
-    if crate_threads_itself || work < BANDS_MIN_FLOPS {
+    if threading() == Threading::Crate || m.saturating_mul(k).saturating_mul(n) < BANDS_MIN_FLOPS {
         return 1;
     }
     let b_in_cache = k.saturating_mul(n).saturating_mul(size) <= B_IN_CACHE_BYTES;
@@ -124,6 +145,100 @@ fn row_bands(m: usize, k: usize, n: usize, size: usize) -> usize {
     } else {
         1
     }
+}
+
+/// How threaded crate products are split. Only benchmarks change it, through
+/// `RUSTGRAD_GEMM_THREADING`, to compare the splits with what they replaced.
+#[derive(Copy, Clone, PartialEq, Debug)]
+enum Threading {
+    /// Bands of columns or of rows, as `column_bands` and `row_bands` choose (the default).
+    Bands,
+    /// `rows`: no bands of columns (`benchmarks/column_bands.py`).
+    RowsOnly,
+    /// `rayon`: the crate's own threading for every threaded product (`benchmarks/row_bands.py`).
+    Crate,
+}
+
+fn threading() -> Threading {
+    static THREADING: std::sync::OnceLock<Threading> = std::sync::OnceLock::new();
+    *THREADING.get_or_init(|| match std::env::var("RUSTGRAD_GEMM_THREADING").as_deref().map(str::trim) {
+        Ok("rayon") => Threading::Crate,
+        Ok("rows") => Threading::RowsOnly,
+        _ => Threading::Bands,
+    })
+}
+
+/// Into how many bands of columns a crate product of m×k×n is split: one per thread when A
+/// (m×k) is smaller than B (k×n) and too short for tall bands of rows, so that each thread
+/// packs its share of B and reads all of A, where bands of rows would each pack all of B
+/// (`benchmarks/column_bands.py`). 1 (not split) when that does not apply, when the product
+/// is too small to pay, or when bands would not keep the bits of the whole product
+/// (`bands_keep_the_bits`; tested in `bands_of_columns_give_the_bits_of_one_call`).
+fn column_bands(m: usize, k: usize, n: usize) -> usize {
+    let threads = super::threads::num_threads();
+    let too_small = m.saturating_mul(k).saturating_mul(n) < BANDS_MIN_FLOPS;
+    if threading() != Threading::Bands || too_small || m >= n || m >= threads.saturating_mul(MIN_BAND_ROWS) {
+        return 1;
+    }
+    let bands = threads.min(n / COLUMN_BAND_ALIGN).max(1);
+    if bands_keep_the_bits(narrowest_column_band(bands, n), m) {
+        bands
+    } else {
+        1
+    }
+}
+
+/// The fewest columns of any of `bands` bands over `n` columns.
+fn narrowest_column_band(bands: usize, n: usize) -> usize {
+    (0..bands).map(|band| column_band_start(band + 1, bands, n) - column_band_start(band, bands, n)).min().unwrap_or(n)
+}
+
+/// Bands of columns start at multiples of this many columns: whole panels of the crate's
+/// float32 kernel on AVX2 (two 8-lane vectors), so that no band adds a partial panel.
+const COLUMN_BAND_ALIGN: usize = 16;
+
+/// The first column of band `band` of `bands` over `n` columns (`n` for `band == bands`).
+fn column_band_start(band: usize, bands: usize, n: usize) -> usize {
+    if band >= bands {
+        n
+    } else {
+        band * n / bands / COLUMN_BAND_ALIGN * COLUMN_BAND_ALIGN
+    }
+}
+
+/// The output of a product as a raw pointer, so that parts running at once can each write
+/// their own band of columns (bands of columns are not contiguous, so not slices).
+#[derive(Copy, Clone)]
+struct OutputPointer<T>(*mut T);
+// SAFETY: the parts that share it write disjoint columns of an output that the caller
+// borrows mutably until every part is done (`spin_pool::run` returns only then).
+unsafe impl<T: Send> Send for OutputPointer<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for OutputPointer<T> {}
+
+impl<T> OutputPointer<T> {
+    /// The output's element `offset` (a method, so that closures capture the whole
+    /// `OutputPointer`, which is `Sync`, and not its raw pointer field).
+    fn element(self, offset: usize) -> *mut T {
+        self.0.wrapping_add(offset)
+    }
+}
+
+/// A threaded product on the crate as `bands` bands of columns, each multiplied on one
+/// thread of our spin pool by the crate on one thread.
+fn crate_product_in_column_bands<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, beta: T, bands: usize) {
+    let n = b.cols;
+    // invariant: the parts write a.rows×n elements through a raw pointer, so this check must hold in release builds.
+    assert!(product_len(a, b) == Some(out.len()), "crate_product_in_column_bands: operand sizes");
+    let output = OutputPointer(out.as_mut_ptr());
+    super::spin_pool::run(bands, &|band| {
+        let (first, end) = (column_band_start(band, bands, n), column_band_start(band + 1, bands, n));
+        let columns = b.column_band(first, end - first);
+        // SAFETY: columns first..end of every row lie inside the a.rows×n output (first ≤ end
+        // ≤ n, asserted size); no other part writes them, and `out` stays borrowed until
+        // `run` has waited for every part.
+        unsafe { crate_product_into(a, columns, output.element(first), n, alpha, beta, Parallelism::None) }
+    });
 }
 
 /// A threaded product on the crate as `bands` bands of rows, each multiplied on one
@@ -162,12 +277,18 @@ mod tests {
         MatRef::new(data, 0, (rows, cols), (cols as isize, 1)).expect("a dense matrix fits its data")
     }
 
-    /// Every split `row_bands` may choose for m×k×n gives the bits of one call.
+    /// Every split `row_bands` and `column_bands` may choose for m×k×n gives the bits of one call.
     fn check_bands<T: Float + std::fmt::Debug>(m: usize, k: usize, n: usize, to: impl Fn(f64) -> T) {
         let a = values(m * k, 0.3, &to);
         let b = values(k * n, 0.8, &to);
         let init = values(m * n, 0.1, &to);
         let shortest = if n > SMALL_PATH_MAX { MIN_SHORT_BAND_ROWS } else { MIN_BAND_ROWS };
+        let row_splits: Vec<usize> =
+            (2..=4).filter(|&bands| m / bands >= shortest && bands_keep_the_bits(m / bands, n)).collect();
+        let column_splits: Vec<usize> = (2..=4)
+            .filter(|&bands| n / COLUMN_BAND_ALIGN >= bands && bands_keep_the_bits(narrowest_column_band(bands, n), m))
+            .collect();
+        assert!(!(row_splits.is_empty() && column_splits.is_empty()), "{m}×{k}×{n} tests no split");
         // A and B dense, A read through a transposed view, B read through one.
         let layouts = [
             (dense(&a, m, k), dense(&b, k, n)),
@@ -178,11 +299,15 @@ mod tests {
             for beta in [T::ZERO, T::ONE] {
                 let mut whole = init.clone();
                 crate_product(a, b, &mut whole, to(0.5), beta, Parallelism::None);
-                let splits = (2..=4).filter(|&bands| m / bands >= shortest && bands_keep_the_bits(m / bands, n));
-                for bands in splits {
+                for &bands in &row_splits {
                     let mut banded = init.clone();
                     crate_product_in_row_bands(a, b, &mut banded, to(0.5), beta, bands);
-                    assert!(whole == banded, "{m}×{k}×{n} in {bands} bands, beta {beta:?}");
+                    assert!(whole == banded, "{m}×{k}×{n} in {bands} bands of rows, beta {beta:?}");
+                }
+                for &bands in &column_splits {
+                    let mut banded = init.clone();
+                    crate_product_in_column_bands(a, b, &mut banded, to(0.5), beta, bands);
+                    assert!(whole == banded, "{m}×{k}×{n} in {bands} bands of columns, beta {beta:?}");
                 }
             }
         }
@@ -200,6 +325,17 @@ mod tests {
     }
 
     #[test]
+    fn bands_of_columns_give_the_bits_of_one_call() {
+        // Short wide products, down to one row (the crate's matrix-vector paths), and bands
+        // of 64 and 66 columns of 65 rows, beside the crate's path for outputs of 64×64.
+        let shapes = [(64, 300, 256), (32, 256, 520), (1, 300, 1000), (3, 200, 900), (16, 64, 300), (65, 1000, 130)];
+        for (m, k, n) in shapes {
+            check_bands(m, k, n, |v| v as f32);
+            check_bands(m, k, n, |v| v);
+        }
+    }
+
+    #[test]
     fn products_too_small_or_too_short_are_not_split() {
         let threads = crate::kernels::threads::num_threads();
         assert_eq!(row_bands(64, 1000, 16, 4), 1, "below BANDS_MIN_FLOPS");
@@ -207,5 +343,12 @@ mod tests {
         assert_eq!(row_bands(64, 1000, 100, 4), threads.min(4), "wide with B in cache: short bands");
         assert_eq!(row_bands(64, 4096, 1024, 4), 1, "B out of cache: no short bands");
         assert_eq!(row_bands(512, 2048, 1, 4), 1, "bands of 256 outputs would take the crate's small path");
+        // Bands of 1024 / 8 = 128 columns keep the bits, so up to 8 threads each get one.
+        let wanted = if threads <= 8 { threads } else { column_bands(64, 4096, 1024) };
+        assert_eq!(column_bands(64, 4096, 1024), wanted, "short and wide: one band of columns per thread");
+        assert_eq!(column_bands(64, 1000, 100), 1, "bands of 48 and 52 columns would take the crate's small path");
+        let tall = threads * MIN_BAND_ROWS;
+        assert_eq!(column_bands(tall, 1000, 4 * tall), 1, "tall enough for bands of rows");
+        assert_eq!(column_bands(200, 1000, 100), 1, "A larger than B: bands of rows");
     }
 }

@@ -46,6 +46,11 @@ impl<'a, T> MatRef<'a, T> {
         MatRef { offset, rows: count, ..self }
     }
 
+    /// Columns `first..first + count` of this matrix.
+    pub(super) fn column_band(self, first: usize, count: usize) -> MatRef<'a, T> {
+        self.transposed().row_band(first, count).transposed()
+    }
+
     pub fn transposed(self) -> MatRef<'a, T> {
         MatRef { rows: self.cols, cols: self.rows, row_stride: self.col_stride, col_stride: self.row_stride, ..self }
     }
