@@ -18,44 +18,21 @@ product, so it keeps its bands of rows in both.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import subprocess
-import sys
-import time
-from pathlib import Path
-
-from product_rates import alternate, median_and_best
+from product_rates import alternate, median_and_best, parse_rounds_and_threads, rates_in_child
 
 SHAPES = [(64, 1000, 100), (64, 1000, 256), (64, 100, 1000), (32, 256, 512), (16, 1024, 1024),
           (128, 1024, 1024), (64, 4096, 1024), (64, 1024, 4096)]
 CALL_BUDGET_MACS = 5 * 10**9
 
-CHILD = """
-import json, sys
-import rustgrad
-from product_rates import product_rates
-rustgrad.set_num_threads(int(sys.argv[1]))
-print(json.dumps(product_rates(json.loads(sys.argv[2]), int(sys.argv[3]), min_calls=20)))
-"""
-
 CONFIGURATIONS = {"columns": {}, "rows": {"RUSTGRAD_GEMM_THREADING": "rows"}}
 
 
 def run(configuration: str, threads: int) -> dict[str, list[float]]:
-    env = dict(os.environ, **CONFIGURATIONS[configuration])
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parent), env.get("PYTHONPATH")]))
-    args = [sys.executable, "-c", CHILD, str(threads), json.dumps(SHAPES), str(CALL_BUDGET_MACS)]
-    return json.loads(subprocess.run(args, env=env, capture_output=True, text=True, check=True).stdout)
+    return rates_in_child(CONFIGURATIONS[configuration], threads, SHAPES, CALL_BUDGET_MACS)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--threads", type=int, nargs="+", default=[2])
-    args = parser.parse_args()
-    print(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), f"{args.rounds} rounds")
+    args = parse_rounds_and_threads(__doc__.splitlines()[0], rounds=5, threads=[2])
     for threads in args.threads:
         runs = alternate(list(CONFIGURATIONS), args.rounds, run, threads)
         print(f"{threads} thread(s), GFLOP/s  {'row':>16}  {'columns':>15} {'rows':>15}")

@@ -12,15 +12,7 @@ brackets the best single call.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import subprocess
-import sys
-import time
-from pathlib import Path
-
-from product_rates import alternate, median_and_best
+from product_rates import alternate, median_and_best, parse_rounds_and_threads, rates_in_child
 
 SHAPES = [
     (64, 1000, 100), (1000, 64, 100), (64, 100, 1000), (128, 128, 128), (256, 256, 256),
@@ -29,28 +21,14 @@ SHAPES = [
 ]
 CALL_BUDGET_MACS = 3 * 10**8
 
-CHILD = """
-import json, sys
-import rustgrad
-from product_rates import product_rates
-rustgrad.set_num_threads(int(sys.argv[1]))
-print(json.dumps(product_rates(json.loads(sys.argv[2]), int(sys.argv[3]), min_calls=20)))
-"""
 
 
 def run(kind: str, threads: int) -> dict[str, list[float]]:
-    env = dict(os.environ, RUSTGRAD_GEMM=kind)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parent), env.get("PYTHONPATH")]))
-    args = [sys.executable, "-c", CHILD, str(threads), json.dumps(SHAPES), str(CALL_BUDGET_MACS)]
-    return json.loads(subprocess.run(args, env=env, capture_output=True, text=True, check=True).stdout)
+    return rates_in_child({"RUSTGRAD_GEMM": kind}, threads, SHAPES, CALL_BUDGET_MACS)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    args = parser.parse_args()
-    print(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), f"{args.rounds} rounds")
+    args = parse_rounds_and_threads(__doc__.splitlines()[0], rounds=3, threads=[1, 2])
     for threads in args.threads:
         runs = alternate(["own", "crate"], args.rounds, run, threads)
         print(f"{threads} thread(s)      shape     own kernel        crate   (GFLOP/s)")

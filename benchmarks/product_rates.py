@@ -1,12 +1,18 @@
-"""What kernel_choice.py and row_bands.py share: GFLOP/s of `a.mm(b)` for float32 operands
-of given shapes, timed in the calling process (their child processes), and the rounds of
+"""What kernel_choice.py, row_bands.py and column_bands.py share: GFLOP/s of `a.mm(b)` for
+float32 operands of given shapes, timed in their child processes, and the rounds of
 alternating processes with their summary."""
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 Results = dict[str, list[float]]
 
@@ -31,6 +37,41 @@ def product_rates(shapes: list[list[int]], call_budget_macs: int, min_calls: int
         flops = 2 * m * k * n
         rates[f"{m}x{k}x{n}"] = [flops / statistics.median(times) / 1e9, flops / min(times) / 1e9]
     return rates
+
+
+RATES_CHILD = """
+import json, sys
+import rustgrad
+from product_rates import product_rates
+rustgrad.set_num_threads(int(sys.argv[1]))
+print(json.dumps(product_rates(json.loads(sys.argv[2]), int(sys.argv[3]), min_calls=int(sys.argv[4]))))
+"""
+
+
+def child_results(child: str, environment: dict[str, str], args: list[str]) -> Results:
+    """The JSON that the Python source ``child`` prints, run with ``args`` in a fresh process
+    whose environment adds ``environment`` and this folder to the module path."""
+    env = dict(os.environ, **environment)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parent), env.get("PYTHONPATH")]))
+    command = [sys.executable, "-c", child, *args]
+    return json.loads(subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout)
+
+
+def rates_in_child(environment: dict[str, str], threads: int, shapes: list, call_budget_macs: int,
+                   min_calls: int = 20) -> Results:
+    """`product_rates` of ``shapes`` on ``threads`` threads, in a fresh process (see `child_results`)."""
+    args = [str(threads), json.dumps(shapes), str(call_budget_macs), str(min_calls)]
+    return child_results(RATES_CHILD, environment, args)
+
+
+def parse_rounds_and_threads(description: str, rounds: int, threads: list[int]) -> argparse.Namespace:
+    """``--rounds`` and ``--threads`` (several counts allowed), with these defaults; prints the time."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--rounds", type=int, default=rounds)
+    parser.add_argument("--threads", type=int, nargs="+", default=threads)
+    args = parser.parse_args()
+    print(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), f"{args.rounds} rounds")
+    return args
 
 
 def alternate(

@@ -14,15 +14,9 @@ and the Rust test `bands_of_rows_give_the_bits_of_one_call`).
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import subprocess
-import sys
-import time
-from pathlib import Path
 
-from product_rates import alternate, median_and_best
+from product_rates import alternate, child_results, median_and_best, parse_rounds_and_threads
 
 SHAPES = [(256, 1024, 1024), (384, 1024, 1024), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
           (1024, 4096, 4096), (4096, 1024, 4096), (4096, 1024, 1000)]
@@ -52,19 +46,12 @@ CONFIGURATIONS = {"bands": {}, "rayon": {"RUSTGRAD_GEMM_THREADING": "rayon"}}
 
 
 def run(configuration: str, threads: int) -> dict[str, list[float]]:
-    env = dict(os.environ, **CONFIGURATIONS[configuration])
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parent), env.get("PYTHONPATH")]))
-    args = [sys.executable, "-c", CHILD, str(threads), json.dumps(SHAPES), str(CALL_BUDGET_MACS),
-            json.dumps(LARGE_STEP), str(LARGE_STEP_CALLS)]
-    return json.loads(subprocess.run(args, env=env, capture_output=True, text=True, check=True).stdout)
+    args = [str(threads), json.dumps(SHAPES), str(CALL_BUDGET_MACS), json.dumps(LARGE_STEP), str(LARGE_STEP_CALLS)]
+    return child_results(CHILD, CONFIGURATIONS[configuration], args)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--threads", type=int, nargs="+", default=[2])
-    args = parser.parse_args()
-    print(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), f"{args.rounds} rounds")
+    args = parse_rounds_and_threads(__doc__.splitlines()[0], rounds=5, threads=[2])
     for threads in args.threads:
         runs = alternate(list(CONFIGURATIONS), args.rounds, run, threads)
         print(f"{threads} thread(s)  {'row':>24}  {'bands':>14} {'rayon':>14}")
