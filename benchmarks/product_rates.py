@@ -77,10 +77,12 @@ def parse_rounds_and_threads(description: str, rounds: int, threads: list[int]) 
 def alternate(
     configurations: list[str], rounds: int, run: Callable[[str, int], Results], threads: int
 ) -> dict[str, list[Results]]:
-    """`rounds` rounds, each running `run(configuration, threads)` (a process) for every configuration in turn."""
+    """`rounds` rounds, each running `run(configuration, threads)` (a process) for every configuration
+    in turn, the order rotating from round to round so that no configuration always runs first."""
     runs: dict[str, list[Results]] = {name: [] for name in configurations}
-    for _ in range(rounds):
-        for name in runs:
+    for r in range(rounds):
+        shift = r % len(configurations)
+        for name in configurations[shift:] + configurations[:shift]:
             runs[name].append(run(name, threads))
     return runs
 
