@@ -13,11 +13,13 @@ pub(super) fn product<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha
     if !may_thread {
         return crate_product(a, b, out, alpha, beta, Parallelism::None);
     }
-    let column_bands = column_bands(a.rows, a.cols, b.cols);
+    // The bands' shapes are judged by the columns the crate computes, the edge left aside.
+    let crate_cols = b.cols - edge_width(a, b);
+    let column_bands = column_bands(a.rows, a.cols, crate_cols);
     if column_bands > 1 {
         return crate_product_in_column_bands(a, b, out, alpha, beta, column_bands);
     }
-    let bands = row_bands(a.rows, a.cols, b.cols, std::mem::size_of::<T>());
+    let bands = row_bands(a.rows, a.cols, crate_cols, std::mem::size_of::<T>());
     if bands > 1 {
         return crate_product_in_row_bands(a, b, out, alpha, beta, bands);
     }
@@ -45,7 +47,45 @@ fn crate_product<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, 
     assert!(product_len(a, b) == Some(out.len()), "crate_product: operand sizes");
     // SAFETY: `out` holds the a.rows×b.cols elements of a dense row-major output (asserted
     // above), and this call borrows it mutably.
-    unsafe { crate_product_into(a, b, out.as_mut_ptr(), b.cols, alpha, beta, par) }
+    unsafe { product_part(a, b, out.as_mut_ptr(), b.cols, alpha, beta, par) }
+}
+
+/// How many columns at the right of `a·b` our AVX2 kernel computes rather than the
+/// crate (`edge_columns.rs`): 0 for most products, and off x86-64.
+fn edge_width<T: 'static>(a: MatRef<T>, b: MatRef<T>) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    return super::edge_columns::edge_width(a, b);
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (a, b);
+        0
+    }
+}
+
+/// `crate_product_into`, but with the last `edge_width` columns on our AVX2 kernel.
+///
+/// # Safety
+/// As `crate_product_into`.
+unsafe fn product_part<T: Float>(
+    a: MatRef<T>,
+    b: MatRef<T>,
+    out: *mut T,
+    out_row_stride: usize,
+    alpha: T,
+    beta: T,
+    par: Parallelism,
+) {
+    let edge = edge_width(a, b);
+    let crate_cols = b.cols - edge;
+    // SAFETY: the first crate_cols columns of the caller's outputs (this function's contract).
+    unsafe { crate_product_into(a, b.column_band(0, crate_cols), out, out_row_stride, alpha, beta, par) };
+    #[cfg(target_arch = "x86_64")]
+    if edge > 0 {
+        let edge_columns = b.column_band(crate_cols, edge);
+        // SAFETY: the last `edge` columns of the caller's outputs (this function's contract);
+        // edge_width said this kernel runs them.
+        unsafe { super::edge_columns::edge_product(a, edge_columns, out.add(crate_cols), out_row_stride, alpha, beta) };
+    }
 }
 
 /// `out = beta·out + alpha·a·b` on the `gemm` crate, where row i of the output starts at
@@ -225,19 +265,22 @@ impl<T> OutputPointer<T> {
 }
 
 /// A threaded product on the crate as `bands` bands of columns, each multiplied on one
-/// thread of our spin pool by the crate on one thread.
+/// thread of our spin pool by the crate on one thread. The bands split the columns the
+/// crate computes; the last band also takes the edge that `edge_width` leaves to ours.
 fn crate_product_in_column_bands<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, beta: T, bands: usize) {
     let n = b.cols;
     // invariant: the parts write a.rows×n elements through a raw pointer, so this check must hold in release builds.
     assert!(product_len(a, b) == Some(out.len()), "crate_product_in_column_bands: operand sizes");
+    let crate_cols = n - edge_width(a, b);
     let output = OutputPointer(out.as_mut_ptr());
     super::spin_pool::run(bands, &|band| {
-        let (first, end) = (column_band_start(band, bands, n), column_band_start(band + 1, bands, n));
+        let first = column_band_start(band, bands, crate_cols);
+        let end = if band + 1 == bands { n } else { column_band_start(band + 1, bands, crate_cols) };
         let columns = b.column_band(first, end - first);
         // SAFETY: columns first..end of every row lie inside the a.rows×n output (first ≤ end
         // ≤ n, asserted size); no other part writes them, and `out` stays borrowed until
         // `run` has waited for every part.
-        unsafe { crate_product_into(a, columns, output.element(first), n, alpha, beta, Parallelism::None) }
+        unsafe { product_part(a, columns, output.element(first), n, alpha, beta, Parallelism::None) }
     });
 }
 

@@ -11,6 +11,8 @@ pub mod binary;
 mod broadcast;
 pub mod conv;
 mod crate_gemm;
+#[cfg(target_arch = "x86_64")]
+mod edge_columns;
 pub mod elementwise;
 #[cfg(target_arch = "x86_64")]
 mod extreme_f32;
