@@ -24,22 +24,15 @@ SHAPES = [(64, 1000, 100, False), (1000, 64, 100, True), (64, 1000, 96, False), 
 STEP_CALLS = 300
 
 CHILD = """
-import json, statistics, sys, time
+import json, sys
 import numpy as np
 import rustgrad
+from call_timing import median_call_us
 from rustgrad._demo import Problem
 from steps import eager_step, static_step
 
 def median_us(call, calls):
-    for _ in range(calls // 4 + 2):
-        call()
-    rounds = []
-    for _ in range(7):
-        start = time.perf_counter()
-        for _ in range(calls):
-            call()
-        rounds.append(1e6 * (time.perf_counter() - start) / calls)
-    return statistics.median(rounds)
+    return median_call_us(call, calls, warmup=calls // 4 + 2)
 
 rustgrad.set_num_threads(int(sys.argv[1]))
 rng = np.random.default_rng(0)

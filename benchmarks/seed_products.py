@@ -15,30 +15,18 @@ of call overhead included).
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fma_probe  # noqa: E402
+from call_timing import median_call_us  # noqa: E402
 
 # (m, k, n, A stored transposed): the seed step's two products first.
 SHAPES = [(64, 1000, 100, False), (1000, 64, 100, True), (1000, 64, 96, True), (1000, 64, 128, True),
           (1000, 256, 100, True), (1000, 64, 100, False)]
-
-
-def median_call_us(call, calls: int) -> float:
-    call()
-    rounds = []
-    for _ in range(7):
-        start = time.perf_counter()
-        for _ in range(calls):
-            call()
-        rounds.append(1e6 * (time.perf_counter() - start) / calls)
-    return statistics.median(rounds)
 
 
 def product_rows(threads: int, peak: float, calls: int) -> list[str]:

@@ -12,27 +12,18 @@ AVX2 machine").
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from typing import Callable
 
 import numpy as np
 
 import rustgrad
+from call_timing import median_call_us
 
 SHAPES = [(1000, 64, 100), (777, 33, 129), (1000, 256, 100), (512, 64, 512)]
 
 
 def median_us(call: Callable[[], object], calls: int, rounds: int = 9) -> float:
-    for _ in range(30):
-        call()
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(calls):
-            call()
-        times.append((time.perf_counter() - start) / calls * 1e6)
-    return statistics.median(times)
+    return median_call_us(call, calls, rounds=rounds, warmup=30)
 
 
 def main() -> None:

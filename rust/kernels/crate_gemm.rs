@@ -360,19 +360,32 @@ mod tests {
     fn bands_of_rows_give_the_bits_of_one_call() {
         // Tall bands of narrow products (down to the crate's matrix-vector paths), short
         // bands of wide ones (the seed step's two).
-        let shapes = [(385, 520, 64), (1024, 256, 1), (1024, 300, 3), (64, 1000, 100), (1000, 64, 100), (33, 300, 65)];
-        for (m, k, n) in shapes {
-            check_bands(m, k, n, |v| v as f32);
-            check_bands(m, k, n, |v| v);
-        }
+        check_in_both_types(&[
+            (385, 520, 64),
+            (1024, 256, 1),
+            (1024, 300, 3),
+            (64, 1000, 100),
+            (1000, 64, 100),
+            (33, 300, 65),
+        ]);
     }
 
     #[test]
     fn bands_of_columns_give_the_bits_of_one_call() {
         // Short wide products, down to one row (the crate's matrix-vector paths), and bands
         // of 64 and 66 columns of 65 rows, beside the crate's path for outputs of 64×64.
-        let shapes = [(64, 300, 256), (32, 256, 520), (1, 300, 1000), (3, 200, 900), (16, 64, 300), (65, 1000, 130)];
-        for (m, k, n) in shapes {
+        check_in_both_types(&[
+            (64, 300, 256),
+            (32, 256, 520),
+            (1, 300, 1000),
+            (3, 200, 900),
+            (16, 64, 300),
+            (65, 1000, 130),
+        ]);
+    }
+
+    fn check_in_both_types(shapes: &[(usize, usize, usize)]) {
+        for &(m, k, n) in shapes {
             check_bands(m, k, n, |v| v as f32);
             check_bands(m, k, n, |v| v);
         }
