@@ -27,8 +27,10 @@ const EDGE_MAX: usize = 4;
 const MIN_DEPTH: usize = 64;
 
 /// How many columns at the right of `a·b` this kernel computes: n % 16 when that is 1
-/// to 4 (wider edges it computed slower than the crate), past at least one whole panel, for float32 operands with A's rows or columns
-/// contiguous, on a CPU with AVX2 and FMA; else 0 (the crate computes every column).
+/// to 4, past at least one whole panel, for float32 products at least `MIN_DEPTH` deep
+/// with A's rows or columns contiguous, on a CPU with AVX2 and FMA; else 0 (the crate
+/// computes every column). It depends on the shape and layout alone, never on the
+/// thread count, so the bits do not either.
 pub(super) fn edge_width<T: 'static>(a: MatRef<T>, b: MatRef<T>) -> usize {
     let edge = b.cols % PANEL;
     let contiguous = a.col_stride == 1 || a.row_stride == 1;
@@ -174,6 +176,7 @@ unsafe fn dot_rows<const E: usize, const R: usize>(a: MatRef<f32>, packed: &[f32
     use std::arch::x86_64::*;
     let (m, k) = (a.rows, a.cols);
     let k8 = k - k % 8;
+    // invariant: `rows_by_dot_products` packs E rows of k; the loads below rely on it.
     assert!(packed.len() >= E * k, "dot_rows: packed edge too short");
     let row_start = |i: usize| (a.offset as isize + i as isize * a.row_stride) as usize;
     let mut i = 0;
