@@ -54,12 +54,13 @@ fn runs_here() -> bool {
     static RUNS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *RUNS.get_or_init(|| {
         let left_to_the_crate = std::env::var("RUSTGRAD_GEMM_EDGE").is_ok_and(|v| v.trim() == "crate");
-        has_avx2_fma() && !left_to_the_crate
+        super::vecmath::simd() != super::vecmath::Simd::Baseline && !left_to_the_crate
     })
 }
 
-fn has_avx2_fma() -> bool {
-    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+/// A row-major copy of `m` (`layout::gather_strided`, which reads each source line once).
+fn row_major_copy(m: MatRef<f32>) -> Vec<f32> {
+    super::layout::gather_strided(m.data, &[m.rows, m.cols], &[m.row_stride, m.col_stride], m.offset)
 }
 
 /// `out[i·out_row_stride + j] = beta·out[..] + alpha·Σ_kk a[i, kk]·b[kk, j]` for every
@@ -145,16 +146,8 @@ fn element(m: MatRef<f32>, row: usize, col: usize) -> f32 {
 /// # Safety
 /// As `edge_product`, with `a.col_stride == 1`.
 unsafe fn rows_by_dot_products(a: MatRef<f32>, b: MatRef<f32>, store: Store) {
-    let (k, edge) = (a.cols, b.cols);
-    let mut packed = crate::storage::vec_with_capacity::<f32>(edge * k);
-    packed.resize(edge * k, 0.0);
-    // B is walked by rows, which are contiguous in the usual layout.
-    for kk in 0..k {
-        for j in 0..edge {
-            packed[j * k + kk] = element(b, kk, j);
-        }
-    }
-    let kernel = match edge {
+    let packed = row_major_copy(b.transposed());
+    let kernel = match b.cols {
         1 => dot_rows::<1, 2>,
         2 => dot_rows::<2, 2>,
         3 => dot_rows::<3, 2>,
@@ -221,10 +214,8 @@ fn lanes_sum(v: std::arch::x86_64::__m256) -> f32 {
 /// # Safety
 /// As `edge_product`, with `a.row_stride == 1`.
 unsafe fn columns_by_fma_chains(a: MatRef<f32>, b: MatRef<f32>, store: Store) {
-    let (k, edge) = (a.cols, b.cols);
-    let mut packed = crate::storage::vec_with_capacity::<f32>(k * edge);
-    packed.extend((0..k).flat_map(|kk| (0..edge).map(move |j| element(b, kk, j))));
-    let kernel = match edge {
+    let packed = row_major_copy(b);
+    let kernel = match b.cols {
         1 => fma_chains::<1, 2>,
         2 => fma_chains::<2, 2>,
         3 => fma_chains::<3, 2>,
@@ -287,15 +278,8 @@ unsafe fn fma_chains<const E: usize, const R: usize>(a: MatRef<f32>, packed: &[f
 unsafe fn store_rows_of_eight<const E: usize>(columns: &[std::arch::x86_64::__m256; E], first: usize, store: Store) {
     use std::arch::x86_64::*;
     if let [c0, c1, c2, c3] = columns[..] {
-        let (low01, high01) = (_mm256_unpacklo_ps(c0, c1), _mm256_unpackhi_ps(c0, c1));
-        let (low23, high23) = (_mm256_unpacklo_ps(c2, c3), _mm256_unpackhi_ps(c2, c3));
         // Row r in the low 128 bits, row r + 4 in the high.
-        let pairs = [
-            _mm256_shuffle_ps::<0x44>(low01, low23),
-            _mm256_shuffle_ps::<0xEE>(low01, low23),
-            _mm256_shuffle_ps::<0x44>(high01, high23),
-            _mm256_shuffle_ps::<0xEE>(high01, high23),
-        ];
+        let pairs = super::transpose8::transposed_quads([c0, c1, c2, c3]);
         let (alpha, beta) = (_mm_set1_ps(store.alpha), _mm_set1_ps(store.beta));
         for (r, pair) in pairs.into_iter().enumerate() {
             for (row, values) in

@@ -77,15 +77,9 @@ unsafe fn block8(src: *const f32, src_stride: usize, dst: *mut f32, dst_stride: 
     // SAFETY: row r < 8 of the source block is in range (caller); an unaligned load.
     let row = |r: usize| unsafe { _mm256_loadu_ps(src.add(r * src_stride)) };
     let (r0, r1, r2, r3, r4, r5, r6, r7) = (row(0), row(1), row(2), row(3), row(4), row(5), row(6), row(7));
-    // Pairs of rows interleaved, then pairs of pairs, then the 128-bit halves swapped.
-    let (t0, t1) = (_mm256_unpacklo_ps(r0, r1), _mm256_unpackhi_ps(r0, r1));
-    let (t2, t3) = (_mm256_unpacklo_ps(r2, r3), _mm256_unpackhi_ps(r2, r3));
-    let (t4, t5) = (_mm256_unpacklo_ps(r4, r5), _mm256_unpackhi_ps(r4, r5));
-    let (t6, t7) = (_mm256_unpacklo_ps(r6, r7), _mm256_unpackhi_ps(r6, r7));
-    let (u0, u1) = (_mm256_shuffle_ps::<0x44>(t0, t2), _mm256_shuffle_ps::<0xEE>(t0, t2));
-    let (u2, u3) = (_mm256_shuffle_ps::<0x44>(t1, t3), _mm256_shuffle_ps::<0xEE>(t1, t3));
-    let (u4, u5) = (_mm256_shuffle_ps::<0x44>(t4, t6), _mm256_shuffle_ps::<0xEE>(t4, t6));
-    let (u6, u7) = (_mm256_shuffle_ps::<0x44>(t5, t7), _mm256_shuffle_ps::<0xEE>(t5, t7));
+    // Each half of rows 0–3 and of rows 4–7 transposed as 4×4 blocks, then the 128-bit halves swapped.
+    let [u0, u1, u2, u3] = transposed_quads([r0, r1, r2, r3]);
+    let [u4, u5, u6, u7] = transposed_quads([r4, r5, r6, r7]);
     let columns = [
         _mm256_permute2f128_ps::<0x20>(u0, u4),
         _mm256_permute2f128_ps::<0x20>(u1, u5),
@@ -100,6 +94,25 @@ unsafe fn block8(src: *const f32, src_stride: usize, dst: *mut f32, dst_stride: 
         // SAFETY: row r < 8 of the destination block is in range (caller); an unaligned store.
         unsafe { _mm256_storeu_ps(dst.add(r * dst_stride), column) };
     }
+}
+
+/// Four rows of 8 as two 4×4 blocks (lanes 0–3 and 4–7), each transposed in place: lanes
+/// 0–3 of result c hold column c of the left block, lanes 4–7 column c of the right one.
+/// Pairs of rows are interleaved, then pairs of pairs.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+pub(super) fn transposed_quads(rows: [std::arch::x86_64::__m256; 4]) -> [std::arch::x86_64::__m256; 4] {
+    use std::arch::x86_64::*;
+    let [r0, r1, r2, r3] = rows;
+    let (t0, t1) = (_mm256_unpacklo_ps(r0, r1), _mm256_unpackhi_ps(r0, r1));
+    let (t2, t3) = (_mm256_unpacklo_ps(r2, r3), _mm256_unpackhi_ps(r2, r3));
+    [
+        _mm256_shuffle_ps::<0x44>(t0, t2),
+        _mm256_shuffle_ps::<0xEE>(t0, t2),
+        _mm256_shuffle_ps::<0x44>(t1, t3),
+        _mm256_shuffle_ps::<0xEE>(t1, t3),
+    ]
 }
 
 #[cfg(test)]
