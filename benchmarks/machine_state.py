@@ -12,9 +12,7 @@ that measurement was in (the state can change within minutes).
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -24,6 +22,7 @@ from best_blas import reexec_without_slowing_variables  # noqa: E402
 reexec_without_slowing_variables()
 
 import fma_probe  # noqa: E402
+from call_timing import median_call_us  # noqa: E402
 from floor import floor_seconds, machine_state, two_layer_step_flops  # noqa: E402
 from rustgrad._demo import Problem  # noqa: E402
 from steps import numpy_step  # noqa: E402
@@ -34,15 +33,7 @@ STEPS_PER_ROUND = 200
 def numpy_seed_step_seconds(problem: Problem, rounds: int) -> float:
     """Median seconds per in-place numpy step (the report's baseline) over ``rounds`` rounds of 200."""
     step = numpy_step(problem, in_place=True)
-    for _ in range(STEPS_PER_ROUND):
-        step()
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(STEPS_PER_ROUND):
-            step()
-        times.append((time.perf_counter() - start) / STEPS_PER_ROUND)
-    return statistics.median(times)
+    return median_call_us(step, STEPS_PER_ROUND, rounds=rounds, warmup=STEPS_PER_ROUND) / 1e6
 
 
 def main() -> None:
