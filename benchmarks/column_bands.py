@@ -10,8 +10,8 @@ Each configuration runs in its own process and the processes alternate, so that 
 of the machine's state reaches both sides. Prints, per row, the median over the rounds of
 each process's median GFLOP/s, and in brackets the best single call. Both give the same
 bits (the Rust test `bands_of_columns_give_the_bits_of_one_call`). The seed step's
-64×1000×100 is the control: bands of 48 and 52 columns would leave the bits of the whole
-product, so it keeps its bands of rows in both.
+64×1000×100 runs as two halves of its depth by default and in bands of rows with the switch
+(`benchmarks/depth_halves.py` compares those two).
 
     python benchmarks/column_bands.py [--rounds 5] [--threads 2]
 """
