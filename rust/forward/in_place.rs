@@ -141,7 +141,7 @@ pub fn fill(dst: &Tensor, value: Scalar) -> Result<()> {
         let mut guard = dst.storage().write();
         let slice = T::slice_mut(&mut guard).ok_or_else(|| Error::DType("internal dtype mismatch".into()))?;
         if dst.is_contiguous() {
-            slice[dst.offset()..dst.offset() + dst.numel()].fill(v);
+            crate::kernels::split_writes::fill(&mut slice[dst.offset()..dst.offset() + dst.numel()], v);
         } else {
             walk(dst.shape(), [dst.strides()], [dst.offset()], |[i]| slice[i] = v);
         }

@@ -247,7 +247,7 @@ pub fn scalar<T: Number>(op: ScalarOp, x: &[T], s: T) -> Vec<T> {
         ScalarOp::Add => map(x, |v| v.plus(s)),
         ScalarOp::Sub => map(x, |v| v.minus(s)),
         // Only `Mul` splits mid-size writes: it makes the eager update's `lr * grad` in the
-        // halves `sub_` reads. Splitting `zero_` the same way was slower (20 µs against 8).
+        // halves `sub_` reads (as `split_writes::fill` zeroes the gradient in them).
         ScalarOp::Mul if super::split_writes::splits_below_parallel(x.len()) => {
             super::split_writes::map(x, |v| v.times(s))
         }

@@ -1,15 +1,22 @@
-//! The in-place add of mid-size tensors (`w -= lr·g`), split among the kernel
-//! threads from `SPLIT_MIN_ELEMENTS` on.
+//! The in-place add and the fill of mid-size tensors (`w -= lr·g`, `g.zero_()`), split
+//! among the kernel threads from `SPLIT_MIN_ELEMENTS` on.
 //!
 //! The split is lower than `PARALLEL_MIN_ELEMENTS` because of where a weight sits
-//! in a training step: both cores have just read all of it (every band of the
-//! forward product streams the whole weight), so one core writing it alone waits
+//! in a training step: both cores have just read it (all of it in bands of rows of the
+//! forward product, or each the half that it writes here in halves of the depth, see
+//! `crate_gemm::always_in_depth_halves`), so one core writing it alone waits
 //! for the other core's copy of each cache line to be dropped.
 //! `w1.sub_(lr * w1.grad)` on the seed step's 1000×100 float32 weight took 44 µs in
 //! the two-thread eager step against 11 µs in the one-thread step, and 20–22 µs split
 //! (`benchmarks/eager_step_parts.py`).
-//! (`zero_` of the gradient was tried too: split, it took 20 µs against 8, since
-//! the core that had just read the gradient had to hand half of it over.)
+//!
+//! `zero_` of the gradient (`fill`) is split into the same parts, so each core zeroes the
+//! part of the gradient that it adds the next step's gradient into (`add_scaled`, in
+//! backward's accumulation). Zeroed by one core, half of the gradient moved to it and back
+//! every step: in the eager seed step, zeroing both gradients took 28–32 µs on one core
+//! against 8–9 split, in the slow machine state (`benchmarks/eager_step_parts.py`). (When
+//! this was first tried, before `lr * g` was split, one core had just read all of the
+//! gradient, and zeroing it there was faster: 8 µs against 20.)
 //!
 //! The temporary `lr * g` of that update (a number times a mid-size tensor) is split
 //! into the same parts, so each core writes the part of it that it then reads in
@@ -61,6 +68,17 @@ fn map_in<T: Copy + Send + Sync + 'static>(parts: usize, src: &[T], f: impl Fn(T
     // of it, since the part at `start` is at most `src.len() - start` long.
     unsafe { out.set_len(src.len()) };
     out
+}
+
+/// `v` into every element of `dst`, in the parts that `add_scaled` splits its `dst` into, so
+/// that `w.grad.zero_()` leaves each part of the gradient in the cache of the core that adds
+/// the next step's gradient into it.
+pub fn fill<T: Copy + Send + Sync>(dst: &mut [T], v: T) {
+    fill_in(parts_for(dst.len()), dst, v)
+}
+
+fn fill_in<T: Copy + Send + Sync>(parts: usize, dst: &mut [T], v: T) {
+    split_into(parts, dst, |_, part| part.fill(v));
 }
 
 /// Whether `map` may split a tensor of `n` elements where `elementwise::map` would not.
@@ -116,6 +134,9 @@ mod tests {
             assert!(summed, "{n} elements in {parts} parts, alpha 1");
             let scaled: Vec<f32> = src.iter().map(|&v| v * -0.3).collect();
             assert_eq!(map_in(parts, &src, |v| v * -0.3), scaled, "{n} elements in {parts} parts");
+            let mut filled = start.clone();
+            fill_in(parts, &mut filled, -0.0);
+            assert!(filled.iter().all(|v| v.to_bits() == (-0.0f32).to_bits()), "{n} elements in {parts} parts, fill");
         }
     }
 
