@@ -247,9 +247,9 @@ const DEPTH_HALVES_MAX_COLS: usize = 128;
 /// that the step before updated in place in bands of rows, half on each core (the weight
 /// gradient xᵀ·g of 1000×64×100 runs as two bands of 500 rows); the halves of the depth
 /// read the same halves of B on the same cores, from their own caches. On the crate alone
-/// (`/tmp` scratch, AVX2 EPYC, 2026-12-05), 64×1000×96 on two threads after such an update
-/// took 72–74 µs in halves of the depth, against 120–150 in bands of rows and 88–109 in
-/// bands of columns (72–74, 75–85 and 79–83 without the update).
+/// (`cargo run --release --example crate_splits`, AVX2 EPYC, 2026-12-05), 64×1000×96 on two
+/// threads after such an update took 69–77 µs in halves of the depth, against 92–148 in
+/// bands of rows and 71–101 in bands of columns (70–79, 84–88 and 71–81 without the update).
 fn always_in_depth_halves(m: usize, k: usize, n: usize) -> bool {
     let short_and_deep = m <= DEPTH_HALVES_MAX_ROWS && n <= DEPTH_HALVES_MAX_COLS && k >= 2 * m.max(n);
     threading() == Threading::Bands && short_and_deep && m.saturating_mul(k).saturating_mul(n) >= BANDS_MIN_FLOPS
