@@ -11,11 +11,10 @@ of python/rustgrad after `maturin develop`), put first on the module path of its
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
-import sys
 import time
+
+from product_rates import child_results
 
 CHILD = """
 import json, time
@@ -62,11 +61,8 @@ print(json.dumps(out))
 
 
 def timed_in(build: str) -> dict[str, float]:
-    env = dict(os.environ)
-    if build:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [build, env.get("PYTHONPATH")]))
-    run = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, check=True)
-    return json.loads(run.stdout)
+    environment = {"PYTHONPATH": os.pathsep.join(filter(None, [build, os.environ.get("PYTHONPATH")]))} if build else {}
+    return child_results(CHILD, environment, [])
 
 
 def main() -> None:

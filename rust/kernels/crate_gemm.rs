@@ -287,7 +287,7 @@ fn crate_product_in_depth_halves<T: Float>(
     } else {
         (0..2).for_each(half_product);
     }
-    out.iter_mut().zip(&second).for_each(|(total, &rest)| *total += rest);
+    super::split_writes::add_scaled(out, &second, T::ONE);
 }
 
 /// The fewest columns of any of `bands` bands over `n` columns.
