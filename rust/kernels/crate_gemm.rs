@@ -240,7 +240,8 @@ const DEPTH_HALVES_MAX_ROWS: usize = 64;
 const DEPTH_HALVES_MAX_COLS: usize = 128;
 
 /// Whether a product of m×k×n runs as two halves of its depth, at every thread count (one
-/// after the other on one thread), so that its bits do not depend on the threads.
+/// after the other on one thread), so that its bits do not depend on the threads: on the
+/// crate here, and on our own AVX-512 kernel (`sgemm_avx512::sgemm_in_depth_halves`).
 ///
 /// Each half reads half of A's columns and half of B's rows, where bands of rows would
 /// each read all of B and bands of columns all of A. In a training step B is a weight
@@ -250,7 +251,7 @@ const DEPTH_HALVES_MAX_COLS: usize = 128;
 /// (`cargo run --release --example crate_splits`, AVX2 EPYC, 2026-12-05), 64×1000×96 on two
 /// threads after such an update took 69–77 µs in halves of the depth, against 92–148 in
 /// bands of rows and 71–101 in bands of columns (70–79, 84–88 and 71–81 without the update).
-fn always_in_depth_halves(m: usize, k: usize, n: usize) -> bool {
+pub(super) fn always_in_depth_halves(m: usize, k: usize, n: usize) -> bool {
     let short_and_deep = m <= DEPTH_HALVES_MAX_ROWS && n <= DEPTH_HALVES_MAX_COLS && k >= 2 * m.max(n);
     threading() == Threading::Bands && short_and_deep && m.saturating_mul(k).saturating_mul(n) >= BANDS_MIN_FLOPS
 }

@@ -3,10 +3,12 @@
 //! spend much of their time packing and waking threads.
 //!
 //! It reads A through any strides (so transposed views cost nothing) and B
-//! rows directly when they are contiguous. Output rows are split into bands of
-//! a fixed height that run in parallel; every output element is summed over k
-//! in the same order whatever the number of threads, so results are bitwise
-//! identical at any thread count.
+//! rows directly when they are contiguous. Output rows are split into one share
+//! per thread, run in bands of a fixed height (`Shares`); short, deep products
+//! run as two halves of their depth instead, at every thread count
+//! (`sgemm_in_depth_halves`). Every output element is summed over k in the same
+//! order whatever the number of threads, so results are bitwise identical at any
+//! thread count.
 
 #![allow(clippy::too_many_arguments)]
 
@@ -42,6 +44,14 @@ struct OutPtr(*mut f32);
 unsafe impl Send for OutPtr {}
 unsafe impl Sync for OutPtr {}
 
+impl OutPtr {
+    /// The element `offset` (a method, so that closures capture the whole `OutPtr`, which is
+    /// `Sync`, and not its raw pointer field).
+    fn element(self, offset: usize) -> *mut f32 {
+        self.0.wrapping_add(offset)
+    }
+}
+
 /// `out = a·b` stored as `store` says from `init` (for `Scaled`, `beta·init +
 /// alpha·a·b`), where `init` and `out` are row-major m×n (they may be the same
 /// memory). Every output element is written; `out` is read only when it is `init`.
@@ -60,13 +70,16 @@ pub unsafe fn sgemm_from(
     store: Store<f32>,
     parallel: bool,
 ) {
-    let (m, n) = (a.rows, b.cols);
     debug_assert!(b.col_stride == 1 && available());
+    if super::crate_gemm::always_in_depth_halves(a.rows, a.cols, b.cols) {
+        // SAFETY: the caller's contract, passed on.
+        return unsafe { sgemm_in_depth_halves(a, b, init, outs, second, store, parallel) };
+    }
+    let (m, n) = (a.rows, b.cols);
     let (ptr, init, copy) = (OutPtr(outs[0]), OutPtr(init.cast_mut()), OutPtr(outs[1]));
     let height = band_rows(m);
-    let band = move |start: usize| {
+    let band = move |start: usize, rows: usize| {
         let (ptr, init, copy) = (ptr, init, copy);
-        let rows = height.min(m - start);
         // SAFETY: start < m, so row `start` lies inside the caller's m×n outputs.
         let copy_band = unsafe { offset_unless_null(copy.0, start * n) };
         // SAFETY: as above, for `init` (m×n readable) and `outs[0]` (m×n writable).
@@ -75,18 +88,125 @@ pub unsafe fn sgemm_from(
         // `a` and `b` address only elements inside their slices (checked by `MatRef::new`).
         unsafe { band_kernel(a, b, c, second, start, rows, store) }
     };
-    let bands = m.div_ceil(height);
-    let workers = if parallel { super::threads::num_threads().min(bands) } else { 1 };
-    // Workers claim bands as they come free, so a helper that starts late still takes
-    // what is left; which thread computes a band never changes its result.
-    let next_band = AtomicUsize::new(0);
-    super::spin_pool::run(workers, &|_| loop {
-        let claimed = next_band.fetch_add(1, Ordering::Relaxed);
-        if claimed >= bands {
-            break;
+    let workers = if parallel { super::threads::num_threads().min(m.div_ceil(height)) } else { 1 };
+    let shares = Shares::new(m, workers, height);
+    super::spin_pool::run(workers, &|worker| shares.work_through(worker, &band));
+}
+
+/// The output rows of a product split among `workers`: worker w owns rows w·m/workers ..
+/// (w+1)·m/workers, the same halves that `split_writes` cuts a weight's update into, so in a
+/// training step each core writes (in the weight gradient) and reads (in the forward
+/// product's halves of the depth, `sgemm_in_depth_halves`) the rows of a weight that stay in
+/// its cache. Each worker runs its rows in bands of `height`, then helps with the bands that
+/// others have not started (a helper that starts late, or not at all, is no cost). Which
+/// thread computes a band never changes its result.
+struct Shares {
+    m: usize,
+    workers: usize,
+    height: usize,
+    /// The next band each worker's rows have to give, counted in bands from the first row.
+    next_band: Vec<AtomicUsize>,
+}
+
+impl Shares {
+    fn new(m: usize, workers: usize, height: usize) -> Shares {
+        let next_band = (0..workers).map(|_| AtomicUsize::new(0)).collect();
+        Shares { m, workers, height, next_band }
+    }
+
+    fn rows_of(&self, worker: usize) -> (usize, usize) {
+        (worker * self.m / self.workers, (worker + 1) * self.m / self.workers)
+    }
+
+    /// Runs `band(first_row, rows)` over the bands of `worker`'s rows, then of the others'.
+    fn work_through(&self, worker: usize, band: &impl Fn(usize, usize)) {
+        for owner in (0..self.workers).map(|i| (worker + i) % self.workers) {
+            let (first, end) = self.rows_of(owner);
+            loop {
+                let start = first + self.next_band[owner].fetch_add(1, Ordering::Relaxed) * self.height;
+                if start >= end {
+                    break;
+                }
+                band(start, self.height.min(end - start));
+            }
         }
-        band(claimed * height)
-    });
+    }
+}
+
+/// `sgemm_from` for a short, deep product (`crate_gemm::always_in_depth_halves`): the
+/// plain products over the two halves of the depth, on two threads when `parallel` (one
+/// after the other otherwise, so the bits do not depend on the threads), each into a
+/// buffer of its own; then their sum, stored as `store` and `second` say.
+///
+/// # Safety
+/// As `sgemm_from`.
+unsafe fn sgemm_in_depth_halves(
+    a: MatRef<'_, f32>,
+    b: MatRef<'_, f32>,
+    init: *const f32,
+    outs: [*mut f32; 2],
+    second: SecondOutput,
+    store: Store<f32>,
+    parallel: bool,
+) {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    let (len, half) = (m * n, k / 2);
+    let mut sums: Vec<f32> = crate::storage::vec_with_capacity(2 * len);
+    let sums_at = OutPtr(sums.as_mut_ptr());
+    let half_product = |part: usize| {
+        let (first, depth) = if part == 0 { (0, half) } else { (half, k - half) };
+        // Inside `sums`, which has room for 2·len values.
+        let out = sums_at.element(part * len);
+        let plain = Store::Scaled { alpha: 1.0, beta: 0.0 };
+        let (a_half, b_half) = (a.column_band(first, depth), b.row_band(first, depth));
+        // SAFETY: avx512f and avx512vl were detected (`available`); `out` has room for the m×n
+        // sums, which beta 0 does not read; the halves address only elements of `a` and `b`.
+        unsafe { band_kernel(a_half, b_half, [out, out, std::ptr::null_mut()], SecondOutput::Copy, 0, m, plain) }
+    };
+    if parallel {
+        super::spin_pool::run(2, &half_product);
+    } else {
+        (0..2).for_each(half_product);
+    }
+    let halves = [sums.as_ptr(), sums.as_ptr().wrapping_add(len)];
+    // SAFETY: both halves of `sums` were written above (m×n each); the caller's contract on
+    // `init` and `outs`; avx512f was detected (`available`).
+    unsafe { store_sum_of_halves(halves, len, init, outs, second, store) }
+}
+
+/// Stores `halves[0] + halves[1]` (`len` values each) as `store` says from `init` into
+/// `outs[0]`, and as `second` says into a non-null `outs[1]`: as the kernel's tiles store
+/// their sums.
+///
+/// # Safety
+/// `halves` and `init` (when the store reads it) must be readable for `len` values, `outs[0]`
+/// and a non-null `outs[1]` writable; the CPU must have avx512f.
+#[target_feature(enable = "avx512f")]
+unsafe fn store_sum_of_halves(
+    halves: [*const f32; 2],
+    len: usize,
+    init: *const f32,
+    outs: [*mut f32; 2],
+    second: SecondOutput,
+    store: Store<f32>,
+) {
+    for start in (0..len).step_by(16) {
+        let mask = column_masks(len - start)[0];
+        // SAFETY: the masked lanes, start.. at most len, lie inside both halves (caller's contract).
+        let [first, second_half] = halves.map(|half| unsafe { _mm512_maskz_loadu_ps(mask, half.add(start)) });
+        let sum = _mm512_add_ps(first, second_half);
+        // SAFETY: start < len: inside a non-null second output, as in the caller's contract.
+        let copy = unsafe { offset_unless_null(outs[1], start) };
+        // SAFETY: the masked lanes of `init` from `start` are readable (caller's contract).
+        let init = || unsafe { _mm512_maskz_loadu_ps(mask, init.add(start)) };
+        let result = stored(sum, init, store);
+        // SAFETY: the masked lanes of `outs[0]` from `start` are writable (caller's contract).
+        unsafe { _mm512_mask_storeu_ps(outs[0].add(start), mask, result) };
+        if !copy.is_null() {
+            // SAFETY: the masked lanes of the second output from `start` are writable (caller's contract).
+            unsafe { _mm512_mask_storeu_ps(copy, mask, second_of(result, second)) };
+        }
+    }
 }
 
 /// `p + count`, or null when `p` is (the absent second output).
@@ -180,7 +300,7 @@ fn column_masks(width: usize) -> [__mmask16; 2] {
 /// computes the same operations in the same order either way, so the bits are the same.
 macro_rules! microkernel {
     (
-        $micro:ident, $stored:ident, $features:literal, $vector:ty, $mask:ty, lanes: $lanes:literal,
+        $micro:ident, $stored:ident, $second_of:ident, $features:literal, $vector:ty, $mask:ty, lanes: $lanes:literal,
         zero: $zero:ident, splat: $splat:ident, load: $load:ident, store: $store:ident, fmadd: $fmadd:ident,
         add: $add:ident, mul: $mul:ident, div: $div:ident, max: $max:ident, cmp: $cmp:ident, keep: $keep:ident $(,)?
     ) => {
@@ -235,18 +355,24 @@ macro_rules! microkernel {
                     // SAFETY: the masked lanes of `p` lie inside the output (caller's contract).
                     unsafe { $store(p, masks[half], result) };
                     if !c_copy.is_null() {
-                        let other = match second {
-                            SecondOutput::Copy => result,
-                            // max(c, v) is v when v is NaN, and c only when c > v: numpy's maximum(v, c).
-                            SecondOutput::AtLeast(c) => $max($splat(c as f32), result),
-                            // Kept where v > 0 or v is NaN ("not less or equal, unordered"), else +0.
-                            SecondOutput::Relu => $keep($cmp::<_CMP_NLE_UQ>(result, $zero()), result),
-                        };
                         let copy_at = c_copy.wrapping_add(r * ldc + $lanes * half).cast_mut();
                         // SAFETY: the masked lanes of `copy_at` lie inside the second output (caller's contract).
-                        unsafe { $store(copy_at, masks[half], other) };
+                        unsafe { $store(copy_at, masks[half], $second_of(result, second)) };
                     }
                 }
+            }
+        }
+
+        /// What the second output holds where the first holds `result`.
+        #[target_feature(enable = $features)]
+        #[inline]
+        fn $second_of(result: $vector, second: SecondOutput) -> $vector {
+            match second {
+                SecondOutput::Copy => result,
+                // max(c, v) is v when v is NaN, and c only when c > v: numpy's maximum(v, c).
+                SecondOutput::AtLeast(c) => $max($splat(c as f32), result),
+                // Kept where v > 0 or v is NaN ("not less or equal, unordered"), else +0.
+                SecondOutput::Relu => $keep($cmp::<_CMP_NLE_UQ>(result, $zero()), result),
             }
         }
 
@@ -275,14 +401,14 @@ macro_rules! microkernel {
 }
 
 microkernel!(
-    micro, stored, "avx512f", __m512, __mmask16, lanes: 16,
+    micro, stored, second_of, "avx512f", __m512, __mmask16, lanes: 16,
     zero: _mm512_setzero_ps, splat: _mm512_set1_ps, load: _mm512_maskz_loadu_ps, store: _mm512_mask_storeu_ps,
     fmadd: _mm512_fmadd_ps, add: _mm512_add_ps, mul: _mm512_mul_ps, div: _mm512_div_ps, max: _mm512_max_ps,
     cmp: _mm512_cmp_ps_mask, keep: _mm512_maskz_mov_ps,
 );
 
 microkernel!(
-    micro_narrow, stored_narrow, "avx512f,avx512vl", __m256, __mmask8, lanes: 8,
+    micro_narrow, stored_narrow, second_of_narrow, "avx512f,avx512vl", __m256, __mmask8, lanes: 8,
     zero: _mm256_setzero_ps, splat: _mm256_set1_ps, load: _mm256_maskz_loadu_ps, store: _mm256_mask_storeu_ps,
     fmadd: _mm256_fmadd_ps, add: _mm256_add_ps, mul: _mm256_mul_ps, div: _mm256_div_ps, max: _mm256_max_ps,
     cmp: _mm256_cmp_ps_mask, keep: _mm256_maskz_mov_ps,
@@ -416,5 +542,102 @@ mod tests {
         sgemm(a_ref, b_ref, &mut serial, 1.0, 0.0, false);
         sgemm(a_ref, b_ref, &mut parallel, 1.0, 0.0, true);
         assert_eq!(serial, parallel);
+    }
+
+    /// `sgemm_from` of A (m×k, stored transposed when asked) and B (k×n) onto `init`, with a relu'd
+    /// second output, on one thread or all: (out, relu).
+    fn product_and_relu(
+        (a, b): (&[f32], &[f32]),
+        (m, k, n): (usize, usize, usize),
+        transposed_a: bool,
+        init: &[f32],
+        store: Store<f32>,
+        parallel: bool,
+    ) -> (Vec<f32>, Vec<f32>) {
+        let a_ref = if transposed_a {
+            MatRef { data: a, offset: 0, rows: m, cols: k, row_stride: 1, col_stride: m as isize }
+        } else {
+            MatRef { data: a, offset: 0, rows: m, cols: k, row_stride: k as isize, col_stride: 1 }
+        };
+        let b_ref = MatRef { data: b, offset: 0, rows: k, cols: n, row_stride: n as isize, col_stride: 1 };
+        let (mut out, mut relu) = (vec![f32::NAN; m * n], vec![f32::NAN; m * n]);
+        let outs = [out.as_mut_ptr(), relu.as_mut_ptr()];
+        // SAFETY: `init`, `out` and `relu` hold m×n values; `available()` was checked by the caller.
+        unsafe { sgemm_from(a_ref, b_ref, init.as_ptr(), outs, SecondOutput::Relu, store, parallel) };
+        (out, relu)
+    }
+
+    /// The value a store gives from the exact product and the initial value.
+    type ExpectedStore = fn(f64, f64) -> f64;
+
+    #[test]
+    fn short_deep_products_in_halves_of_the_depth_give_the_same_bits_at_every_thread_count() {
+        if !available() {
+            return;
+        }
+        let stores: [(Store<f32>, ExpectedStore); 3] = [
+            (Store::Scaled { alpha: 1.0, beta: 0.0 }, |sum: f64, _init: f64| sum),
+            (Store::Scaled { alpha: -0.5, beta: 2.0 }, |sum: f64, init: f64| 2.0 * init - 0.5 * sum),
+            (Store::SgdStep { zero: 0.0, scale: 4.0, divide: true, alpha: -0.1 }, |sum: f64, init: f64| {
+                init - sum / 40.0
+            }),
+        ];
+        // The seed step's forward product, an odd depth, one row tall, one narrow edge, one 16 wide.
+        for &(m, k, n) in &[(64, 1000, 100), (64, 1001, 96), (1, 8192, 128), (17, 1999, 37), (40, 4096, 16)] {
+            assert!(super::super::crate_gemm::always_in_depth_halves(m, k, n), "{m}×{k}×{n} is not split");
+            let a: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.731).sin()).collect();
+            let b: Vec<f32> = (0..k * n).map(|i| (i as f32 * 0.377).cos()).collect();
+            let init: Vec<f32> = (0..m * n).map(|i| (i as f32 * 0.113).sin()).collect();
+            for (transposed_a, (store, want_of)) in [false, true].into_iter().flat_map(|t| stores.map(|s| (t, s))) {
+                let shape = (m, k, n);
+                let (out, relu) = product_and_relu((&a, &b), shape, transposed_a, &init, store, false);
+                let threaded = product_and_relu((&a, &b), shape, transposed_a, &init, store, true);
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                let case = format!("{m}×{k}×{n}, A transposed {transposed_a}, {store:?}");
+                assert_eq!(bits(&out), bits(&threaded.0), "{case}: one thread and all threads differ");
+                assert_eq!(bits(&relu), bits(&threaded.1), "{case}: relu, one thread and all threads differ");
+                for (index, (&got, &got_relu)) in out.iter().zip(&relu).enumerate() {
+                    let (i, j) = (index / n, index % n);
+                    // A stored transposed holds the same values at (i, p): element p·m + i of its data.
+                    let a_at = |p: usize| if transposed_a { a[p * m + i] } else { a[i * k + p] };
+                    let sum: f64 = (0..k).map(|p| a_at(p) as f64 * b[p * n + j] as f64).sum();
+                    let want = want_of(sum, init[index] as f64);
+                    assert!((got as f64 - want).abs() <= 1e-5 * k as f64, "{case} at ({i}, {j}): {got} against {want}");
+                    assert_eq!(got_relu.to_bits(), if got > 0.0 { got } else { 0.0 }.to_bits(), "{case}: relu");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn one_worker_alone_runs_its_own_bands_first_then_all_the_others() {
+        for (m, workers, height) in [(1, 1, 8), (7, 2, 8), (64, 2, 16), (100, 3, 8), (1000, 2, 64), (1000, 3, 64)] {
+            let shares = Shares::new(m, workers, height);
+            // Worker 1 alone, as when the caller's own part is not yet started and no other helper came.
+            let worker = 1 % workers;
+            let ran = std::sync::Mutex::new(Vec::new());
+            shares.work_through(worker, &|start, rows| ran.lock().unwrap().push((start, rows)));
+            let ran = ran.into_inner().unwrap();
+            let (own_first, own_end) = shares.rows_of(worker);
+            let own_bands = (own_end - own_first).div_ceil(height);
+            let own_rows_first = ran[..own_bands].iter().all(|&(start, _)| (own_first..own_end).contains(&start));
+            assert!(
+                own_rows_first,
+                "m {m}, {workers} workers: {ran:?} does not start with rows {own_first}..{own_end}"
+            );
+            let mut sorted = ran.clone();
+            sorted.sort();
+            let mut covered = 0;
+            for (start, rows) in sorted {
+                assert_eq!(start, covered, "m {m}, {workers} workers: a gap or an overlap at row {start}");
+                let owner_end = (0..workers).map(|w| shares.rows_of(w).1).find(|&end| end > start).unwrap();
+                assert!(
+                    start + rows <= owner_end && rows <= height,
+                    "m {m}: band {start}+{rows} crosses its owner's rows"
+                );
+                covered += rows;
+            }
+            assert_eq!(covered, m, "m {m}, {workers} workers: rows left out");
+        }
     }
 }
