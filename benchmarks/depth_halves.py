@@ -1,6 +1,7 @@
-"""Short, deep products on the `gemm` crate as two halves of their depth (the default), against
-bands of rows on two threads and one call on one thread, which `RUSTGRAD_GEMM_THREADING=rows`
-restores. See `always_in_depth_halves` in rust/kernels/crate_gemm.rs.
+"""Short, deep products as two halves of their depth (the default), against bands of rows on two
+threads and one call on one thread, which `RUSTGRAD_GEMM_THREADING=rows` restores: on the `gemm`
+crate (machines without AVX-512) and on our own AVX-512 kernel, where `rows` keeps the shares of
+rows per thread. See `always_in_depth_halves` in rust/kernels/crate_gemm.rs.
 
 Times the seed step's forward product (64×1000×100) and others of its kind, the weight gradient
 (1000×64×100 from xᵀ, the control: bands of rows in both), and the seed step itself, static and
@@ -9,7 +10,7 @@ updated. Each configuration runs in its own process and the processes alternate,
 change of the machine's state reaches both sides. Prints, per row, the median over the rounds
 of each process's median µs, and in brackets the best process's median.
 
-    python benchmarks/depth_halves.py [--rounds 5] [--threads 1 2]
+    python benchmarks/depth_halves.py [--rounds 5] [--threads 1 2] [--build before=/path/to/copy/of/rustgrad]
 """
 
 from __future__ import annotations

@@ -69,6 +69,10 @@ def parse_rounds_and_threads(description: str, rounds: int, threads: list[int]) 
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--rounds", type=int, default=rounds)
     parser.add_argument("--threads", type=int, nargs="+", default=threads)
+    parser.add_argument("--build", action="append", default=[], metavar="NAME=DIR",
+                        help="also time the rustgrad package inside folder DIR (e.g. a copy of python/rustgrad "
+                             "from an earlier commit), as configuration NAME; scripts that compare "
+                             "configurations read it")
     args = parser.parse_args()
     print(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), f"{args.rounds} rounds")
     return args

@@ -44,9 +44,12 @@ STEP_CALLS = 300
 
 def compare(description: str, configurations: dict[str, dict[str, str]], shapes: list) -> None:
     """Times ``shapes`` ((m, k, n, A stored transposed) each) and the seed step, static and eager,
-    in every configuration (a name and the environment it adds), for ``--rounds`` rounds on each
-    of ``--threads``, and prints the table."""
+    in every configuration (a name and the environment it adds) and every ``--build NAME=DIR``
+    (a folder holding another rustgrad build, first on the module path), for ``--rounds`` rounds
+    on each of ``--threads``, and prints the table."""
     args = parse_rounds_and_threads(description, rounds=5, threads=[1, 2])
+    builds = dict(build.split("=", 1) for build in args.build)
+    configurations = {**configurations, **{name: {"PYTHONPATH": folder} for name, folder in builds.items()}}
     names = list(configurations)
 
     def run(name: str, threads: int) -> dict[str, float]:
