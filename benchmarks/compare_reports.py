@@ -35,12 +35,20 @@ def main() -> None:
     compared, worse = worse_rows(old, new)
     print(f"{old['date']} ({old['machine_state']}) -> {new['date']} ({new['machine_state']})")
     print(f"{compared} rows in both; {len(worse)} with a ratio to numpy more than 10% worse")
-    print("| row | × numpy | rustgrad µs | numpy µs |")
-    print("|---|---|---|---|")
+    print("| section | row | × numpy | rustgrad | numpy |")
+    print("|---|---|---|---|---|")
     for _, was, row in worse:
-        numpy = f"{1e6 * was['numpy_seconds']:.1f} → {1e6 * row['numpy_seconds']:.1f}"
-        print(f"| {row['label']} | {was['ratio']:.2f} → {row['ratio']:.2f} | "
-              f"{1e6 * was['seconds']:.1f} → {1e6 * row['seconds']:.1f} | {numpy} |")
+        unit = row.get("unit", "s")  # older results files name no unit: they timed seconds
+        rustgrad = f"{shown(was['seconds'], unit)} → {shown(row['seconds'], unit)}"
+        numpy = f"{shown(was.get('numpy_seconds'), unit)} → {shown(row.get('numpy_seconds'), unit)}"
+        print(f"| {row['section']} | {row['label']} | {was['ratio']:.2f} → {row['ratio']:.2f} | {rustgrad} | {numpy} |")
+
+
+def shown(value: float | None, unit: str) -> str:
+    """A figure in µs when the row times seconds, else in its own unit (MiB for memory rows)."""
+    if value is None:
+        return "–"
+    return f"{1e6 * value:.1f} µs" if unit == "s" else f"{value:.1f} {unit}"
 
 
 if __name__ == "__main__":

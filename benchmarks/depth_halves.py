@@ -10,7 +10,9 @@ updated. Each configuration runs in its own process and the processes alternate,
 change of the machine's state reaches both sides. Prints, per row, the median over the rounds
 of each process's median µs, and in brackets the best process's median.
 
-    python benchmarks/depth_halves.py [--rounds 5] [--threads 1 2] [--build before=/path/to/copy/of/rustgrad]
+    python benchmarks/depth_halves.py [--rounds 5] [--threads 1 2] [--build before=DIR]
+
+(DIR/rustgrad: an earlier build, e.g. a copy of python/rustgrad.)
 """
 
 from __future__ import annotations

@@ -64,18 +64,38 @@ def rates_in_child(environment: dict[str, str], threads: int, shapes: list, call
     return child_results(RATES_CHILD, environment, args)
 
 
-def parse_rounds_and_threads(description: str, rounds: int, threads: list[int]) -> argparse.Namespace:
-    """``--rounds`` and ``--threads`` (several counts allowed), with these defaults; prints the time."""
+def parse_rounds_and_threads(description: str, rounds: int, threads: list[int],
+                             builds: bool = False) -> argparse.Namespace:
+    """``--rounds`` and ``--threads`` (several counts allowed), with these defaults, and with
+    ``builds`` also ``--build NAME=DIR`` (see `build_configurations`); prints the time."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--rounds", type=int, default=rounds)
     parser.add_argument("--threads", type=int, nargs="+", default=threads)
-    parser.add_argument("--build", action="append", default=[], metavar="NAME=DIR",
-                        help="also time the rustgrad package inside folder DIR (e.g. a copy of python/rustgrad "
-                             "from an earlier commit), as configuration NAME; scripts that compare "
-                             "configurations read it")
+    if builds:
+        parser.add_argument("--build", action="append", default=[], metavar="NAME=DIR",
+                            help="also time the rustgrad package in DIR/rustgrad (DIR holding, say, a copy "
+                                 "of python/rustgrad made after `maturin develop` at an earlier commit), as "
+                                 "configuration NAME")
     args = parser.parse_args()
+    if builds:
+        args.build = build_configurations(parser, args.build)
     print(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), f"{args.rounds} rounds")
     return args
+
+
+def build_configurations(parser: argparse.ArgumentParser, builds: list[str]) -> dict[str, dict[str, str]]:
+    """``NAME=DIR`` options as configurations whose processes find DIR's rustgrad first on the module
+    path; stops with a usage error when DIR holds no rustgrad package or a NAME repeats."""
+    configurations: dict[str, dict[str, str]] = {}
+    for build in builds:
+        name, _, folder = build.partition("=")
+        if not name or not (Path(folder) / "rustgrad" / "__init__.py").is_file():
+            parser.error(f"--build {build!r}: expected NAME=DIR where DIR/rustgrad/__init__.py exists")
+        if name in configurations:
+            parser.error(f"--build {build!r}: the name {name!r} is given twice")
+        path = os.pathsep.join(filter(None, [str(Path(folder).resolve()), os.environ.get("PYTHONPATH")]))
+        configurations[name] = {"PYTHONPATH": path}
+    return configurations
 
 
 def alternate(

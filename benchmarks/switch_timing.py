@@ -47,9 +47,11 @@ def compare(description: str, configurations: dict[str, dict[str, str]], shapes:
     in every configuration (a name and the environment it adds) and every ``--build NAME=DIR``
     (a folder holding another rustgrad build, first on the module path), for ``--rounds`` rounds
     on each of ``--threads``, and prints the table."""
-    args = parse_rounds_and_threads(description, rounds=5, threads=[1, 2])
-    builds = dict(build.split("=", 1) for build in args.build)
-    configurations = {**configurations, **{name: {"PYTHONPATH": folder} for name, folder in builds.items()}}
+    args = parse_rounds_and_threads(description, rounds=5, threads=[1, 2], builds=True)
+    clashes = set(args.build) & set(configurations)
+    if clashes:
+        raise SystemExit(f"--build: {', '.join(sorted(clashes))} already names a configuration of this script")
+    configurations = {**configurations, **args.build}
     names = list(configurations)
 
     def run(name: str, threads: int) -> dict[str, float]:
