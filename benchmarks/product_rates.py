@@ -93,9 +93,13 @@ def build_configurations(parser: argparse.ArgumentParser, builds: list[str]) -> 
             parser.error(f"--build {build!r}: expected NAME=DIR where DIR/rustgrad/__init__.py exists")
         if name in configurations:
             parser.error(f"--build {build!r}: the name {name!r} is given twice")
-        path = os.pathsep.join(filter(None, [str(Path(folder).resolve()), os.environ.get("PYTHONPATH")]))
-        configurations[name] = {"PYTHONPATH": path}
+        configurations[name] = build_environment(folder)
     return configurations
+
+
+def build_environment(folder: str) -> dict[str, str]:
+    """The environment that puts ``folder`` (holding a rustgrad build) first on a child's module path."""
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(Path(folder).resolve()), os.environ.get("PYTHONPATH")]))}
 
 
 def alternate(

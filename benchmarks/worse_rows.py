@@ -11,10 +11,9 @@ of python/rustgrad after `maturin develop`), put first on the module path of its
 from __future__ import annotations
 
 import argparse
-import os
 import time
 
-from product_rates import child_results
+from product_rates import build_environment, child_results
 
 CHILD = """
 import json, time
@@ -61,8 +60,7 @@ print(json.dumps(out))
 
 
 def timed_in(build: str) -> dict[str, float]:
-    environment = {"PYTHONPATH": os.pathsep.join(filter(None, [build, os.environ.get("PYTHONPATH")]))} if build else {}
-    return child_results(CHILD, environment, [])
+    return child_results(CHILD, build_environment(build) if build else {}, [])
 
 
 def main() -> None:

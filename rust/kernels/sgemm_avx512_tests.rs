@@ -54,6 +54,24 @@ fn odd_shapes_and_transposed_a_match_a_naive_loop() {
     }
 }
 
+/// `sgemm_from` of `a` and `b` stored as `store` onto `init`, with a relu'd second output, on
+/// one thread or all: (out, relu), both a.rows×b.cols.
+fn product_and_relu(
+    a: MatRef<'_, f32>,
+    b: MatRef<'_, f32>,
+    init: &[f32],
+    store: Store<f32>,
+    parallel: bool,
+) -> (Vec<f32>, Vec<f32>) {
+    let len = a.rows * b.cols;
+    assert_eq!(init.len(), len, "product_and_relu: init size");
+    let (mut out, mut relu) = (vec![f32::NAN; len], vec![f32::NAN; len]);
+    let outs = [out.as_mut_ptr(), relu.as_mut_ptr()];
+    // SAFETY: `init`, `out` and `relu` hold m×n values; `available()` was checked by the caller.
+    unsafe { sgemm_from(a, b, init.as_ptr(), outs, SecondOutput::Relu, store, parallel) };
+    (out, relu)
+}
+
 /// The product of A (m×k) and the first `n` columns of `b` (k×`b_cols`), stored as `store`
 /// onto `init` and relu'd into a second output; both outputs m×n.
 fn stored_product(
@@ -66,12 +84,7 @@ fn stored_product(
 ) -> (Vec<f32>, Vec<f32>) {
     let a_ref = MatRef { data: a, offset: 0, rows: m, cols: k, row_stride: k as isize, col_stride: 1 };
     let b_ref = MatRef { data: b, offset: 0, rows: k, cols: n, row_stride: b_cols as isize, col_stride: 1 };
-    let (mut out, mut relu) = (vec![f32::NAN; m * n], vec![f32::NAN; m * n]);
-    // SAFETY: `init`, `out` and `relu` hold m×n values; `available()` was checked by the caller.
-    unsafe {
-        sgemm_from(a_ref, b_ref, init.as_ptr(), [out.as_mut_ptr(), relu.as_mut_ptr()], SecondOutput::Relu, store, true)
-    };
-    (out, relu)
+    product_and_relu(a_ref, b_ref, init, store, true)
 }
 
 #[test]
@@ -120,29 +133,6 @@ fn results_do_not_depend_on_threading() {
     assert_eq!(serial, parallel);
 }
 
-/// `sgemm_from` of A (m×k, stored transposed when asked) and B (k×n) onto `init`, with a relu'd
-/// second output, on one thread or all: (out, relu).
-fn product_and_relu(
-    (a, b): (&[f32], &[f32]),
-    (m, k, n): (usize, usize, usize),
-    transposed_a: bool,
-    init: &[f32],
-    store: Store<f32>,
-    parallel: bool,
-) -> (Vec<f32>, Vec<f32>) {
-    let a_ref = if transposed_a {
-        MatRef { data: a, offset: 0, rows: m, cols: k, row_stride: 1, col_stride: m as isize }
-    } else {
-        MatRef { data: a, offset: 0, rows: m, cols: k, row_stride: k as isize, col_stride: 1 }
-    };
-    let b_ref = MatRef { data: b, offset: 0, rows: k, cols: n, row_stride: n as isize, col_stride: 1 };
-    let (mut out, mut relu) = (vec![f32::NAN; m * n], vec![f32::NAN; m * n]);
-    let outs = [out.as_mut_ptr(), relu.as_mut_ptr()];
-    // SAFETY: `init`, `out` and `relu` hold m×n values; `available()` was checked by the caller.
-    unsafe { sgemm_from(a_ref, b_ref, init.as_ptr(), outs, SecondOutput::Relu, store, parallel) };
-    (out, relu)
-}
-
 /// The value a store gives from the exact product and the initial value.
 type ExpectedStore = fn(f64, f64) -> f64;
 
@@ -162,10 +152,15 @@ fn short_deep_products_in_halves_of_the_depth_give_the_same_bits_at_every_thread
         let a: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.731).sin()).collect();
         let b: Vec<f32> = (0..k * n).map(|i| (i as f32 * 0.377).cos()).collect();
         let init: Vec<f32> = (0..m * n).map(|i| (i as f32 * 0.113).sin()).collect();
+        let b_ref = MatRef { data: &b, offset: 0, rows: k, cols: n, row_stride: n as isize, col_stride: 1 };
         for (transposed_a, (store, want_of)) in [false, true].into_iter().flat_map(|t| stores.map(|s| (t, s))) {
-            let shape = (m, k, n);
-            let (out, relu) = product_and_relu((&a, &b), shape, transposed_a, &init, store, false);
-            let threaded = product_and_relu((&a, &b), shape, transposed_a, &init, store, true);
+            let a_ref = if transposed_a {
+                MatRef { data: &a, offset: 0, rows: m, cols: k, row_stride: 1, col_stride: m as isize }
+            } else {
+                MatRef { data: &a, offset: 0, rows: m, cols: k, row_stride: k as isize, col_stride: 1 }
+            };
+            let (out, relu) = product_and_relu(a_ref, b_ref, &init, store, false);
+            let threaded = product_and_relu(a_ref, b_ref, &init, store, true);
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             let case = format!("{m}×{k}×{n}, A transposed {transposed_a}, {store:?}");
             assert_eq!(bits(&out), bits(&threaded.0), "{case}: one thread and all threads differ");
