@@ -59,27 +59,28 @@ def find_compiler(environ: dict[str, str] | None = None) -> list[str] | None:
     return None
 
 
-def library_name(compiler: list[str], source_text: str) -> str:
+def library_name(compiler: list[str], source_text: str, stem: str = "fma_probe") -> str:
     digest = hashlib.sha256("\0".join([*compiler, *FLAGS, source_text]).encode()).hexdigest()[:16]
-    return f"fma_probe-{digest}.so"
+    return f"{stem}-{digest}.so"
 
 
-def build(build_dir: Path = BUILD_DIR, environ: dict[str, str] | None = None) -> Path:
-    """The compiled probe, compiling it unless this source, compiler and flags were built before."""
+def build(build_dir: Path = BUILD_DIR, environ: dict[str, str] | None = None, source: Path = SOURCE) -> Path:
+    """The compiled probe (``source``: fma_probe.c, or another probe beside it), compiling it
+    unless this source, compiler and flags were built before."""
     compiler = find_compiler(environ)
     if compiler is None:
         raise ProbeUnavailable("no C compiler found ($CC, cc, gcc or clang)")
-    target = build_dir / library_name(compiler, SOURCE.read_text())
+    target = build_dir / library_name(compiler, source.read_text(), source.stem)
     if target.exists():
         return target
     build_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=build_dir) as scratch:
         partial = Path(scratch) / target.name
-        result = subprocess.run([*compiler, *FLAGS, "-o", str(partial), str(SOURCE)],
+        result = subprocess.run([*compiler, *FLAGS, "-o", str(partial), str(source)],
                                 capture_output=True, text=True)
         if result.returncode != 0:
             first_line = (result.stderr.strip().splitlines() or ["no message"])[0]
-            raise ProbeUnavailable(f"{compiler[0]} failed on {SOURCE.name}: {first_line}")
+            raise ProbeUnavailable(f"{compiler[0]} failed on {source.name}: {first_line}")
         os.replace(partial, target)  # atomic: a concurrent report never loads a half-written file
     return target
 

@@ -336,6 +336,18 @@ def test_the_probe_builds_once_and_uses_avx512_where_the_cpu_has_it(tmp_path):
     assert peak.isa in expected
 
 
+@pytest.mark.skipif(fma_probe.find_compiler() is None or not sys.platform.startswith("linux"),
+                    reason="no C compiler, or not Linux (the wake probe uses futexes)")
+def test_the_wake_probe_builds_beside_the_fma_probe_and_times_both_kinds_of_waiter(tmp_path):
+    import wake_latency
+
+    path = fma_probe.build(tmp_path, source=wake_latency.SOURCE)
+    assert path.name.startswith("wake_latency-") and path != fma_probe.build(tmp_path)
+    for mode in wake_latency.MODES:
+        caller, started = wake_latency.measure(mode, rounds=20, gap_us=50, build_dir=tmp_path)
+        assert 0 <= caller < 1e4 and 0 < started < 1e6, (mode, caller, started)
+
+
 def test_the_report_runs_without_a_compiler(tmp_path):
     """End to end on a small suite result, with an empty PATH: the report says why there is no floor."""
     suite = {"machine_info": {}, "benchmarks": [
@@ -391,3 +403,15 @@ def test_parametrised_rows_are_read_from_the_suites_keys():
     _, rows = report.build_rows(m, None, Peaks(), None)
     assert [(r.label, r.ratio) for r in rows] == [("`amax(dim)` 16M", 2.0), ("`cumsum_rows` 1M", 0.25),
                                                    ("cross_entropy 64x10", None)]
+
+
+def test_mixed_costs_times_the_step_after_every_kind_of_work():
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "mixed_costs.py"), "--modes", "static", "--steps", "3",
+                             "--repeats", "1", "--threads", "1"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    lines = [line.split() for line in result.stdout.splitlines()[1:]]
+    assert [line[0] for line in lines] == ["static"] * 6, result.stdout
+    assert lines[0][-1] == "+0.0"  # the steps back to back are the baseline
+    assert all(float(line[-2]) > 0 for line in lines), result.stdout
+    assert "1 thread(s)" in result.stdout.splitlines()[0]
