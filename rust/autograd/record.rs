@@ -101,7 +101,7 @@ fn attach(op: Op, inputs: &[&Tensor], next: PerInput<Option<Edge>>, out: &mut Te
         output: saves.output.then(|| SavedTensor::new(out)),
     };
     let unedged = unedged_meta(inputs, &next);
-    let node = Node::shared(op, next, unedged, smallvec::smallvec![meta(out)], saved);
+    let node = Node::shared(op, next, unedged, [&*out], saved);
     out.set_history_of_new(Some(node), 0);
 }
 
@@ -114,13 +114,7 @@ pub fn record_custom(custom: Arc<dyn CustomBackward>, inputs: &[Tensor], outputs
     }
     let next: PerInput<Option<Edge>> = inputs.iter().map(edge_for).collect();
     let unedged = unedged_meta(&refs, &next);
-    let node = Node::shared(
-        Op::Custom(custom),
-        next,
-        unedged,
-        outputs.iter().map(meta).collect(),
-        Saved { inputs: vec![], output: None },
-    );
+    let node = Node::shared(Op::Custom(custom), next, unedged, outputs, Saved { inputs: vec![], output: None });
     for (i, out) in outputs.iter().enumerate() {
         if differentiable.get(i).copied().unwrap_or(true) && out.dtype().is_float() {
             out.set_history(Some(node.clone()), i);
