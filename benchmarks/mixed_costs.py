@@ -41,7 +41,7 @@ import numpy as np  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 import rustgrad  # noqa: E402
-from mixed_numpy import PREPARED, Pipeline, eager_step  # noqa: E402
+from mixed_numpy import PREPARED, Pipeline, Step, eager_step, settle  # noqa: E402
 from rustgrad._demo import Problem  # noqa: E402
 from steps import static_batch_step  # noqa: E402
 
@@ -73,8 +73,7 @@ def kinds_of_work(problem: Problem) -> dict[str, Callable[[], object]]:
     }
 
 
-def step_time(step: Callable[[np.ndarray], object], before: Callable[[], object], batches: list[np.ndarray],
-              steps: int) -> float:
+def step_time(step: Step, before: Callable[[], object], batches: list[np.ndarray], steps: int) -> float:
     """µs per step, each step after one call of ``before`` (not timed)."""
     total = 0.0
     for i in range(steps):
@@ -96,7 +95,7 @@ def measure(mode: str, steps: int, repeats: int) -> dict[str, float]:
     times: dict[str, list[float]] = {name: [] for name in kinds}
     for _ in range(repeats):
         for name, before in kinds.items():
-            time.sleep(0.2)  # lets spinning threads (numpy's and ours) park
+            settle()
             times[name].append(step_time(step, before, batches, steps))
     return {name: statistics.median(t) for name, t in times.items()}
 

@@ -8,9 +8,8 @@ than the caller's, keeps the caller busy for ``--gap-us`` µs, then hands the wa
 and over: the waiter either parked in the kernel (a futex wait, as a parked helper waits),
 spinning with a yield between looks (as a helper does in its spin time), or napping (sleeping
 10 µs between looks, with a timer slack of 1 µs: the dozing that docs/performance.md rejects).
-It prints the mean
-µs the hand-over cost the caller (the wake-up system call, for a parked waiter) and the mean
-µs until the waiter ran. Linux only.
+It prints the mean µs the hand-over cost the caller (the wake-up system call, for a parked
+waiter) and the mean µs until the waiter ran. Linux only.
 """
 
 from __future__ import annotations
