@@ -18,8 +18,8 @@ use std::arch::x86_64::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Rows per microkernel call and columns per microkernel call (two zmm registers).
-const MR: usize = 8;
-const NR: usize = 32;
+pub(super) const MR: usize = 8;
+pub(super) const NR: usize = 32;
 /// Output rows per parallel task, at most. Smaller products are cut into at
 /// least four bands so both cores get work; the cut depends only on the shape.
 const MAX_BAND_ROWS: usize = 64;
@@ -41,7 +41,7 @@ pub fn available() -> bool {
 /// A raw pointer to an output (or to the scratch sums of `sgemm_in_depth_halves`) that may
 /// be sent to the workers writing it.
 #[derive(Copy, Clone)]
-struct OutPtr(*mut f32);
+pub(super) struct OutPtr(pub(super) *mut f32);
 // SAFETY: the workers sharing one write disjoint parts of it (bands of rows of the output, or
 // one half of the sums each), and `spin_pool::run` returns only when all of them are done.
 unsafe impl Send for OutPtr {}
@@ -51,7 +51,7 @@ unsafe impl Sync for OutPtr {}
 impl OutPtr {
     /// The element `offset` (a method, so that closures capture the whole `OutPtr`, which is
     /// `Sync`, and not its raw pointer field).
-    fn element(self, offset: usize) -> *mut f32 {
+    pub(super) fn element(self, offset: usize) -> *mut f32 {
         self.0.wrapping_add(offset)
     }
 }
@@ -106,7 +106,7 @@ pub unsafe fn sgemm_from(
 /// its cache. Each worker runs its rows in bands of `height`, then helps with the bands that
 /// others have not started (a helper that starts late, or not at all, is no cost). Which
 /// thread computes a band never changes its result.
-struct Shares {
+pub(super) struct Shares {
     m: usize,
     workers: usize,
     height: usize,
@@ -116,7 +116,7 @@ struct Shares {
 }
 
 impl Shares {
-    fn new(m: usize, workers: usize, height: usize) -> Shares {
+    pub(super) fn new(m: usize, workers: usize, height: usize) -> Shares {
         let next_band = (0..workers).map(|_| AtomicUsize::new(0)).collect();
         Shares { m, workers, height, next_band }
     }
@@ -126,7 +126,7 @@ impl Shares {
     }
 
     /// Runs `band(first_row, rows)` over the bands of `worker`'s rows, then of the others'.
-    fn work_through(&self, worker: usize, band: &impl Fn(usize, usize)) {
+    pub(super) fn work_through(&self, worker: usize, band: &impl Fn(usize, usize)) {
         for owner in (0..self.workers).map(|i| (worker + i) % self.workers) {
             let (first, end) = self.rows_of(owner);
             loop {
@@ -230,7 +230,7 @@ unsafe fn offset_unless_null(p: *mut f32, count: usize) -> *mut f32 {
 }
 
 #[target_feature(enable = "avx512f,avx512vl")]
-unsafe fn band_kernel(
+pub(super) unsafe fn band_kernel(
     a: MatRef<'_, f32>,
     b: MatRef<'_, f32>,
     [c_in, c, c_copy]: [*mut f32; 3],
@@ -246,11 +246,8 @@ unsafe fn band_kernel(
     let b_base = unsafe { b.data.as_ptr().add(b.offset) };
     let mut j = 0;
     while j < n {
-        let width = NR.min(n - j);
-        let masks = column_masks(width);
         let mut i = 0;
         while i < rows {
-            let height = MR.min(rows - i);
             // SAFETY: row0 + i < a.rows, so this row of `a` lies inside `a.data`.
             let a_tile = unsafe { a_base.offset(i as isize * a.row_stride) };
             let offset = i * n + j;
@@ -258,40 +255,100 @@ unsafe fn band_kernel(
             let copy_tile = unsafe { offset_unless_null(c_copy, offset) };
             // SAFETY: as above, for the band's `init` and output rows.
             let c_tile = unsafe { [c_in.add(offset).cast_const(), c.add(offset).cast_const(), copy_tile.cast_const()] };
-            // SAFETY: j < n = b.cols, and b's rows are contiguous (col_stride 1), inside `b.data`.
-            let (a_strides, b_tile) = ([a.row_stride, a.col_stride], unsafe { b_base.add(j) });
-            macro_rules! tile {
-                ($kernel:ident, $h:literal, $v:literal, $masks:expr) => {
-                    // SAFETY: the tile's H rows and V masked vectors of columns lie inside a, b and
-                    // the outputs (height ≤ rows - i, masks cover width ≤ n - j); avx512f and
-                    // avx512vl are enabled here (detected by `available`).
-                    unsafe {
-                        $kernel::<$h, $v>(k, a_tile, a_strides, b_tile, b.row_stride, c_tile, n, $masks, second, store)
-                    }
-                };
-                ($h:literal) => {
-                    if width <= 8 {
-                        tile!(micro_narrow, $h, 1, [masks[0] as __mmask8, 0])
-                    } else if width <= 16 {
-                        tile!(micro, $h, 1, masks)
-                    } else {
-                        tile!(micro, $h, 2, masks)
-                    }
-                };
-            }
-            match height {
-                8 => tile!(8),
-                7 => tile!(7),
-                6 => tile!(6),
-                5 => tile!(5),
-                4 => tile!(4),
-                3 => tile!(3),
-                2 => tile!(2),
-                _ => tile!(1),
-            }
+            let tile = Tile { rows: MR.min(rows - i), cols: NR.min(n - j), k, a_strides: [a.row_stride, a.col_stride] };
+            // SAFETY: j < n = b.cols, and b's rows are contiguous (col_stride 1), inside `b.data`;
+            // the tile's rows and columns lie inside a, b and the outputs (clipped above); avx512f
+            // and avx512vl were detected (`available`).
+            unsafe { run_tile(tile, a_tile, (b_base.add(j), b.row_stride), c_tile, n, second, store, Partial::NONE) };
             i += MR;
         }
         j += NR;
+    }
+}
+
+/// The extent of one microkernel call: at most MR rows and NR columns of the output, over a
+/// depth of k, with A's row and column strides.
+#[derive(Copy, Clone)]
+pub(super) struct Tile {
+    pub rows: usize,
+    pub cols: usize,
+    pub k: usize,
+    pub a_strides: [isize; 2],
+}
+
+/// Sums over part of the depth kept between the microkernel calls of a product cut into
+/// blocks of its depth (`sgemm_packed.rs`): a tile resumes from the sums stored at `sums`
+/// (rows `ld` apart) when `resume`, and stores its sums there instead of the output unless
+/// `finish`. A float32 stored and loaded back is the same value, so a product summed block
+/// by block gives the bits of one summed in a single call.
+#[derive(Copy, Clone)]
+pub(super) struct Partial {
+    pub sums: *mut f32,
+    pub ld: usize,
+    pub resume: bool,
+    pub finish: bool,
+}
+
+impl Partial {
+    /// A tile summed over its whole depth in one call.
+    pub const NONE: Partial = Partial { sums: std::ptr::null_mut(), ld: 0, resume: false, finish: true };
+}
+
+/// One microkernel call on `tile`: A from `a_tile` through the tile's strides, B from
+/// `b_tile` with rows `b_rs` apart (contiguous columns), the outputs as `micro` takes them.
+///
+/// # Safety
+/// The tile's rows and columns over its depth must lie inside A, B and the outputs (and
+/// `partial.sums` when it is used); the CPU must have avx512f and avx512vl.
+#[target_feature(enable = "avx512f,avx512vl")]
+#[inline]
+pub(super) unsafe fn run_tile(
+    tile: Tile,
+    a_tile: *const f32,
+    (b_tile, b_rs): (*const f32, isize),
+    c_tile: [*const f32; 3],
+    ldc: usize,
+    second: SecondOutput,
+    store: Store<f32>,
+    partial: Partial,
+) {
+    let (k, a_strides, masks) = (tile.k, tile.a_strides, column_masks(tile.cols));
+    let width = tile.cols;
+    macro_rules! tile {
+        ($kernel:ident, $h:literal, $v:literal, $full:literal, $masks:expr) => {
+            // SAFETY: the tile's H rows and V masked vectors of columns (all lanes when FULL) lie
+            // inside a, b, the outputs and the partial sums (this function's contract); avx512f
+            // and avx512vl are enabled here.
+            unsafe { $kernel::<$h, $v, $full>(k, a_tile, a_strides, b_tile, b_rs, c_tile, ldc, $masks, second, store, partial) }
+        };
+        // Full tiles load B unmasked: Zen 4 runs the masked loads of the loop over k slower
+        // (see "Full tiles load B unmasked" in docs/performance.md).
+        ($kernel:ident, $h:literal, $v:literal, lanes $lanes:literal, $masks:expr) => {
+            if width == $lanes {
+                tile!($kernel, $h, $v, true, $masks)
+            } else {
+                tile!($kernel, $h, $v, false, $masks)
+            }
+        };
+        ($h:literal) => {
+            if width <= 8 {
+                tile!(micro_narrow, $h, 1, lanes 8, [masks[0] as __mmask8, 0])
+            } else if width <= 16 {
+                tile!(micro, $h, 1, lanes 16, masks)
+            } else {
+                tile!(micro, $h, 2, lanes 32, masks)
+            }
+        };
+    }
+    match tile.rows {
+        8 => tile!(8),
+        7 => tile!(7),
+        6 => tile!(6),
+        5 => tile!(5),
+        4 => tile!(4),
+        3 => tile!(3),
+        2 => tile!(2),
+        _ => tile!(1),
     }
 }
 
@@ -308,15 +365,16 @@ fn column_masks(width: usize) -> [__mmask16; 2] {
 macro_rules! microkernel {
     (
         $micro:ident, $stored:ident, $second_of:ident, $features:literal, $vector:ty, $mask:ty, lanes: $lanes:literal,
-        zero: $zero:ident, splat: $splat:ident, load: $load:ident, store: $store:ident, fmadd: $fmadd:ident,
+        zero: $zero:ident, splat: $splat:ident, load: $load:ident, load_all: $load_all:ident, store: $store:ident, fmadd: $fmadd:ident,
         add: $add:ident, mul: $mul:ident, div: $div:ident, max: $max:ident, cmp: $cmp:ident, keep: $keep:ident $(,)?
     ) => {
         /// C[H×LV] = the product of A[H×k] and B[k×LV] (L lanes per vector), stored as `store`
         /// says, with H ≤ 8 rows, V ≤ 2 vectors of columns (one for narrow edges, so masked-off
-        /// lanes waste less work), masked columns.
+        /// lanes waste less work), masked columns. FULL says all V·L columns are the tile's: B
+        /// is then loaded without masks in the loop over k, the only difference.
         #[target_feature(enable = $features)]
         #[inline]
-        unsafe fn $micro<const H: usize, const V: usize>(
+        unsafe fn $micro<const H: usize, const V: usize, const FULL: bool>(
             k: usize,
             a: *const f32,
             [a_rs, a_cs]: [isize; 2],
@@ -327,16 +385,32 @@ macro_rules! microkernel {
             masks: [$mask; 2],
             second: SecondOutput,
             store: Store<f32>,
+            partial: Partial,
         ) {
             let mut acc = [[$zero(); V]; H];
+            if partial.resume {
+                for (r, row) in acc.iter_mut().enumerate() {
+                    for (v, lane) in row.iter_mut().enumerate() {
+                        // SAFETY: the masked lanes of row r < H of the partial sums lie inside
+                        // them (caller's contract); masked-off lanes are not read.
+                        *lane = unsafe { $load(masks[v], partial.sums.add(r * partial.ld + $lanes * v)) };
+                    }
+                }
+            }
             let mut b_row = b;
             let mut a_col = a;
             for _ in 0..k {
                 let mut bv = [$zero(); V];
                 for (v, slot) in bv.iter_mut().enumerate() {
-                    // SAFETY: the caller guarantees the masked lanes of B's row lie inside B; masked-off
-                    // lanes are not read.
-                    *slot = unsafe { $load(masks[v], b_row.add($lanes * v)) };
+                    *slot = if FULL {
+                        // SAFETY: with FULL every lane of the tile's V vectors lies inside B's row
+                        // (caller's contract).
+                        unsafe { $load_all(b_row.add($lanes * v)) }
+                    } else {
+                        // SAFETY: the caller guarantees the masked lanes of B's row lie inside B;
+                        // masked-off lanes are not read.
+                        unsafe { $load(masks[v], b_row.add($lanes * v)) }
+                    };
                 }
                 for (r, row) in acc.iter_mut().enumerate() {
                     // SAFETY: r < H rows of A, inside A by the caller's contract.
@@ -349,6 +423,15 @@ macro_rules! microkernel {
                 // keeps computing that address defined.
                 b_row = b_row.wrapping_offset(b_rs);
                 a_col = a_col.wrapping_offset(a_cs);
+            }
+            if !partial.finish {
+                for (r, row) in acc.iter().enumerate() {
+                    for (v, &sum) in row.iter().enumerate() {
+                        // SAFETY: as for the loads of the partial sums above.
+                        unsafe { $store(partial.sums.add(r * partial.ld + $lanes * v), masks[v], sum) };
+                    }
+                }
+                return;
             }
             for (r, row) in acc.iter().enumerate() {
                 // Row r < H of the tile and its columns: inside the outputs by the caller's contract,
@@ -409,14 +492,14 @@ macro_rules! microkernel {
 
 microkernel!(
     micro, stored, second_of, "avx512f", __m512, __mmask16, lanes: 16,
-    zero: _mm512_setzero_ps, splat: _mm512_set1_ps, load: _mm512_maskz_loadu_ps, store: _mm512_mask_storeu_ps,
+    zero: _mm512_setzero_ps, splat: _mm512_set1_ps, load: _mm512_maskz_loadu_ps, load_all: _mm512_loadu_ps, store: _mm512_mask_storeu_ps,
     fmadd: _mm512_fmadd_ps, add: _mm512_add_ps, mul: _mm512_mul_ps, div: _mm512_div_ps, max: _mm512_max_ps,
     cmp: _mm512_cmp_ps_mask, keep: _mm512_maskz_mov_ps,
 );
 
 microkernel!(
     micro_narrow, stored_narrow, second_of_narrow, "avx512f,avx512vl", __m256, __mmask8, lanes: 8,
-    zero: _mm256_setzero_ps, splat: _mm256_set1_ps, load: _mm256_maskz_loadu_ps, store: _mm256_mask_storeu_ps,
+    zero: _mm256_setzero_ps, splat: _mm256_set1_ps, load: _mm256_maskz_loadu_ps, load_all: _mm256_loadu_ps, store: _mm256_mask_storeu_ps,
     fmadd: _mm256_fmadd_ps, add: _mm256_add_ps, mul: _mm256_mul_ps, div: _mm256_div_ps, max: _mm256_max_ps,
     cmp: _mm256_cmp_ps_mask, keep: _mm256_maskz_mov_ps,
 );
