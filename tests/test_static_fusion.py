@@ -140,7 +140,8 @@ ACTIVATIONS = {
 
 @pytest.mark.parametrize("name", ACTIVATIONS)
 @pytest.mark.parametrize("dtype, rtol", [(np.float32, 1e-5), (np.float64, 1e-12)])
-@pytest.mark.parametrize("shape", [(64, 1000, 100), (7, 5, 37), (300, 3, 17)])
+# The last shape (2^31 multiply-adds) is large enough for the packed AVX-512 kernel.
+@pytest.mark.parametrize("shape", [(64, 1000, 100), (7, 5, 37), (300, 3, 17), (256, 2048, 4096)])
 def test_matmul_and_activation_are_one_step_with_the_unfused_values(name, dtype, rtol, shape):
     m, k, n = shape
     rng = np.random.default_rng(3)

@@ -368,26 +368,64 @@ const OWN_SGEMM_MAX_FLOPS: usize = 1 << 28;
 #[cfg(target_arch = "x86_64")]
 const OWN_SGEMM_MAX_B_ELEMENTS: usize = (1 << 18) - 1;
 
-/// Whether our own AVX-512 float32 kernel runs `a·b` (rather than the `gemm` crate).
+/// Which of our own AVX-512 float32 kernels runs a product.
+#[derive(Copy, Clone, PartialEq, Debug)]
+enum OwnKernel {
+    /// `sgemm_avx512.rs`: B read in place.
+    Unpacked,
+    /// `sgemm_packed.rs`: B copied into panels, block by block (the same bits).
+    Packed,
+}
+
+/// Products too large for the unpacked kernel run on the packed one when A's rows are
+/// contiguous and they have at least this many rows and multiply-adds (and a tile's width
+/// of columns); the others on the `gemm` crate (a column-major A copied first, see
+/// `dense_copy_of_transposed`). Each block of B is copied once for all the rows.
+/// `cargo run --release --example large_products` (2-core AVX-512 EPYC, % of the FMA peak,
+/// packed against the crate, see docs/performance.md): 1024×4096×4096 88–91 against 80–85;
+/// with A transposed the crate was ahead (4096×1024×4096 82–84 against 86–87); below the
+/// limits too (512³ 66–71 against 92, 256×1024×1024 54–59 against 80–91).
+#[cfg(target_arch = "x86_64")]
+const PACKED_MIN_ROWS: usize = 256;
+#[cfg(target_arch = "x86_64")]
+const PACKED_MIN_MACS: usize = 1 << 31;
+
+/// Whether one of our own AVX-512 float32 kernels runs `a·b` (rather than the `gemm` crate).
 pub fn own_kernel_runs<T: Float>(a: MatRef<T>, b: MatRef<T>) -> bool {
+    own_kernel_for(a, b).is_some()
+}
+
+fn own_kernel_for<T: Float>(a: MatRef<T>, b: MatRef<T>) -> Option<OwnKernel> {
     #[cfg(target_arch = "x86_64")]
     {
-        let work = a.rows.saturating_mul(b.cols).saturating_mul(a.cols);
-        std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
+        let applies = std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
             && b.col_stride == 1
-            && super::sgemm_avx512::available()
-            // Without cache blocking the kernel falls behind `gemm` on large products.
-            && work <= OWN_SGEMM_MAX_FLOPS
-            && match kernel_choice() {
-                KernelChoice::ByShape => a.cols.saturating_mul(b.cols) <= OWN_SGEMM_MAX_B_ELEMENTS,
-                KernelChoice::OnlyCrate => false,
-                KernelChoice::OwnForAnyB => true,
-            }
+            && super::sgemm_avx512::available();
+        let choice = kernel_choice();
+        if !applies || choice == KernelChoice::OnlyCrate {
+            return None;
+        }
+        let (m, k, n) = (a.rows, a.cols, b.cols);
+        // Without cache blocking the unpacked kernel falls behind on large products.
+        let unpacked_fits = m.saturating_mul(n).saturating_mul(k) <= OWN_SGEMM_MAX_FLOPS
+            && (choice == KernelChoice::OwnForAnyB || k.saturating_mul(n) <= OWN_SGEMM_MAX_B_ELEMENTS);
+        if unpacked_fits {
+            Some(OwnKernel::Unpacked)
+        } else if a.col_stride == 1
+            && m >= PACKED_MIN_ROWS
+            && n >= super::sgemm_avx512::NR
+            && m.saturating_mul(n).saturating_mul(k) >= PACKED_MIN_MACS
+            && !super::crate_gemm::always_in_depth_halves(m, k, n)
+        {
+            Some(OwnKernel::Packed)
+        } else {
+            None
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = (a, b);
-        false
+        None
     }
 }
 
@@ -407,9 +445,7 @@ unsafe fn try_own_sgemm<T: Float>(
 ) -> Option<()> {
     #[cfg(target_arch = "x86_64")]
     {
-        if !own_kernel_runs(a, b) {
-            return None;
-        }
+        let kernel = own_kernel_for(a, b)?;
         let work = a.rows.saturating_mul(b.cols).saturating_mul(a.cols);
         // SAFETY: T is f32 (checked above), so these are the same types.
         let (a32, b32, store32): (MatRef<f32>, MatRef<f32>, Store<f32>) =
@@ -417,7 +453,14 @@ unsafe fn try_own_sgemm<T: Float>(
         let outs32 = [outs[0].cast::<f32>(), outs[1].cast::<f32>()];
         // SAFETY: the caller's contract on `init` and `out`; the kernel's requirements were checked above.
         let product = |parallel| unsafe {
-            super::sgemm_avx512::sgemm_from(a32, b32, init.cast(), outs32, second, store32, parallel)
+            match kernel {
+                OwnKernel::Unpacked => {
+                    super::sgemm_avx512::sgemm_from(a32, b32, init.cast(), outs32, second, store32, parallel)
+                }
+                OwnKernel::Packed => {
+                    super::sgemm_packed::sgemm_packed_from(a32, b32, init.cast(), outs32, second, store32, parallel)
+                }
+            }
         };
         if work >= (1 << 20) && super::threads::num_threads() > 1 {
             super::thread_choice::run_timed((a.rows, a.cols, b.cols), product);

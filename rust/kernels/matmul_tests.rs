@@ -63,6 +63,38 @@ fn our_kernel_takes_products_whose_b_stays_in_cache() {
 }
 
 #[test]
+#[cfg(target_arch = "x86_64")]
+fn the_packed_kernel_takes_large_products_with_enough_rows() {
+    if !crate::kernels::sgemm_avx512::available() || kernel_choice() != KernelChoice::ByShape {
+        return;
+    }
+    let ones = vec![1.0f32; 1 << 20];
+    // Broadcast views (stride 0 across rows, or across columns of a transposed A), so the
+    // shapes cost no memory; B's columns stay contiguous.
+    let kernel_of = |m: usize, k: usize, n: usize, transposed_a: bool| {
+        let a = if transposed_a {
+            MatRef::new(&ones[..m], 0, (m, k), (1, 0))
+        } else {
+            MatRef::new(&ones[..k], 0, (m, k), (0, 1))
+        };
+        let b = MatRef::new(&ones[..n], 0, (k, n), (0, 1)).unwrap();
+        own_kernel_for(a.unwrap(), b)
+    };
+    let kernel = |m, k, n| kernel_of(m, k, n, false);
+    assert_eq!(kernel(64, 1000, 100), Some(OwnKernel::Unpacked));
+    // The large step's products with A's rows contiguous; with A transposed, the crate.
+    for (m, k, n) in [(1024, 4096, 4096), (1024, 4096, 1000), (4096, 1024, 4096), (4096, 1024, 1000)] {
+        assert_eq!(kernel(m, k, n), Some(OwnKernel::Packed), "{m}×{k}×{n}");
+        assert_eq!(kernel_of(m, k, n, true), None, "{m}×{k}×{n}, A transposed");
+    }
+    // Below 2^31 multiply-adds, fewer than 256 rows or 32 columns: the crate.
+    assert_eq!(kernel(1024, 1024, 1024), None);
+    assert_eq!(kernel(4096, 1 << 20, 31), None);
+    assert_eq!(kernel(255, 4096, 4096), None);
+    assert_eq!(kernel(256, 4096, 4096), Some(OwnKernel::Packed));
+}
+
+#[test]
 #[should_panic(expected = "operand sizes")]
 fn a_wrongly_sized_output_is_refused_in_release_builds_too() {
     let data = [1.0f64; 4];

@@ -33,6 +33,8 @@ pub mod reduce;
 pub mod scan;
 #[cfg(target_arch = "x86_64")]
 pub mod sgemm_avx512;
+#[cfg(target_arch = "x86_64")]
+pub mod sgemm_packed;
 pub mod sort;
 pub mod spin_pool;
 pub mod split_writes;
