@@ -370,6 +370,7 @@ const OWN_SGEMM_MAX_B_ELEMENTS: usize = (1 << 18) - 1;
 
 /// Which of our own AVX-512 float32 kernels runs a product.
 #[derive(Copy, Clone, PartialEq, Debug)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 enum OwnKernel {
     /// `sgemm_avx512.rs`: B read in place.
     Unpacked,

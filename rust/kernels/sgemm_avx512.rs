@@ -229,6 +229,12 @@ unsafe fn offset_unless_null(p: *mut f32, count: usize) -> *mut f32 {
     }
 }
 
+/// Output rows `row0..row0 + rows` of `a·b`, tile by tile over the whole depth, stored as
+/// `store` says from `c_in` into `c` (and as `second` says into a non-null `c_copy`), where
+/// `c_in`, `c` and `c_copy` point at row `row0` of outputs with b.cols columns.
+///
+/// # Safety
+/// As `sgemm_from`, for those rows; the CPU must have avx512f and avx512vl.
 #[target_feature(enable = "avx512f,avx512vl")]
 pub(super) unsafe fn band_kernel(
     a: MatRef<'_, f32>,
