@@ -220,7 +220,7 @@ unsafe fn store_sum_of_halves(
 ///
 /// # Safety
 /// A non-null `p + count` must stay inside `p`'s allocation.
-unsafe fn offset_unless_null(p: *mut f32, count: usize) -> *mut f32 {
+pub(super) unsafe fn offset_unless_null(p: *mut f32, count: usize) -> *mut f32 {
     if p.is_null() {
         p
     } else {

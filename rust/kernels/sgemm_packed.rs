@@ -14,7 +14,7 @@
 #![allow(clippy::too_many_arguments)]
 
 use super::matmul::{MatRef, SecondOutput, Store};
-use super::sgemm_avx512::{run_tile, OutPtr, Partial, Shares, Tile, MR, NR};
+use super::sgemm_avx512::{offset_unless_null, run_tile, OutPtr, Partial, Shares, Tile, MR, NR};
 
 /// Rows of B per block: the depth one tile sums before it moves on to the next panel.
 const BLOCK_DEPTH: usize = 512;
@@ -66,17 +66,6 @@ struct Outputs {
     init: OutPtr,
     out: OutPtr,
     copy: OutPtr,
-}
-
-impl Outputs {
-    /// The second output's element `offset`, or null when there is no second output.
-    fn copy_at(self, offset: usize) -> *const f32 {
-        if self.copy.0.is_null() {
-            std::ptr::null()
-        } else {
-            self.copy.element(offset).cast_const()
-        }
-    }
 }
 
 /// One worker's panels of B and its sums kept between blocks of the depth: recycled buffers
@@ -194,11 +183,10 @@ unsafe fn multiply_block(
         for (index, column) in (start..end).step_by(NR).enumerate() {
             let tile = Tile { rows: height, cols: NR.min(end - column), k: depth, a_strides };
             let offset = row * n + column;
-            let c_tile = [
-                outputs.init.element(offset).cast_const(),
-                outputs.out.element(offset).cast_const(),
-                outputs.copy_at(offset),
-            ];
+            // SAFETY: row < a.rows and column < n: element `offset` lies inside a non-null second
+            // output (the caller's contract).
+            let copy = unsafe { offset_unless_null(outputs.copy.0, offset) };
+            let c_tile = [outputs.init.element(offset), outputs.out.element(offset), copy].map(<*mut f32>::cast_const);
             let sums = buffers.sums.element(i * sums_ld + index * NR);
             let partial = Partial { sums, ld: sums_ld, resume, finish };
             let b_panel = buffers.panels.element(index * depth * NR).cast_const();
