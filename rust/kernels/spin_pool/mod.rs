@@ -8,7 +8,8 @@
 //! start-up, `set_spin_us` later; 0 parks right after each job). After it a helper
 //! parks with no timeout, so an idle process has no thread that wakes up. A spinning
 //! helper yields between looks at its slot; one that loses its core that way to another
-//! program's thread parks right after each job for a while instead (`spin_time`).
+//! program's thread twice in a short time parks right after each job for a while instead
+//! (`spin_time`).
 //!
 //! There are `threads::wanted_threads() - 1` helpers: `set_num_threads(n)` starts
 //! or stops helpers to match (a stopped helper exits), and a forked child starts

@@ -78,31 +78,44 @@ pub fn spin_env_problem() -> Option<String> {
 
 /// A spinning helper that finds this long passed between two looks at its slot has lost its
 /// core: its yield gave the core to a thread that did not give it back soon (a yield with no
-/// other thread waiting returns within microseconds).
-const LOST_THE_CORE: Duration = Duration::from_micros(50);
+/// other thread waiting returns within microseconds). Shorter gaps, of 50–100 µs, come about
+/// 60 times a second on an idle 2-core VM, nearly all with no switch to another thread
+/// (interrupts; `benchmarks/yield_gaps.py`).
+const LOST_THE_CORE: Duration = Duration::from_micros(100);
 
-/// After losing its core to another program's thread, a helper parks right after each job for
-/// this long, instead of spinning. That thread (OpenBLAS's worker spins for about 0.1 s after
-/// each of numpy's products) then keeps the core, and each of our jobs wakes the helper, which
-/// the scheduler lets run at once; a spinning helper that yields waits a whole slice. A core
-/// lost to our own rayon pool's work (`threads::pool_mark`) does not count: those threads
-/// yield the core back when their job ends, and parking would only cost wake-ups.
+/// After losing its core to another program's thread twice within `REPEATED`, a helper parks
+/// right after each job for this long, instead of spinning. That thread (OpenBLAS's worker
+/// spins for about 0.1 s after each of numpy's products) then keeps the core, and each of our
+/// jobs wakes the helper, which the scheduler lets run at once; a spinning helper that yields
+/// waits a whole slice. A core lost to our own rayon pool's work (`threads::pool_mark`) does
+/// not count: those threads yield the core back when their job ends, and parking would only
+/// cost wake-ups.
 const BACK_OFF: Duration = Duration::from_millis(100);
 
+/// Two lost cores this close together mean a program that competes for the core; one alone
+/// is an accident. An idle machine also takes a yielding thread's core for more than 0.1 ms,
+/// 2–3 times a second on a 2-core VM (`benchmarks/yield_gaps.py`), and backing off at each
+/// such gap cost every step of the next `BACK_OFF` a wake-up (see "Mixed with numpy" in
+/// docs/performance.md). A competing program takes the core again within a slice once the
+/// back-off has ended, which is why this is longer than `BACK_OFF`.
+const REPEATED: Duration = Duration::from_millis(200);
+
 /// When a helper with nothing to do stops spinning and parks: at the end of the spin time
-/// after its last job, at once when it has lost its core to another program, and right after
-/// every job for `BACK_OFF` after that.
+/// after its last job, at once when it has lost its core to another program for the second
+/// time within `REPEATED`, and right after every job for `BACK_OFF` after that.
 pub(super) struct SpinWindow {
     idle_since: Instant,
     last_look: Instant,
     /// `threads::pool_mark()` at the last look.
     pool_at_last_look: Option<u64>,
     backing_off_until: Instant,
+    /// When it last lost its core to another program.
+    last_lost: Option<Instant>,
 }
 
 impl SpinWindow {
     pub(super) fn new(now: Instant) -> SpinWindow {
-        SpinWindow { idle_since: now, last_look: now, pool_at_last_look: None, backing_off_until: now }
+        SpinWindow { idle_since: now, last_look: now, pool_at_last_look: None, backing_off_until: now, last_lost: None }
     }
 
     /// A job has just ended: the spin time starts again.
@@ -126,7 +139,10 @@ impl SpinWindow {
         self.last_look = now;
         self.pool_at_last_look = pool;
         if long_gap && our_pool_idle {
-            self.backing_off_until = now.checked_add(BACK_OFF).unwrap_or(now);
+            if self.last_lost.is_some_and(|last| now.saturating_duration_since(last) < REPEATED) {
+                self.backing_off_until = now.checked_add(BACK_OFF).unwrap_or(now);
+            }
+            self.last_lost = Some(now);
         }
         now >= self.backing_off_until && now.saturating_duration_since(self.idle_since) < spin
     }
@@ -156,7 +172,7 @@ mod tests {
     }
 
     #[test]
-    fn a_helper_spins_through_its_window_and_backs_off_once_another_program_took_its_core() {
+    fn a_helper_spins_through_its_window_and_backs_off_once_another_program_took_its_core_twice() {
         let us = Duration::from_micros;
         let (start, spin) = (Instant::now(), us(300));
         let idle = Some(7); // our rayon pool's mark, unchanged: none of its jobs ran
@@ -176,8 +192,20 @@ mod tests {
         assert!(window.keep_spinning(start + us(601) + gap, None, spin));
         assert!(window.keep_spinning(start + us(602) + gap, Some(8), spin));
         assert!(window.keep_spinning(start + us(603) + gap * 2, Some(9), spin));
-        // A long gap with our pool idle throughout parks it ...
-        let lost_at = start + us(604) + gap * 3;
+        // One long gap with our pool idle throughout is an accident: it spins on ...
+        let first_loss = start + us(604) + gap * 3;
+        window.job_done(first_loss - gap - us(1));
+        assert!(window.keep_spinning(first_loss - gap, Some(9), spin));
+        assert!(window.keep_spinning(first_loss, Some(9), spin));
+        // ... and so is another one later than REPEATED after it,
+        let later = first_loss + REPEATED;
+        window.job_done(later - gap - us(1));
+        assert!(window.keep_spinning(later - gap, Some(9), spin));
+        assert!(window.keep_spinning(later, Some(9), spin));
+        // but a second one within REPEATED parks it ...
+        let lost_at = later + REPEATED - us(1);
+        window.job_done(lost_at - gap - us(1));
+        assert!(window.keep_spinning(lost_at - gap, Some(9), spin));
         assert!(!window.keep_spinning(lost_at, Some(9), spin));
         // ... and for BACK_OFF it parks right after each job,
         for after in [us(1), BACK_OFF / 2, BACK_OFF - us(1)] {
