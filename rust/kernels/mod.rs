@@ -34,6 +34,8 @@ pub mod scan;
 #[cfg(target_arch = "x86_64")]
 pub mod sgemm_avx512;
 #[cfg(target_arch = "x86_64")]
+mod sgemm_edge_rows;
+#[cfg(target_arch = "x86_64")]
 pub mod sgemm_packed;
 pub mod sort;
 pub mod spin_pool;

@@ -13,6 +13,7 @@
 #![allow(clippy::too_many_arguments)]
 
 use super::matmul::{MatRef, SecondOutput, Store};
+use super::sgemm_edge_rows::EDGE_BY_ROWS;
 use smallvec::SmallVec;
 use std::arch::x86_64::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -318,6 +319,11 @@ pub(super) unsafe fn run_tile(
     store: Store<f32>,
     partial: Partial,
 ) {
+    if tile.cols <= EDGE_BY_ROWS && tile.a_strides[0] == 1 && !partial.resume && partial.finish {
+        // SAFETY: this function's contract.
+        unsafe { super::sgemm_edge_rows::edge_by_rows(tile, a_tile, (b_tile, b_rs), c_tile, ldc, second, store) };
+        return;
+    }
     let (k, a_strides, masks) = (tile.k, tile.a_strides, column_masks(tile.cols));
     let width = tile.cols;
     macro_rules! tile {

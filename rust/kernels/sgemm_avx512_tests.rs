@@ -72,17 +72,19 @@ fn product_and_relu(
     (out, relu)
 }
 
-/// The product of A (m×k) and the first `n` columns of `b` (k×`b_cols`), stored as `store`
-/// onto `init` and relu'd into a second output; both outputs m×n.
+/// The product of A (m×k, row-major, or column-major when `a_transposed`) and the first `n`
+/// columns of `b` (k×`b_cols`), stored as `store` onto `init` and relu'd into a second
+/// output; both outputs m×n.
 fn stored_product(
-    a: &[f32],
+    (a, a_transposed): (&[f32], bool),
     b: &[f32],
     b_cols: usize,
     (m, k, n): (usize, usize, usize),
     init: &[f32],
     store: Store<f32>,
 ) -> (Vec<f32>, Vec<f32>) {
-    let a_ref = MatRef { data: a, offset: 0, rows: m, cols: k, row_stride: k as isize, col_stride: 1 };
+    let strides = if a_transposed { (1, m as isize) } else { (k as isize, 1) };
+    let a_ref = MatRef { data: a, offset: 0, rows: m, cols: k, row_stride: strides.0, col_stride: strides.1 };
     let b_ref = MatRef { data: b, offset: 0, rows: k, cols: n, row_stride: b_cols as isize, col_stride: 1 };
     product_and_relu(a_ref, b_ref, init, store, true)
 }
@@ -92,7 +94,9 @@ fn a_narrow_tail_gives_the_bits_of_a_wide_tile() {
     if !available() {
         return;
     }
-    // 37 columns end with a 5-column tail on 8-lane vectors; 48 end with a 16-lane tile.
+    // 37 columns end with a 5-column tail on 8-lane vectors; 48 end with a 16-lane tile. With
+    // A transposed, tails of at most 4 columns run down the rows (`edge_by_rows`), 19 rows
+    // in tiles of 8, 8 and 3.
     let (m, k, wide) = (19, 53, 48);
     let a: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.731).sin()).collect();
     let b: Vec<f32> = (0..k * wide).map(|i| (i as f32 * 0.377).cos() * 1.5).collect();
@@ -103,16 +107,17 @@ fn a_narrow_tail_gives_the_bits_of_a_wide_tile() {
         Store::SgdStep { zero: -0.0, scale: 3.0, divide: true, alpha: -0.01 },
         Store::SgdStep { zero: 0.5, scale: 0.9, divide: false, alpha: 1.0 },
     ];
-    for store in stores {
-        for n in [37, 40, 33] {
+    for (store, a_transposed) in stores.into_iter().flat_map(|store| [(store, false), (store, true)]) {
+        for n in [37, 40, 33, 34, 35, 36] {
             let init_n: Vec<f32> = init.chunks(wide).flat_map(|row| row[..n].to_vec()).collect();
-            let (narrow, narrow_relu) = stored_product(&a, &b, wide, (m, k, n), &init_n, store);
-            let (full, full_relu) = stored_product(&a, &b, wide, (m, k, wide), &init, store);
+            let (narrow, narrow_relu) = stored_product((&a, a_transposed), &b, wide, (m, k, n), &init_n, store);
+            let (full, full_relu) = stored_product((&a, a_transposed), &b, wide, (m, k, wide), &init, store);
             let prefix =
                 |v: &[f32]| v.chunks(wide).flat_map(|row| row[..n].iter().map(|x| x.to_bits())).collect::<Vec<_>>();
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&narrow), prefix(&full), "{store:?}, {n} columns");
-            assert_eq!(bits(&narrow_relu), prefix(&full_relu), "{store:?}, {n} columns, relu");
+            let case = format!("{store:?}, {n} columns, A transposed {a_transposed}");
+            assert_eq!(bits(&narrow), prefix(&full), "{case}");
+            assert_eq!(bits(&narrow_relu), prefix(&full_relu), "{case}, relu");
         }
     }
 }
