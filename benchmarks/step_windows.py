@@ -21,10 +21,11 @@ import time
 from product_rates import build_environment, child_results
 
 CHILD = """
-import glob, json, statistics, sys, time
+import json, statistics, sys, time
 import rustgrad
 from rustgrad._demo import Problem
 from steps import eager_step, static_step
+from thread_counters import thread_counters
 
 mode, windows, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 problem = Problem.make(0)
@@ -33,16 +34,8 @@ for _ in range(50):
     step()
 
 def helper_parks():
-    total = 0
-    for task in glob.glob("/proc/self/task/*"):
-        try:
-            if not open(task + "/comm").read().startswith("rustgrad-spin"):
-                continue
-            status = open(task + "/status").read()
-        except OSError:
-            continue
-        total += int(status.split("\\nvoluntary_ctxt_switches:")[1].split()[0])
-    return total
+    counters = thread_counters(caller=-1).items()
+    return sum(voluntary for name, (voluntary, _, _) in counters if name.startswith("rustgrad-spin"))
 
 medians, parks = [], []
 for _ in range(windows):
