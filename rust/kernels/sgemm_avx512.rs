@@ -284,7 +284,8 @@ pub(super) struct Tile {
 }
 
 /// Sums over part of the depth kept between the microkernel calls of a product cut into
-/// blocks of its depth (`sgemm_packed.rs`): a tile resumes from the sums stored at `sums`
+/// blocks of its depth (`sgemm_packed.rs`), or summed elsewhere and only stored by a tile of
+/// depth 0 (`sgemm_edge_rows.rs`): a tile resumes from the sums stored at `sums`
 /// (rows `ld` apart) when `resume`, and stores its sums there instead of the output unless
 /// `finish`. A float32 stored and loaded back is the same value, so a product summed block
 /// by block gives the bits of one summed in a single call.
