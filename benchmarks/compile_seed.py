@@ -2,7 +2,7 @@
 and static (one ``Session.run``), and the ratios between them (issue 18 §1's target: compiled at
 most 1.05× static).
 
-    python benchmarks/compile_seed.py [--steps 200] [--repeats 7] [--threads N] [--relu builtin]
+    python benchmarks/compile_seed.py [--steps 200] [--repeats 7] [--threads N] [--relu builtin] [--numpy]
 
 Each repeat times ``--steps`` steps of each mode back to back, in rotating order; the figure per
 mode is the median over the repeats. The compiled step is warmed up first (its first calls trace).
@@ -20,9 +20,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from best_blas import reexec_without_slowing_variables  # noqa: E402
+
+if __name__ == "__main__":
+    reexec_without_slowing_variables()  # numpy's rounds (--numpy) on its best BLAS kernel
+
 import rustgrad  # noqa: E402
 from rustgrad._demo import Problem  # noqa: E402
-from steps import compiled_batch_step, eager_batch_step, static_batch_step  # noqa: E402
+from steps import compiled_batch_step, eager_batch_step, numpy_step, static_batch_step  # noqa: E402
+
+OPENBLAS_IDLE = 0.3  # s; OpenBLAS's worker spins for 2**28 cycles (about 0.1 s) after its last job
 
 
 def _time(step, arg, steps: int) -> float:
@@ -32,20 +39,29 @@ def _time(step, arg, steps: int) -> float:
     return 1e6 * (time.perf_counter() - start) / steps
 
 
-def interleaved_medians(problem: Problem, repeats: int = 7, steps: int = 200, custom: bool = True) -> dict[str, float]:
-    """µs per step of the eager, compiled and static seed step, each the median over ``repeats``
-    rounds of ``steps`` steps per mode, the modes in rotating order."""
+def interleaved_medians(problem: Problem, repeats: int = 7, steps: int = 200, custom: bool = True,
+                        numpy: bool = False) -> dict[str, float]:
+    """µs per step of the eager, compiled and static seed step (and, with ``numpy``, of numpy's
+    in-place step), each the median over ``repeats`` rounds of ``steps`` steps per mode, the modes
+    in rotating order. After numpy's round the next waits ``OPENBLAS_IDLE`` seconds, so that
+    OpenBLAS's worker has stopped spinning on the core our helper needs (docs/performance.md,
+    "Mixed with numpy")."""
     x = rustgrad.from_numpy(problem.x)
     eager = eager_batch_step(problem, custom)
     compiled = compiled_batch_step(problem, custom)
     static = static_batch_step(problem)
     modes = {"eager": (eager, x), "compiled": (compiled, x), "static": (static, problem.x)}
+    if numpy:
+        in_place = numpy_step(problem, in_place=True)
+        modes["numpy"] = (lambda _: in_place(), None)
     times: dict[str, list[float]] = {name: [] for name in modes}
     names = list(modes)
     for r in range(repeats):
-        for name in names[r % 3 :] + names[: r % 3]:
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             step, arg = modes[name]
             times[name].append(_time(step, arg, steps))
+            if name == "numpy":
+                time.sleep(OPENBLAS_IDLE)
     return {name: statistics.median(t) for name, t in times.items()}
 
 
@@ -55,10 +71,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--relu", choices=["custom", "builtin"], default="custom")
+    parser.add_argument("--numpy", action="store_true", help="rotate numpy's in-place step in too")
     args = parser.parse_args()
     if args.threads:
         rustgrad.set_num_threads(args.threads)
-    med = interleaved_medians(Problem.make(0), args.repeats, args.steps, args.relu == "custom")
+    med = interleaved_medians(Problem.make(0), args.repeats, args.steps, args.relu == "custom", args.numpy)
     names = list(med)
     print(f"seed step (64x1000x100x10 f32, {args.relu} relu), {rustgrad.get_num_threads()} threads, "
           f"load {os.getloadavg()[0]:.2f}, median of {args.repeats} x {args.steps} steps")

@@ -137,8 +137,8 @@ class Target:
 
 
 TARGETS = [
-    Target("static seed step ≤ 1.4× the floor", "test_static_session", "multiple", 1.4),
-    Target("eager seed step ≤ 2.0× the floor", "test_eager_custom_function", "multiple", 2.0),
+    Target("static seed step ≤ 1.4× the floor (interleaved)", "interleaved_static", "multiple", 1.4),
+    Target("eager seed step ≤ 2.0× the floor (interleaved)", "interleaved_eager", "multiple", 2.0),
     Target("large step ≥ 90% of peak", "test_scaling_static[1024x4096x4096x1000]", "peak", 90.0),
     Target("1024² sgemm ≥ 92% of peak", "test_rustgrad_matmul[1024x1024x1024-2]", "peak", 92.0),
     Target("2048² sgemm ≥ 92% of peak", "test_rustgrad_matmul[2048x2048x2048-2]", "peak", 92.0),

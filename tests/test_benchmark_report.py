@@ -199,8 +199,9 @@ def _medians(*pairs: tuple[str, float]) -> dict:
 
 
 def test_every_target_names_a_row_the_report_builds():
-    m = _medians(("test_static_session", 1e-4), ("test_eager_custom_function", 2e-4),
+    m = _medians(("test_static_session", 1e-4), ("test_eager_custom_function", 2e-4), ("interleaved_eager", 2e-4),
                  ("interleaved_compiled", 1e-4), ("interleaved_static", 1e-4), ("test_numpy_in_place", 3e-4),
+                 ("interleaved_numpy_in_place", 3e-4),
                  ("test_scaling_static[1024x4096x4096x1000]", 0.3),
                  ("test_scaling_numpy_in_place[1024x4096x4096x1000]", 0.3),
                  ("test_rustgrad_matmul[1024x1024x1024-2]", 0.01), ("test_numpy_matmul[1024x1024x1024-2]", 0.01),
@@ -261,6 +262,26 @@ def test_one_thread_matmul_rows_use_the_one_thread_peak():
     _, rows = report.build_rows(m, None, Peaks(100.0, 200.0, 2, "avx512f"), None)
     (row,) = rows
     assert row.threads == 1 and row.floor == pytest.approx(2 * 256**3 / 100e9)
+
+
+def test_interleaved_seed_rows_are_judged_against_numpys_interleaved_rounds():
+    """A suite row caught in a slow window must not decide the seed step's targets or the state."""
+    m = _medians(("test_eager_custom_function", 300e-6), ("test_static_session", 150e-6),
+                 ("test_numpy_in_place", 260e-6), ("interleaved_eager", 190e-6), ("interleaved_static", 150e-6),
+                 ("interleaved_compiled", 148e-6), ("interleaved_numpy_in_place", 520e-6))
+    peaks = Peaks(100.0, 200.0, 2, "avx512f")
+    _, rows = report.build_rows(m, None, peaks, None)
+    by_key = {row.key: row for row in rows}
+    assert by_key["interleaved_eager"].numpy_seconds == 520e-6
+    assert by_key["test_eager_custom_function"].numpy_seconds == 260e-6
+    assert report.seed_state(rows, True).startswith("slow state (numpy at 4.00× the floor")
+    eager = next(v for v in judge_all(rows) if v.target.key == "interleaved_eager")
+    assert (eager.status, eager.figure) == ("not judged", "1.46× the floor")
+    m["interleaved_numpy_in_place"] = {"median": 260e-6, "extra": {}}
+    _, rows = report.build_rows(m, None, peaks, None)
+    assert report.seed_state(rows, True).startswith("normal state (numpy at 2.00× the floor")
+    eager = next(v for v in judge_all(rows) if v.target.key == "interleaved_eager")
+    assert (eager.status, eager.figure) == ("met", "1.46× the floor")
 
 
 def test_without_a_peak_the_tables_have_no_floor_columns():
