@@ -5,13 +5,26 @@ worse ratio can be told apart from a faster numpy. Useful when the report's own 
 
     python benchmarks/compare_reports.py OLD.json [NEW.json]   # NEW: benchmarks/results/last_report.json
     git show <commit>:benchmarks/results/last_report.json > old.json   # an earlier run
+    python benchmarks/compare_reports.py OLD.json --rerun "" /path/to/old/build [--rounds 2]
+
+With ``--rerun``, the worse rows that the pytest suite times are timed again, as the report times
+them, in each build (a folder holding a built `rustgrad` package, put first on the module path;
+"" is this environment's), the builds alternating: when the build of the old report times a row
+as the current one does, the worse ratio reflects the machine during the run, not a change.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
+
+import best_blas
+import suite
+from product_rates import build_environment
 
 WORSE = 1.10
 
@@ -30,6 +43,8 @@ def main() -> None:
     parser.add_argument("old", type=Path)
     parser.add_argument("new", type=Path, nargs="?",
                         default=Path(__file__).parent / "results" / "last_report.json")
+    parser.add_argument("--rerun", nargs="+", metavar="BUILD", help="time the worse suite rows again in each build")
+    parser.add_argument("--rounds", type=int, default=2, help="alternations of the builds with --rerun")
     args = parser.parse_args()
     old, new = (json.loads(path.read_text()) for path in (args.old, args.new))
     compared, worse = worse_rows(old, new)
@@ -42,6 +57,44 @@ def main() -> None:
         rustgrad = f"{shown(was['seconds'], unit)} → {shown(row['seconds'], unit)}"
         numpy = f"{shown(was.get('numpy_seconds'), unit)} → {shown(row.get('numpy_seconds'), unit)}"
         print(f"| {row['section']} | {row['label']} | {was['ratio']:.2f} → {row['ratio']:.2f} | {rustgrad} | {numpy} |")
+    if args.rerun:
+        rerun([row for _, _, row in worse], args.rerun, args.rounds)
+
+
+def suite_ids() -> dict[str, str]:
+    """The suite's pytest node ids by test name (a row's key)."""
+    listing = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-p", "no:cacheprovider",
+                              str(suite.ROOT / "benchmarks")], capture_output=True, text=True, cwd=suite.ROOT).stdout
+    return {line.split("::", 1)[1]: line.strip() for line in listing.splitlines() if "::" in line}
+
+
+def suite_medians_in(build: str, ids: list[str]) -> dict[str, float]:
+    """µs per call of the tests ``ids``, timed as the report's suite times them, in ``build``."""
+    env = best_blas.environment() | (build_environment(build) if build else {})
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "rerun.json"
+        subprocess.run(suite.command(path, 0.5, ids), env=env, cwd=suite.ROOT, stdout=subprocess.DEVNULL, check=True)
+        return {name: 1e6 * m["median"] for name, m in suite.medians(json.loads(path.read_text())).items()}
+
+
+def rerun(rows: list[dict], builds: list[str], rounds: int) -> None:
+    ids = suite_ids()
+    keys = [row["key"] for row in rows if row.get("key") in ids]
+    skipped = [row["label"] for row in rows if row.get("key") not in ids]
+    if skipped:
+        print(f"not in the pytest suite (timed by the report itself): {', '.join(skipped)}")
+    runs: dict[str, list[dict[str, float]]] = {build: [] for build in builds}
+    for r in range(rounds):
+        shift = r % len(builds)
+        for build in builds[shift:] + builds[:shift]:
+            runs[build].append(suite_medians_in(build, [ids[key] for key in keys]))
+    names = [build or "this environment" for build in builds]
+    print(f"\n{rounds} round(s), each build's range of medians, µs")
+    print("| row | " + " | ".join(names) + " |")
+    print("|---" * (len(builds) + 1) + "|")
+    for key in keys:
+        cells = [f"{min(r[key] for r in runs[b]):.1f}–{max(r[key] for r in runs[b]):.1f}" for b in builds]
+        print(f"| {key} | " + " | ".join(cells) + " |")
 
 
 def shown(value: float | None, unit: str) -> str:

@@ -20,12 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from best_blas import reexec_without_slowing_variables  # noqa: E402
-
-if __name__ == "__main__":
-    reexec_without_slowing_variables()  # numpy's rounds (--numpy) on its best BLAS kernel
-
 import rustgrad  # noqa: E402
+from best_blas import reexec_without_slowing_variables  # noqa: E402
 from rustgrad._demo import Problem  # noqa: E402
 from steps import compiled_batch_step, eager_batch_step, numpy_step, static_batch_step  # noqa: E402
 
@@ -66,6 +62,7 @@ def interleaved_medians(problem: Problem, repeats: int = 7, steps: int = 200, cu
 
 
 def main() -> None:
+    reexec_without_slowing_variables()  # numpy's rounds (--numpy) on its best BLAS kernel
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=7)

@@ -33,15 +33,12 @@ from pathlib import Path
 from typing import Any
 
 import best_blas
-
-# numpy's interleaved seed-step rounds run in this process: on its best BLAS kernel too
-best_blas.reexec_without_slowing_variables()
-
-import compile_seed  # noqa: E402
-import fma_probe  # noqa: E402
-import memory  # noqa: E402
-import report_rows  # noqa: E402
-from floor import (  # noqa: E402
+import compile_seed
+import fma_probe
+import memory
+import report_rows
+import suite
+from floor import (
     NUMPY_NEAR_FLOOR,
     Peaks,
     Row,
@@ -53,7 +50,7 @@ from floor import (  # noqa: E402
     peak_scales,
     results_json,
 )
-from report_rows import Section  # noqa: E402
+from report_rows import Section
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -61,21 +58,9 @@ RESULTS = ROOT / "benchmarks" / "results" / "last_report.json"
 
 
 def run_suite(json_path: Path, quick: bool) -> None:
-    env = best_blas.environment()
-    cmd = [sys.executable, "-m", "pytest", str(ROOT / "benchmarks"), "-q", "-p", "no:cacheprovider",
-           f"--benchmark-json={json_path}", "--benchmark-disable-gc", "--benchmark-warmup=on"]
-    # pytest-benchmark's warmup would otherwise run up to as many rounds as the timing itself
-    cmd += ["--benchmark-max-time=0.2" if quick else "--benchmark-max-time=0.5", "--benchmark-warmup-iterations=20"]
-    if subprocess.run(cmd, env=env, cwd=ROOT).returncode != 0 and not json_path.exists():
+    cmd = suite.command(json_path, 0.2 if quick else 0.5)
+    if subprocess.run(cmd, env=best_blas.environment(), cwd=ROOT).returncode != 0 and not json_path.exists():
         sys.exit("the benchmark suite failed before writing its results")
-
-
-def medians(data: dict) -> dict[str, dict]:
-    # pytest-benchmark's statistics are per call, also for pedantic(iterations=N). JSON files written
-    # before the overhead benchmarks used pedantic hold the time of `calls_per_round` calls instead.
-    return {b["name"]: {"median": b["stats"]["median"] / b.get("extra_info", {}).get("calls_per_round", 1),
-                        "extra": b.get("extra_info", {})}
-            for b in data["benchmarks"]}
 
 
 def fmt_time(seconds: float) -> str:
@@ -233,7 +218,7 @@ INTERLEAVED_KEYS = {"eager": "interleaved_eager", "compiled": "interleaved_compi
                     "numpy": "interleaved_numpy_in_place"}
 
 
-def interleaved_seed_medians(repeats: int = 9) -> dict[str, dict]:
+def interleaved_seed_medians(repeats: int = 15) -> dict[str, dict]:
     """The eager, compiled and static seed steps and numpy's in-place step timed in rotating rounds
     (benchmarks/compile_seed.py), as suite medians: the seed step's targets compare them, and the
     machine's state can change between the suite's separate benchmarks, each of which is one window
@@ -346,6 +331,7 @@ def chart(values: dict[str, float], path: Path) -> bool:
 
 
 def main() -> None:
+    best_blas.reexec_without_slowing_variables()  # numpy's interleaved rounds run in this process
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", type=Path, help="reuse a pytest-benchmark JSON file instead of running")
@@ -355,7 +341,7 @@ def main() -> None:
     parser.add_argument("--docs", type=Path, default=DOCS / "benchmarks.md")
     parser.add_argument("--note", default="", help="a line for the report's header (e.g. what else was running)")
     parser.add_argument("--overhead-rounds", type=int, default=5, help="rounds of the one-element add timing")
-    parser.add_argument("--interleaved-repeats", type=int, default=9,
+    parser.add_argument("--interleaved-repeats", type=int, default=15,
                         help="rounds of the interleaved eager/compiled/static seed-step timing")
     parser.add_argument("--mixed-steps", type=int, default=300,
                         help="steps per loop of benchmarks/mixed_numpy.py (0 leaves those rows out)")
@@ -382,7 +368,7 @@ def main() -> None:
     peaks = best_peaks(peaks_before, measure_peaks())
     previous_path = args.previous or args.results
     previous = json.loads(previous_path.read_text()) if previous_path.exists() else None
-    sections, rows = build_rows(medians(data) | interleaved, one_element, peaks, previous, mixed, memory_peaks)
+    sections, rows = build_rows(suite.medians(data) | interleaved, one_element, peaks, previous, mixed, memory_peaks)
     peak_trusted = peak_scales(peaks.one_thread, peaks.all_threads, peaks.threads)
     state = seed_state(rows, peak_trusted)
     verdicts = judge_all(rows, peak_trusted=peak_trusted)

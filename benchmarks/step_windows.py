@@ -1,4 +1,4 @@
-"""The seed step back to back in one process, timed in windows of steps: how steady is it, and
+"""The seed step (or the MLP step) back to back in one process, timed in windows of steps: how steady is it, and
 how often do the spin helpers park? A helper that parks must be woken by the next product,
 which costs the step tens of µs, so windows with parks show up as slower windows.
 
@@ -28,8 +28,12 @@ from steps import eager_step, static_step
 from thread_counters import thread_counters
 
 mode, windows, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-problem = Problem.make(0)
-step = eager_step(problem, custom_relu=True) if mode == "eager" else static_step(problem)
+if mode == "mlp":
+    from nn_steps import MlpProblem, bare_step
+    step = bare_step(MlpProblem.make(0))
+else:
+    problem = Problem.make(0)
+    step = eager_step(problem, custom_relu=True) if mode == "eager" else static_step(problem)
 for _ in range(50):
     step()
 
@@ -65,7 +69,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--windows", type=int, default=50)
     parser.add_argument("--steps", type=int, default=300, help="steps per window")
-    parser.add_argument("--modes", default="eager,static")
+    parser.add_argument("--modes", default="eager,static",
+                        help="eager, static (the seed step) or mlp (the MLP step of nn_steps.py, bare ops)")
     args = parser.parse_args()
     print(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
           f"{args.windows} windows of {args.steps} steps per process, window medians in µs")

@@ -436,3 +436,26 @@ def test_mixed_costs_times_the_step_after_every_kind_of_work():
     assert lines[0][-1] == "+0.0"  # the steps back to back are the baseline
     assert all(float(line[-2]) > 0 for line in lines), result.stdout
     assert "1 thread(s)" in result.stdout.splitlines()[0]
+
+
+def test_compare_reports_times_the_worse_suite_rows_again(tmp_path):
+    """--rerun runs the worse row's pytest test in the build given and prints its median; rows the
+    suite does not time are named as such."""
+    def results(ratio: float) -> dict:
+        rows = [{"section": "s", "key": "test_rustgrad_matmul[64x100x10-1]", "label": "small product",
+                 "seconds": ratio * 1e-5, "numpy_seconds": 1e-5, "ratio": ratio},
+                {"section": "s", "key": "interleaved_eager", "label": "interleaved eager",
+                 "seconds": ratio * 1e-4, "numpy_seconds": 1e-4, "ratio": ratio}]
+        return {"date": "d", "machine_state": "m", "rows": rows}
+
+    (tmp_path / "old.json").write_text(json.dumps(results(1.0)))
+    (tmp_path / "new.json").write_text(json.dumps(results(1.5)))
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "compare_reports.py"), str(tmp_path / "old.json"),
+                             str(tmp_path / "new.json"), "--rerun", "", "--rounds", "1"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "2 rows in both; 2 with a ratio to numpy more than 10% worse" in result.stdout
+    assert "not in the pytest suite (timed by the report itself): interleaved eager" in result.stdout
+    line = next(line for line in result.stdout.splitlines() if line.startswith("| test_rustgrad_matmul[64x100x10-1]"))
+    low, high = (float(v) for v in line.split("|")[2].strip().split("–"))
+    assert 0.1 < low == high < 1000  # µs of one real 64×100×10 product

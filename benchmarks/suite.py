@@ -1,0 +1,25 @@
+"""How benchmarks/report.py runs the pytest-benchmark suite, and reads the medians of its JSON file
+(also used by compare_reports.py to time rows again)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def command(json_path: Path, max_time: float, tests: list[str] | None = None) -> list[str]:
+    """The pytest command that runs ``tests`` (node ids; default: the whole suite) and writes ``json_path``."""
+    return [sys.executable, "-m", "pytest", *(tests or [str(ROOT / "benchmarks")]), "-q", "-p", "no:cacheprovider",
+            f"--benchmark-json={json_path}", "--benchmark-disable-gc", "--benchmark-warmup=on",
+            # pytest-benchmark's warmup would otherwise run up to as many rounds as the timing itself
+            f"--benchmark-max-time={max_time}", "--benchmark-warmup-iterations=20"]
+
+
+def medians(data: dict) -> dict[str, dict]:
+    # pytest-benchmark's statistics are per call, also for pedantic(iterations=N). JSON files written
+    # before the overhead benchmarks used pedantic hold the time of `calls_per_round` calls instead.
+    return {b["name"]: {"median": b["stats"]["median"] / b.get("extra_info", {}).get("calls_per_round", 1),
+                        "extra": b.get("extra_info", {})}
+            for b in data["benchmarks"]}
