@@ -37,11 +37,17 @@ def _time(step, arg, steps: int) -> float:
 
 def interleaved_medians(problem: Problem, repeats: int = 7, steps: int = 200, custom: bool = True,
                         numpy: bool = False) -> dict[str, float]:
+    """The median of each mode's rounds of `interleaved_rounds`."""
+    rounds = interleaved_rounds(problem, repeats, steps, custom, numpy)
+    return {name: statistics.median(t) for name, t in rounds.items()}
+
+
+def interleaved_rounds(problem: Problem, repeats: int = 7, steps: int = 200, custom: bool = True,
+                       numpy: bool = False) -> dict[str, list[float]]:
     """µs per step of the eager, compiled and static seed step (and, with ``numpy``, of numpy's
-    in-place step), each the median over ``repeats`` rounds of ``steps`` steps per mode, the modes
-    in rotating order. After numpy's round the next waits ``OPENBLAS_IDLE`` seconds, so that
-    OpenBLAS's worker has stopped spinning on the core our helper needs (docs/performance.md,
-    "Mixed with numpy")."""
+    in-place step) in each of ``repeats`` rounds of ``steps`` steps per mode, the modes in rotating
+    order. After numpy's round the next waits ``OPENBLAS_IDLE`` seconds, so that OpenBLAS's worker
+    has stopped spinning on the core our helper needs (docs/performance.md, "Mixed with numpy")."""
     x = rustgrad.from_numpy(problem.x)
     eager = eager_batch_step(problem, custom)
     compiled = compiled_batch_step(problem, custom)
@@ -58,7 +64,7 @@ def interleaved_medians(problem: Problem, repeats: int = 7, steps: int = 200, cu
             times[name].append(_time(step, arg, steps))
             if name == "numpy":
                 time.sleep(OPENBLAS_IDLE)
-    return {name: statistics.median(t) for name, t in times.items()}
+    return times
 
 
 def main() -> None:

@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,10 +46,13 @@ from floor import (
     Verdict,
     apply_history,
     apply_peak,
+    floor_seconds,
     judge_all,
     machine_state,
+    normal_rounds,
     peak_scales,
     results_json,
+    two_layer_step_flops,
 )
 from report_rows import Section
 
@@ -218,15 +222,27 @@ INTERLEAVED_KEYS = {"eager": "interleaved_eager", "compiled": "interleaved_compi
                     "numpy": "interleaved_numpy_in_place"}
 
 
-def interleaved_seed_medians(repeats: int = 15) -> dict[str, dict]:
+def interleaved_seed_medians(repeats: int, peaks: Peaks) -> tuple[dict[str, dict], str]:
     """The eager, compiled and static seed steps and numpy's in-place step timed in rotating rounds
-    (benchmarks/compile_seed.py), as suite medians: the seed step's targets compare them, and the
-    machine's state can change between the suite's separate benchmarks, each of which is one window
-    of half a second."""
+    (benchmarks/compile_seed.py), as suite medians, and a line that says which rounds they are the
+    medians of. The machine's state changes within seconds: each suite row is one window of half a
+    second, and a round of 200 steps is shorter than most states. The medians are those of the
+    rounds in which numpy's step was in the normal state, if at least `MIN_NORMAL_ROUNDS` were."""
     from rustgrad._demo import Problem
 
-    med = compile_seed.interleaved_medians(Problem.make(0), repeats=repeats, numpy=True)
-    return {INTERLEAVED_KEYS[name]: {"median": us * 1e-6, "extra": {}} for name, us in med.items()}
+    rounds = compile_seed.interleaved_rounds(Problem.make(0), repeats=repeats, numpy=True)
+    peak = None if peaks.unavailable else peaks.all_threads
+    floor = floor_seconds(two_layer_step_flops(*report_rows.SEED_SIZES), peak) if peak else None
+    kept = normal_rounds([us * 1e-6 for us in rounds["numpy"]], floor)
+    medians = {INTERLEAVED_KEYS[name]: {"median": statistics.median(t[i] for i in kept) * 1e-6, "extra": {}}
+               for name, t in rounds.items()}
+    if floor is None:
+        which = f"all {repeats} rounds (no FMA peak to tell the state by)"
+    elif len(kept) < repeats:
+        which = f"the {len(kept)} of {repeats} rounds with numpy within {NUMPY_NEAR_FLOOR}× of its floor"
+    else:
+        which = f"all {repeats} rounds"
+    return medians, f"the interleaved seed-step rows are medians of {which}"
 
 
 def mixed_lines(steps: int, repeats: int) -> list[dict]:
@@ -362,7 +378,8 @@ def main() -> None:
         run_suite(json_path, args.quick)
     data = json.loads(json_path.read_text())
     one_element = one_element_add_seconds(args.overhead_rounds)
-    interleaved = interleaved_seed_medians(args.interleaved_repeats)
+    interleaved, which_rounds = interleaved_seed_medians(args.interleaved_repeats, peaks_before)
+    note = (f"{note}; " if note else "") + which_rounds
     mixed = mixed_lines(args.mixed_steps, args.mixed_repeats) if args.mixed_steps else None
     memory_peaks = memory.measure(args.memory_steps, args.large_memory_steps) if args.memory_steps else None
     peaks = best_peaks(peaks_before, measure_peaks())

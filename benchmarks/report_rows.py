@@ -30,6 +30,9 @@ def _shape(text: str) -> list[int]:
     return [int(v) for v in text.split("x")]
 
 
+SEED_SIZES = (64, 1000, 100, 10)  # N, D_in, H, D_out of the seed step
+
+
 def _pair(section: Section, m: Medians, key: str, label: str, numpy_key: str, **row: object) -> None:
     """Adds the row for ``key`` against ``numpy_key`` if the first ran (numpy's time is optional)."""
     if key in m:
@@ -46,7 +49,7 @@ def seed_step(m: Medians) -> Section:
                 "suite row is one window of half a second. The seed step's targets are judged on them. "
                 "FLOPs: the five products, "
                 f"{TWO_LAYER_FORMULA} (N=64, D_in=1000, H=100, D_out=10).")
-    flops = two_layer_step_flops(64, 1000, 100, 10)
+    flops = two_layer_step_flops(*SEED_SIZES)
     for label, key in [("rustgrad eager, custom Function ReLU (the reference program)", "test_eager_custom_function"),
                        ("rustgrad eager, built-in relu", "test_eager_builtin_relu"),
                        ("rustgrad.compile of the reference program", "test_compiled_custom_function"),

@@ -284,6 +284,17 @@ def test_interleaved_seed_rows_are_judged_against_numpys_interleaved_rounds():
     assert (eager.status, eager.figure) == ("met", "1.46× the floor")
 
 
+def test_interleaved_rounds_in_the_normal_state_are_kept_when_there_are_enough():
+    from floor import MIN_NORMAL_ROUNDS, normal_rounds
+
+    floor = 100e-6
+    mixed = [250e-6, 520e-6, 259e-6, 261e-6, 240e-6, 600e-6, 255e-6, 230e-6]
+    assert normal_rounds(mixed, floor) == [0, 2, 4, 6, 7]  # 261 µs is beyond 2.6× the floor
+    assert normal_rounds(mixed[:6], floor) == list(range(6))  # 3 normal rounds are too few: all kept
+    assert normal_rounds(mixed, None) == list(range(8))
+    assert MIN_NORMAL_ROUNDS == 5
+
+
 def test_without_a_peak_the_tables_have_no_floor_columns():
     m = _medians(("test_static_session", 1e-4), ("test_numpy_in_place", 3e-4))
     peaks = Peaks(unavailable="no C compiler found ($CC, cc, gcc or clang)")
