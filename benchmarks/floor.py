@@ -111,18 +111,15 @@ def apply_history(rows: list[Row], previous: dict[str, Any] | None) -> None:
         row.previous_ratio = ratios.get(row.key)
 
 
-MIN_NORMAL_ROUNDS = 5  # fewer interleaved rounds in the normal state: the report keeps them all
+MIN_NORMAL_ROUNDS = 5  # with fewer interleaved rounds in the normal state, the report keeps them all
 
 
 def normal_rounds(numpy_seconds: list[float], floor: float | None) -> list[int]:
     """The rounds in which numpy's own step was within `NUMPY_NEAR_FLOOR` × its ``floor`` (the normal
-    state, in which the floor targets are judged), or every round when fewer than
-    `MIN_NORMAL_ROUNDS` were, or when there is no floor."""
-    everyone = list(range(len(numpy_seconds)))
+    state, in which the floor targets are judged); every round when there is no floor."""
     if floor is None:
-        return everyone
-    normal = [i for i, seconds in enumerate(numpy_seconds) if seconds <= NUMPY_NEAR_FLOOR * floor]
-    return normal if len(normal) >= MIN_NORMAL_ROUNDS else everyone
+        return list(range(len(numpy_seconds)))
+    return [i for i, seconds in enumerate(numpy_seconds) if seconds <= NUMPY_NEAR_FLOOR * floor]
 
 
 def machine_state(numpy_multiple: float | None, peak_trusted: bool = True) -> str:
