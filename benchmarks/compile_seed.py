@@ -2,7 +2,8 @@
 and static (one ``Session.run``), and the ratios between them (issue 18 §1's target: compiled at
 most 1.05× static).
 
-    python benchmarks/compile_seed.py [--steps 200] [--repeats 7] [--threads N] [--relu builtin] [--numpy]
+    python benchmarks/compile_seed.py [--steps 200] [--repeats 7] [--threads N] [--relu builtin]
+        [--numpy [--openblas-idle 0.3]]
 
 Each repeat times ``--steps`` steps of each mode back to back, in rotating order; the figure per
 mode is the median over the repeats. The compiled step is warmed up first (its first calls trace).
@@ -36,18 +37,20 @@ def _time(step, arg, steps: int) -> float:
 
 
 def interleaved_medians(problem: Problem, repeats: int = 7, steps: int = 200, custom: bool = True,
-                        numpy: bool = False) -> dict[str, float]:
+                        numpy: bool = False, openblas_idle: float | None = None) -> dict[str, float]:
     """The median of each mode's rounds of `interleaved_rounds`."""
-    rounds = interleaved_rounds(problem, repeats, steps, custom, numpy)
+    rounds = interleaved_rounds(problem, repeats, steps, custom, numpy, openblas_idle)
     return {name: statistics.median(t) for name, t in rounds.items()}
 
 
 def interleaved_rounds(problem: Problem, repeats: int = 7, steps: int = 200, custom: bool = True,
-                       numpy: bool = False) -> dict[str, list[float]]:
+                       numpy: bool = False, openblas_idle: float | None = None) -> dict[str, list[float]]:
     """µs per step of the eager, compiled and static seed step (and, with ``numpy``, of numpy's
     in-place step) in each of ``repeats`` rounds of ``steps`` steps per mode, the modes in rotating
-    order. After numpy's round the next waits ``OPENBLAS_IDLE`` seconds, so that OpenBLAS's worker
-    has stopped spinning on the core our helper needs (docs/performance.md, "Mixed with numpy")."""
+    order. After numpy's round the next waits ``openblas_idle`` seconds (default `OPENBLAS_IDLE`), so
+    that OpenBLAS's worker has stopped spinning on the core our helper needs (docs/performance.md,
+    "Mixed with numpy")."""
+    idle = OPENBLAS_IDLE if openblas_idle is None else openblas_idle
     x = rustgrad.from_numpy(problem.x)
     eager = eager_batch_step(problem, custom)
     compiled = compiled_batch_step(problem, custom)
@@ -63,7 +66,7 @@ def interleaved_rounds(problem: Problem, repeats: int = 7, steps: int = 200, cus
             step, arg = modes[name]
             times[name].append(_time(step, arg, steps))
             if name == "numpy":
-                time.sleep(OPENBLAS_IDLE)
+                time.sleep(idle)
     return times
 
 
@@ -75,10 +78,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--relu", choices=["custom", "builtin"], default="custom")
     parser.add_argument("--numpy", action="store_true", help="rotate numpy's in-place step in too")
+    parser.add_argument("--openblas-idle", type=float, default=OPENBLAS_IDLE,
+                        help="seconds to wait after numpy's round (default %(default)s)")
     args = parser.parse_args()
     if args.threads:
         rustgrad.set_num_threads(args.threads)
-    med = interleaved_medians(Problem.make(0), args.repeats, args.steps, args.relu == "custom", args.numpy)
+    med = interleaved_medians(Problem.make(0), args.repeats, args.steps, args.relu == "custom", args.numpy,
+                              args.openblas_idle)
     names = list(med)
     print(f"seed step (64x1000x100x10 f32, {args.relu} relu), {rustgrad.get_num_threads()} threads, "
           f"load {os.getloadavg()[0]:.2f}, median of {args.repeats} x {args.steps} steps")
