@@ -17,9 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
 import best_blas
@@ -61,24 +58,8 @@ def main() -> None:
         rerun([row for _, _, row in worse], args.rerun, args.rounds)
 
 
-def suite_ids() -> dict[str, str]:
-    """The suite's pytest node ids by test name (a row's key)."""
-    listing = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-p", "no:cacheprovider",
-                              str(suite.ROOT / "benchmarks")], capture_output=True, text=True, cwd=suite.ROOT).stdout
-    return {line.split("::", 1)[1]: line.strip() for line in listing.splitlines() if "::" in line}
-
-
-def suite_medians_in(build: str, ids: list[str]) -> dict[str, float]:
-    """µs per call of the tests ``ids``, timed as the report's suite times them, in ``build``."""
-    env = best_blas.environment() | (build_environment(build) if build else {})
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "rerun.json"
-        subprocess.run(suite.command(path, 0.5, ids), env=env, cwd=suite.ROOT, stdout=subprocess.DEVNULL, check=True)
-        return {name: 1e6 * m["median"] for name, m in suite.medians(json.loads(path.read_text())).items()}
-
-
 def rerun(rows: list[dict], builds: list[str], rounds: int) -> None:
-    ids = suite_ids()
+    ids = suite.node_ids()
     keys = [row["key"] for row in rows if row.get("key") in ids]
     skipped = [row["label"] for row in rows if row.get("key") not in ids]
     if skipped:
@@ -87,7 +68,9 @@ def rerun(rows: list[dict], builds: list[str], rounds: int) -> None:
     for r in range(rounds):
         shift = r % len(builds)
         for build in builds[shift:] + builds[:shift]:
-            runs[build].append(suite_medians_in(build, [ids[key] for key in keys]))
+            env = best_blas.environment() | (build_environment(build) if build else {})
+            timed = suite.medians_of([ids[key] for key in keys], env)
+            runs[build].append({name: 1e6 * m["median"] for name, m in timed.items()})
     names = [build or "this environment" for build in builds]
     print(f"\n{rounds} round(s), each build's range of medians, µs")
     print("| row | " + " | ".join(names) + " |")

@@ -67,6 +67,8 @@ class Row:
     unit: str = "s"  # "s", or "MiB" for the peak-memory rows
     floor: float | None = None  # filled in by apply_peak
     previous_ratio: float | None = None  # filled in by apply_history
+    numpy_key: str = ""  # the suite's numpy benchmark beside this row, if any
+    ratio_timed_again: float | None = None  # a worse row's ratio when both its tests ran again in the run
 
     @property
     def ratio(self) -> float | None:
@@ -241,6 +243,6 @@ def results_json(rows: list[Row], peaks: Peaks, state: str, verdicts: list[Verdi
                   "numpy_seconds": r.numpy_seconds, "ratio": r.ratio, "flops": r.flops, "formula": r.formula,
                   "threads": r.threads, "floor_seconds": r.floor, "multiple_of_floor": r.multiple,
                   "numpy_multiple_of_floor": r.numpy_multiple, "previous_ratio": r.previous_ratio,
-                  "worsened": r.worsened}
+                  "worsened": r.worsened, "ratio_timed_again": r.ratio_timed_again}
                  for r in rows],
     }

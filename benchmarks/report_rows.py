@@ -37,7 +37,8 @@ def _pair(section: Section, m: Medians, key: str, label: str, numpy_key: str, **
     """Adds the row for ``key`` against ``numpy_key`` if the first ran (numpy's time is optional)."""
     if key in m:
         ref = m[numpy_key]["median"] if numpy_key in m else None
-        section.rows.append(Row(section.title, key, label, m[key]["median"], ref, **row))  # type: ignore[arg-type]
+        section.rows.append(Row(section.title, key, label, m[key]["median"], ref, numpy_key=numpy_key,
+                                **row))  # type: ignore[arg-type]
 
 
 def seed_step(m: Medians) -> Section:

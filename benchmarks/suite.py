@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,3 +26,19 @@ def medians(data: dict) -> dict[str, dict]:
     return {b["name"]: {"median": b["stats"]["median"] / b.get("extra_info", {}).get("calls_per_round", 1),
                         "extra": b.get("extra_info", {})}
             for b in data["benchmarks"]}
+
+
+def node_ids() -> dict[str, str]:
+    """The suite's pytest node ids by test name (a row's key)."""
+    listing = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-p", "no:cacheprovider",
+                              str(ROOT / "benchmarks")], capture_output=True, text=True, cwd=ROOT).stdout
+    return {line.split("::", 1)[1]: line.strip() for line in listing.splitlines() if "::" in line}
+
+
+def medians_of(ids: list[str], env: dict[str, str], max_time: float = 0.5) -> dict[str, dict]:
+    """`medians` of the tests ``ids`` (node ids), timed as the report's suite times them, in a process
+    with the environment ``env``."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "timed_again.json"
+        subprocess.run(command(path, max_time, ids), env=env, cwd=ROOT, stdout=subprocess.DEVNULL, check=True)
+        return medians(json.loads(path.read_text()))

@@ -493,3 +493,29 @@ def test_compare_reports_times_the_worse_suite_rows_again(tmp_path):
     line = next(line for line in result.stdout.splitlines() if line.startswith("| test_rustgrad_matmul[64x100x10-1]"))
     low, high = (float(v) for v in line.split("|")[2].strip().split("–"))
     assert 0.1 < low == high < 1000  # µs of one real 64×100×10 product
+
+
+def test_worse_rows_timed_again_say_whether_they_stayed_worse():
+    stayed = _row(key="a", seconds=1.3, numpy_seconds=1.0, previous=1.0)
+    stayed.ratio_timed_again = 1.25
+    recovered = _row(key="b", seconds=1.4, numpy_seconds=1.0, previous=1.0)
+    recovered.ratio_timed_again = 1.02
+    untimed = _row(key="c", seconds=1.5, numpy_seconds=1.0, previous=1.0)
+    text = "\n".join(report.worsened_lines([stayed, recovered, untimed]))
+    assert ("3 ratio(s) to numpy worsened by more than 10% against the previous report; 2 of them were timed "
+            "again at the end of the run (rustgrad's test and numpy's), and 1 of those were still worse") in text
+    assert "label: 1.00 → 1.40 (timed again: 1.02)" in text and "label: 1.00 → 1.50\n" in text
+
+
+def test_a_worse_suite_row_is_timed_again_with_its_numpy_test():
+    m = _medians(("test_rustgrad_matmul[64x100x10-1]", 1e-3), ("test_numpy_matmul[64x100x10-1]", 1e-6),
+                 ("interleaved_static", 1e-3), ("interleaved_numpy_in_place", 1e-6))
+    previous = {"rows": [{"key": "test_rustgrad_matmul[64x100x10-1]", "ratio": 1.0},
+                         {"key": "interleaved_static", "ratio": 1.0}]}
+    _, rows = report.build_rows(m, None, Peaks(unavailable="none"), previous)
+    by_key = {row.key: row for row in rows}
+    product, interleaved = by_key["test_rustgrad_matmul[64x100x10-1]"], by_key["interleaved_static"]
+    assert product.numpy_key == "test_numpy_matmul[64x100x10-1]" and product.worsened and interleaved.worsened
+    report.time_worse_rows_again(rows)
+    assert 0.05 < product.ratio_timed_again < 20  # both real timings now, not the 1000× of the first
+    assert interleaved.ratio_timed_again is None  # not a suite test
