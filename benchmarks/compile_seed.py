@@ -29,7 +29,16 @@ from steps import compiled_batch_step, eager_batch_step, numpy_step, static_batc
 OPENBLAS_IDLE = 0.3  # s; OpenBLAS's worker spins for 2**28 cycles (about 0.1 s) after its last job
 
 
-def _time(step, arg, steps: int) -> float:
+def _time(step, arg, steps: int, per_call_median: bool = False) -> float:
+    """µs per step over ``steps`` steps: their mean, or with ``per_call_median`` the median of the
+    steps' own times (as pytest-benchmark reports the suite's rows)."""
+    if per_call_median:
+        times = []
+        for _ in range(steps):
+            start = time.perf_counter()
+            step(arg)
+            times.append(time.perf_counter() - start)
+        return 1e6 * statistics.median(times)
     start = time.perf_counter()
     for _ in range(steps):
         step(arg)
@@ -44,12 +53,13 @@ def interleaved_medians(problem: Problem, repeats: int = 7, steps: int = 200, cu
 
 
 def interleaved_rounds(problem: Problem, repeats: int = 7, steps: int = 200, custom: bool = True,
-                       numpy: bool = False, openblas_idle: float | None = None) -> dict[str, list[float]]:
+                       numpy: bool = False, openblas_idle: float | None = None,
+                       per_call_median: bool = False) -> dict[str, list[float]]:
     """µs per step of the eager, compiled and static seed step (and, with ``numpy``, of numpy's
     in-place step) in each of ``repeats`` rounds of ``steps`` steps per mode, the modes in rotating
-    order. After numpy's round the next waits ``openblas_idle`` seconds (default `OPENBLAS_IDLE`), so
-    that OpenBLAS's worker has stopped spinning on the core our helper needs (docs/performance.md,
-    "Mixed with numpy")."""
+    order (each round's figure as `_time` says). After numpy's round the next waits ``openblas_idle``
+    seconds (default `OPENBLAS_IDLE`), so that OpenBLAS's worker has stopped spinning on the core
+    our helper needs (docs/performance.md, "Mixed with numpy")."""
     idle = OPENBLAS_IDLE if openblas_idle is None else openblas_idle
     x = rustgrad.from_numpy(problem.x)
     eager = eager_batch_step(problem, custom)
@@ -64,7 +74,7 @@ def interleaved_rounds(problem: Problem, repeats: int = 7, steps: int = 200, cus
     for r in range(repeats):
         for name in names[r % len(names) :] + names[: r % len(names)]:
             step, arg = modes[name]
-            times[name].append(_time(step, arg, steps))
+            times[name].append(_time(step, arg, steps, per_call_median))
             if name == "numpy":
                 time.sleep(idle)
     return times

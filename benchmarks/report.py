@@ -254,7 +254,8 @@ def interleaved_seed_medians(repeats: int, peaks: Peaks, tries: int = 4) -> tupl
     """The eager, compiled and static seed steps and numpy's in-place step timed in rotating rounds
     (benchmarks/compile_seed.py), as suite medians, and a line that says which rounds they are the
     medians of. The machine's state changes within seconds: each suite row is one window of half a
-    second, and a round of 200 steps is shorter than most states. The medians are those of the
+    second, and a round of 200 steps is shorter than most states. Each round's figure is the median
+    of its steps' times, as in the suite's rows. The medians are those of the
     rounds in which numpy's step was in the normal state, if at least `MIN_NORMAL_ROUNDS` were;
     while fewer were, up to ``tries`` sets of ``repeats`` rounds run."""
     from rustgrad._demo import Problem
@@ -263,7 +264,8 @@ def interleaved_seed_medians(repeats: int, peaks: Peaks, tries: int = 4) -> tupl
     floor = floor_seconds(two_layer_step_flops(*report_rows.SEED_SIZES), peak) if peak else None
     rounds: dict[str, list[float]] = {}
     for _ in range(tries):
-        for name, times in compile_seed.interleaved_rounds(Problem.make(0), repeats=repeats, numpy=True).items():
+        sets = compile_seed.interleaved_rounds(Problem.make(0), repeats=repeats, numpy=True, per_call_median=True)
+        for name, times in sets.items():
             rounds.setdefault(name, []).extend(times)
         normal = normal_rounds([us * 1e-6 for us in rounds["numpy"]], floor)
         if len(normal) >= MIN_NORMAL_ROUNDS:

@@ -304,7 +304,8 @@ def test_interleaved_seed_rounds_run_again_until_enough_are_normal(monkeypatch, 
     sets = iter([numpy_us[i:i + 6] for i in range(0, len(numpy_us), 6)])
     calls = []
 
-    def fake_rounds(problem, repeats, numpy):
+    def fake_rounds(problem, repeats, numpy, per_call_median):
+        assert numpy and per_call_median
         calls.append(repeats)
         times = next(sets)
         return {"eager": [t - 50 for t in times], "static": [t - 100 for t in times], "numpy": times}
