@@ -255,9 +255,9 @@ def interleaved_seed_medians(repeats: int, peaks: Peaks, tries: int = 4) -> tupl
     (benchmarks/compile_seed.py), as suite medians, and a line that says which rounds they are the
     medians of. The machine's state changes within seconds: each suite row is one window of half a
     second, and a round of 200 steps is shorter than most states. Each round's figure is the median
-    of its steps' times, as in the suite's rows. The medians are those of the
-    rounds in which numpy's step was in the normal state, if at least `MIN_NORMAL_ROUNDS` were;
-    while fewer were, up to ``tries`` sets of ``repeats`` rounds run."""
+    of its steps' times, as in the suite's rows. The medians are those of the rounds in which numpy's
+    step was in the normal state, if at least `MIN_NORMAL_ROUNDS` were; while fewer were, up to
+    ``tries`` sets of ``repeats`` rounds run."""
     from rustgrad._demo import Problem
 
     peak = None if peaks.unavailable else peaks.all_threads
@@ -398,7 +398,7 @@ def main() -> None:
     parser.add_argument("--note", default="", help="a line for the report's header (e.g. what else was running)")
     parser.add_argument("--overhead-rounds", type=int, default=5, help="rounds of the one-element add timing")
     parser.add_argument("--interleaved-repeats", type=int, default=15,
-                        help="rounds of the interleaved eager/compiled/static seed-step timing")
+                        help="rounds per set of the interleaved eager/compiled/static/numpy seed-step timing")
     parser.add_argument("--mixed-steps", type=int, default=300,
                         help="steps per loop of benchmarks/mixed_numpy.py (0 leaves those rows out)")
     parser.add_argument("--mixed-repeats", type=int, default=5, help="alone/mixed pairs of benchmarks/mixed_numpy.py")

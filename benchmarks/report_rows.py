@@ -45,9 +45,11 @@ def seed_step(m: Medians) -> Section:
     s = Section("Seed two-layer step (64×1000×100×10, float32)",
                 "Against numpy by hand, preallocated in place. The `interleaved` rows time the three rustgrad "
                 "steps and numpy's in-place step in rotating rounds of 200 steps in the report's own process "
-                "(benchmarks/compile_seed.py), medians of the rounds, each against numpy's interleaved rounds: "
-                "a change of machine state, which can last less than a second, hits all four alike, where each "
-                "suite row is one window of half a second. The seed step's targets are judged on them. "
+                "(benchmarks/compile_seed.py). Each round gives the median of its steps' times; each row is "
+                "the median over the rounds in which numpy's round was in the normal state (the note above "
+                "says which), against numpy's median over the same rounds. The machine's state changes within "
+                "seconds, and each suite row is one window of half a second, so the seed step's targets are "
+                "judged on these rows. "
                 "FLOPs: the five products, "
                 f"{TWO_LAYER_FORMULA} (N=64, D_in=1000, H=100, D_out=10).")
     flops = two_layer_step_flops(*SEED_SIZES)
