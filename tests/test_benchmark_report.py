@@ -520,3 +520,12 @@ def test_a_worse_suite_row_is_timed_again_with_its_numpy_test():
     report.time_worse_rows_again(rows)
     assert 0.05 < product.ratio_timed_again < 20  # both real timings now, not the 1000× of the first
     assert interleaved.ratio_timed_again is None  # not a suite test
+
+
+def test_static_fetches_times_both_fetch_lists():
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "static_fetches.py"), "--rounds", "2", "--steps", "3"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    figures = {line.split("  ")[1].strip(): float(line.split()[-2]) for line in result.stdout.splitlines()[1:]}
+    assert set(figures) == {"loss and both new weights (the reference)", "loss and a group of the assigns"}
+    assert all(10 < us < 100_000 for us in figures.values())  # µs of a real step
