@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import rustgrad  # noqa: E402
 from best_blas import reexec_without_slowing_variables  # noqa: E402
+from call_timing import median_step_us  # noqa: E402
 from rustgrad._demo import Problem  # noqa: E402
 from steps import compiled_batch_step, eager_batch_step, numpy_step, static_batch_step  # noqa: E402
 
@@ -33,12 +34,7 @@ def _time(step, arg, steps: int, per_call_median: bool = False) -> float:
     """µs per step over ``steps`` steps: their mean, or with ``per_call_median`` the median of the
     steps' own times (as pytest-benchmark reports the suite's rows)."""
     if per_call_median:
-        times = []
-        for _ in range(steps):
-            start = time.perf_counter()
-            step(arg)
-            times.append(time.perf_counter() - start)
-        return 1e6 * statistics.median(times)
+        return median_step_us(lambda: step(arg), steps)
     start = time.perf_counter()
     for _ in range(steps):
         step(arg)

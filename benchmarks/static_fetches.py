@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 import rustgrad.static as tf
+from call_timing import median_step_us
 from rustgrad._demo import Problem, build_static
 
 
@@ -25,15 +25,6 @@ def fetch_lists(graph: tf.Graph, t: dict) -> dict[str, list]:
         group = tf.group(*t["train"])
     return {"loss and both new weights (the reference)": [t["loss"], *t["train"]],
             "loss and a group of the assigns": [t["loss"], group]}
-
-
-def step_median_us(run, steps: int) -> float:
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return 1e6 * statistics.median(times)
 
 
 def main() -> None:
@@ -48,12 +39,12 @@ def main() -> None:
     feed = {t["x"]: problem.x, t["y"]: problem.y}
     runs = {name: (lambda f=fetches: session.run(f, feed_dict=feed)) for name, fetches in fetch_lists(graph, t).items()}
     for run in runs.values():
-        step_median_us(run, 20)
+        median_step_us(run, 20)
     rounds: dict[str, list[float]] = {name: [] for name in runs}
     for r in range(args.rounds):
         names = list(runs)[r % 2 :] + list(runs)[: r % 2]
         for name in names:
-            rounds[name].append(step_median_us(runs[name], args.steps))
+            rounds[name].append(median_step_us(runs[name], args.steps))
     print(f"static seed step, {args.rounds} rounds of {args.steps} steps, µs per step (median of each round's "
           "step medians, and their range)")
     for name, figures in rounds.items():
