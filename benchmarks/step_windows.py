@@ -1,6 +1,6 @@
-"""The seed step (or the MLP step) back to back in one process, timed in windows of steps: how steady is it, and
-how often do the spin helpers park? A helper that parks must be woken by the next product,
-which costs the step tens of µs, so windows with parks show up as slower windows.
+"""The seed step (or the MLP step) back to back in one process, timed in windows of steps: how
+steady is it, and how often do the spin helpers park? A helper that parks must be woken by the
+next product, which costs the step tens of µs, so windows with parks show up as slower windows.
 
     python benchmarks/step_windows.py [--builds "" DIR ...] [--rounds 2] [--windows 50] [--steps 300]
 
