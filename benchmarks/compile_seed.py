@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import rustgrad  # noqa: E402
 from best_blas import reexec_without_slowing_variables  # noqa: E402
-from call_timing import median_step_us  # noqa: E402
+from call_timing import median_call_us, median_step_us  # noqa: E402
 from rustgrad._demo import Problem  # noqa: E402
 from steps import compiled_batch_step, eager_batch_step, numpy_step, static_batch_step  # noqa: E402
 
@@ -35,10 +35,7 @@ def _time(step, arg, steps: int, per_call_median: bool = False) -> float:
     steps' own times (as pytest-benchmark reports the suite's rows)."""
     if per_call_median:
         return median_step_us(lambda: step(arg), steps)
-    start = time.perf_counter()
-    for _ in range(steps):
-        step(arg)
-    return 1e6 * (time.perf_counter() - start) / steps
+    return median_call_us(lambda: step(arg), steps, rounds=1, warmup=0)
 
 
 def interleaved_medians(problem: Problem, repeats: int = 7, steps: int = 200, custom: bool = True,
