@@ -529,3 +529,21 @@ def test_static_fetches_times_both_fetch_lists():
     figures = {line.split("  ")[1].strip(): float(line.split()[-2]) for line in result.stdout.splitlines()[1:]}
     assert set(figures) == {"loss and both new weights (the reference)", "loss and a group of the assigns"}
     assert all(10 < us < 100_000 for us in figures.values())  # µs of a real step
+
+
+def test_edge_widths_times_each_width_and_the_seed_step():
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "edge_widths.py"), "--rounds", "1", "--threads", "1"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    rows = {line.split()[0] for line in result.stdout.splitlines()[2:]}
+    assert {"64x1000x97", "64x1000x100", "64x1000x112", "1000x64x100ᵀ", "seed"} <= rows
+
+
+def test_relu_backward_times_the_three_sizes():
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "relu_backward.py"), "--rounds", "1", "--min-calls", "2"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    name, cells = result.stdout.strip().split(": ", 1)
+    figures = {cell.split()[0]: float(cell.split()[1]) for cell in cells.split(", ")}
+    assert name == "installed" and set(figures) == {"64x100", "256x1024", "1024x4096"}
+    assert 0 < figures["64x100"] < figures["1024x4096"]  # a mask of 64× the elements takes longer
