@@ -37,6 +37,8 @@ pub mod sgemm_avx512;
 mod sgemm_edge_rows;
 #[cfg(target_arch = "x86_64")]
 pub mod sgemm_packed;
+#[cfg(target_arch = "x86_64")]
+mod sgemm_panel_edge;
 pub mod sort;
 pub mod spin_pool;
 pub mod split_writes;

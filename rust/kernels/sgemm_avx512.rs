@@ -14,6 +14,7 @@
 
 use super::matmul::{MatRef, SecondOutput, Store};
 use super::sgemm_edge_rows::EDGE_BY_ROWS;
+use super::sgemm_panel_edge::panel_with_edge;
 use smallvec::SmallVec;
 use std::arch::x86_64::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -253,6 +254,25 @@ pub(super) unsafe fn band_kernel(
     let b_base = unsafe { b.data.as_ptr().add(b.offset) };
     let mut j = 0;
     while j < n {
+        let edge = n - j - NR.min(n - j);
+        if j + NR < n && edge <= 8 && a.row_stride != 1 {
+            // SAFETY: columns j..n (a whole panel and its edge) and the band's rows lie inside
+            // a, b and the outputs; avx512f and avx512vl are enabled here.
+            unsafe {
+                panel_with_edge(
+                    a,
+                    a_base,
+                    (b_base.add(j), b.row_stride),
+                    [c_in, c, c_copy],
+                    (j, edge),
+                    n,
+                    rows,
+                    second,
+                    store,
+                )
+            };
+            break;
+        }
         let mut i = 0;
         while i < rows {
             // SAFETY: row0 + i < a.rows, so this row of `a` lies inside `a.data`.
@@ -365,7 +385,7 @@ pub(super) unsafe fn run_tile(
     }
 }
 
-fn column_masks(width: usize) -> [__mmask16; 2] {
+pub(super) fn column_masks(width: usize) -> [__mmask16; 2] {
     let lane = |w: usize| if w >= 16 { 0xFFFF } else { ((1u32 << w) - 1) as __mmask16 };
     [lane(width), lane(width.saturating_sub(16))]
 }
@@ -469,7 +489,7 @@ macro_rules! microkernel {
         /// What the second output holds where the first holds `result`.
         #[target_feature(enable = $features)]
         #[inline]
-        fn $second_of(result: $vector, second: SecondOutput) -> $vector {
+        pub(super) fn $second_of(result: $vector, second: SecondOutput) -> $vector {
             match second {
                 SecondOutput::Copy => result,
                 // max(c, v) is v when v is NaN, and c only when c > v: numpy's maximum(v, c).
@@ -482,7 +502,7 @@ macro_rules! microkernel {
         /// The value `store` makes of the product `sum`, reading `init` only where it needs it.
         #[target_feature(enable = $features)]
         #[inline]
-        fn $stored(sum: $vector, init: impl Fn() -> $vector, store: Store<f32>) -> $vector {
+        pub(super) fn $stored(sum: $vector, init: impl Fn() -> $vector, store: Store<f32>) -> $vector {
             match store {
                 Store::Scaled { alpha, beta } => {
                     let value = if alpha == 1.0 { sum } else { $mul($splat(alpha), sum) };
