@@ -12,53 +12,44 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
-import sys
+
+from product_rates import alternate, child_results
 
 SIZES = [(64, 100), (256, 1024), (1024, 4096)]
 
 CHILD = r"""
 import json, sys
-sys.path.insert(0, sys.argv[1])
 import numpy as np
 import rustgrad
 from call_timing import median_call_us
 rng = np.random.default_rng(0)
 times = {}
-for rows, cols in json.loads(sys.argv[2]):
+for rows, cols in json.loads(sys.argv[1]):
     x = rustgrad.from_numpy(rng.standard_normal((rows, cols), dtype=np.float32)).requires_grad_()
     g = rustgrad.from_numpy(rng.standard_normal((rows, cols), dtype=np.float32))
     y = rustgrad.relu(x)
-    calls = max(int(sys.argv[3]), 2_000_000 // (rows * cols))
+    calls = max(int(sys.argv[2]), 2_000_000 // (rows * cols))
     times[f"{rows}x{cols}"] = median_call_us(lambda: rustgrad.autograd.grad(y, x, g, retain_graph=True), calls)
 print(json.dumps(times))
 """
 
 
-def time_build(build: str | None, min_calls: int) -> dict[str, float]:
-    env = dict(os.environ)
-    if build:
-        env["PYTHONPATH"] = build
-    here = os.path.dirname(os.path.abspath(__file__))
-    command = [sys.executable, "-c", CHILD, here, json.dumps(SIZES), str(min_calls)]
-    return json.loads(subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--builds", nargs="+", default=[None])
+    parser.add_argument("--builds", nargs="+", default=["installed"])
     parser.add_argument("--min-calls", type=int, default=20, help="calls per size at least (more for small sizes)")
     args = parser.parse_args()
-    runs: dict[str | None, list[dict[str, float]]] = {build: [] for build in args.builds}
-    for r in range(args.rounds):
-        for build in args.builds if r % 2 == 0 else args.builds[::-1]:
-            runs[build].append(time_build(build, args.min_calls))
+
+    def run(build: str, _threads: int) -> dict[str, float]:
+        environment = {} if build == "installed" else {"PYTHONPATH": build}
+        return child_results(CHILD, environment, [json.dumps(SIZES), str(args.min_calls)])
+
+    runs = alternate(args.builds, args.rounds, run, 0)
     for build, rounds in runs.items():
         cells = [f"{size} {statistics.median(t[size] for t in rounds):.2f} µs" for size in rounds[0]]
-        print(f"{build or 'installed'}: " + ", ".join(cells))
+        print(f"{build}: " + ", ".join(cells))
 
 
 if __name__ == "__main__":

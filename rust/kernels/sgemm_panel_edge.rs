@@ -34,7 +34,7 @@ pub(super) unsafe fn panel_with_edge(
     while i < rows {
         let height = MR.min(rows - i);
         let offset = i * n + j;
-        // SAFETY: row row0 + i of a lies inside a; the tile's first output lies inside the band's.
+        // SAFETY: row i of the band lies inside a (i < rows), and the tile's first output inside the band's outputs.
         let (a_tile, c_tile) = unsafe {
             let copy = offset_unless_null(c_copy, offset);
             (
