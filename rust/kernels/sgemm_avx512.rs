@@ -14,7 +14,7 @@
 
 use super::matmul::{MatRef, SecondOutput, Store};
 use super::sgemm_edge_rows::EDGE_BY_ROWS;
-use super::sgemm_panel_edge::panel_with_edge;
+use super::sgemm_panel_edge::micro_with_edge;
 use smallvec::SmallVec;
 use std::arch::x86_64::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -206,15 +206,13 @@ unsafe fn store_sum_of_halves(
         let sum = _mm512_add_ps(first, second_half);
         // SAFETY: start < len: inside a non-null second output, as in the caller's contract.
         let copy = unsafe { offset_unless_null(outs[1], start) };
-        // SAFETY: the masked lanes of `init` from `start` are readable (caller's contract).
-        let init = || unsafe { _mm512_maskz_loadu_ps(mask, init.add(start)) };
-        let result = stored(sum, init, store);
-        // SAFETY: the masked lanes of `outs[0]` from `start` are writable (caller's contract).
-        unsafe { _mm512_mask_storeu_ps(outs[0].add(start), mask, result) };
-        if !copy.is_null() {
-            // SAFETY: the masked lanes of the second output from `start` are writable (caller's contract).
-            unsafe { _mm512_mask_storeu_ps(copy, mask, second_of(result, second)) };
-        }
+        let at = [init.wrapping_add(start), outs[0].wrapping_add(start).cast_const(), copy.cast_const()];
+        // The masked lanes from `start` (at most len) of `init` (when the store reads it),
+        // `outs[0]` and a non-null second output lie inside them (caller's contract).
+        store_tile!(
+            [[sum]], [mask, 0], at, 0, second, store,
+            lanes: 16, load: _mm512_maskz_loadu_ps, put: _mm512_mask_storeu_ps, stored: stored, second_of: second_of
+        );
     }
 }
 
@@ -254,25 +252,7 @@ pub(super) unsafe fn band_kernel(
     let b_base = unsafe { b.data.as_ptr().add(b.offset) };
     let mut j = 0;
     while j < n {
-        let edge = n - j - NR.min(n - j);
-        if j + NR < n && edge <= 8 && a.row_stride != 1 {
-            // SAFETY: columns j..n (a whole panel and its edge) and the band's rows lie inside
-            // a, b and the outputs; avx512f and avx512vl are enabled here.
-            unsafe {
-                panel_with_edge(
-                    a,
-                    a_base,
-                    (b_base.add(j), b.row_stride),
-                    [c_in, c, c_copy],
-                    (j, edge),
-                    n,
-                    rows,
-                    second,
-                    store,
-                )
-            };
-            break;
-        }
+        let cols = panel_width(n - j, a.row_stride != 1);
         let mut i = 0;
         while i < rows {
             // SAFETY: row0 + i < a.rows, so this row of `a` lies inside `a.data`.
@@ -282,19 +262,31 @@ pub(super) unsafe fn band_kernel(
             let copy_tile = unsafe { offset_unless_null(c_copy, offset) };
             // SAFETY: as above, for the band's `init` and output rows.
             let c_tile = unsafe { [c_in.add(offset).cast_const(), c.add(offset).cast_const(), copy_tile.cast_const()] };
-            let tile = Tile { rows: MR.min(rows - i), cols: NR.min(n - j), k, a_strides: [a.row_stride, a.col_stride] };
-            // SAFETY: j < n = b.cols, and b's rows are contiguous (col_stride 1), inside `b.data`;
-            // the tile's rows and columns lie inside a, b and the outputs (clipped above); avx512f
-            // and avx512vl were detected (`available`).
+            let tile = Tile { rows: MR.min(rows - i), cols, k, a_strides: [a.row_stride, a.col_stride] };
+            // SAFETY: j < n = b.cols, and b's rows are contiguous (col_stride 1), inside `b.data`; the
+            // tile's rows and columns lie inside a, b and the outputs (clipped above), over its whole
+            // depth (`Partial::NONE`, as a tile wider than NR needs); avx512f and avx512vl detected.
             unsafe { run_tile(tile, a_tile, (b_base.add(j), b.row_stride), c_tile, n, second, store, Partial::NONE) };
             i += MR;
         }
-        j += NR;
+        j += cols;
     }
 }
 
-/// The extent of one microkernel call: at most MR rows and NR columns of the output, over a
-/// depth of k, with A's row and column strides.
+/// The columns of the panel that starts `left` columns before the product's last: NR, or all
+/// of them when at most NR. When A's rows are contiguous, a last whole panel and a narrow edge
+/// of at most 8 columns after it run as one panel (`sgemm_panel_edge`): the edge's FMAs then
+/// reuse the panel's broadcasts of A. A transposed A keeps the edge apart, for `edge_by_rows`.
+fn panel_width(left: usize, a_rows_contiguous: bool) -> usize {
+    if a_rows_contiguous && left > NR && left - NR <= 8 {
+        left
+    } else {
+        NR.min(left)
+    }
+}
+
+/// The extent of one microkernel call: at most MR rows and NR columns of the output (NR + 8
+/// for a merged last panel, `panel_width`), over a depth of k, with A's row and column strides.
 #[derive(Copy, Clone)]
 pub(super) struct Tile {
     pub rows: usize,
@@ -327,7 +319,8 @@ impl Partial {
 ///
 /// # Safety
 /// The tile's rows and columns over its depth must lie inside A, B and the outputs (and
-/// `partial.sums` when it is used); the CPU must have avx512f and avx512vl.
+/// `partial.sums` when it is used); a tile wider than NR (at most NR + 8 columns) must be
+/// summed over its whole depth (`Partial::NONE`); the CPU must have avx512f and avx512vl.
 #[target_feature(enable = "avx512f,avx512vl")]
 #[inline]
 pub(super) unsafe fn run_tile(
@@ -345,6 +338,7 @@ pub(super) unsafe fn run_tile(
         unsafe { super::sgemm_edge_rows::edge_by_rows(tile, a_tile, (b_tile, b_rs), c_tile, ldc, second, store) };
         return;
     }
+    debug_assert!(tile.cols <= NR + 8 && (tile.cols <= NR || !partial.resume && partial.finish));
     let (k, a_strides, masks) = (tile.k, tile.a_strides, column_masks(tile.cols));
     let width = tile.cols;
     macro_rules! tile {
@@ -364,7 +358,12 @@ pub(super) unsafe fn run_tile(
             }
         };
         ($h:literal) => {
-            if width <= 8 {
+            if width > NR {
+                let edge_mask = column_masks(width - NR)[0] as __mmask8;
+                // SAFETY: as above, with NR + at most 8 columns summed over the whole depth
+                // (this function's contract).
+                unsafe { micro_with_edge::<$h>(k, a_tile, a_strides, b_tile, b_rs, c_tile, ldc, edge_mask, second, store) }
+            } else if width <= 8 {
                 tile!(micro_narrow, $h, 1, lanes 8, [masks[0] as __mmask8, 0])
             } else if width <= 16 {
                 tile!(micro, $h, 1, lanes 16, masks)
@@ -390,6 +389,41 @@ pub(super) fn column_masks(width: usize) -> [__mmask16; 2] {
     [lane(width), lane(width.saturating_sub(16))]
 }
 
+/// Stores a tile's sums `acc` (H rows of V vectors of `lanes` lanes, `masks` saying which are
+/// the tile's) as `store` says from `init` into `out`, and as `second` says into `copy` unless
+/// it is null, where `[init, out, copy]` is `c_tile` and rows are `ldc` apart. Written once for
+/// every microkernel; a macro because, as a function, it was not inlined into the 32 instances
+/// of `micro`, and the call took the tile's sums through memory (2.5–4 µs more on 1000×64×96ᵀ
+/// and 64×1000×100). Used inside an unsafe function whose contract puts the masked lanes of the
+/// tile's rows inside the outputs.
+macro_rules! store_tile {
+    (
+        $acc:expr, $masks:expr, $c_tile:expr, $ldc:expr, $second:expr, $store:expr,
+        lanes: $lanes:literal, load: $load:ident, put: $put:ident, stored: $stored:ident, second_of: $second_of:ident $(,)?
+    ) => {{
+        let ([c_in, c, c_copy], masks, ldc): ([*const f32; 3], _, usize) = ($c_tile, $masks, $ldc);
+        for (r, row) in $acc.iter().enumerate() {
+            // Row r < H of the tile and its columns: inside the outputs by the caller's contract,
+            // as long as only masked lanes are touched. Pointer arithmetic wraps (never reads).
+            let (src, dst) = (c_in.wrapping_add(r * ldc), c.wrapping_add(r * ldc).cast_mut());
+            for (half, &sum) in row.iter().enumerate() {
+                let (q, p) = (src.wrapping_add($lanes * half), dst.wrapping_add($lanes * half));
+                // SAFETY: the masked lanes of `q` lie inside `init` (caller's contract).
+                let init = || unsafe { $load(masks[half], q) };
+                let result = $stored(sum, init, $store);
+                // SAFETY: the masked lanes of `p` lie inside the output (caller's contract).
+                unsafe { $put(p, masks[half], result) };
+                if !c_copy.is_null() {
+                    let copy_at = c_copy.wrapping_add(r * ldc + $lanes * half).cast_mut();
+                    // SAFETY: the masked lanes of `copy_at` lie inside the second output (caller's contract).
+                    unsafe { $put(copy_at, masks[half], $second_of(result, $second)) };
+                }
+            }
+        }
+    }};
+}
+pub(super) use store_tile;
+
 /// The microkernel and its store, written once for a vector type: `micro` and `stored`
 /// on 16-lane zmm vectors, `micro_narrow` and `stored_narrow` on 8-lane ymm vectors for a
 /// last tile of at most 8 columns (Zen 4 runs a 16-lane FMA as two 8-lane halves, so an
@@ -413,7 +447,7 @@ macro_rules! microkernel {
             [a_rs, a_cs]: [isize; 2],
             b: *const f32,
             b_rs: isize,
-            [c_in, c, c_copy]: [*const f32; 3],
+            c_tile: [*const f32; 3],
             ldc: usize,
             masks: [$mask; 2],
             second: SecondOutput,
@@ -466,24 +500,10 @@ macro_rules! microkernel {
                 }
                 return;
             }
-            for (r, row) in acc.iter().enumerate() {
-                // Row r < H of the tile and its columns: inside the outputs by the caller's contract,
-                // as long as only masked lanes are touched. Pointer arithmetic wraps (never reads).
-                let (src, dst) = (c_in.wrapping_add(r * ldc), c.wrapping_add(r * ldc).cast_mut());
-                for (half, &sum) in row.iter().enumerate() {
-                    let (q, p) = (src.wrapping_add($lanes * half), dst.wrapping_add($lanes * half));
-                    // SAFETY: the masked lanes of `q` lie inside `init` (caller's contract).
-                    let init = || unsafe { $load(masks[half], q) };
-                    let result = $stored(sum, init, store);
-                    // SAFETY: the masked lanes of `p` lie inside the output (caller's contract).
-                    unsafe { $store(p, masks[half], result) };
-                    if !c_copy.is_null() {
-                        let copy_at = c_copy.wrapping_add(r * ldc + $lanes * half).cast_mut();
-                        // SAFETY: the masked lanes of `copy_at` lie inside the second output (caller's contract).
-                        unsafe { $store(copy_at, masks[half], $second_of(result, second)) };
-                    }
-                }
-            }
+            store_tile!(
+                acc, masks, c_tile, ldc, second, store,
+                lanes: $lanes, load: $load, put: $store, stored: $stored, second_of: $second_of
+            );
         }
 
         /// What the second output holds where the first holds `result`.
