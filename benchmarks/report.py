@@ -184,7 +184,8 @@ def worsened_lines(rows: list[Row]) -> list[str]:
     if timed_again:
         still = sum(r.ratio_timed_again > (1 + WORSENING) * r.previous_ratio for r in timed_again)
         head += (f"; {len(timed_again)} of them were timed again at the end of the run (rustgrad's test and "
-                 f"numpy's), and {still} of those were still worse by more than 10%")
+                 f"numpy's, side by side, in {RETIME_ROUNDS} rounds: the median ratio), and {still} of those "
+                 "were still worse by more than 10%")
     lines = [head + ":", ""]
     lines += [f"- {r.section}: {r.label}: {r.previous_ratio:.2f} → {r.ratio:.2f}" + again(r) for r in worse]
     return lines + [""]
@@ -194,20 +195,29 @@ def again(row: Row) -> str:
     return "" if row.ratio_timed_again is None else f" (timed again: {row.ratio_timed_again:.2f})"
 
 
-def time_worse_rows_again(rows: list[Row]) -> None:
+RETIME_ROUNDS = 3
+
+
+def time_worse_rows_again(rows: list[Row], rounds: int = RETIME_ROUNDS) -> None:
     """Times the suite tests of each row that worsened by more than 10%, rustgrad's and numpy's, once
-    more in one process, and keeps the ratio beside the row's (the machine's state changes within
-    seconds, and each suite row is one window of half a second)."""
+    more in each of ``rounds`` processes, the two side by side (rustgrad's first in every other round),
+    and keeps the median over the rounds of the row's ratio beside the row's. The machine's state
+    changes within seconds, and each suite row is one window of half a second: two tests timed next
+    to each other, in rounds, mostly share a state."""
     worse = [r for r in rows if r.worsened and r.numpy_key]
     ids = suite.node_ids() if worse else {}
     worse = [r for r in worse if r.key in ids and r.numpy_key in ids]
-    if not worse:
-        return
-    tests = list(dict.fromkeys(ids[key] for r in worse for key in (r.key, r.numpy_key)))
-    timed = suite.medians_of(tests, best_blas.environment())
+    ratios: dict[str, list[float]] = {r.key: [] for r in worse}
+    for round_number in range(rounds if worse else 0):
+        pairs = [(r.key, r.numpy_key) if round_number % 2 == 0 else (r.numpy_key, r.key) for r in worse]
+        tests = list(dict.fromkeys(ids[key] for pair in pairs for key in pair))
+        timed = suite.medians_of(tests, best_blas.environment())
+        for row in worse:
+            if row.key in timed and row.numpy_key in timed:
+                ratios[row.key].append(timed[row.key]["median"] / timed[row.numpy_key]["median"])
     for row in worse:
-        if row.key in timed and row.numpy_key in timed:
-            row.ratio_timed_again = timed[row.key]["median"] / timed[row.numpy_key]["median"]
+        if ratios[row.key]:
+            row.ratio_timed_again = statistics.median(ratios[row.key])
 
 
 def measure_peaks(runs: int = 5, environ: dict[str, str] | None = None, build_dir: Path | None = None) -> Peaks:

@@ -504,7 +504,8 @@ def test_worse_rows_timed_again_say_whether_they_stayed_worse():
     untimed = _row(key="c", seconds=1.5, numpy_seconds=1.0, previous=1.0)
     text = "\n".join(report.worsened_lines([stayed, recovered, untimed]))
     assert ("3 ratio(s) to numpy worsened by more than 10% against the previous report; 2 of them were timed "
-            "again at the end of the run (rustgrad's test and numpy's), and 1 of those were still worse") in text
+            "again at the end of the run (rustgrad's test and numpy's, side by side, in 3 rounds: the median "
+            "ratio), and 1 of those were still worse") in text
     assert "label: 1.00 → 1.40 (timed again: 1.02)" in text and "label: 1.00 → 1.50\n" in text
 
 
@@ -520,6 +521,28 @@ def test_a_worse_suite_row_is_timed_again_with_its_numpy_test():
     report.time_worse_rows_again(rows)
     assert 0.05 < product.ratio_timed_again < 20  # both real timings now, not the 1000× of the first
     assert interleaved.ratio_timed_again is None  # not a suite test
+
+
+def test_worse_rows_are_timed_again_in_rounds_beside_their_numpy_test(monkeypatch):
+    """Each round times every worse row's two tests next to each other, rustgrad's first in every other
+    round; the row keeps the median of its rounds' ratios."""
+    rows = [_row(key="r1", seconds=2.0, numpy_seconds=1.0, previous=1.0),
+            _row(key="r2", seconds=2.0, numpy_seconds=1.0, previous=1.0)]
+    rows[0].numpy_key, rows[1].numpy_key = "n1", "n2"
+    monkeypatch.setattr(report.suite, "node_ids", lambda: {k: f"file.py::{k}" for k in ("r1", "n1", "r2", "n2")})
+    rounds = iter([{"r1": 3.0, "n1": 1.0, "r2": 1.0, "n2": 1.0}, {"r1": 1.0, "n1": 1.0, "r2": 4.0, "n2": 2.0},
+                   {"r1": 1.2, "n1": 1.0, "r2": 9.0, "n2": 1.0}])
+    orders = []
+
+    def fake_medians_of(ids, env):
+        orders.append([node.split("::")[1] for node in ids])
+        return {key: {"median": value, "extra": {}} for key, value in next(rounds).items()}
+
+    monkeypatch.setattr(report.suite, "medians_of", fake_medians_of)
+    report.time_worse_rows_again(rows, rounds=3)
+    assert orders == [["r1", "n1", "r2", "n2"], ["n1", "r1", "n2", "r2"], ["r1", "n1", "r2", "n2"]]
+    assert rows[0].ratio_timed_again == pytest.approx(1.2)  # of 3.0, 1.0 and 1.2
+    assert rows[1].ratio_timed_again == pytest.approx(2.0)  # of 1.0, 2.0 and 9.0
 
 
 def test_static_fetches_times_both_fetch_lists():
