@@ -18,7 +18,7 @@ from switch_timing import compare
 
 # (m, k, n, A stored transposed)
 SHAPES = [(64, 1000, n, False) for n in (96, 97, 100, 104, 112, 128)] + [
-    (1000, 64, n, True) for n in (96, 100, 128)
+    (1000, 64, n, True) for n in (96, 100, 104, 128)
 ]
 
 CONFIGURATIONS: dict[str, dict[str, str]] = {"installed": {}}

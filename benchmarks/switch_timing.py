@@ -2,7 +2,9 @@
 (`RUSTGRAD_GEMM_EDGE`, `RUSTGRAD_GEMM_THREADING`, ...), for scripts that compare a change with
 what it replaced. Each configuration runs in its own process and the processes alternate, so
 that a change of the machine's state reaches both sides. Prints, per row, the median over the
-rounds of each process's median µs, and in brackets the best process's median."""
+rounds of each process's median µs, in brackets the best process's median, and after it, for
+each configuration but the first, the median over the rounds of its time ÷ the first's in the
+same round (the two processes ran next to each other, so mostly in the same state)."""
 
 from __future__ import annotations
 
@@ -59,8 +61,15 @@ def compare(description: str, configurations: dict[str, dict[str, str]], shapes:
 
     for threads in args.threads:
         runs = alternate(names, args.rounds, run, threads)
-        print(f"{threads} thread(s), µs  {'row':>22}  " + " ".join(f"{name:>15}" for name in names))
+        print(f"{threads} thread(s), µs  {'row':>22}  " + " ".join(f"{name:>22}" for name in names))
         for row in runs[names[0]][0]:
-            cells = [f"{statistics.median(r[row] for r in runs[name]):6.1f} ({min(r[row] for r in runs[name]):6.1f})"
-                     for name in names]
-            print(f"  {row:>36}  " + " ".join(f"{cell:>15}" for cell in cells))
+            cells = [cell(runs[name], runs[names[0]], row, name != names[0]) for name in names]
+            print(f"  {row:>36}  " + " ".join(f"{c:>22}" for c in cells))
+
+
+def cell(rounds: list[dict[str, float]], first: list[dict[str, float]], row: str, with_ratio: bool) -> str:
+    """"median (best)" of a configuration's rounds, and "×ratio" to the first configuration's, round by round."""
+    text = f"{statistics.median(r[row] for r in rounds):6.1f} ({min(r[row] for r in rounds):6.1f})"
+    if with_ratio:
+        text += f" ×{statistics.median(r[row] / f[row] for r, f in zip(rounds, first)):.3f}"
+    return text

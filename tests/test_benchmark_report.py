@@ -562,6 +562,16 @@ def test_edge_widths_times_each_width_and_the_seed_step():
     assert {"64x1000x97", "64x1000x100", "64x1000x112", "1000x64x100ᵀ", "seed"} <= rows
 
 
+def test_switch_timing_gives_each_build_its_ratio_to_the_first_round_by_round():
+    from switch_timing import cell
+
+    first = [{"row": 10.0}, {"row": 20.0}, {"row": 10.0}]  # the second round in a slow state
+    other = [{"row": 9.0}, {"row": 16.0}, {"row": 12.0}]
+    assert cell(first, first, "row", False) == "  10.0 (  10.0)"
+    # Round by round 0.9, 0.8 and 1.2: median 0.9, where the medians' quotient would read 1.2.
+    assert cell(other, first, "row", True) == "  12.0 (   9.0) ×0.900"
+
+
 def test_relu_backward_times_the_three_sizes():
     result = subprocess.run([sys.executable, str(BENCHMARKS / "relu_backward.py"), "--rounds", "1", "--min-calls", "2"],
                             capture_output=True, text=True, timeout=300)

@@ -274,11 +274,13 @@ pub(super) unsafe fn band_kernel(
 }
 
 /// The columns of the panel that starts `left` columns before the product's last: NR, or all
-/// of them when at most NR. When A's rows are contiguous, a last whole panel and a narrow edge
-/// of at most 8 columns after it run as one panel (`sgemm_panel_edge`): the edge's FMAs then
-/// reuse the panel's broadcasts of A. A transposed A keeps the edge apart, for `edge_by_rows`.
+/// of them when at most NR. A last whole panel and a narrow edge of at most 8 columns after it
+/// run as one panel (`sgemm_panel_edge`): the edge's FMAs then reuse the panel's broadcasts of
+/// A. With A's columns contiguous (A transposed), an edge of at most `EDGE_BY_ROWS` columns stays
+/// apart for `edge_by_rows`, which runs it faster.
 fn panel_width(left: usize, a_rows_contiguous: bool) -> usize {
-    if a_rows_contiguous && left > NR && left - NR <= 8 {
+    let edge = left.saturating_sub(NR);
+    if (1..=8).contains(&edge) && (a_rows_contiguous || edge > EDGE_BY_ROWS) {
         left
     } else {
         NR.min(left)

@@ -94,9 +94,10 @@ fn a_narrow_tail_gives_the_bits_of_a_wide_tile() {
     if !available() {
         return;
     }
-    // 37 columns end with a 5-column tail on 8-lane vectors; 48 end with a 16-lane tile. With
-    // A transposed, tails of at most 4 columns run down the rows (`edge_by_rows`), 19 rows
-    // in tiles of 8, 8 and 3.
+    // 37 and 40 columns end with a tail of 5 and 8 run with the panel before it, on 8-lane
+    // vectors (`micro_with_edge`), as 33–36 do with A's rows contiguous; 48 end with a 16-lane
+    // tile. With A transposed, tails of at most 4 columns run down the rows (`edge_by_rows`),
+    // 19 rows in tiles of 8, 8 and 3.
     let (m, k, wide) = (19, 53, 48);
     let a: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.731).sin()).collect();
     let b: Vec<f32> = (0..k * wide).map(|i| (i as f32 * 0.377).cos() * 1.5).collect();

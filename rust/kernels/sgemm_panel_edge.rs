@@ -1,6 +1,6 @@
 //! The merged last panel of a float32 product on AVX-512: a whole panel of NR columns and the
-//! narrow edge of at most 8 columns after it, in one tile, when A's rows are contiguous
-//! (`sgemm_avx512::panel_width`); `run_tile` hands such tiles here.
+//! narrow edge of at most 8 columns after it, in one tile (`sgemm_avx512::panel_width` says
+//! when); `run_tile` hands such tiles here.
 
 #![allow(clippy::too_many_arguments)]
 
