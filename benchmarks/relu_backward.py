@@ -14,7 +14,7 @@ import argparse
 import json
 import statistics
 
-from product_rates import alternate, child_results
+from product_rates import alternate, build_environment, child_results
 
 SIZES = [(64, 100), (256, 1024), (1024, 4096)]
 
@@ -43,7 +43,7 @@ def main() -> None:
     args = parser.parse_args()
 
     def run(build: str, _threads: int) -> dict[str, float]:
-        environment = {} if build == "installed" else {"PYTHONPATH": build}
+        environment = {} if build == "installed" else build_environment(build)
         return child_results(CHILD, environment, [json.dumps(SIZES), str(args.min_calls)])
 
     runs = alternate(args.builds, args.rounds, run, 0)

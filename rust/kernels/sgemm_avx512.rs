@@ -386,7 +386,7 @@ pub(super) unsafe fn run_tile(
     }
 }
 
-pub(super) fn column_masks(width: usize) -> [__mmask16; 2] {
+fn column_masks(width: usize) -> [__mmask16; 2] {
     let lane = |w: usize| if w >= 16 { 0xFFFF } else { ((1u32 << w) - 1) as __mmask16 };
     [lane(width), lane(width.saturating_sub(16))]
 }

@@ -5,7 +5,7 @@
 #![allow(clippy::too_many_arguments)]
 
 use super::matmul::{SecondOutput, Store};
-use super::sgemm_avx512::{second_of, second_of_narrow, store_tile, stored, stored_narrow, NR};
+use super::sgemm_avx512::{offset_unless_null, second_of, second_of_narrow, store_tile, stored, stored_narrow, NR};
 use std::arch::x86_64::*;
 
 /// H rows by NR + edge columns over the whole depth: two full 16-lane vectors and one 8-lane
@@ -60,7 +60,8 @@ pub(super) unsafe fn micro_with_edge<const H: usize>(
         lanes: 16, load: _mm512_maskz_loadu_ps, put: _mm512_mask_storeu_ps, stored: stored, second_of: second_of
     );
     let [c_in, c, c_copy] = c_tile;
-    let copy_edge = if c_copy.is_null() { c_copy } else { c_copy.wrapping_add(NR) };
+    // SAFETY: a non-null second output holds the tile's NR + edge columns (caller's contract).
+    let copy_edge = unsafe { offset_unless_null(c_copy.cast_mut(), NR) }.cast_const();
     store_tile!(
         edge_acc.map(|sums| [sums]), [edge_mask, 0], [c_in.wrapping_add(NR), c.wrapping_add(NR), copy_edge], ldc, second, store,
         lanes: 8, load: _mm256_maskz_loadu_ps, put: _mm256_mask_storeu_ps, stored: stored_narrow, second_of: second_of_narrow
