@@ -2,7 +2,7 @@
 along a dim, ``norm``, ``cat``, ``layer_norm``/``batch_norm`` and the ``DataLoader`` epoch), timed
 in one process beside numpy's equivalents.
 
-    python benchmarks/slow_rows.py [--label new] [--rounds 15] [--threads 1]
+    python benchmarks/slow_rows.py [--label new] [--rounds 15] [--threads 1] [--only prod]
 
 Each figure is the fastest of ``--rounds`` rounds, in µs per call, with the ratio to numpy from
 the same run. To compare two builds, run this script from each build's environment in turn
@@ -42,6 +42,8 @@ def reduction_rows() -> list[Row]:
         ("`sum(0)` 16M", lambda: t_tall.sum(0), lambda: np.sum(tall, 0)),
         ("`prod(0)` 1M", lambda: m.prod(0), lambda: np.prod(a, 0)),
         ("`prod(0)` 16M", lambda: t_tall.prod(0), lambda: np.prod(tall, 0)),
+        ("`prod(1)` 1M", lambda: m.prod(1), lambda: np.prod(a, 1)),
+        ("`prod` 1M", lambda: t.prod(), lambda: np.prod(flat)),
         ("`norm(dim=0)` 1M", lambda: m.norm(dim=0), lambda: np.linalg.norm(a, axis=0)),
         ("`sum` 1M", lambda: t.sum(), lambda: np.sum(flat)),
         ("`norm` 1M", lambda: t.norm(), lambda: np.linalg.norm(flat)),
@@ -65,11 +67,13 @@ def main() -> None:
     parser.add_argument("--label", default="", help="a tag printed on every line (say, old or new)")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--threads", type=int, help="rustgrad's kernel threads (default: all cores)")
+    parser.add_argument("--only", default="", help="only the rows whose label contains this text")
     args = parser.parse_args()
     if args.threads:
         rustgrad.set_num_threads(args.threads)
     print(f"rustgrad from {Path(rustgrad.__file__).parent}, {rustgrad.get_num_threads()} threads")
-    for label, ours, theirs in reduction_rows() + case_rows():
+    rows = [row for row in reduction_rows() + case_rows() if args.only in row[0]]
+    for label, ours, theirs in rows:
         us, numpy_us = fastest(ours, args.rounds), fastest(theirs, args.rounds)
         print(f"{args.label} {label:52s} {us:9.1f} µs   numpy {numpy_us:9.1f} µs   {us / numpy_us:5.2f}×")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -580,3 +581,15 @@ def test_relu_backward_times_the_three_sizes():
     figures = {cell.split()[0]: float(cell.split()[1]) for cell in cells.split(", ")}
     assert name == "installed" and set(figures) == {"64x100", "256x1024", "1024x4096"}
     assert 0 < figures["64x100"] < figures["1024x4096"]  # a mask of 64× the elements takes longer
+
+
+def test_slow_rows_times_only_the_rows_asked_for_beside_numpy():
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "slow_rows.py"), "--rounds", "1", "--only", "prod"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    rows = result.stdout.strip().splitlines()[1:]
+    labels = [row.split("`")[1] for row in rows]
+    assert labels == ["prod(0)", "prod(0)", "prod(1)", "prod"]
+    for row in rows:
+        ours, numpy_us, ratio = re.search(r"([\d.]+) µs\s+numpy\s+([\d.]+) µs\s+([\d.]+)×", row).groups()
+        assert abs(float(ours) / float(numpy_us) - float(ratio)) < 0.02

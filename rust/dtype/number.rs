@@ -250,11 +250,18 @@ pub trait Float:
     fn abs(self) -> Self;
     fn powf(self, p: Self) -> Self;
     fn signum_or_zero(self) -> Self;
+    /// The high 32 bits of |self|: its exponent and leading mantissa bits. Compared as
+    /// integers they order magnitudes, with infinity and then NaN above every number.
+    fn magnitude_high_bits(self) -> u32;
 }
 
 macro_rules! impl_float {
-    ($t:ty) => {
+    ($t:ty, $high_bits:expr) => {
         impl Float for $t {
+            #[inline(always)]
+            fn magnitude_high_bits(self) -> u32 {
+                $high_bits(self.to_bits()) & 0x7fff_ffff
+            }
             #[inline(always)]
             fn exp(self) -> Self {
                 <$t>::exp(self)
@@ -298,8 +305,8 @@ macro_rules! impl_float {
     };
 }
 
-impl_float!(f32);
-impl_float!(f64);
+impl_float!(f32, |bits: u32| bits);
+impl_float!(f64, |bits: u64| (bits >> 32) as u32);
 
 #[cfg(test)]
 mod tests {

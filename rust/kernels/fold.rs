@@ -13,7 +13,6 @@ use rayon::prelude::*;
 /// Elements folded sequentially per chunk of a reduction to one value; fixed so that
 /// the order of operations never depends on the number of threads.
 pub const CHUNK: usize = 4096;
-pub const LANES: usize = 8;
 /// Lanes of `fold_lanes`: with float64 accumulators, four AVX-512 vectors, so four
 /// chains of adds hide each other's latency. With eight lanes (one vector) the norm
 /// of 1M float32 took 193 µs on one thread, waiting on each add.

@@ -7,7 +7,7 @@
 //! aside between blocks. A block holding a zero, a very small or large element, an
 //! infinity or a NaN is recomputed element by element as a `Scaled` product.
 
-use super::fold::{fold_lanes, rows_by_four, Fold, LANES};
+use super::fold::{fold_lanes, rows_by_four, Fold};
 use crate::dtype::Float;
 
 /// A product kept as `mantissa · 2^exponent`, so that multiplying many elements never
@@ -71,20 +71,28 @@ impl Scaled {
     }
 }
 
-/// Elements with |v| in [2^-24, 2^24] are tame: a block of up to `BLOCK + LANES` of them
-/// multiplied into a mantissa in [1, 2) stays within 2^±960, a normal f64, so the
+/// Elements with 2^-24 ≤ |v| < 2^25 are tame: a block of up to `BLOCK` of them
+/// multiplied into a mantissa in [1, 2) stays within 2^±801, a normal f64, so the
 /// block needs no checks on the way. A block holding a wild element (zero, tiny,
 /// huge, inf or NaN) is recomputed element by element as a `Scaled` product.
 const TAME_LOW: f64 = 1.0 / (1u64 << 24) as f64;
-const TAME_HIGH: f64 = (1u64 << 24) as f64;
+const TAME_END: f64 = (1u64 << 25) as f64;
 /// Steps per lane (or rows per column) between range checks.
 const BLOCK: usize = 32;
 
-/// 1 when `v` is not tame. Float comparisons, so that the loops vectorise with SSE2 alone.
+/// How far `v`'s magnitude lies above the tame range's low end, in the units of
+/// `magnitude_high_bits` (wrapping below it): `v` is tame when this is below
+/// `tame_span`. So a block is tame when the largest of its keys is: one unsigned max
+/// per element, on the element's own bits, which vectorises 16 float32 lanes wide.
 #[inline(always)]
-fn wild(v: f64) -> u64 {
-    let magnitude = v.abs();
-    u64::from(!(TAME_LOW..=TAME_HIGH).contains(&magnitude))
+fn tame_key<T: Float>(v: T) -> u32 {
+    v.magnitude_high_bits().wrapping_sub(T::from_f64(TAME_LOW).magnitude_high_bits())
+}
+
+#[inline(always)]
+fn tame_span<T: Float>() -> u32 {
+    // Both ends are powers of two: their low 32 bits are zero, so the ends are exact for float64 too.
+    tame_key(T::from_f64(TAME_END))
 }
 
 /// Moves the exponent of `mantissa` into `exponent`, leaving |mantissa| in [1, 2).
@@ -112,42 +120,22 @@ impl<T: Float> Fold<T> for Product {
     }
 
     fn run(&self, x: &[T]) -> Scaled {
-        let (mut mantissa, mut exponent) = ([1.0f64; LANES], [0i64; LANES]);
-        let mut exact = Scaled::ONE;
-        for block in x.chunks(LANES * BLOCK) {
-            let (before, mut flags) = (mantissa, 0u64);
-            let mut steps = block.chunks_exact(LANES);
-            for step in &mut steps {
-                for (m, &v) in mantissa.iter_mut().zip(step) {
-                    let v = v.to_f64();
-                    flags |= wild(v);
-                    *m *= v;
-                }
-            }
-            for &v in steps.remainder() {
-                flags |= wild(v.to_f64());
-                mantissa[0] *= v.to_f64();
-            }
-            if flags != 0 {
-                mantissa = before;
-                exact = exact.times(fold_lanes(self, block));
-            } else {
-                mantissa.iter_mut().zip(&mut exponent).for_each(|(m, e)| renormalise(m, e));
-            }
-        }
-        (0..LANES).fold(exact, |acc, i| acc.times(Scaled { mantissa: mantissa[i], exponent: exponent[i] }))
+        multiply_run_in(x)
     }
 
     fn columns(&self, acc: &mut [Scaled], x: &[T], width: usize, start: usize) {
         let len = acc.len();
         let (mut mantissa, mut exponent) = (vec![1.0f64; len], vec![0i64; len]);
-        let (mut before, mut flags) = (vec![1.0f64; len], vec![0u64; len]);
+        let (mut before, mut widest) = (vec![1.0f64; len], vec![0u32; len]);
+        let span = tame_span::<T>();
         for block in x.chunks(width * BLOCK) {
-            multiply_rows_in(&mut mantissa, &mut flags, block, width, start);
-            for (j, a) in acc.iter_mut().enumerate().filter(|&(j, _)| flags[j] != 0) {
-                *a = block.chunks(width).fold(*a, |p, row| p.times(Scaled::new(row[start + j].to_f64())));
+            multiply_rows_in(&mut mantissa, &mut widest, block, width, start);
+            if widest.iter().fold(0, |a, &w| a.max(w)) >= span {
+                for (j, a) in acc.iter_mut().enumerate().filter(|&(j, _)| widest[j] >= span) {
+                    *a = block.chunks(width).fold(*a, |p, row| p.times(Scaled::new(row[start + j].to_f64())));
+                }
             }
-            settle_block_in(&mut mantissa, &mut exponent, &mut before, &mut flags);
+            settle_block_in(&mut mantissa, &mut exponent, &mut before, &mut widest, span);
         }
         for ((a, &m), &e) in acc.iter_mut().zip(&mantissa).zip(&exponent) {
             *a = a.times(Scaled { mantissa: m, exponent: e });
@@ -155,60 +143,103 @@ impl<T: Float> Fold<T> for Product {
     }
 }
 
-/// After a block: a tame column's mantissa moves its exponent aside, and a wild one
-/// (already multiplied exactly into its `Scaled`) goes back to its value `before` the
-/// block. `before` then holds the new mantissas and `flags` is cleared, for the next
-/// block. Selects, not branches, so that the loop vectorises.
+/// Lanes of `multiply_run`: four AVX-512 vectors of float64, so four chains of multiplies
+/// hide each other's latency.
+const RUN_LANES: usize = 32;
+
+/// The product of a contiguous run, in `RUN_LANES` interleaved lanes, block by block:
+/// a tame block's lanes move their exponents aside after it, and a block with a wild
+/// element is recomputed exactly instead.
 #[inline(always)]
-fn settle_block(mantissa: &mut [f64], exponent: &mut [i64], before: &mut [f64], flags: &mut [u64]) {
-    let columns = mantissa.iter_mut().zip(exponent.iter_mut()).zip(before.iter_mut().zip(flags.iter_mut()));
-    for ((m, e), (b, f)) in columns {
+fn multiply_run<T: Float>(x: &[T]) -> Scaled {
+    let (mut mantissa, mut exponent) = ([1.0f64; RUN_LANES], [0i64; RUN_LANES]);
+    let mut exact = Scaled::ONE;
+    for block in x.chunks(RUN_LANES * BLOCK) {
+        let (before, mut widest) = (mantissa, [0u32; RUN_LANES]);
+        let mut steps = block.chunks_exact(RUN_LANES);
+        for step in &mut steps {
+            for ((m, w), &v) in mantissa.iter_mut().zip(&mut widest).zip(step) {
+                *w = (*w).max(tame_key(v));
+                *m *= v.to_f64();
+            }
+        }
+        // One more step in the first lanes. A block with a remainder has fewer than `BLOCK`
+        // whole steps, so no lane takes more than `BLOCK` elements a block.
+        for ((m, w), &v) in mantissa.iter_mut().zip(&mut widest).zip(steps.remainder()) {
+            *w = (*w).max(tame_key(v));
+            *m *= v.to_f64();
+        }
+        if widest.into_iter().fold(0, u32::max) >= tame_span::<T>() {
+            mantissa = before;
+            exact = exact.times(fold_lanes(&Product, block));
+        } else {
+            mantissa.iter_mut().zip(&mut exponent).for_each(|(m, e)| renormalise(m, e));
+        }
+    }
+    (0..RUN_LANES).fold(exact, |acc, i| acc.times(Scaled { mantissa: mantissa[i], exponent: exponent[i] }))
+}
+
+widest_vectors! {
+    /// `multiply_run` with the widest vectors the CPU has.
+    fn multiply_run_in[T: Float](x: &[T]) -> Scaled => multiply_run(x);
+}
+
+/// After a block: a tame column (its `widest` key below `span`) moves its mantissa's
+/// exponent aside, and a wild one (already multiplied exactly into its `Scaled`) goes back
+/// to its value `before` the block. `before` then holds the new mantissas and `widest` is
+/// cleared, for the next block. Selects, not branches, so that the loop vectorises.
+#[inline(always)]
+fn settle_block(mantissa: &mut [f64], exponent: &mut [i64], before: &mut [f64], widest: &mut [u32], span: u32) {
+    let columns = mantissa.iter_mut().zip(exponent.iter_mut()).zip(before.iter_mut().zip(widest.iter_mut()));
+    for ((m, e), (b, w)) in columns {
         let (mut unit, mut shift) = (*m, 0);
         renormalise(&mut unit, &mut shift);
-        let tame = *f == 0;
+        let tame = *w < span;
         *m = if tame { unit } else { *b };
         *e += if tame { shift } else { 0 };
         *b = *m;
-        *f = 0;
+        *w = 0;
     }
 }
 
 widest_vectors! {
     /// `settle_block` with the widest vectors the CPU has.
-    fn settle_block_in[](mantissa: &mut [f64], exponent: &mut [i64], before: &mut [f64], flags: &mut [u64])
-        => settle_block(mantissa, exponent, before, flags);
+    fn settle_block_in[](mantissa: &mut [f64], exponent: &mut [i64], before: &mut [f64], widest: &mut [u32], span: u32)
+        => settle_block(mantissa, exponent, before, widest, span);
 }
 
 /// Multiplies `mantissa[j]` by column `start + j` of each row of `block` (rows of
-/// length `width`), in order, flagging in `flags[j]` the columns that met a wild
-/// element; four rows per pass (see `rows_by_four`). Compiled for the instruction set
-/// of its caller. Unlike `step_columns`, four rows per pass at every size: a float64
-/// multiply per element leaves the loop bound by arithmetic, not memory, and `prod(0)` of
-/// 16384×1024 float32 went from 6.6 to 3.7 ms on two threads, 5.5 to 4.9 ms on one.
+/// length `width`), in order, keeping in `widest[j]` the largest `tame_key` the column
+/// met; four rows per pass (see `rows_by_four`). Compiled for the instruction set of its
+/// caller. Unlike `step_columns`, four rows per pass at every size: a float64 multiply per
+/// element leaves the loop bound by arithmetic, not memory, and `prod(0)` of 16384×1024
+/// float32 went from 6.6 to 3.7 ms on two threads, 5.5 to 4.9 ms on one. (Tiles of 64
+/// columns kept in registers through a block's 32 rows were no faster at 1024×1024 and
+/// took twice as long at 16384×1024, reading 32 rows a page apart at a time.)
 #[inline(always)]
-fn multiply_rows<T: Float>(mantissa: &mut [f64], flags: &mut [u64], block: &[T], width: usize, start: usize) {
+fn multiply_rows<T: Float>(mantissa: &mut [f64], widest: &mut [u32], block: &[T], width: usize, start: usize) {
     let (groups, rest) = rows_by_four(block, width, start, mantissa.len());
     for [r0, r1, r2, r3] in groups {
         let rows = r0.iter().zip(r1).zip(r2).zip(r3);
-        for ((m, f), (((&v0, &v1), &v2), &v3)) in mantissa.iter_mut().zip(flags.iter_mut()).zip(rows) {
+        for ((m, w), (((&v0, &v1), &v2), &v3)) in mantissa.iter_mut().zip(widest.iter_mut()).zip(rows) {
+            let keys = tame_key(v0).max(tame_key(v1)).max(tame_key(v2).max(tame_key(v3)));
+            *w = (*w).max(keys);
             let [v0, v1, v2, v3] = [v0, v1, v2, v3].map(T::to_f64);
-            *f |= wild(v0) | wild(v1) | wild(v2) | wild(v3);
             *m = *m * v0 * v1 * v2 * v3;
         }
     }
     for row in rest {
-        for ((m, f), &v) in mantissa.iter_mut().zip(flags.iter_mut()).zip(row) {
-            let v = v.to_f64();
-            *f |= wild(v);
-            *m *= v;
+        for ((m, w), &v) in mantissa.iter_mut().zip(widest.iter_mut()).zip(row) {
+            *w = (*w).max(tame_key(v));
+            *m *= v.to_f64();
         }
     }
 }
 
 widest_vectors! {
     /// `multiply_rows` with the widest vectors the CPU has: the same operations, so the same bits.
-    fn multiply_rows_in[T: Float](mantissa: &mut [f64], flags: &mut [u64], block: &[T], width: usize, start: usize)
-        => multiply_rows(mantissa, flags, block, width, start);
+    fn multiply_rows_in[T: Float](mantissa: &mut [f64], widest: &mut [u32], block: &[T], width: usize, start: usize)
+        => multiply_rows(mantissa, widest, block, width, start);
 }
 
 #[cfg(test)]
@@ -244,6 +275,16 @@ mod tests {
     }
 
     #[test]
+    fn runs_of_the_largest_tame_elements_stay_in_range_in_every_lane() {
+        for len in [RUN_LANES * BLOCK - 1, RUN_LANES * BLOCK + RUN_LANES - 1, 3 * RUN_LANES * BLOCK + 5] {
+            let x = vec![-3.3e7f32; len];
+            let (fast, exact) = (Fold::<f32>::run(&Product, &x), fold_lanes(&Product, &x));
+            let ratio = fast.mantissa / exact.mantissa * pow2(fast.exponent - exact.exponent);
+            assert!((ratio - 1.0).abs() < 1e-9, "{len}: {fast:?} vs {exact:?}");
+        }
+    }
+
+    #[test]
     fn blocks_with_wild_elements_are_recomputed_exactly() {
         let mut x: Vec<f64> = (0..700).map(|i| 1.0 + ((i % 13) as f64 - 6.0) * 0.01).collect();
         x[300] = 1e300;
@@ -262,16 +303,77 @@ mod tests {
 
     #[test]
     fn rows_multiply_to_the_bits_of_the_plain_loop_on_every_instruction_set() {
-        let (width, rows, start, len) = (37, 9, 5, 29);
-        let block: Vec<f32> = (0..width * rows).map(|i| ((i as f32) * 0.37).sin() * 3.0 + 0.5).collect();
-        let mut want = (vec![1.0f64; len], vec![0u64; len]);
+        let (width, rows, start, len) = (150, 9, 5, 137);
+        let mut block: Vec<f32> = (0..width * rows).map(|i| ((i as f32) * 0.37).sin() * 3.0 + 0.5).collect();
+        block[4 * width + start + 70] = 1e30;
+        let mut want = (vec![1.0f64; len], vec![0u32; len]);
         multiply_rows(&mut want.0, &mut want.1, &block, width, start);
-        let mut got = (vec![1.0f64; len], vec![0u64; len]);
+        let mut got = (vec![1.0f64; len], vec![0u32; len]);
         multiply_rows_in(&mut got.0, &mut got.1, &block, width, start);
         let bits = |m: &[f64]| m.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
-        assert_eq!((bits(&got.0), got.1), (bits(&want.0), want.1));
-        let column: f64 = (0..rows).map(|r| block[r * width + start + 3] as f64).product();
-        assert_eq!(got.0[3], column);
+        assert_eq!((bits(&got.0), &got.1), (bits(&want.0), &want.1));
+        for j in 0..len {
+            let column = (0..rows).map(|r| block[r * width + start + j]);
+            let product = column.clone().fold(1.0f64, |p, v| p * v as f64);
+            assert_eq!(got.0[j].to_bits(), product.to_bits(), "column {j}");
+            assert_eq!(got.1[j], column.map(tame_key).max().unwrap_or(0), "column {j}");
+            assert_eq!(got.1[j] >= tame_span::<f32>(), j == 70, "column {j}");
+        }
+    }
+
+    fn is_tame<T: Float>(v: T) -> bool {
+        tame_key(v) < tame_span::<T>()
+    }
+
+    #[test]
+    fn the_tame_range_is_from_two_to_the_minus_24_up_to_two_to_the_25_in_both_widths() {
+        let low = TAME_LOW;
+        let end = TAME_END;
+        for (v, tame) in [
+            (low, true),
+            (-low, true),
+            (1.0, true),
+            (end * (1.0 - f64::EPSILON), true),
+            (low * (1.0 - f64::EPSILON), false),
+            (end, false),
+            (-end, false),
+            (0.0, false),
+            (-0.0, false),
+            (f64::MIN_POSITIVE, false),
+            (f64::INFINITY, false),
+            (f64::NEG_INFINITY, false),
+            (f64::NAN, false),
+            (-f64::NAN, false),
+        ] {
+            assert_eq!(is_tame(v), tame, "float64 {v:e}");
+        }
+        for (v, tame) in [
+            (low as f32, true),
+            (f32::from_bits((low as f32).to_bits() - 1), false),
+            (f32::from_bits((end as f32).to_bits() - 1), true),
+            (-(end as f32), false),
+            (f32::MIN_POSITIVE, false),
+            (1e-45f32, false),
+            (0.0f32, false),
+            (f32::INFINITY, false),
+            (f32::NAN, false),
+        ] {
+            assert_eq!(is_tame(v), tame, "float32 {v:e}");
+        }
+    }
+
+    #[test]
+    fn elements_at_the_ends_of_the_tame_range_multiply_exactly() {
+        let near_ends = [3.0e7f32, -2.9e7, 6.0e-8, -5.97e-8, 1.5, 5.95e-8, 3.3e7];
+        let x: Vec<f32> = (0..64 * 5).map(|i| near_ends[i % near_ends.len()] * (1.0 + (i % 5) as f32 * 0.01)).collect();
+        let columns = fold_dims(&Product, &x, &[64, 5], &[0]);
+        for (j, c) in columns.iter().enumerate() {
+            let exact = fold_lanes(&Product, &(0..64).map(|i| x[i * 5 + j]).collect::<Vec<_>>()).value();
+            assert!((c.value() / exact - 1.0).abs() < 1e-12, "column {j}: {} vs {exact}", c.value());
+        }
+        let all = Fold::<f32>::run(&Product, &x).value();
+        let exact = fold_lanes(&Product, &x).value();
+        assert!((all / exact - 1.0).abs() < 1e-12, "{all} vs {exact}");
     }
 
     #[test]
