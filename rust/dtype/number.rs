@@ -251,7 +251,8 @@ pub trait Float:
     fn powf(self, p: Self) -> Self;
     fn signum_or_zero(self) -> Self;
     /// The high 32 bits of |self|: its exponent and leading mantissa bits. Compared as
-    /// integers they order magnitudes, with infinity and then NaN above every number.
+    /// integers they order magnitudes (float64's to 20 bits of mantissa), with infinity
+    /// and then NaN above every number.
     fn magnitude_high_bits(self) -> u32;
 }
 

@@ -8,7 +8,7 @@
 
 use super::layout::walk;
 use super::PARALLEL_MIN_ELEMENTS;
-use rayon::prelude::*;
+use parking_lot::Mutex;
 
 /// Elements folded sequentially per chunk of a reduction to one value; fixed so that
 /// the order of operations never depends on the number of threads.
@@ -136,7 +136,13 @@ pub(super) fn fold_all<T: Copy + Sync, F: Fold<T>>(f: &F, x: &[T]) -> F::Acc {
     let partials: Vec<F::Acc> = if x.len() < PARALLEL_MIN_ELEMENTS {
         x.chunks(CHUNK).map(partial).collect()
     } else {
-        super::threads::install(|| x.par_chunks(CHUNK).map(partial).collect())
+        let chunks = x.len().div_ceil(CHUNK);
+        let mut partials = crate::storage::collect_vec(chunks, std::iter::repeat(f.identity()));
+        fill_in_parts(&mut partials, per_thread(chunks), |first, part| {
+            let chunks = x[first * CHUNK..].chunks(CHUNK);
+            part.iter_mut().zip(chunks).for_each(|(p, chunk)| *p = partial(chunk));
+        });
+        partials
     };
     partials.into_iter().fold(f.identity(), |a, b| f.merge(a, b))
 }
@@ -171,8 +177,10 @@ fn fold_rows<T: Copy + Sync, F: Fold<T>>(f: &F, x: &[T], row: usize, rows: usize
     }
     let fold_row = |r: &[T]| r.chunks(CHUNK).map(|c| fold_run(f, c)).fold(f.identity(), |a, b| f.merge(a, b));
     if x.len() >= PARALLEL_MIN_ELEMENTS {
-        let mut out = crate::storage::vec_with_capacity(rows);
-        super::threads::install(|| x.par_chunks(row).map(fold_row).collect_into_vec(&mut out));
+        let mut out = crate::storage::collect_vec(rows, std::iter::repeat(f.identity()));
+        fill_in_parts(&mut out, per_thread(rows), |first, part| {
+            part.iter_mut().zip(x[first * row..].chunks(row)).for_each(|(o, r)| *o = fold_row(r));
+        });
         out
     } else {
         crate::storage::collect_vec(rows, x.chunks(row).map(fold_row))
@@ -185,15 +193,29 @@ fn fold_rows<T: Copy + Sync, F: Fold<T>>(f: &F, x: &[T], row: usize, rows: usize
 fn fold_columns<T: Copy + Sync, F: Fold<T>>(f: &F, x: &[T], width: usize) -> Vec<F::Acc> {
     let fold_block = |start: usize, acc: &mut [F::Acc]| f.columns(acc, x, width, start);
     let mut acc = crate::storage::collect_vec(width, std::iter::repeat(f.identity()));
-    let block = width.div_ceil(super::threads::num_threads().max(1)).max(64);
+    let block = per_thread(width).max(64);
     if x.len() >= PARALLEL_MIN_ELEMENTS && block < width {
-        super::threads::install(|| {
-            acc.par_chunks_mut(block).enumerate().for_each(|(i, part)| fold_block(i * block, part));
-        });
+        fill_in_parts(&mut acc, block, fold_block);
     } else {
         fold_block(0, &mut acc);
     }
     acc
+}
+
+/// `len` items shared out among the kernel threads: how many each takes.
+fn per_thread(len: usize) -> usize {
+    len.div_ceil(super::threads::num_threads().max(1)).max(1)
+}
+
+/// Runs `fill(first, part)` over the consecutive parts of `out` of `size` items (`first` is
+/// the part's first index): the first part on this thread, the others on the spin pool's
+/// helpers. Not rayon's pool: a caller outside it waits while a parked worker wakes, and
+/// `prod(0)` of 1024×1024 float32 gained little from a second thread (98–111 µs against
+/// 71–90 on the spin pool, docs/performance.md).
+fn fill_in_parts<A: Send>(out: &mut [A], size: usize, fill: impl Fn(usize, &mut [A]) + Sync) {
+    // One uncontended lock per part: each part is taken by exactly one task.
+    let parts: Vec<Mutex<&mut [A]>> = out.chunks_mut(size.max(1)).map(Mutex::new).collect();
+    super::spin_pool::run(parts.len(), &|i| fill(i * size, &mut parts[i].lock()));
 }
 
 fn fold_general<T: Copy, F: Fold<T>>(f: &F, x: &[T], shape: &[usize], dims: &[usize], kept: usize) -> Vec<F::Acc> {
