@@ -7,8 +7,9 @@
 //! `RUN_LANES` independent lanes, which lets the compiler vectorise the loop.
 
 use super::layout::walk;
+use super::spin_pool::split_into;
+use super::threads::num_threads;
 use super::PARALLEL_MIN_ELEMENTS;
-use parking_lot::Mutex;
 
 /// Elements folded sequentially per chunk of a reduction to one value; fixed so that
 /// the order of operations never depends on the number of threads.
@@ -138,7 +139,7 @@ pub(super) fn fold_all<T: Copy + Sync, F: Fold<T>>(f: &F, x: &[T]) -> F::Acc {
     } else {
         let chunks = x.len().div_ceil(CHUNK);
         let mut partials = crate::storage::collect_vec(chunks, std::iter::repeat(f.identity()));
-        fill_in_parts(&mut partials, per_thread(chunks), |first, part| {
+        split_into(num_threads(), &mut partials, |first, part| {
             let chunks = x[first * CHUNK..].chunks(CHUNK);
             part.iter_mut().zip(chunks).for_each(|(p, chunk)| *p = partial(chunk));
         });
@@ -178,7 +179,7 @@ fn fold_rows<T: Copy + Sync, F: Fold<T>>(f: &F, x: &[T], row: usize, rows: usize
     let fold_row = |r: &[T]| r.chunks(CHUNK).map(|c| fold_run(f, c)).fold(f.identity(), |a, b| f.merge(a, b));
     if x.len() >= PARALLEL_MIN_ELEMENTS {
         let mut out = crate::storage::collect_vec(rows, std::iter::repeat(f.identity()));
-        fill_in_parts(&mut out, per_thread(rows), |first, part| {
+        split_into(num_threads(), &mut out, |first, part| {
             part.iter_mut().zip(x[first * row..].chunks(row)).for_each(|(o, r)| *o = fold_row(r));
         });
         out
@@ -190,32 +191,21 @@ fn fold_rows<T: Copy + Sync, F: Fold<T>>(f: &F, x: &[T], row: usize, rows: usize
 /// Folds `x`, viewed as rows of length `width`, down to one row: each step reads a
 /// whole row in order, so the inner loop runs over contiguous memory. Large inputs
 /// split the columns among threads.
+///
+/// The folds run on the spin pool (`split_into`: the caller takes the first part), not
+/// on rayon's pool: a caller outside it waits while a parked worker wakes, and `prod(0)`
+/// of 1024×1024 float32 gained little from a second thread (98–111 µs against 71–90 on
+/// the spin pool, docs/performance.md).
 fn fold_columns<T: Copy + Sync, F: Fold<T>>(f: &F, x: &[T], width: usize) -> Vec<F::Acc> {
     let fold_block = |start: usize, acc: &mut [F::Acc]| f.columns(acc, x, width, start);
     let mut acc = crate::storage::collect_vec(width, std::iter::repeat(f.identity()));
-    let block = per_thread(width).max(64);
+    let block = width.div_ceil(num_threads()).max(64);
     if x.len() >= PARALLEL_MIN_ELEMENTS && block < width {
-        fill_in_parts(&mut acc, block, fold_block);
+        split_into(width.div_ceil(block), &mut acc, fold_block);
     } else {
         fold_block(0, &mut acc);
     }
     acc
-}
-
-/// `len` items shared out among the kernel threads: how many each takes.
-fn per_thread(len: usize) -> usize {
-    len.div_ceil(super::threads::num_threads().max(1)).max(1)
-}
-
-/// Runs `fill(first, part)` over the consecutive parts of `out` of `size` items (`first` is
-/// the part's first index): the first part on this thread, the others on the spin pool's
-/// helpers. Not rayon's pool: a caller outside it waits while a parked worker wakes, and
-/// `prod(0)` of 1024×1024 float32 gained little from a second thread (98–111 µs against
-/// 71–90 on the spin pool, docs/performance.md).
-fn fill_in_parts<A: Send>(out: &mut [A], size: usize, fill: impl Fn(usize, &mut [A]) + Sync) {
-    // One uncontended lock per part: each part is taken by exactly one task.
-    let parts: Vec<Mutex<&mut [A]>> = out.chunks_mut(size.max(1)).map(Mutex::new).collect();
-    super::spin_pool::run(parts.len(), &|i| fill(i * size, &mut parts[i].lock()));
 }
 
 fn fold_general<T: Copy, F: Fold<T>>(f: &F, x: &[T], shape: &[usize], dims: &[usize], kept: usize) -> Vec<F::Acc> {

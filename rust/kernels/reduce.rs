@@ -4,9 +4,10 @@
 
 use super::fold::step_columns;
 use super::layout::walk;
+use super::spin_pool::split_into;
+use super::threads::num_threads;
 use super::PARALLEL_MIN_ELEMENTS;
 use crate::dtype::Number;
-use rayon::prelude::*;
 
 /// Elements summed sequentially per chunk before chunks are combined; fixed so
 /// that the order of additions never depends on the number of threads.
@@ -57,7 +58,11 @@ fn sum_all_of<T: Number>(x: &[T], f: impl Fn(T) -> T + Sync + Send) -> T {
     let partials: Vec<T::Acc> = if x.len() < PARALLEL_MIN_ELEMENTS {
         x.chunks(CHUNK).map(partial).collect()
     } else {
-        super::threads::install(|| x.par_chunks(CHUNK).map(partial).collect())
+        let mut partials = crate::storage::zeroed_vec(x.len().div_ceil(CHUNK));
+        split_into(num_threads(), &mut partials, |first, part| {
+            part.iter_mut().zip(x[first * CHUNK..].chunks(CHUNK)).for_each(|(p, chunk)| *p = partial(chunk));
+        });
+        partials
     };
     T::from_acc(total(&partials))
 }
@@ -139,8 +144,10 @@ fn sum_rows<T: Number>(x: &[T], row: usize, rows: usize) -> Vec<T> {
         T::from_acc(total(&partials))
     };
     if x.len() >= PARALLEL_MIN_ELEMENTS {
-        let mut out = crate::storage::vec_with_capacity(rows);
-        super::threads::install(|| x.par_chunks(row).map(sum_row).collect_into_vec(&mut out));
+        let mut out = crate::storage::zeroed_vec(rows);
+        split_into(num_threads(), &mut out, |first, part| {
+            part.iter_mut().zip(x[first * row..].chunks(row)).for_each(|(o, r)| *o = sum_row(r));
+        });
         out
     } else {
         crate::storage::collect_vec(rows, x.chunks(row).map(sum_row))
@@ -181,9 +188,11 @@ fn reduce_columns<T: Sync, A: Send>(
     if x.len() < PARALLEL_MIN_ELEMENTS || width == 0 || rows < 2 * ROW_BLOCKS {
         return run(x);
     }
-    let block_rows = rows.div_ceil(ROW_BLOCKS);
-    let mut parts: Vec<Vec<A>> = Vec::with_capacity(ROW_BLOCKS);
-    super::threads::install(|| x.par_chunks(block_rows * width).map(run).collect_into_vec(&mut parts));
+    let block_len = rows.div_ceil(ROW_BLOCKS) * width;
+    let mut parts: Vec<Vec<A>> = std::iter::repeat_with(Vec::new).take(x.len().div_ceil(block_len)).collect();
+    split_into(num_threads(), &mut parts, |first, part| {
+        part.iter_mut().zip(x[first * block_len..].chunks(block_len)).for_each(|(p, block)| *p = run(block));
+    });
     let mut parts = parts.into_iter();
     let mut acc = parts.next().unwrap_or_default();
     for part in parts {
@@ -224,8 +233,10 @@ pub fn extreme_dims<T: Number>(x: &[T], shape: &[usize], dims: &[usize], largest
         let row = x.len() / kept;
         let best_of = |r: &[T]| best_in_row(r, largest);
         return if x.len() >= PARALLEL_MIN_ELEMENTS {
-            let mut out = crate::storage::vec_with_capacity(kept);
-            super::threads::install(|| x.par_chunks(row).map(best_of).collect_into_vec(&mut out));
+            let mut out = crate::storage::zeroed_vec(kept);
+            split_into(num_threads(), &mut out, |first, part| {
+                part.iter_mut().zip(x[first * row..].chunks(row)).for_each(|(o, r)| *o = best_of(r));
+            });
             out
         } else {
             crate::storage::collect_vec(kept, x.chunks(row).map(best_of))

@@ -26,7 +26,6 @@
 
 use super::spin_pool;
 use crate::dtype::Float;
-use parking_lot::Mutex;
 
 /// From this many elements an in-place write is split among the kernel threads.
 const SPLIT_MIN_ELEMENTS: usize = 1 << 15;
@@ -39,7 +38,7 @@ pub fn add_scaled<T: Float>(dst: &mut [T], src: &[T], alpha: T) {
 fn add_scaled_in<T: Float>(parts: usize, dst: &mut [T], src: &[T], alpha: T) {
     // invariant: callers pass operands of one shape; this keeps every part's slice in bounds.
     assert_eq!(dst.len(), src.len(), "add_scaled: operands of different lengths");
-    split_into(parts, dst, |start, part| {
+    spin_pool::split_into(parts, dst, |start, part| {
         let src = &src[start..start + part.len()];
         if alpha == T::ONE {
             part.iter_mut().zip(src).for_each(|(o, &v)| *o += v);
@@ -59,7 +58,7 @@ pub fn map<T: Copy + Send + Sync + 'static>(src: &[T], f: impl Fn(T) -> T + Sync
 
 fn map_in<T: Copy + Send + Sync + 'static>(parts: usize, src: &[T], f: impl Fn(T) -> T + Sync) -> Vec<T> {
     let mut out = crate::storage::vec_with_capacity(src.len());
-    split_into(parts, &mut out.spare_capacity_mut()[..src.len()], |start, part| {
+    spin_pool::split_into(parts, &mut out.spare_capacity_mut()[..src.len()], |start, part| {
         for (slot, &v) in part.iter_mut().zip(&src[start..]) {
             slot.write(f(v));
         }
@@ -78,7 +77,7 @@ pub fn fill<T: Copy + Send + Sync>(dst: &mut [T], v: T) {
 }
 
 fn fill_in<T: Copy + Send + Sync>(parts: usize, dst: &mut [T], v: T) {
-    split_into(parts, dst, |_, part| part.fill(v));
+    spin_pool::split_into(parts, dst, |_, part| part.fill(v));
 }
 
 /// Whether `map` may split a tensor of `n` elements where `elementwise::map` would not.
@@ -99,18 +98,6 @@ fn parts_for(n: usize) -> usize {
     } else {
         threads
     }
-}
-
-/// Runs `write(start, part)` over `parts` consecutive parts of `dst` (fewer when it is short),
-/// part 0 on this thread and the others on the spin pool's helpers.
-fn split_into<T: Send>(parts: usize, dst: &mut [T], write: impl Fn(usize, &mut [T]) + Sync) {
-    if parts <= 1 || dst.len() < 2 {
-        return write(0, dst);
-    }
-    let size = dst.len().div_ceil(parts);
-    // One uncontended lock per part: each part is taken by exactly one task.
-    let parts: Vec<Mutex<&mut [T]>> = dst.chunks_mut(size).map(Mutex::new).collect();
-    spin_pool::run(parts.len(), &|i| write(i * size, &mut parts[i].lock()));
 }
 
 #[cfg(test)]

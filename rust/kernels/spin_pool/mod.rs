@@ -236,6 +236,18 @@ pub fn run(parts: usize, task: &(dyn Fn(usize) + Sync)) {
     run_on(&POOL, wanted_helpers(), parts, task);
 }
 
+/// Runs `write(start, part)` over `parts` consecutive parts of `dst` (fewer when it is short),
+/// part 0 on this thread and the others on the spin pool's helpers.
+pub fn split_into<T: Send>(parts: usize, dst: &mut [T], write: impl Fn(usize, &mut [T]) + Sync) {
+    if parts <= 1 || dst.len() < 2 {
+        return write(0, dst);
+    }
+    let size = dst.len().div_ceil(parts);
+    // One uncontended lock per part: each part is taken by exactly one task.
+    let parts: Vec<Mutex<&mut [T]>> = dst.chunks_mut(size).map(Mutex::new).collect();
+    run(parts.len(), &|i| write(i * size, &mut parts[i].lock()));
+}
+
 fn run_on(pool: &Mutex<Pool>, wanted: usize, parts: usize, task: &(dyn Fn(usize) + Sync)) {
     let serial = || (0..parts).for_each(task);
     if parts <= 1 {
