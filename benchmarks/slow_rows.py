@@ -1,6 +1,6 @@
 """The report's rows that ran slower than numpy in the 22:34 report of 2026-12-03 (reductions
-along a dim, ``norm``, ``cat``, ``layer_norm``/``batch_norm`` and the ``DataLoader`` epoch), timed
-in one process beside numpy's equivalents.
+along a dim, ``norm``, ``cat``, ``layer_norm``/``batch_norm`` and the ``DataLoader`` epoch), and
+the other ``prod`` rows, timed in one process beside numpy's equivalents.
 
     python benchmarks/slow_rows.py [--label new] [--rounds 15] [--threads 1] [--only prod]
 
