@@ -7,7 +7,7 @@
 //! `RUN_LANES` independent lanes, which lets the compiler vectorise the loop.
 
 use super::layout::walk;
-use super::spin_pool::split_into;
+use super::spin_pool::{map_chunks_into, split_into};
 use super::threads::num_threads;
 use super::PARALLEL_MIN_ELEMENTS;
 
@@ -139,10 +139,7 @@ pub(super) fn fold_all<T: Copy + Sync, F: Fold<T>>(f: &F, x: &[T]) -> F::Acc {
     } else {
         let chunks = x.len().div_ceil(CHUNK);
         let mut partials = crate::storage::collect_vec(chunks, std::iter::repeat(f.identity()));
-        split_into(num_threads(), &mut partials, |first, part| {
-            let chunks = x[first * CHUNK..].chunks(CHUNK);
-            part.iter_mut().zip(chunks).for_each(|(p, chunk)| *p = partial(chunk));
-        });
+        map_chunks_into(num_threads(), &mut partials, x, CHUNK, partial);
         partials
     };
     partials.into_iter().fold(f.identity(), |a, b| f.merge(a, b))
@@ -179,9 +176,7 @@ fn fold_rows<T: Copy + Sync, F: Fold<T>>(f: &F, x: &[T], row: usize, rows: usize
     let fold_row = |r: &[T]| r.chunks(CHUNK).map(|c| fold_run(f, c)).fold(f.identity(), |a, b| f.merge(a, b));
     if x.len() >= PARALLEL_MIN_ELEMENTS {
         let mut out = crate::storage::collect_vec(rows, std::iter::repeat(f.identity()));
-        split_into(num_threads(), &mut out, |first, part| {
-            part.iter_mut().zip(x[first * row..].chunks(row)).for_each(|(o, r)| *o = fold_row(r));
-        });
+        map_chunks_into(num_threads(), &mut out, x, row, fold_row);
         out
     } else {
         crate::storage::collect_vec(rows, x.chunks(row).map(fold_row))

@@ -4,7 +4,7 @@
 
 use super::fold::step_columns;
 use super::layout::walk;
-use super::spin_pool::split_into;
+use super::spin_pool::map_chunks_into;
 use super::threads::num_threads;
 use super::PARALLEL_MIN_ELEMENTS;
 use crate::dtype::Number;
@@ -59,9 +59,7 @@ fn sum_all_of<T: Number>(x: &[T], f: impl Fn(T) -> T + Sync + Send) -> T {
         x.chunks(CHUNK).map(partial).collect()
     } else {
         let mut partials = crate::storage::zeroed_vec(x.len().div_ceil(CHUNK));
-        split_into(num_threads(), &mut partials, |first, part| {
-            part.iter_mut().zip(x[first * CHUNK..].chunks(CHUNK)).for_each(|(p, chunk)| *p = partial(chunk));
-        });
+        map_chunks_into(num_threads(), &mut partials, x, CHUNK, partial);
         partials
     };
     T::from_acc(total(&partials))
@@ -145,9 +143,7 @@ fn sum_rows<T: Number>(x: &[T], row: usize, rows: usize) -> Vec<T> {
     };
     if x.len() >= PARALLEL_MIN_ELEMENTS {
         let mut out = crate::storage::zeroed_vec(rows);
-        split_into(num_threads(), &mut out, |first, part| {
-            part.iter_mut().zip(x[first * row..].chunks(row)).for_each(|(o, r)| *o = sum_row(r));
-        });
+        map_chunks_into(num_threads(), &mut out, x, row, sum_row);
         out
     } else {
         crate::storage::collect_vec(rows, x.chunks(row).map(sum_row))
@@ -190,9 +186,7 @@ fn reduce_columns<T: Sync, A: Send>(
     }
     let block_len = rows.div_ceil(ROW_BLOCKS) * width;
     let mut parts: Vec<Vec<A>> = std::iter::repeat_with(Vec::new).take(x.len().div_ceil(block_len)).collect();
-    split_into(num_threads(), &mut parts, |first, part| {
-        part.iter_mut().zip(x[first * block_len..].chunks(block_len)).for_each(|(p, block)| *p = run(block));
-    });
+    map_chunks_into(num_threads(), &mut parts, x, block_len, run);
     let mut parts = parts.into_iter();
     let mut acc = parts.next().unwrap_or_default();
     for part in parts {
@@ -234,9 +228,7 @@ pub fn extreme_dims<T: Number>(x: &[T], shape: &[usize], dims: &[usize], largest
         let best_of = |r: &[T]| best_in_row(r, largest);
         return if x.len() >= PARALLEL_MIN_ELEMENTS {
             let mut out = crate::storage::zeroed_vec(kept);
-            split_into(num_threads(), &mut out, |first, part| {
-                part.iter_mut().zip(x[first * row..].chunks(row)).for_each(|(o, r)| *o = best_of(r));
-            });
+            map_chunks_into(num_threads(), &mut out, x, row, best_of);
             out
         } else {
             crate::storage::collect_vec(kept, x.chunks(row).map(best_of))

@@ -248,6 +248,20 @@ pub fn split_into<T: Send>(parts: usize, dst: &mut [T], write: impl Fn(usize, &m
     run(parts.len(), &|i| write(i * size, &mut parts[i].lock()));
 }
 
+/// Writes `f(chunk)` into `out[i]` for the `i`-th `len`-element chunk of `x` (so `out` holds
+/// `x.len().div_ceil(len)` items), `parts` consecutive runs of chunks at a time as `split_into` does.
+pub fn map_chunks_into<T: Sync, U: Send>(
+    parts: usize,
+    out: &mut [U],
+    x: &[T],
+    len: usize,
+    f: impl Fn(&[T]) -> U + Sync,
+) {
+    split_into(parts, out, |first, part| {
+        part.iter_mut().zip(x[first * len..].chunks(len)).for_each(|(o, chunk)| *o = f(chunk));
+    });
+}
+
 fn run_on(pool: &Mutex<Pool>, wanted: usize, parts: usize, task: &(dyn Fn(usize) + Sync)) {
     let serial = || (0..parts).for_each(task);
     if parts <= 1 {
