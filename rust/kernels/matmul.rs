@@ -135,6 +135,12 @@ fn product_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, b
     {
         return;
     }
+    if let Some(rows_of_b) = own_kernel_may_run.then(|| row_major_copy_of_small_b(b)).flatten() {
+        let b_rows = MatRef { data: &rows_of_b, offset: 0, rows: k, cols: n, row_stride: n as isize, col_stride: 1 };
+        product_into(a, b_rows, out, alpha, beta, role);
+        crate::buffer_pool::give(rows_of_b);
+        return;
+    }
     if let Some(dense_a) = dense_copy_of_transposed(a, n) {
         let a_ref = MatRef { data: &dense_a, offset: 0, rows: m, cols: k, row_stride: k as isize, col_stride: 1 };
         product_into(a_ref, b, out, alpha, beta, role);
@@ -192,6 +198,38 @@ fn dense_copy_of_transposed<T: Float>(a: MatRef<T>, n: usize) -> Option<Vec<T>> 
     crate::storage::none_if_out_of_memory(|| {
         super::layout::gather_strided(a.data, &[a.rows, a.cols], &strides, a.offset)
     })
+}
+
+/// Our own kernel reads B by rows, so a B stored otherwise (a transposed view, as w2ᵀ in the
+/// seed step's g·w2ᵀ) goes to the `gemm` crate. A small such B is copied into rows instead,
+/// so that our kernel runs the product: at most this many elements (64 KiB of float32).
+const SMALL_B_COPY_MAX_ELEMENTS: usize = 1 << 14;
+
+/// A row-major copy of `b` when it is small, not stored by rows, and our own kernel would
+/// then run the product (float32 on a CPU with AVX-512, `RUSTGRAD_GEMM` not `crate`).
+fn row_major_copy_of_small_b<T: Float>(b: MatRef<T>) -> Option<Vec<T>> {
+    if b.col_stride == 1
+        || b.rows.saturating_mul(b.cols) > SMALL_B_COPY_MAX_ELEMENTS
+        || !own_kernel_available_for::<T>()
+    {
+        return None;
+    }
+    let strides = [b.row_stride, b.col_stride];
+    Some(super::layout::gather_strided(b.data, &[b.rows, b.cols], &strides, b.offset))
+}
+
+/// Whether `own_kernel_for` may pick our own kernel for elements of type `T` at all.
+fn own_kernel_available_for<T: 'static>() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
+            && super::sgemm_avx512::available()
+            && kernel_choice() != KernelChoice::OnlyCrate
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
 }
 
 /// `out = init + alpha·a·b`, writing every element of the (possibly uninitialised)
@@ -399,13 +437,10 @@ pub fn own_kernel_runs<T: Float>(a: MatRef<T>, b: MatRef<T>) -> bool {
 fn own_kernel_for<T: Float>(a: MatRef<T>, b: MatRef<T>) -> Option<OwnKernel> {
     #[cfg(target_arch = "x86_64")]
     {
-        let applies = std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
-            && b.col_stride == 1
-            && super::sgemm_avx512::available();
-        let choice = kernel_choice();
-        if !applies || choice == KernelChoice::OnlyCrate {
+        if b.col_stride != 1 || !own_kernel_available_for::<T>() {
             return None;
         }
+        let choice = kernel_choice();
         let (m, k, n) = (a.rows, a.cols, b.cols);
         // Without cache blocking the unpacked kernel falls behind on large products.
         let unpacked_fits = m.saturating_mul(n).saturating_mul(k) <= OWN_SGEMM_MAX_FLOPS

@@ -137,6 +137,30 @@ fn transposed_views_are_read_in_place() {
 }
 
 #[test]
+fn a_small_transposed_b_is_copied_into_rows_for_our_kernel() {
+    // The seed step's g·w2ᵀ: 64×10 by the transpose of a 100×10 weight.
+    let (m, k, n) = (64, 10, 100);
+    let a: Vec<f32> = values(m * k, 0.4).iter().map(|&v| v as f32).collect();
+    let w: Vec<f32> = values(n * k, 0.6).iter().map(|&v| v as f32).collect();
+    let w_t = dense(&w, n, k).transposed();
+    let rows_of_w_t: Vec<f32> = (0..k * n).map(|i| w[(i % n) * k + i / n]).collect();
+    let got = matmul(dense(&a, m, k), w_t);
+    let from_rows = matmul(dense(&a, m, k), dense(&rows_of_w_t, k, n));
+    if own_kernel_available_for::<f32>() {
+        assert!(row_major_copy_of_small_b(w_t).is_some_and(|copy| copy == rows_of_w_t));
+        assert_eq!(got, from_rows, "the copy runs the product on the same kernel, in the same order");
+    }
+    let a64: Vec<f64> = a.iter().map(|&v| v.into()).collect();
+    let want = naive(&a64, &rows_of_w_t.iter().map(|&v| v.into()).collect::<Vec<f64>>(), m, k, n);
+    for (g, w) in got.iter().zip(&want) {
+        assert!((f64::from(*g) - w).abs() < 1e-5, "{g} vs {w}");
+    }
+    let big = vec![0.5f32; 200 * 100];
+    assert!(row_major_copy_of_small_b(dense(&big, 200, 100).transposed()).is_none(), "above 2^14 elements");
+    assert!(row_major_copy_of_small_b(dense(&w, n, k)).is_none(), "already stored by rows");
+}
+
+#[test]
 fn update_reads_init_and_stores_the_result_twice() {
     fn check<T: Float + std::fmt::Debug>(to: impl Fn(f64) -> T, tol: f64) {
         // 70×90×40 f32 runs on the AVX-512 kernel where available; f64 on the gemm crate.
