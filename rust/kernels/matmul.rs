@@ -215,7 +215,10 @@ fn row_major_copy_of_small_b<T: Float>(b: MatRef<T>) -> Option<Vec<T>> {
         return None;
     }
     let strides = [b.row_stride, b.col_stride];
-    Some(super::layout::gather_strided(b.data, &[b.rows, b.cols], &strides, b.offset))
+    // Out of memory here is no failure: the crate reads `b` through its strides instead.
+    crate::storage::none_if_out_of_memory(|| {
+        super::layout::gather_strided(b.data, &[b.rows, b.cols], &strides, b.offset)
+    })
 }
 
 /// Whether `own_kernel_for` may pick our own kernel for elements of type `T` at all.
