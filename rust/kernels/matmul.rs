@@ -2,7 +2,8 @@
 //! (AVX2, AVX-512, NEON) at run time, and on our own AVX-512 kernel for mid-size
 //! float32 products: which runs a product is decided here. Operands are read
 //! through their strides, so a transposed view is multiplied without being copied
-//! (except a column-major A in wide products, see `dense_copy_of_transposed`).
+//! (except a column-major A in wide products, see `dense_copy_of_transposed`, and a small
+//! B not stored by rows, see `b_is_copied_into_rows`).
 
 use super::elementwise::ScalarOp;
 use super::leaf_sgd::LeafSgd;
@@ -135,12 +136,6 @@ fn product_into<T: Float>(a: MatRef<T>, b: MatRef<T>, out: &mut [T], alpha: T, b
     {
         return;
     }
-    if let Some(rows_of_b) = own_kernel_may_run.then(|| row_major_copy_of_small_b(b)).flatten() {
-        let b_rows = MatRef { data: &rows_of_b, offset: 0, rows: k, cols: n, row_stride: n as isize, col_stride: 1 };
-        product_into(a, b_rows, out, alpha, beta, role);
-        crate::buffer_pool::give(rows_of_b);
-        return;
-    }
     if let Some(dense_a) = dense_copy_of_transposed(a, n) {
         let a_ref = MatRef { data: &dense_a, offset: 0, rows: m, cols: k, row_stride: k as isize, col_stride: 1 };
         product_into(a_ref, b, out, alpha, beta, role);
@@ -201,21 +196,19 @@ fn dense_copy_of_transposed<T: Float>(a: MatRef<T>, n: usize) -> Option<Vec<T>> 
 }
 
 /// Our own kernel reads B by rows, so a B stored otherwise (a transposed view, as w2ᵀ in the
-/// seed step's g·w2ᵀ) goes to the `gemm` crate. A small such B is copied into rows instead,
-/// so that our kernel runs the product: at most this many elements (64 KiB of float32).
+/// seed step's g·w2ᵀ, or Wᵀ in a torch `Linear`'s x·Wᵀ) would go to the `gemm` crate. A small
+/// such B is copied into rows instead (by `try_own_sgemm`), so that our kernel runs the
+/// product: at most this many elements (64 KiB of float32).
 const SMALL_B_COPY_MAX_ELEMENTS: usize = 1 << 14;
 
-/// A row-major copy of `b` when it is small, not stored by rows, and our own kernel would
-/// then run the product (float32 on a CPU with AVX-512, `RUSTGRAD_GEMM` not `crate`).
-fn row_major_copy_of_small_b<T: Float>(b: MatRef<T>) -> Option<Vec<T>> {
-    if b.col_stride == 1
-        || b.rows.saturating_mul(b.cols) > SMALL_B_COPY_MAX_ELEMENTS
-        || !own_kernel_available_for::<T>()
-    {
-        return None;
-    }
+/// Whether `b` is read by our own kernel from a row-major copy: it is small and not stored by rows.
+fn b_is_copied_into_rows<T>(b: MatRef<T>) -> bool {
+    b.col_stride != 1 && b.rows.saturating_mul(b.cols) <= SMALL_B_COPY_MAX_ELEMENTS
+}
+
+/// A row-major copy of `b`, or None when memory is short.
+fn row_major_copy_of<T: Float>(b: MatRef<T>) -> Option<Vec<T>> {
     let strides = [b.row_stride, b.col_stride];
-    // Out of memory here is no failure: the crate reads `b` through its strides instead.
     crate::storage::none_if_out_of_memory(|| {
         super::layout::gather_strided(b.data, &[b.rows, b.cols], &strides, b.offset)
     })
@@ -433,14 +426,23 @@ const PACKED_MIN_ROWS: usize = 256;
 const PACKED_MIN_MACS: usize = 1 << 31;
 
 /// Whether one of our own AVX-512 float32 kernels runs `a·b` (rather than the `gemm` crate).
+/// (When memory is too short for the copy of a small B, the crate runs it after all.)
 pub fn own_kernel_runs<T: Float>(a: MatRef<T>, b: MatRef<T>) -> bool {
     own_kernel_for(a, b).is_some()
 }
 
+/// Our kernel for `a·b`: by its shape and A's layout, where B is stored by rows or
+/// copied into rows (`b_is_copied_into_rows`).
 fn own_kernel_for<T: Float>(a: MatRef<T>, b: MatRef<T>) -> Option<OwnKernel> {
+    let kernel = own_kernel_for_shape(a, b)?;
+    (b.col_stride == 1 || b_is_copied_into_rows(b)).then_some(kernel)
+}
+
+/// Our kernel for `a·b` if B were stored by rows.
+fn own_kernel_for_shape<T: Float>(a: MatRef<T>, b: MatRef<T>) -> Option<OwnKernel> {
     #[cfg(target_arch = "x86_64")]
     {
-        if b.col_stride != 1 || !own_kernel_available_for::<T>() {
+        if !own_kernel_available_for::<T>() {
             return None;
         }
         let choice = kernel_choice();
@@ -485,6 +487,16 @@ unsafe fn try_own_sgemm<T: Float>(
     #[cfg(target_arch = "x86_64")]
     {
         let kernel = own_kernel_for(a, b)?;
+        if b.col_stride != 1 {
+            let rows_of_b = row_major_copy_of(b)?;
+            let (k, n) = (b.rows, b.cols);
+            let b_rows =
+                MatRef { data: &rows_of_b, offset: 0, rows: k, cols: n, row_stride: n as isize, col_stride: 1 };
+            // SAFETY: the caller's contract, passed on; `b_rows` has `b`'s shape.
+            let ran = unsafe { try_own_sgemm(a, b_rows, init, outs, second, store) };
+            crate::buffer_pool::give(rows_of_b);
+            return ran;
+        }
         let work = a.rows.saturating_mul(b.cols).saturating_mul(a.cols);
         // SAFETY: T is f32 (checked above), so these are the same types.
         let (a32, b32, store32): (MatRef<f32>, MatRef<f32>, Store<f32>) =

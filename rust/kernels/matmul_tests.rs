@@ -147,7 +147,8 @@ fn a_small_transposed_b_is_copied_into_rows_for_our_kernel() {
     let got = matmul(dense(&a, m, k), w_t);
     let from_rows = matmul(dense(&a, m, k), dense(&rows_of_w_t, k, n));
     if own_kernel_available_for::<f32>() {
-        assert!(row_major_copy_of_small_b(w_t).is_some_and(|copy| copy == rows_of_w_t));
+        assert!(b_is_copied_into_rows(w_t) && own_kernel_runs(dense(&a, m, k), w_t));
+        assert!(row_major_copy_of(w_t).is_some_and(|copy| copy == rows_of_w_t));
         assert_eq!(got, from_rows, "the copy runs the product on the same kernel, in the same order");
     }
     let a64: Vec<f64> = a.iter().map(|&v| v.into()).collect();
@@ -156,8 +157,47 @@ fn a_small_transposed_b_is_copied_into_rows_for_our_kernel() {
         assert!((f64::from(*g) - w).abs() < 1e-5, "{g} vs {w}");
     }
     let big = vec![0.5f32; 200 * 100];
-    assert!(row_major_copy_of_small_b(dense(&big, 200, 100).transposed()).is_none(), "above 2^14 elements");
-    assert!(row_major_copy_of_small_b(dense(&w, n, k)).is_none(), "already stored by rows");
+    assert!(!b_is_copied_into_rows(dense(&big, 200, 100).transposed()), "above 2^14 elements");
+    assert!(!b_is_copied_into_rows(dense(&w, n, k)), "already stored by rows");
+}
+
+#[test]
+fn the_fused_products_run_a_small_transposed_b_with_the_bits_of_the_plain_product() {
+    use crate::kernels::leaf_sgd::{leaf_sgd, GradUse};
+    // A torch `Linear`'s x·Wᵀ: 64×10 by the transpose of a 100×10 weight.
+    let (m, k, n) = (64, 10, 100);
+    let a: Vec<f32> = values(m * k, 0.4).iter().map(|&v| v as f32).collect();
+    let w: Vec<f32> = values(n * k, 0.6).iter().map(|&v| v as f32).collect();
+    let init: Vec<f32> = values(m * n, 0.2).iter().map(|&v| v as f32).collect();
+    let (a_ref, w_t) = (dense(&a, m, k), dense(&w, n, k).transposed());
+    if !own_kernel_available_for::<f32>() {
+        assert!(!own_kernel_runs(a_ref, w_t));
+        return;
+    }
+    let plain = matmul(a_ref, w_t);
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let written = |v: Vec<MaybeUninit<f32>>| -> Vec<f32> {
+        // SAFETY: the callers below pass only outputs the kernel wrote in full.
+        v.into_iter().map(|x| unsafe { x.assume_init() }).collect()
+    };
+
+    let (mut out, mut second) = (vec![MaybeUninit::uninit(); m * n], vec![MaybeUninit::uninit(); m * n]);
+    assert!(matmul_two_outputs_into(a_ref, w_t, &mut out, &mut second, SecondOutput::Relu), "in one pass");
+    let relu: Vec<f32> = plain.iter().map(|&v| if v > 0.0 { v } else { 0.0 }).collect();
+    assert_eq!((bits(&written(out)), bits(&written(second))), (bits(&plain), bits(&relu)));
+
+    let (mut out, mut copy) = (vec![MaybeUninit::uninit(); m * n], vec![MaybeUninit::uninit(); m * n]);
+    matmul_update_into(a_ref, w_t, &init, &mut out, Some(&mut copy), -0.5);
+    let mut apart = init.clone();
+    matmul_into(a_ref, dense(&row_major_copy_of(w_t).unwrap(), k, n), &mut apart, -0.5, 1.0);
+    assert_eq!((bits(&written(out)), bits(&written(copy))), (bits(&apart), bits(&apart)));
+
+    let step = LeafSgd { scale_op: ScalarOp::Mul, scale: 1e-3f32, alpha: -1.0 };
+    let mut fused_step = init.clone();
+    assert!(sgd_step_fuses(a_ref, w_t, &step) && matmul_sgd_step_in_place(a_ref, w_t, &mut fused_step, 0.0, &step));
+    let mut apart = init.clone();
+    leaf_sgd(GradUse::Filled { value: 0.0, incoming: &plain }, &mut apart, &step);
+    assert_eq!(bits(&fused_step), bits(&apart));
 }
 
 #[test]
