@@ -7,7 +7,7 @@
 //! `RUN_LANES` independent lanes, which lets the compiler vectorise the loop.
 
 use super::layout::walk;
-use super::spin_pool::{map_chunks_into, split_into};
+use super::spin_pool::{map_chunks, split_into};
 use super::threads::num_threads;
 use super::PARALLEL_MIN_ELEMENTS;
 
@@ -134,15 +134,7 @@ pub(super) fn fold_all<T: Copy + Sync, F: Fold<T>>(f: &F, x: &[T]) -> F::Acc {
         poller.poll();
         fold_run(f, chunk)
     };
-    let partials: Vec<F::Acc> = if x.len() < PARALLEL_MIN_ELEMENTS {
-        x.chunks(CHUNK).map(partial).collect()
-    } else {
-        let chunks = x.len().div_ceil(CHUNK);
-        let mut partials = crate::storage::collect_vec(chunks, std::iter::repeat(f.identity()));
-        map_chunks_into(num_threads(), &mut partials, x, CHUNK, partial);
-        partials
-    };
-    partials.into_iter().fold(f.identity(), |a, b| f.merge(a, b))
+    map_chunks(x, CHUNK, partial).into_iter().fold(f.identity(), |a, b| f.merge(a, b))
 }
 
 /// Folds a contiguous tensor of `shape` over the sorted, deduplicated `dims`. The
@@ -174,13 +166,7 @@ fn fold_rows<T: Copy + Sync, F: Fold<T>>(f: &F, x: &[T], row: usize, rows: usize
         return crate::storage::collect_vec(rows, std::iter::repeat(f.identity()));
     }
     let fold_row = |r: &[T]| r.chunks(CHUNK).map(|c| fold_run(f, c)).fold(f.identity(), |a, b| f.merge(a, b));
-    if x.len() >= PARALLEL_MIN_ELEMENTS {
-        let mut out = crate::storage::collect_vec(rows, std::iter::repeat(f.identity()));
-        map_chunks_into(num_threads(), &mut out, x, row, fold_row);
-        out
-    } else {
-        crate::storage::collect_vec(rows, x.chunks(row).map(fold_row))
-    }
+    map_chunks(x, row, fold_row)
 }
 
 /// Folds `x`, viewed as rows of length `width`, down to one row: each step reads a

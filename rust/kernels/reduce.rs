@@ -4,7 +4,7 @@
 
 use super::fold::step_columns;
 use super::layout::walk;
-use super::spin_pool::map_chunks_into;
+use super::spin_pool::{map_chunks, map_chunks_into};
 use super::threads::num_threads;
 use super::PARALLEL_MIN_ELEMENTS;
 use crate::dtype::Number;
@@ -55,14 +55,7 @@ fn sum_all_of<T: Number>(x: &[T], f: impl Fn(T) -> T + Sync + Send) -> T {
         poller.poll();
         sum_slice(chunk, &f)
     };
-    let partials: Vec<T::Acc> = if x.len() < PARALLEL_MIN_ELEMENTS {
-        x.chunks(CHUNK).map(partial).collect()
-    } else {
-        let mut partials = crate::storage::zeroed_vec(x.len().div_ceil(CHUNK));
-        map_chunks_into(num_threads(), &mut partials, x, CHUNK, partial);
-        partials
-    };
-    T::from_acc(total(&partials))
+    T::from_acc(total(&map_chunks(x, CHUNK, partial)))
 }
 
 /// The sum of all elements.
@@ -141,13 +134,7 @@ fn sum_rows<T: Number>(x: &[T], row: usize, rows: usize) -> Vec<T> {
         let partials: Vec<T::Acc> = r.chunks(CHUNK).map(|c| sum_slice(c, |v| v)).collect();
         T::from_acc(total(&partials))
     };
-    if x.len() >= PARALLEL_MIN_ELEMENTS {
-        let mut out = crate::storage::zeroed_vec(rows);
-        map_chunks_into(num_threads(), &mut out, x, row, sum_row);
-        out
-    } else {
-        crate::storage::collect_vec(rows, x.chunks(row).map(sum_row))
-    }
+    map_chunks(x, row, sum_row)
 }
 
 /// Sums `x` viewed as rows of length `width` down to one row.
@@ -226,13 +213,7 @@ pub fn extreme_dims<T: Number>(x: &[T], shape: &[usize], dims: &[usize], largest
     if is_suffix {
         let row = x.len() / kept;
         let best_of = |r: &[T]| best_in_row(r, largest);
-        return if x.len() >= PARALLEL_MIN_ELEMENTS {
-            let mut out = crate::storage::zeroed_vec(kept);
-            map_chunks_into(num_threads(), &mut out, x, row, best_of);
-            out
-        } else {
-            crate::storage::collect_vec(kept, x.chunks(row).map(best_of))
-        };
+        return map_chunks(x, row, best_of);
     }
     if is_prefix {
         return best_in_columns(x, kept, largest);

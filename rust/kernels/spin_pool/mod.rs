@@ -262,6 +262,26 @@ pub fn map_chunks_into<T: Sync, U: Send>(
     });
 }
 
+/// `f` of each `len`-element chunk of `x`, in order (`x.len().div_ceil(len)` items): on
+/// this thread alone for an input below `PARALLEL_MIN_ELEMENTS`, else in `num_threads()`
+/// consecutive runs of chunks as `map_chunks_into` does. The runs depend on the thread
+/// count, but each chunk's `f` does not, so the items are the same either way.
+pub fn map_chunks<T: Sync, U: Copy + Send + 'static>(x: &[T], len: usize, f: impl Fn(&[T]) -> U + Sync) -> Vec<U> {
+    let count = x.len().div_ceil(len);
+    let parts = if x.len() >= super::PARALLEL_MIN_ELEMENTS { super::threads::num_threads() } else { 1 };
+    let mut out = crate::storage::vec_with_capacity(count);
+    split_into(parts, &mut out.spare_capacity_mut()[..count], |first, part| {
+        for (slot, chunk) in part.iter_mut().zip(x[first * len..].chunks(len)) {
+            slot.write(f(chunk));
+        }
+    });
+    // SAFETY: the parts cover all `count` slots, and each part's zip writes every slot of
+    // it: the part at `first` has at most `count - first` slots, and `x[first * len..]`
+    // exactly `count - first` chunks.
+    unsafe { out.set_len(count) };
+    out
+}
+
 fn run_on(pool: &Mutex<Pool>, wanted: usize, parts: usize, task: &(dyn Fn(usize) + Sync)) {
     let serial = || (0..parts).for_each(task);
     if parts <= 1 {
@@ -357,6 +377,16 @@ mod tests {
 
     /// The caller's own part panics while a helper is still working on its part: `run` must
     /// not unwind past the helper's use of the job (and of data borrowed from this frame).
+    #[test]
+    fn map_chunks_maps_every_chunk_in_order_including_a_short_last_one() {
+        for n in [0, 1, 999, 1000, 1001, crate::kernels::PARALLEL_MIN_ELEMENTS + 1234] {
+            let x: Vec<u32> = (0..n as u32).collect();
+            let first_and_len = |c: &[u32]| (c[0], c.len());
+            let want: Vec<(u32, usize)> = x.chunks(1000).map(first_and_len).collect();
+            assert_eq!(map_chunks(&x, 1000, first_and_len), want, "{n} elements");
+        }
+    }
+
     #[test]
     fn a_panic_in_the_callers_part_waits_for_slow_helpers() {
         use std::time::Duration;
