@@ -57,19 +57,19 @@ fn lane_sum<T: Float>(a: &[T], b: &[T], f: impl Fn(T, T) -> T) -> T {
     lanes.iter().fold(T::ZERO, |acc, &lane| acc + lane)
 }
 
-/// The max of a contiguous row, or 0 when it is not finite (NaN wins).
+/// The max of a contiguous row, or 0 when it is not finite (NaN wins). The max is `amax`'s
+/// vectorised one: a scalar loop of compares, each waiting for the one before, was 3/4 of
+/// log-softmax's own time on 512×1000 float32.
 #[inline]
 fn row_shift<T: Float>(x: &[T]) -> T {
-    let mut peak = T::from_f64(f64::NEG_INFINITY);
-    let mut nan = false;
-    for &v in x {
-        nan |= v.is_nan();
-        peak = if v > peak { v } else { peak };
+    if x.is_empty() {
+        return T::ZERO;
     }
-    if nan || !peak.to_f64().is_finite() {
-        T::ZERO
-    } else {
+    let peak = super::reduce::best_in_row(x, true);
+    if peak.to_f64().is_finite() {
         peak
+    } else {
+        T::ZERO
     }
 }
 
