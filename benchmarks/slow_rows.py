@@ -1,6 +1,8 @@
 """The report's rows that ran slower than numpy in the 22:34 report of 2026-12-03 (reductions
-along a dim, ``norm``, ``cat``, ``layer_norm``/``batch_norm`` and the ``DataLoader`` epoch), and
-the other ``prod`` rows, timed in one process beside numpy's equivalents.
+along a dim, ``norm``, ``cat``, ``layer_norm``/``batch_norm`` and the ``DataLoader`` epoch), the
+other ``prod`` rows, the ``embedding`` and ``max_pool2d`` cases, and the cross-entropy of
+512×1000 logits (slower than numpy in the report of 2026-12-06 17:48) with the log-softmax
+inside it, timed in one process beside numpy's equivalents.
 
     python benchmarks/slow_rows.py [--label new] [--rounds 15] [--threads 1] [--only prod]
 
@@ -52,10 +54,34 @@ def reduction_rows() -> list[Row]:
 
 def case_rows() -> list[Row]:
     rows = []
-    for name in ["cat", "layer_norm", "batch_norm", "data_loader"]:
+    for name in ["cat", "layer_norm", "batch_norm", "data_loader", "embedding", "max_pool2d"]:
         case = CASES[name]
         rows.append((case.label, case.ours(), case.theirs()))
     return rows
+
+
+def loss_rows() -> list[Row]:
+    import rustgrad.nn.functional as F
+    from test_bench_losses import cross_entropy_step, numpy_cross_entropy_step
+
+    rng = np.random.default_rng(0)
+    logits = rng.standard_normal((512, 1000)).astype(np.float32)
+    target = rng.integers(0, 1000, 512)
+    x, t = rustgrad.tensor(logits, requires_grad=True), rustgrad.tensor(target, dtype=rustgrad.int64)
+    plain = rustgrad.tensor(logits)
+
+    def numpy_log_softmax() -> np.ndarray:
+        shifted = logits - logits.max(1, keepdims=True)
+        return shifted - np.log(np.exp(shifted).sum(1, keepdims=True))
+
+    return [
+        (
+            "cross_entropy 512x1000, forward + backward",
+            lambda: cross_entropy_step(x, t),
+            lambda: numpy_cross_entropy_step(logits, target),
+        ),
+        ("`log_softmax(1)` 512x1000", lambda: F.log_softmax(plain, 1), numpy_log_softmax),
+    ]
 
 
 def fastest(call: Callable[[], Any], rounds: int, calls: int = 10) -> float:
@@ -72,7 +98,7 @@ def main() -> None:
     if args.threads:
         rustgrad.set_num_threads(args.threads)
     print(f"rustgrad from {Path(rustgrad.__file__).parent}, {rustgrad.get_num_threads()} threads")
-    rows = [row for row in reduction_rows() + case_rows() if args.only in row[0]]
+    rows = [row for row in reduction_rows() + case_rows() + loss_rows() if args.only in row[0]]
     for label, ours, theirs in rows:
         us, numpy_us = fastest(ours, args.rounds), fastest(theirs, args.rounds)
         print(f"{args.label} {label:52s} {us:9.1f} µs   numpy {numpy_us:9.1f} µs   {us / numpy_us:5.2f}×")

@@ -309,4 +309,19 @@ mod tests {
         give(vec![0u8; 16]);
         assert_eq!(pooled_bytes(), before, "small buffers are not kept");
     }
+
+    #[test]
+    fn zeroed_and_overwritable_vectors_take_a_freed_buffer_of_their_size() {
+        let len = (MIN_BYTES / 4) * 5 + 7;
+        for zeroed in [true, false] {
+            let freed = vec![2.5f32; len];
+            let address = freed.as_ptr() as usize;
+            give(freed);
+            let v: Vec<f32> =
+                if zeroed { crate::storage::zeroed_vec(len) } else { crate::storage::overwritable_vec(len) };
+            assert_eq!((v.as_ptr() as usize, v.len()), (address, len), "zeroed: {zeroed}");
+            let want = if zeroed { 0.0 } else { 2.5 };
+            assert!(v.iter().all(|&x| x == want), "zeroed: {zeroed}");
+        }
+    }
 }

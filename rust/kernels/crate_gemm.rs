@@ -268,7 +268,8 @@ fn crate_product_in_depth_halves<T: Float>(
     parallel: bool,
 ) {
     let (k, half) = (a.cols, a.cols / 2);
-    let mut second = vec![T::ZERO; out.len()];
+    // Every element is written below (the second half's product has beta 0).
+    let mut second = crate::storage::overwritable_vec(out.len());
     let targets = [Mutex::new(&mut *out), Mutex::new(&mut second[..])];
     let half_product = |part: usize| {
         let (first, depth, beta) = if part == 0 { (0, half, beta) } else { (half, k - half, T::ZERO) };
@@ -289,6 +290,7 @@ fn crate_product_in_depth_halves<T: Float>(
         (0..2).for_each(half_product);
     }
     super::split_writes::add_scaled(out, &second, T::ONE);
+    crate::buffer_pool::give(second);
 }
 
 /// The fewest columns of any of `bands` bands over `n` columns.

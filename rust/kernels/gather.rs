@@ -188,7 +188,7 @@ pub fn scatter<T: Copy + Send + Sync>(
 pub fn nonzero<T: Copy + PartialEq + Default>(values: &[T], shape: &[usize]) -> (usize, Vec<i64>) {
     let zero = T::default();
     let count = values.iter().filter(|&&v| v != zero).count();
-    let mut out = Vec::with_capacity(count * shape.len());
+    let mut out = crate::storage::vec_with_capacity(count * shape.len());
     let mut coord = vec![0i64; shape.len()];
     for &v in values {
         if v != zero {

@@ -432,7 +432,7 @@ impl<T: FastExp> ClassLoss<'_, T> {
     /// by the target's weight and mixed with the smoothing term; −one-hot for nll.
     pub fn backward(&self, x: &[T], scale: &(dyn Fn(usize) -> f64 + Sync)) -> Result<Vec<T>> {
         self.check_targets()?;
-        let mut gx = vec![T::ZERO; x.len()];
+        let mut gx = crate::storage::zeroed_vec(x.len());
         let classes = self.rows.classes;
         let eps = self.label_smoothing;
         let total_w: f64 = (0..classes).map(|c| self.w(c)).sum();

@@ -137,7 +137,7 @@ fn row_moments(m: &[Moments], shape: NormShape, stats: &Stats, row: usize) -> Mo
 /// The normalised, scaled and shifted input.
 pub fn forward<T: ActFloat>(x: &[T], shape: NormShape, stats: &Stats, w: &[T], b: &[T], eps: f64) -> Vec<T> {
     let m = moments(x, shape, stats, eps);
-    let mut out = vec![T::of(0.0); x.len()];
+    let mut out = crate::storage::collect_vec(x.len(), std::iter::repeat(T::of(0.0)));
     if shape.s == 0 {
         return out;
     }
@@ -264,7 +264,7 @@ fn set_input_grad<T: ActFloat>(
 /// The input's gradient.
 pub fn input_grad<T: ActFloat>(g: &[T], x: &[T], shape: NormShape, stats: &Stats, w: &[T], eps: f64) -> Vec<T> {
     let m = moments(x, shape, stats, eps);
-    let mut out = vec![T::of(0.0); x.len()];
+    let mut out = crate::storage::collect_vec(x.len(), std::iter::repeat(T::of(0.0)));
     let weight = |i: usize| w[(i / shape.s.max(1)) % shape.c.max(1)].to_f64();
     match stats {
         Stats::Groups(groups) => {

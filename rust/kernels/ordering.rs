@@ -271,7 +271,7 @@ impl Along {
 
     /// `take`'s gradient: each output gradient added into the element of `x` it came from.
     pub fn scatter_add<T: Number>(&self, g: &[T], x_len: usize, indices: &[i64]) -> Result<Vec<T>, i64> {
-        let mut out = vec![T::ZERO; x_len];
+        let mut out: Vec<T> = crate::storage::zeroed_vec(x_len);
         self.walk(indices, |p, at| out[at] = out[at].plus(g[p]))?;
         Ok(out)
     }

@@ -254,7 +254,7 @@ fn rows_of(op: &str, index: &Tensor, rows: usize) -> Result<Vec<usize>> {
 }
 
 fn copy_rows<T: Element>(weight: &[T], picks: &[usize], width: usize) -> Vec<T> {
-    let mut out = Vec::with_capacity(picks.len() * width);
+    let mut out = crate::storage::vec_with_capacity(picks.len() * width);
     for &r in picks {
         out.extend_from_slice(&weight[r * width..(r + 1) * width]);
     }
@@ -395,7 +395,7 @@ impl TableOp for EmbeddingBackward {
         let picks = rows_of(op, index, rows)?;
         let g = forward::as_dtype(g, w.dtype())?;
         float_dispatch!(w.dtype(), op, |T| {
-            let mut out = vec![T::default(); rows * width];
+            let mut out: Vec<T> = crate::storage::zeroed_vec(rows * width);
             g.with_contiguous(|gs: &[T]| {
                 for (k, &r) in picks.iter().enumerate() {
                     if Some(r) == skip {

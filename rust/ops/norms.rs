@@ -336,18 +336,22 @@ impl TableOp for NormBackward {
         let eps = self.norm.eps;
         let g = crate::forward::as_dtype(g, x.dtype())?;
         float_dispatch!(x.dtype(), op, |T| {
-            let gs = g.to_vec::<T>()?;
             let ws = w.to_vec::<T>()?;
+            // `g` and `x` are read in place (a copy of `g` cost a pass over it and new memory).
             match self.part {
                 Part::Input => {
-                    let out = x.with_contiguous(|xs: &[T]| norm::input_grad(&gs, xs, shape, &stats, &ws, eps))?;
+                    let out = g.with_contiguous(|gs: &[T]| {
+                        x.with_contiguous(|xs: &[T]| norm::input_grad(gs, xs, shape, &stats, &ws, eps))
+                    })??;
                     Tensor::from_vec(out, x.shape())
                 }
                 Part::Weight | Part::Bias => {
-                    let (dw, db) = x.with_contiguous(|xs: &[T]| {
-                        let m = norm::moments(xs, shape, &stats, eps);
-                        norm::affine_grads(&gs, xs, shape, &stats, &m)
-                    })?;
+                    let (dw, db) = g.with_contiguous(|gs: &[T]| {
+                        x.with_contiguous(|xs: &[T]| {
+                            let m = norm::moments(xs, shape, &stats, eps);
+                            norm::affine_grads(gs, xs, shape, &stats, &m)
+                        })
+                    })??;
                     let picked = if self.part == Part::Weight { dw } else { db };
                     let values: Vec<T> =
                         picked.into_iter().map(<T as crate::kernels::activation::ActFloat>::of).collect();
