@@ -2,7 +2,7 @@
 along a dim, ``norm``, ``cat``, ``layer_norm``/``batch_norm`` and the ``DataLoader`` epoch), the
 other ``prod`` rows, the ``embedding`` and ``max_pool2d`` cases, and the cross-entropy of
 512×1000 logits (slower than numpy in the report of 2026-12-06 17:48) with the log-softmax
-inside it, timed in one process beside numpy's equivalents.
+inside it, and scans of a matrix along each dim, timed in one process beside numpy's equivalents.
 
     python benchmarks/slow_rows.py [--label new] [--rounds 15] [--threads 1] [--only prod]
 
@@ -84,6 +84,16 @@ def loss_rows() -> list[Row]:
     ]
 
 
+def scan_rows() -> list[Row]:
+    matrix = np.random.default_rng(0).uniform(0.999, 1.001, (1024, 1024)).astype(np.float32)
+    m = rustgrad.from_numpy(matrix)
+    return [
+        ("`cumsum(0)` 1024x1024", lambda: m.cumsum(0), lambda: np.cumsum(matrix, 0)),
+        ("`cumsum(1)` 1024x1024", lambda: m.cumsum(1), lambda: np.cumsum(matrix, 1)),
+        ("`cumprod(0)` 1024x1024", lambda: m.cumprod(0), lambda: np.cumprod(matrix, 0)),
+    ]
+
+
 def fastest(call: Callable[[], Any], rounds: int, calls: int = 10) -> float:
     return min(timeit.repeat(call, number=calls, repeat=rounds)) / calls * 1e6
 
@@ -98,7 +108,7 @@ def main() -> None:
     if args.threads:
         rustgrad.set_num_threads(args.threads)
     print(f"rustgrad from {Path(rustgrad.__file__).parent}, {rustgrad.get_num_threads()} threads")
-    rows = [row for row in reduction_rows() + case_rows() + loss_rows() if args.only in row[0]]
+    rows = [row for row in reduction_rows() + case_rows() + loss_rows() + scan_rows() if args.only in row[0]]
     for label, ours, theirs in rows:
         us, numpy_us = fastest(ours, args.rounds), fastest(theirs, args.rounds)
         print(f"{args.label} {label:52s} {us:9.1f} µs   numpy {numpy_us:9.1f} µs   {us / numpy_us:5.2f}×")
