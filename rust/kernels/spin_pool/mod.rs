@@ -375,8 +375,6 @@ mod tests {
         pool
     }
 
-    /// The caller's own part panics while a helper is still working on its part: `run` must
-    /// not unwind past the helper's use of the job (and of data borrowed from this frame).
     #[test]
     fn map_chunks_maps_every_chunk_in_order_including_a_short_last_one() {
         for n in [0, 1, 999, 1000, 1001, crate::kernels::PARALLEL_MIN_ELEMENTS + 1234] {
@@ -387,6 +385,8 @@ mod tests {
         }
     }
 
+    /// The caller's own part panics while a helper is still working on its part: `run` must
+    /// not unwind past the helper's use of the job (and of data borrowed from this frame).
     #[test]
     fn a_panic_in_the_callers_part_waits_for_slow_helpers() {
         use std::time::Duration;
