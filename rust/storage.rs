@@ -493,8 +493,8 @@ pub fn overwritable_vec<T: crate::dtype::Number>(len: usize) -> Vec<T> {
 /// or new memory (`fresh_zeroed_vec`). Recycled, because a large output made here and freed
 /// goes to the buffer pool: if this took new memory every time, a loop that makes the same
 /// output each step would pay the page faults of new memory each step, and fill the pool with
-/// buffers nothing takes. (The gradient of a 512×1000 cross-entropy did both, for its first
-/// 256 steps: 1.6 against 0.7 ms a step.)
+/// buffers nothing takes (the gradient of a 512×1000 cross-entropy did both: 500 page faults a
+/// step, `benchmarks/steady_faults.py`).
 pub fn zeroed_vec<T: crate::dtype::Number>(len: usize) -> Vec<T> {
     match buffer_pool::take::<T>(len) {
         Some(mut v) => {

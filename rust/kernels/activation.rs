@@ -7,11 +7,11 @@
 //! cancellation for negative x), `1 + tanh(u)` is `2·sigmoid(2u)`, `elu` and `selu` use
 //! `expm1`, and `logsigmoid` is `min(x, 0) - log1p(exp(-|x|))`.
 
-use crate::kernels::elementwise::{zip_broadcast, zip_map, Operand};
+use crate::kernels::elementwise::{map, zip_broadcast, zip_map, Operand};
 use crate::kernels::vecmath;
 
 /// What the activations are written with: the operations of `f32` and `f64`, with float32's
-/// `exp` and `tanh` the vectorising ones of `vecmath`.
+/// `exp`, `expm1`, `log1p`, `tanh` and `erfc` the vectorising ones of `vecmath`.
 pub trait ActFloat:
     Copy
     + PartialOrd
@@ -33,8 +33,10 @@ pub trait ActFloat:
     fn erfc(self) -> Self;
     fn abs(self) -> Self;
     fn min(self, other: Self) -> Self;
-    /// `f(a[i], b[i])` over two slices of one length (vectorised for this CPU for float32).
-    fn zip_dense(a: &[Self], b: &[Self], f: impl Fn(Self, Self) -> Self + Sync + Send) -> Vec<Self>;
+    /// `kernel(x[i])` over a slice (vectorised for this CPU for float32).
+    fn map_dense(x: &[Self], kernel: impl ActKernel) -> Vec<Self>;
+    /// `g[i] · slope(x[i])` over two slices of one length (vectorised for this CPU for float32).
+    fn times_slope_dense(g: &[Self], x: &[Self], slope: impl ActKernel) -> Vec<Self>;
 }
 
 impl ActFloat for f32 {
@@ -52,11 +54,11 @@ impl ActFloat for f32 {
     }
     #[inline(always)]
     fn exp_m1(self) -> f32 {
-        f32::exp_m1(self)
+        vecmath::expm1(self)
     }
     #[inline(always)]
     fn ln_1p(self) -> f32 {
-        f32::ln_1p(self)
+        vecmath::ln_1p(self)
     }
     #[inline(always)]
     fn tanh(self) -> f32 {
@@ -64,7 +66,7 @@ impl ActFloat for f32 {
     }
     #[inline(always)]
     fn erfc(self) -> f32 {
-        libm::erfcf(self)
+        vecmath::erfc(self)
     }
     #[inline(always)]
     fn abs(self) -> f32 {
@@ -74,8 +76,11 @@ impl ActFloat for f32 {
     fn min(self, other: f32) -> f32 {
         f32::min(self, other)
     }
-    fn zip_dense(a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32 + Sync + Send) -> Vec<f32> {
-        vecmath::zip_map_f32(a, b, f)
+    fn map_dense(x: &[f32], kernel: impl ActKernel) -> Vec<f32> {
+        vecmath::map_f32(x, kernel)
+    }
+    fn times_slope_dense(g: &[f32], x: &[f32], slope: impl ActKernel) -> Vec<f32> {
+        vecmath::times_slope_f32(g, x, slope)
     }
 }
 
@@ -116,8 +121,11 @@ impl ActFloat for f64 {
     fn min(self, other: f64) -> f64 {
         f64::min(self, other)
     }
-    fn zip_dense(a: &[f64], b: &[f64], f: impl Fn(f64, f64) -> f64 + Sync + Send) -> Vec<f64> {
-        zip_map(a, b, f)
+    fn map_dense(x: &[f64], kernel: impl ActKernel) -> Vec<f64> {
+        map(x, move |v| kernel.eval(v))
+    }
+    fn times_slope_dense(g: &[f64], x: &[f64], slope: impl ActKernel) -> Vec<f64> {
+        zip_map(g, x, move |gv, xv| gv * slope.eval(xv))
     }
 }
 
@@ -235,6 +243,151 @@ impl Act {
     }
 }
 
+// Each activation by number, its parameters as two floats: `Value::<GELU>` and `Slope::<GELU>`
+// are then types of their own, whose `at` the vectorised loops always inline (see
+// `vecmath::ElementFn`: gelu's value through erfc, as a closure, stayed a scalar call per element).
+const SILU: u8 = 0;
+const SELU: u8 = 1;
+const LOG_SIGMOID: u8 = 2;
+const GELU: u8 = 3;
+const GELU_TANH: u8 = 4;
+const LEAKY_RELU: u8 = 5;
+const ELU: u8 = 6;
+const SOFTPLUS: u8 = 7;
+const HARDTANH: u8 = 8;
+
+impl Act {
+    /// Its number and its parameters, which `numbered` turns back into it.
+    fn number(self) -> (u8, f64, f64) {
+        match self {
+            Act::Silu => (SILU, 0.0, 0.0),
+            Act::Selu => (SELU, 0.0, 0.0),
+            Act::LogSigmoid => (LOG_SIGMOID, 0.0, 0.0),
+            Act::Gelu => (GELU, 0.0, 0.0),
+            Act::GeluTanh => (GELU_TANH, 0.0, 0.0),
+            Act::LeakyRelu { slope } => (LEAKY_RELU, slope, 0.0),
+            Act::Elu { alpha } => (ELU, alpha, 0.0),
+            Act::Softplus { beta, threshold } => (SOFTPLUS, beta, threshold),
+            Act::Hardtanh { min, max } => (HARDTANH, min, max),
+        }
+    }
+}
+
+/// The activation of `number` with parameters `a` and `b`; with a constant `number` the match
+/// folds away.
+#[inline(always)]
+fn numbered(number: u8, a: f64, b: f64) -> Act {
+    match number {
+        SILU => Act::Silu,
+        SELU => Act::Selu,
+        LOG_SIGMOID => Act::LogSigmoid,
+        GELU => Act::Gelu,
+        GELU_TANH => Act::GeluTanh,
+        LEAKY_RELU => Act::LeakyRelu { slope: a },
+        ELU => Act::Elu { alpha: a },
+        SOFTPLUS => Act::Softplus { beta: a, threshold: b },
+        _ => Act::Hardtanh { min: a, max: b },
+    }
+}
+
+/// One activation's value or slope at one element, for either float type.
+pub trait ActKernel: vecmath::ElementFn + Copy {
+    fn eval<T: ActFloat>(&self, v: T) -> T;
+}
+
+/// The value of activation number `ACT`.
+#[derive(Copy, Clone)]
+pub struct Value<const ACT: u8> {
+    a: f64,
+    b: f64,
+}
+
+/// The slope of activation number `ACT`.
+#[derive(Copy, Clone)]
+pub struct Slope<const ACT: u8> {
+    a: f64,
+    b: f64,
+}
+
+impl<const ACT: u8> ActKernel for Value<ACT> {
+    #[inline(always)]
+    fn eval<T: ActFloat>(&self, v: T) -> T {
+        numbered(ACT, self.a, self.b).value(v)
+    }
+}
+
+impl<const ACT: u8> ActKernel for Slope<ACT> {
+    #[inline(always)]
+    fn eval<T: ActFloat>(&self, v: T) -> T {
+        numbered(ACT, self.a, self.b).slope(v)
+    }
+}
+
+impl<const ACT: u8> vecmath::ElementFn for Value<ACT> {
+    #[inline(always)]
+    fn at(&self, v: f32) -> f32 {
+        self.eval(v)
+    }
+}
+
+impl<const ACT: u8> vecmath::ElementFn for Slope<ACT> {
+    #[inline(always)]
+    fn at(&self, v: f32) -> f32 {
+        self.eval(v)
+    }
+}
+
+/// `$body` with `$kernel` the `$kind` (`Value` or `Slope`) of `$act`, one monomorphic copy of
+/// `$body` per activation.
+macro_rules! by_number {
+    ($act:expr, $kind:ident, |$kernel:ident| $body:expr) => {{
+        let (number, a, b) = $act.number();
+        match number {
+            SILU => {
+                let $kernel = $kind::<SILU> { a, b };
+                $body
+            }
+            SELU => {
+                let $kernel = $kind::<SELU> { a, b };
+                $body
+            }
+            LOG_SIGMOID => {
+                let $kernel = $kind::<LOG_SIGMOID> { a, b };
+                $body
+            }
+            GELU => {
+                let $kernel = $kind::<GELU> { a, b };
+                $body
+            }
+            GELU_TANH => {
+                let $kernel = $kind::<GELU_TANH> { a, b };
+                $body
+            }
+            LEAKY_RELU => {
+                let $kernel = $kind::<LEAKY_RELU> { a, b };
+                $body
+            }
+            ELU => {
+                let $kernel = $kind::<ELU> { a, b };
+                $body
+            }
+            SOFTPLUS => {
+                let $kernel = $kind::<SOFTPLUS> { a, b };
+                $body
+            }
+            _ => {
+                let $kernel = $kind::<HARDTANH> { a, b };
+                $body
+            }
+        }
+    }};
+}
+
+/// `act` over a dense slice: the forward of the activations with parameters and of gelu.
+pub fn values<T: ActFloat>(act: Act, x: &[T]) -> Vec<T> {
+    by_number!(act, Value, |kernel| T::map_dense(x, kernel))
+}
+
 /// `g · act.slope(x)` over the broadcast `shape`: activations' backward. One loop per
 /// activation, its variant written into the loop (with `act` read inside the loop, silu's
 /// backward was not unswitched: 20 ns an element on one thread), and float32 loops over dense
@@ -247,30 +400,42 @@ where
         shape: &[usize],
         g: &Operand<T>,
         x: &Operand<T>,
-        slope: impl Fn(T) -> T + Sync + Send,
+        slope: impl ActKernel,
     ) -> Vec<T> {
         let n = shape.iter().product();
         if g.dense && x.dense {
-            return T::zip_dense(g.dense_slice(n), x.dense_slice(n), |gv, xv| gv * slope(xv));
+            return T::times_slope_dense(g.dense_slice(n), x.dense_slice(n), slope);
         }
-        zip_broadcast(shape, g, x, |gv: T, xv: T| gv * slope(xv))
+        zip_broadcast(shape, g, x, move |gv: T, xv: T| gv * slope.eval(xv))
     }
-    match act {
-        Act::Silu => run(shape, g, x, |v| Act::Silu.slope(v)),
-        Act::Selu => run(shape, g, x, |v| Act::Selu.slope(v)),
-        Act::LogSigmoid => run(shape, g, x, |v| Act::LogSigmoid.slope(v)),
-        Act::Gelu => run(shape, g, x, |v| Act::Gelu.slope(v)),
-        Act::GeluTanh => run(shape, g, x, |v| Act::GeluTanh.slope(v)),
-        Act::LeakyRelu { slope } => run(shape, g, x, move |v| Act::LeakyRelu { slope }.slope(v)),
-        Act::Elu { alpha } => run(shape, g, x, move |v| Act::Elu { alpha }.slope(v)),
-        Act::Softplus { beta, threshold } => run(shape, g, x, move |v| Act::Softplus { beta, threshold }.slope(v)),
-        Act::Hardtanh { min, max } => run(shape, g, x, move |v| Act::Hardtanh { min, max }.slope(v)),
-    }
+    by_number!(act, Slope, |kernel| run(shape, g, x, kernel))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_activation_comes_back_from_its_number() {
+        let acts = [
+            Act::Silu,
+            Act::Selu,
+            Act::LogSigmoid,
+            Act::Gelu,
+            Act::GeluTanh,
+            Act::LeakyRelu { slope: 0.1 },
+            Act::Elu { alpha: 1.3 },
+            Act::Softplus { beta: 2.0, threshold: 20.0 },
+            Act::Hardtanh { min: -0.5, max: 6.0 },
+        ];
+        for act in acts {
+            let (number, a, b) = act.number();
+            assert_eq!(numbered(number, a, b), act);
+            let x: Vec<f32> = (0..5000).map(|i| (i as f32 - 2500.0) / 400.0).collect();
+            let plain: Vec<f32> = x.iter().map(|&v| act.value(v)).collect();
+            assert_eq!(values(act, &x), plain, "{act:?}");
+        }
+    }
 
     #[test]
     fn slopes_match_central_differences() {

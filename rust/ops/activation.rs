@@ -9,8 +9,8 @@ use crate::dtype::{float_dispatch, DType};
 use crate::error::{Error, Result};
 use crate::forward;
 use crate::graph::PartialShape;
-use crate::kernels::activation::{grad_times_slope, Act, GELU_C, GELU_K, SELU_ALPHA, SELU_SCALE};
-use crate::kernels::elementwise::{map, BinaryOp, CmpOp, ScalarOp, UnaryOp};
+use crate::kernels::activation::{grad_times_slope, values, Act, GELU_C, GELU_K, SELU_ALPHA, SELU_SCALE};
+use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
 use crate::op::Op;
 use crate::rules::{vjp_of_composite, Differentiator, RuleArgs, Saves};
 use crate::tensor::Tensor;
@@ -23,7 +23,7 @@ pub fn backward<D: Differentiator>(d: &mut D, act: Act, x: &D::Value, g: &D::Val
 /// `act` over a float tensor (integer tensors are refused, as torch's activations do).
 fn apply(act: Act, name: &str, x: &Tensor) -> Result<Tensor> {
     float_dispatch!(x.dtype(), name, |T| {
-        let out = x.with_contiguous(|s: &[T]| map(s, |v: T| act.value(v)))?;
+        let out = x.with_contiguous(|s: &[T]| values(act, s))?;
         Tensor::from_vec(out, x.shape())
     })
 }

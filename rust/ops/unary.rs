@@ -33,11 +33,22 @@ use crate::rules::Differentiator;
 // Masks in gradients are data-dependent coin flips: a branch per element would mispredict half the time.
 use std::hint::select_unpredictable;
 
-/// Special functions the standard library lacks (from `libm`), and float32 versions
-/// of common ones that vectorise (`kernels::vecmath`; float64 keeps the C library's).
+/// Float32 versions of the common functions that vectorise (`kernels::vecmath`), and erf, which
+/// the standard library lacks; float64 keeps the C library's.
 trait Special {
     fn erf(self) -> Self;
     fn fast_exp(self) -> Self;
+    fn fast_expm1(self) -> Self;
+    fn fast_ln_1p(self) -> Self;
+    fn fast_sinh(self) -> Self;
+    fn fast_cosh(self) -> Self;
+    fn fast_asinh(self) -> Self;
+    fn fast_acosh(self) -> Self;
+    fn fast_atanh(self) -> Self;
+    fn fast_tan(self) -> Self;
+    fn fast_atan(self) -> Self;
+    fn fast_asin(self) -> Self;
+    fn fast_acos(self) -> Self;
     fn fast_ln(self) -> Self;
     fn fast_sin(self) -> Self;
     fn fast_cos(self) -> Self;
@@ -45,8 +56,53 @@ trait Special {
 }
 
 impl Special for f32 {
+    #[inline(always)]
     fn erf(self) -> f32 {
-        libm::erff(self)
+        vecmath::erf(self)
+    }
+    #[inline(always)]
+    fn fast_expm1(self) -> f32 {
+        vecmath::expm1(self)
+    }
+    #[inline(always)]
+    fn fast_ln_1p(self) -> f32 {
+        vecmath::ln_1p(self)
+    }
+    #[inline(always)]
+    fn fast_sinh(self) -> f32 {
+        vecmath::sinh(self)
+    }
+    #[inline(always)]
+    fn fast_cosh(self) -> f32 {
+        vecmath::cosh(self)
+    }
+    #[inline(always)]
+    fn fast_asinh(self) -> f32 {
+        vecmath::asinh(self)
+    }
+    #[inline(always)]
+    fn fast_acosh(self) -> f32 {
+        vecmath::acosh(self)
+    }
+    #[inline(always)]
+    fn fast_atanh(self) -> f32 {
+        vecmath::atanh(self)
+    }
+    #[inline(always)]
+    fn fast_tan(self) -> f32 {
+        vecmath::tan(self)
+    }
+    #[inline(always)]
+    fn fast_atan(self) -> f32 {
+        vecmath::atan(self)
+    }
+    #[inline(always)]
+    fn fast_asin(self) -> f32 {
+        vecmath::asin(self)
+    }
+    #[inline(always)]
+    fn fast_acos(self) -> f32 {
+        vecmath::acos(self)
     }
     #[inline(always)]
     fn fast_exp(self) -> f32 {
@@ -73,6 +129,39 @@ impl Special for f32 {
 impl Special for f64 {
     fn erf(self) -> f64 {
         libm::erf(self)
+    }
+    fn fast_expm1(self) -> f64 {
+        self.exp_m1()
+    }
+    fn fast_ln_1p(self) -> f64 {
+        self.ln_1p()
+    }
+    fn fast_sinh(self) -> f64 {
+        self.sinh()
+    }
+    fn fast_cosh(self) -> f64 {
+        self.cosh()
+    }
+    fn fast_asinh(self) -> f64 {
+        self.asinh()
+    }
+    fn fast_acosh(self) -> f64 {
+        self.acosh()
+    }
+    fn fast_atanh(self) -> f64 {
+        self.atanh()
+    }
+    fn fast_tan(self) -> f64 {
+        self.tan()
+    }
+    fn fast_atan(self) -> f64 {
+        self.atan()
+    }
+    fn fast_asin(self) -> f64 {
+        self.asin()
+    }
+    fn fast_acos(self) -> f64 {
+        self.acos()
     }
     fn fast_exp(self) -> f64 {
         self.exp()
@@ -154,7 +243,7 @@ unary_ops! {
     Expm1 {
         name: "expm1", torch_aliases: [], tf: ["math.expm1", "expm1"],
         doc: "e^x - 1, exact for small x.",
-        kernel: |v| v.exp_m1(),
+        kernel: |v| Special::fast_expm1(v),
         ints: Promote,
         keeps: Output,
         grad: |d, x, y, g| {
@@ -173,7 +262,7 @@ unary_ops! {
     Log1p {
         name: "log1p", torch_aliases: [], tf: ["math.log1p", "log1p"],
         doc: "log(1 + x), exact for small x.",
-        kernel: |v| v.ln_1p(),
+        kernel: |v| Special::fast_ln_1p(v),
         ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| {
@@ -278,7 +367,8 @@ unary_ops! {
     Tan {
         name: "tan", torch_aliases: [], tf: ["tan", "math.tan"],
         doc: "The tangent, in radians.",
-        kernel: |v| v.tan(),
+        kernel: |v| Special::fast_tan(v),
+        large_f32: |v| v.tan(),
         ints: Promote,
         keeps: Output,
         grad: |d, x, y, g| {
@@ -290,7 +380,7 @@ unary_ops! {
     Asin {
         name: "asin", torch_aliases: ["arcsin"], tf: ["asin", "math.asin"],
         doc: "The inverse sine, in radians; NaN outside [-1, 1].",
-        kernel: |v| v.asin(),
+        kernel: |v| Special::fast_asin(v),
         ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| over_root_of_quadratic(d, g, x, 1.0, -1.0),
@@ -298,7 +388,7 @@ unary_ops! {
     Acos {
         name: "acos", torch_aliases: ["arccos"], tf: ["acos", "math.acos"],
         doc: "The inverse cosine, in radians; NaN outside [-1, 1].",
-        kernel: |v| v.acos(),
+        kernel: |v| Special::fast_acos(v),
         ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| {
@@ -309,7 +399,7 @@ unary_ops! {
     Atan {
         name: "atan", torch_aliases: ["arctan"], tf: ["atan", "math.atan"],
         doc: "The inverse tangent, in radians.",
-        kernel: |v| v.atan(),
+        kernel: |v| Special::fast_atan(v),
         ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| {
@@ -321,7 +411,7 @@ unary_ops! {
     Sinh {
         name: "sinh", torch_aliases: [], tf: ["sinh", "math.sinh"],
         doc: "The hyperbolic sine.",
-        kernel: |v| v.sinh(),
+        kernel: |v| Special::fast_sinh(v),
         ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| {
@@ -332,7 +422,7 @@ unary_ops! {
     Cosh {
         name: "cosh", torch_aliases: [], tf: ["cosh", "math.cosh"],
         doc: "The hyperbolic cosine.",
-        kernel: |v| v.cosh(),
+        kernel: |v| Special::fast_cosh(v),
         ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| {
@@ -356,7 +446,7 @@ unary_ops! {
     Asinh {
         name: "asinh", torch_aliases: ["arcsinh"], tf: ["asinh", "math.asinh"],
         doc: "The inverse hyperbolic sine.",
-        kernel: |v| v.asinh(),
+        kernel: |v| Special::fast_asinh(v),
         ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| over_root_of_quadratic(d, g, x, 1.0, 1.0),
@@ -364,7 +454,7 @@ unary_ops! {
     Acosh {
         name: "acosh", torch_aliases: ["arccosh"], tf: ["acosh", "math.acosh"],
         doc: "The inverse hyperbolic cosine; NaN below 1.",
-        kernel: |v| v.acosh(),
+        kernel: |v| Special::fast_acosh(v),
         ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| over_root_of_quadratic(d, g, x, -1.0, 1.0),
@@ -372,7 +462,7 @@ unary_ops! {
     Atanh {
         name: "atanh", torch_aliases: ["arctanh"], tf: ["atanh", "math.atanh"],
         doc: "The inverse hyperbolic tangent; NaN outside [-1, 1].",
-        kernel: |v| v.atanh(),
+        kernel: |v| Special::fast_atanh(v),
         ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| {

@@ -79,12 +79,29 @@ macro_rules! unary_ops {
             front => front,
         }
     };
-    (@f32 $x:ident, |$v:ident| $kernel:expr) => {
-        vecmath::map_f32($x, |$v: f32| $kernel)
-    };
-    (@f32 $x:ident, |$v:ident| $kernel:expr, |$lv:ident| $large:expr) => {
-        vecmath::map_trig($x, |$v: f32| $kernel, |$lv: f32| $large)
-    };
+    // The kernel is a type whose `at` is always inlined, not a closure: LLVM inlines a closure
+    // into the vectorised loop only when its cost model agrees, and large kernels (erf's pieces,
+    // sinh's) stayed a scalar call per element (see `vecmath::ElementFn`).
+    (@f32 $x:ident, |$v:ident| $kernel:expr) => {{
+        struct Kernel;
+        impl vecmath::ElementFn for Kernel {
+            #[inline(always)]
+            fn at(&self, $v: f32) -> f32 {
+                $kernel
+            }
+        }
+        vecmath::map_f32($x, Kernel)
+    }};
+    (@f32 $x:ident, |$v:ident| $kernel:expr, |$lv:ident| $large:expr) => {{
+        struct Kernel;
+        impl vecmath::ElementFn for Kernel {
+            #[inline(always)]
+            fn at(&self, $v: f32) -> f32 {
+                $kernel
+            }
+        }
+        vecmath::map_trig($x, Kernel, |$lv: f32| $large)
+    }};
     ($(
         $variant:ident {
             name: $name:literal,

@@ -1,4 +1,6 @@
-//! Float32 `exp`, `log`, `sin`, `cos` and `tanh` that vectorise: branch-free
+//! Float32 `exp`, `log`, `sin`, `cos` and `tanh` that vectorise (and, in `special`, `expm1`,
+//! `log1p`, `erf`, `erfc` and the hyperbolic functions built on them, and in `trig` `tan`,
+//! `atan`, `asin` and `acos`): branch-free
 //! polynomials with Cephes' coefficients (within 2 ulps, tested below), written so that a loop
 //! over a slice compiles to SIMD code. The C library's versions are one call per
 //! element, which made `exp` four times and `sin` fifteen times slower than numpy.
@@ -6,6 +8,11 @@
 //! `map_f32` runs such a loop compiled for AVX-512 or AVX2 when the CPU has them.
 
 use std::mem::MaybeUninit;
+
+mod special;
+mod trig;
+pub use special::{acosh, asinh, atanh, cosh, erf, erfc, expm1, ln_1p, sinh};
+pub use trig::{acos, asin, atan, tan};
 
 #[inline(always)]
 fn select(condition: bool, a: f32, b: f32) -> f32 {
@@ -169,19 +176,29 @@ pub fn tanh(x: f32) -> f32 {
     select(x == 0.0, x, value)
 }
 
-/// Writes `f(x[i])` into `out[i]`; compiled for the instruction set of its caller.
-#[inline(always)]
-fn fill(out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl Fn(f32) -> f32) {
-    for (slot, &v) in out.iter_mut().zip(x) {
-        slot.write(f(v));
+/// A float32 function of one element, for the vectorised loops below.
+///
+/// A closure is one: LLVM inlines it into the loop when its cost model agrees, which it does for
+/// small ones. A large kernel (erfc's pieces, sinh's) stayed a scalar call per element that way,
+/// even as a function marked `#[inline(always)]` (the call goes through the `Fn` shim, which is
+/// not), slower than the C library's. Such kernels are a type of their own whose `at` is marked
+/// `#[inline(always)]`: then the loop calls `at` directly, and it is always inlined.
+pub trait ElementFn: Sync + Send {
+    fn at(&self, v: f32) -> f32;
+}
+
+impl<F: Fn(f32) -> f32 + Sync + Send> ElementFn for F {
+    #[inline(always)]
+    fn at(&self, v: f32) -> f32 {
+        self(v)
     }
 }
 
-/// Writes `f(a[i], b[i])` into `out[i]`; compiled for the instruction set of its caller.
+/// Writes `f(x[i])` into `out[i]`; compiled for the instruction set of its caller.
 #[inline(always)]
-fn fill_zip(out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: &impl Fn(f32, f32) -> f32) {
-    for ((slot, &p), &q) in out.iter_mut().zip(a).zip(b) {
-        slot.write(f(p, q));
+fn fill(out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl ElementFn) {
+    for (slot, &v) in out.iter_mut().zip(x) {
+        slot.write(f.at(v));
     }
 }
 
@@ -209,20 +226,30 @@ pub fn simd() -> Simd {
     })
 }
 
-widest_vectors! {
-    /// Fills `out[i] = f(x[i])` for one chunk, with the widest vectors the CPU has.
-    fn fill_chunk[](out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl Fn(f32) -> f32) => fill(out, x, f);
+/// Writes `g[i] · slope(x[i])` into `out[i]`; compiled for the instruction set of its caller.
+/// `slope` is called here, not inside a closure around it, so that an `ElementFn` type's `at`
+/// is inlined into the vectorised loop whatever its size.
+#[inline(always)]
+fn fill_times(out: &mut [MaybeUninit<f32>], g: &[f32], x: &[f32], slope: &impl ElementFn) {
+    for ((slot, &gv), &xv) in out.iter_mut().zip(g).zip(x) {
+        slot.write(gv * slope.at(xv));
+    }
 }
 
 widest_vectors! {
-    /// Fills `out[i] = f(a[i], b[i])` for one chunk, with the widest vectors the CPU has.
-    fn fill_zip_chunk[](out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: &impl Fn(f32, f32) -> f32)
-        => fill_zip(out, a, b, f);
+    /// Fills `out[i] = g[i] · slope(x[i])` for one chunk, with the widest vectors the CPU has.
+    fn fill_times_chunk[](out: &mut [MaybeUninit<f32>], g: &[f32], x: &[f32], slope: &impl ElementFn)
+        => fill_times(out, g, x, slope);
+}
+
+widest_vectors! {
+    /// Fills `out[i] = f(x[i])` for one chunk, with the widest vectors the CPU has.
+    fn fill_chunk[](out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl ElementFn) => fill(out, x, f);
 }
 
 /// `out[i] = f(x[i])` over one short float32 slice on the calling thread, vectorised for this CPU
 /// (a row of a softmax: the caller already runs rows in parallel).
-pub fn map_row_f32(out: &mut [f32], x: &[f32], f: &impl Fn(f32) -> f32) {
+pub fn map_row_f32(out: &mut [f32], x: &[f32], f: &impl ElementFn) {
     let n = out.len().min(x.len());
     // SAFETY: `MaybeUninit<f32>` has the layout of `f32`, and `fill_chunk` writes only initialised
     // values, so the slice stays initialised.
@@ -231,30 +258,28 @@ pub fn map_row_f32(out: &mut [f32], x: &[f32], f: &impl Fn(f32) -> f32) {
 }
 
 /// `f` over a float32 slice, vectorised for this CPU, in parallel for large inputs.
-pub fn map_f32(x: &[f32], f: impl Fn(f32) -> f32 + Sync + Send) -> Vec<f32> {
+pub fn map_f32(x: &[f32], f: impl ElementFn) -> Vec<f32> {
     // SAFETY: `fill_chunk` writes every slot of the chunk it is given (the zip covers the
     // chunk: the input from `start` is at least as long).
     unsafe { super::elementwise::fill_chunks(x.len(), |start, out| fill_chunk(out, &x[start..], &f)) }
 }
 
-/// `f(a[i], b[i])` over two float32 slices of one length, vectorised for this CPU, in
-/// parallel for large inputs.
-pub fn zip_map_f32(a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32 + Sync + Send) -> Vec<f32> {
+/// `g[i] · slope(x[i])` over two float32 slices of one length (an activation's backward),
+/// vectorised for this CPU, in parallel for large inputs.
+pub fn times_slope_f32(g: &[f32], x: &[f32], slope: impl ElementFn) -> Vec<f32> {
     // invariant: callers pass two dense operands of the output's length; this guards the unsafe fill.
-    assert_eq!(a.len(), b.len(), "zip_map_f32: operands of different lengths");
-    // SAFETY: `fill_zip_chunk` writes every slot of the chunk it is given (both inputs from `start`
-    // are at least as long as the chunk, since they have the output's length).
-    unsafe { super::elementwise::fill_chunks(a.len(), |start, out| fill_zip_chunk(out, &a[start..], &b[start..], &f)) }
+    assert_eq!(g.len(), x.len(), "times_slope_f32: operands of different lengths");
+    // SAFETY: `fill_times_chunk` writes every slot of the chunk it is given (both inputs from
+    // `start` are at least as long as the chunk, since they have the output's length).
+    unsafe {
+        super::elementwise::fill_chunks(g.len(), |start, out| fill_times_chunk(out, &g[start..], &x[start..], &slope))
+    }
 }
 
 /// `map_f32` of a vectorised `sin` or `cos`, whose rare elements past
 /// `TRIG_REDUCTION_LIMIT` (and infinities) are redone by `exact`, the C library's,
 /// whose reduction is exact; each chunk is fixed while it is still in cache.
-pub fn map_trig(
-    x: &[f32],
-    fast: impl Fn(f32) -> f32 + Sync + Send,
-    exact: impl Fn(f32) -> f32 + Sync + Send,
-) -> Vec<f32> {
+pub fn map_trig(x: &[f32], fast: impl ElementFn, exact: impl Fn(f32) -> f32 + Sync + Send) -> Vec<f32> {
     let fill = |start: usize, out: &mut [MaybeUninit<f32>]| {
         let x = &x[start..start + out.len()];
         fill_chunk(out, x, &fast);
@@ -274,7 +299,7 @@ mod tests {
     use super::*;
 
     /// The largest distance in units in the last place between `fast` and the float64 reference, over `xs`.
-    fn worst_ulps(xs: impl Iterator<Item = f32>, fast: fn(f32) -> f32, exact: fn(f64) -> f64) -> (f64, f32) {
+    pub(super) fn worst_ulps(xs: impl Iterator<Item = f32>, fast: fn(f32) -> f32, exact: fn(f64) -> f64) -> (f64, f32) {
         let mut worst = (0.0, 0.0);
         for x in xs {
             let want = exact(x as f64);
@@ -297,23 +322,69 @@ mod tests {
         worst
     }
 
-    fn sweep(lo: f32, hi: f32, n: usize) -> impl Iterator<Item = f32> {
+    pub(super) fn sweep(lo: f32, hi: f32, n: usize) -> impl Iterator<Item = f32> {
         (0..=n).map(move |i| lo + (hi - lo) * (i as f32 / n as f32))
     }
 
-    #[test]
-    fn zip_map_f32_gives_the_bits_of_a_plain_loop() {
-        // A sigmoid-weighted product, as an activation's backward: exp's floor and the division
-        // compiled for the CPU's vectors must round as the plain loop does, at every position.
-        let f = |g: f32, x: f32| g * (1.0 / (1.0 + exp(-x)));
+    /// Inputs for the bit-for-bit tests: three chunks and a short one, with the edge cases first.
+    fn vectorised_inputs() -> (Vec<f32>, Vec<f32>) {
         let n = 3 * super::super::PARALLEL_MIN_ELEMENTS + 37;
-        let a: Vec<f32> = (0..n).map(|i| ((i as f32) * 0.37).sin() * 3.0).collect();
-        let mut b: Vec<f32> = (0..n).map(|i| ((i as f32) * 0.011).cos() * 120.0).collect();
-        b[..6].copy_from_slice(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, 1e-40, -104.5]);
-        let plain: Vec<u32> = a.iter().zip(&b).map(|(&g, &x)| f(g, x).to_bits()).collect();
-        let got: Vec<u32> = zip_map_f32(&a, &b, f).iter().map(|v| v.to_bits()).collect();
+        let g: Vec<f32> = (0..n).map(|i| ((i as f32) * 0.37).sin() * 3.0).collect();
+        let mut x: Vec<f32> = (0..n).map(|i| ((i as f32) * 0.011).cos() * 12.0).collect();
+        x[..7].copy_from_slice(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, 1e-40, -104.5, 0.9]);
+        (g, x)
+    }
+
+    fn assert_same_bits(got: &[f32], plain: impl Iterator<Item = f32>, name: &str) {
+        let plain: Vec<u32> = plain.map(f32::to_bits).collect();
+        let got: Vec<u32> = got.iter().map(|v| v.to_bits()).collect();
         assert_eq!(got.len(), plain.len());
-        assert!(got == plain, "first difference at {:?}", got.iter().zip(&plain).position(|(p, q)| p != q));
+        assert!(got == plain, "{name}: first difference at {:?}", got.iter().zip(&plain).position(|(p, q)| p != q));
+    }
+
+    #[test]
+    fn times_slope_f32_gives_the_bits_of_a_plain_loop() {
+        // A sigmoid's slope, as an activation's backward: exp's floor and the division compiled
+        // for the CPU's vectors must round as the plain loop does, at every position; and erfc's
+        // pieces, which take the vectorised loop only as an inlined function.
+        struct GeluLike;
+        impl ElementFn for GeluLike {
+            #[inline(always)]
+            fn at(&self, v: f32) -> f32 {
+                0.5 * erfc(-v * std::f32::consts::FRAC_1_SQRT_2) + v * exp(-0.5 * v * v)
+            }
+        }
+        let (g, x) = vectorised_inputs();
+        let sigmoid = |v: f32| 1.0 / (1.0 + exp(-v));
+        let plain = g.iter().zip(&x).map(|(&gv, &xv)| gv * sigmoid(xv));
+        assert_same_bits(&times_slope_f32(&g, &x, sigmoid), plain, "sigmoid");
+        let plain = g.iter().zip(&x).map(|(&gv, &xv)| gv * GeluLike.at(xv));
+        assert_same_bits(&times_slope_f32(&g, &x, GeluLike), plain, "gelu");
+    }
+
+    #[test]
+    fn map_f32_of_each_function_gives_the_bits_of_a_plain_loop() {
+        let (_, x) = vectorised_inputs();
+        type Named = (&'static str, fn(f32) -> f32);
+        let functions: [Named; 14] = [
+            ("expm1", expm1),
+            ("ln_1p", ln_1p),
+            ("sinh", sinh),
+            ("cosh", cosh),
+            ("asinh", asinh),
+            ("acosh", acosh),
+            ("atanh", atanh),
+            ("erf", erf),
+            ("erfc", erfc),
+            ("tan", tan),
+            ("atan", atan),
+            ("asin", asin),
+            ("acos", acos),
+            ("tanh", tanh),
+        ];
+        for (name, f) in functions {
+            assert_same_bits(&map_f32(&x, f), x.iter().map(|&v| f(v)), name);
+        }
     }
 
     #[test]

@@ -1,0 +1,86 @@
+"""Float32 special functions (the ones that were a C library call per element until
+2026-12-06) and the activations built on them, 1M elements, timed in one process
+beside numpy's equivalents where numpy has one (numpy has no erf, so `erf` and `gelu` print their
+time alone).
+
+    python benchmarks/special_functions.py [--rounds 7] [--threads 2] [--only gelu]
+
+Each figure is the fastest of ``--rounds`` rounds of 10 calls, in µs per call, with the ratio to
+numpy from the same run. To compare two builds, run this script from each build's environment in
+turn (alternating processes), as docs/performance.md does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import timeit
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+import rustgrad
+import rustgrad.nn.functional as F
+
+Row = tuple[str, Callable[[], Any], Optional[Callable[[], Any]]]
+
+
+def rows() -> list[Row]:
+    rng = np.random.default_rng(0)
+    normal = rng.standard_normal(1 << 20).astype(np.float32)
+    above_one = (np.abs(normal) + 1.0).astype(np.float32)
+    inside_one = np.clip(normal / 4, -0.99, 0.99).astype(np.float32)
+    x, x_above, x_inside = (rustgrad.from_numpy(a) for a in (normal, above_one, inside_one))
+    grad = rustgrad.tensor(normal, requires_grad=True)
+    ones = rustgrad.ones(1 << 20)
+
+    def gelu_step() -> None:
+        grad.grad = None
+        F.gelu(grad).backward(ones)
+
+    return [
+        ("`expm1`", lambda: x.expm1(), lambda: np.expm1(normal)),
+        ("`log1p`", lambda: x_above.log1p(), lambda: np.log1p(above_one)),
+        ("`sinh`", lambda: x.sinh(), lambda: np.sinh(normal)),
+        ("`cosh`", lambda: x.cosh(), lambda: np.cosh(normal)),
+        ("`asinh`", lambda: x.asinh(), lambda: np.arcsinh(normal)),
+        ("`acosh`", lambda: x_above.acosh(), lambda: np.arccosh(above_one)),
+        ("`atanh`", lambda: x_inside.atanh(), lambda: np.arctanh(inside_one)),
+        ("`tan`", lambda: x.tan(), lambda: np.tan(normal)),
+        ("`atan`", lambda: x.atan(), lambda: np.arctan(normal)),
+        ("`asin`", lambda: x_inside.asin(), lambda: np.arcsin(inside_one)),
+        ("`acos`", lambda: x_inside.acos(), lambda: np.arccos(inside_one)),
+        ("`erf`", lambda: x.erf(), None),
+        ("`gelu`", lambda: F.gelu(x), None),
+        ("`gelu` forward + backward", gelu_step, None),
+        ("`elu`", lambda: F.elu(x), lambda: np.where(normal > 0, normal, np.expm1(normal))),
+        ("`softplus`", lambda: F.softplus(x), lambda: np.log1p(np.exp(normal))),
+        ("`logsigmoid`", lambda: F.logsigmoid(x), lambda: -np.logaddexp(0, -normal)),
+    ]
+
+
+def fastest(call: Callable[[], Any], rounds: int, calls: int = 10) -> float:
+    return min(timeit.repeat(call, number=calls, repeat=rounds)) / calls * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=None, help="rustgrad's threads (default: all)")
+    parser.add_argument("--only", default="", help="only rows whose label contains this")
+    args = parser.parse_args()
+    if args.threads:
+        rustgrad.set_num_threads(args.threads)
+    print(f"rustgrad from {rustgrad.__file__}")
+    for label, ours, theirs in rows():
+        if args.only not in label:
+            continue
+        mine = fastest(ours, args.rounds)
+        if theirs is None:
+            print(f"{label:28s} {mine:9.1f} µs")
+            continue
+        numpy_time = fastest(theirs, args.rounds)
+        print(f"{label:28s} {mine:9.1f} µs   numpy {numpy_time:9.1f} µs   {mine / numpy_time:5.2f}×")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+//! Float32 `tan`, `atan`, `asin` and `acos` that vectorise: Cephes' single-precision polynomials,
+//! each piece computed for every lane and selected, with no fused multiply-add, so the bits are
+//! the same on every instruction set. `tan` shares `sin`'s reduction and, like it, hands elements
+//! past `TRIG_REDUCTION_LIMIT` to the C library (`map_trig`).
+
+use super::{reduce_quarter_pi, select};
+
+const HALF_PI: f32 = std::f32::consts::FRAC_PI_2;
+const QUARTER_PI: f32 = std::f32::consts::FRAC_PI_4;
+const PI: f32 = std::f32::consts::PI;
+// What float32's π/2 and π miss of the real ones (π/2 - HALF_PI, in float64, rounded): added after
+// the subtractions that cancel, they keep asin and acos within 2 ulps.
+const HALF_PI_REST: f32 = -4.371_139e-8;
+const PI_REST: f32 = -8.742_278e-8;
+
+/// The tangent for |x| <= `TRIG_REDUCTION_LIMIT` (and NaN).
+#[inline(always)]
+pub fn tan(x: f32) -> f32 {
+    let (j, z) = reduce_quarter_pi(x.abs());
+    let zz = z * z;
+    let p = 0.009385402_f32;
+    let p = p * zz + 0.0031199222;
+    let p = p * zz + 0.024430135;
+    let p = p * zz + 0.05341128;
+    let p = p * zz + 0.133388;
+    let p = p * zz + 0.33333156;
+    let y = p * zz * z + z;
+    // In the odd quarter-periods tan(z + π/2) = -1/tan(z).
+    let value = select(j & 2 != 0, -1.0 / y, y);
+    let value = select(x.is_sign_negative(), -value, value);
+    select(x == 0.0 || x.is_nan(), x, value)
+}
+
+/// The arc tangent, in (-π/2, π/2).
+#[inline(always)]
+pub fn atan(x: f32) -> f32 {
+    let abs = x.abs();
+    let far = abs > 2.4142137;
+    let middle = abs > 0.41421357;
+    // atan(a) = π/2 + atan(-1/a) = π/4 + atan((a - 1)/(a + 1)).
+    let t = select(far, -1.0 / abs, select(middle, (abs - 1.0) / (abs + 1.0), abs));
+    let base = select(far, HALF_PI, select(middle, QUARTER_PI, 0.0));
+    let z = t * t;
+    let p = 0.080537446_f32;
+    let p = p * z - 0.13877685;
+    let p = p * z + 0.19977711;
+    let p = p * z - 0.3333295;
+    let value = base + (p * z * t + t);
+    let value = select(x < 0.0, -value, value);
+    select(x == 0.0 || x.is_nan(), x, value)
+}
+
+/// asin(|x|) for |x| <= 1 from the polynomial; past 1/2 through asin(a) = π/2 - 2·asin(sqrt((1 - a)/2)).
+#[inline(always)]
+fn asin_of_abs(abs: f32) -> f32 {
+    let far = abs > 0.5;
+    let half_rest = 0.5 * (1.0 - abs);
+    let t = select(far, half_rest.sqrt(), abs);
+    let z = select(far, half_rest, abs * abs);
+    let p = 0.0421632_f32;
+    let p = p * z + 0.024181312;
+    let p = p * z + 0.045470025;
+    let p = p * z + 0.074953005;
+    let p = p * z + 0.16666752;
+    let near = p * z * t + t;
+    select(far, (HALF_PI - (near + near)) + HALF_PI_REST, near)
+}
+
+/// The arc sine, in [-π/2, π/2]; NaN outside [-1, 1].
+#[inline(always)]
+pub fn asin(x: f32) -> f32 {
+    let abs = x.abs();
+    let value = asin_of_abs(abs.min(1.0));
+    let value = select(x < 0.0, -value, value);
+    let value = select(abs > 1.0, f32::NAN, value);
+    select(x == 0.0 || x.is_nan(), x, value)
+}
+
+/// The arc cosine, in [0, π]; NaN outside [-1, 1].
+#[inline(always)]
+pub fn acos(x: f32) -> f32 {
+    let bounded = x.clamp(-1.0, 1.0);
+    let abs = bounded.abs();
+    // Past ±1/2 from the half angle, acos(x) = 2·asin(sqrt((1 - x)/2)), which keeps acos near 1
+    // accurate; between them π/2 - asin(x).
+    let half_angle = asin_of_abs((0.5 * (1.0 - abs)).sqrt());
+    let twice = half_angle + half_angle;
+    let middle = asin_of_abs(abs);
+    let middle = (HALF_PI - select(bounded < 0.0, -middle, middle)) + HALF_PI_REST;
+    let value = select(bounded > 0.5, twice, select(bounded < -0.5, (PI - twice) + PI_REST, middle));
+    select(x.abs() > 1.0 || x.is_nan(), f32::NAN, value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{sweep, worst_ulps};
+    use super::super::TRIG_REDUCTION_LIMIT;
+    use super::*;
+
+    #[test]
+    fn tan_atan_asin_and_acos_are_within_two_ulps() {
+        type Case = (&'static str, fn(f32) -> f32, fn(f64) -> f64, f32, f32);
+        let cases: [Case; 4] = [
+            ("tan", tan, f64::tan, -TRIG_REDUCTION_LIMIT, TRIG_REDUCTION_LIMIT),
+            ("atan", atan, f64::atan, -1e4, 1e4),
+            ("asin", asin, f64::asin, -1.0, 1.0),
+            ("acos", acos, f64::acos, -1.0, 1.0),
+        ];
+        for (name, fast, exact, lo, hi) in cases {
+            let near = (lo.max(-3.0), hi.min(3.0));
+            let points = sweep(lo, hi, 1_000_000).chain(sweep(near.0, near.1, 1_000_000));
+            let (err, at) = worst_ulps(points, fast, exact);
+            assert!(err < 2.0, "{name}: {err} ulps at {at}");
+        }
+    }
+
+    #[test]
+    fn the_edges_are_those_of_the_c_library() {
+        assert_eq!(atan(f32::INFINITY), HALF_PI);
+        assert_eq!(atan(f32::NEG_INFINITY), -HALF_PI);
+        assert_eq!(asin(1.0), HALF_PI);
+        assert_eq!(acos(-1.0), PI);
+        assert_eq!(acos(1.0), 0.0);
+        assert!(asin(1.5).is_nan() && acos(-1.5).is_nan());
+        for f in [tan, atan, asin, acos] {
+            assert!(f(f32::NAN).is_nan());
+        }
+        for f in [tan, atan, asin] {
+            assert_eq!(f(-0.0).to_bits(), (-0.0f32).to_bits());
+        }
+    }
+}
