@@ -38,6 +38,9 @@ def rows() -> list[Row]:
         F.gelu(grad).backward(ones)
 
     return [
+        ("`exp2`", lambda: x.exp2(), lambda: np.exp2(normal)),
+        ("`log2`", lambda: x_above.log2(), lambda: np.log2(above_one)),
+        ("`log10`", lambda: x_above.log10(), lambda: np.log10(above_one)),
         ("`expm1`", lambda: x.expm1(), lambda: np.expm1(normal)),
         ("`log1p`", lambda: x_above.log1p(), lambda: np.log1p(above_one)),
         ("`sinh`", lambda: x.sinh(), lambda: np.sinh(normal)),
@@ -52,6 +55,7 @@ def rows() -> list[Row]:
         ("`erf`", lambda: x.erf(), None),
         ("`gelu`", lambda: F.gelu(x), None),
         ("`gelu` forward + backward", gelu_step, None),
+        ("`x ** 2`", lambda: x**2, lambda: normal**2),
         ("`elu`", lambda: F.elu(x), lambda: np.where(normal > 0, normal, np.expm1(normal))),
         ("`softplus`", lambda: F.softplus(x), lambda: np.log1p(np.exp(normal))),
         ("`logsigmoid`", lambda: F.logsigmoid(x), lambda: -np.logaddexp(0, -normal)),

@@ -39,6 +39,9 @@ FUNCTIONS = {
     "asin": (np.arcsin, sweep(-1, 1)),
     "acos": (np.arccos, sweep(-1, 1)),
     "erf": (erf64, sweep(-6, 6, 60_001)),
+    "exp2": (np.exp2, np.concatenate([sweep(-149, 127.9), sweep(-1, 1)])),
+    "log2": (np.log2, np.concatenate([sweep(1e-30, 1e30), sweep(0.01, 10), sweep(1e-45, 1e-38, 20_001)])),
+    "log10": (np.log10, np.concatenate([sweep(1e-30, 1e30), sweep(0.01, 10), sweep(1e-45, 1e-38, 20_001)])),
 }
 
 

@@ -46,6 +46,9 @@ trait Special {
     fn fast_acosh(self) -> Self;
     fn fast_atanh(self) -> Self;
     fn fast_tan(self) -> Self;
+    fn fast_exp2(self) -> Self;
+    fn fast_log2(self) -> Self;
+    fn fast_log10(self) -> Self;
     fn fast_atan(self) -> Self;
     fn fast_asin(self) -> Self;
     fn fast_acos(self) -> Self;
@@ -87,6 +90,18 @@ impl Special for f32 {
     #[inline(always)]
     fn fast_atanh(self) -> f32 {
         vecmath::atanh(self)
+    }
+    #[inline(always)]
+    fn fast_exp2(self) -> f32 {
+        vecmath::exp2(self)
+    }
+    #[inline(always)]
+    fn fast_log2(self) -> f32 {
+        vecmath::log2(self)
+    }
+    #[inline(always)]
+    fn fast_log10(self) -> f32 {
+        vecmath::log10(self)
     }
     #[inline(always)]
     fn fast_tan(self) -> f32 {
@@ -150,6 +165,15 @@ impl Special for f64 {
     }
     fn fast_atanh(self) -> f64 {
         self.atanh()
+    }
+    fn fast_exp2(self) -> f64 {
+        self.exp2()
+    }
+    fn fast_log2(self) -> f64 {
+        self.log2()
+    }
+    fn fast_log10(self) -> f64 {
+        self.log10()
     }
     fn fast_tan(self) -> f64 {
         self.tan()
@@ -232,7 +256,7 @@ unary_ops! {
     Exp2 {
         name: "exp2", torch_aliases: [], tf: [],
         doc: "The power of two 2^x.",
-        kernel: |v| v.exp2(),
+        kernel: |v| Special::fast_exp2(v),
         ints: Promote,
         keeps: Output,
         grad: |d, x, y, g| {
@@ -273,7 +297,7 @@ unary_ops! {
     Log2 {
         name: "log2", torch_aliases: [], tf: [],
         doc: "The base-2 logarithm.",
-        kernel: |v| v.log2(),
+        kernel: |v| Special::fast_log2(v),
         ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| {
@@ -284,7 +308,7 @@ unary_ops! {
     Log10 {
         name: "log10", torch_aliases: [], tf: [],
         doc: "The base-10 logarithm.",
-        kernel: |v| v.log10(),
+        kernel: |v| Special::fast_log10(v),
         ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| {

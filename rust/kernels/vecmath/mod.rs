@@ -1,4 +1,4 @@
-//! Float32 `exp`, `log`, `sin`, `cos` and `tanh` that vectorise (and, in `special`, `expm1`,
+//! Float32 `exp`, `exp2`, `log`, `log2`, `log10`, `sin`, `cos` and `tanh` that vectorise (and, in `special`, `expm1`,
 //! `log1p`, `erf`, `erfc` and the hyperbolic functions built on them, and in `trig` `tan`,
 //! `atan`, `asin` and `acos`): branch-free
 //! polynomials with Cephes' coefficients (within 2 ulps, tested below), written so that a loop
@@ -65,9 +65,17 @@ pub fn exp(x: f32) -> f32 {
     select(x.is_nan(), x, value)
 }
 
-/// The natural logarithm.
+/// x = 2^e·(1 + m) with 1 + m in [sqrt(1/2), sqrt(2)), and the pieces of ln(1 + m) - m that the
+/// logarithms share: z = m² and m·z·p(m) (Cephes' polynomial).
+struct LogParts {
+    e: f32,
+    m: f32,
+    z: f32,
+    mzp: f32,
+}
+
 #[inline(always)]
-pub fn ln(x: f32) -> f32 {
+fn log_parts(x: f32) -> LogParts {
     const SQRT_HALF: f32 = std::f32::consts::FRAC_1_SQRT_2;
     // Subnormal inputs are scaled into the normal range first.
     let subnormal = x < f32::MIN_POSITIVE;
@@ -89,11 +97,65 @@ pub fn ln(x: f32) -> f32 {
     let p = p * m + 2.000_071_4e-1;
     let p = p * m - 2.499_999_4e-1;
     let p = p * m + 3.333_333e-1;
-    let y = m * z * p - e * 2.121_944_4e-4 - 0.5 * z;
-    let value = m + y + e * 0.693_359_4;
+    LogParts { e, m, z, mzp: m * z * p }
+}
+
+/// A logarithm's value at x, given its value for positive finite x: ∞ at ∞, -∞ at 0, NaN below.
+#[inline(always)]
+fn log_edges(x: f32, value: f32) -> f32 {
     let value = select(x == f32::INFINITY, x, value);
     let value = select(x == 0.0, f32::NEG_INFINITY, value);
     select(x < 0.0 || x.is_nan(), f32::NAN, value)
+}
+
+/// The natural logarithm.
+#[inline(always)]
+pub fn ln(x: f32) -> f32 {
+    let LogParts { e, m, z, mzp } = log_parts(x);
+    let y = mzp - e * 2.121_944_4e-4 - 0.5 * z;
+    log_edges(x, m + y + e * 0.693_359_4)
+}
+
+/// The base-2 logarithm: Cephes' sum, which adds the integer exponent last (exact for powers of 2).
+#[inline(always)]
+pub fn log2(x: f32) -> f32 {
+    const LOG2E_MINUS_ONE: f32 = 0.442_695_04;
+    let LogParts { e, m, z, mzp } = log_parts(x);
+    let y = mzp - 0.5 * z;
+    let value = y * LOG2E_MINUS_ONE + m * LOG2E_MINUS_ONE + y + m + e;
+    log_edges(x, value)
+}
+
+/// The base-10 logarithm: Cephes' sum, with log10(e) and log10(2) each in two parts.
+#[inline(always)]
+pub fn log10(x: f32) -> f32 {
+    const LOG10E_HI: f32 = 4.335_937_5e-1;
+    const LOG10E_LO: f32 = 7.007_319e-4;
+    const LOG10_2_HI: f32 = 3.007_812_5e-1;
+    const LOG10_2_LO: f32 = 2.487_456_7e-4;
+    let LogParts { e, m, z, mzp } = log_parts(x);
+    let y = mzp - 0.5 * z;
+    let value = y * LOG10E_LO + m * LOG10E_LO + e * LOG10_2_LO + y * LOG10E_HI + m * LOG10E_HI + e * LOG10_2_HI;
+    log_edges(x, value)
+}
+
+/// 2^x: x = n + r with |r| <= 1/2 exact, Cephes' polynomial for 2^r.
+#[inline(always)]
+pub fn exp2(x: f32) -> f32 {
+    let clamped = x.clamp(-151.0, 129.0);
+    let n = (clamped + 0.5).floor();
+    let r = clamped - n;
+    let p = 1.535_336_2e-4_f32;
+    let p = p * r + 1.339_887_4e-3;
+    let p = p * r + 9.618_437e-3;
+    let p = p * r + 5.550_332_5e-2;
+    let p = p * r + 2.402_264_8e-1;
+    let p = p * r + 6.931_472e-1;
+    let (a, b) = pow2(whole_to_int(n));
+    let value = (p * r + 1.0) * a * b;
+    let value = select(x >= 128.0, f32::INFINITY, value);
+    let value = select(x < -151.0, 0.0, value);
+    select(x.is_nan(), x, value)
 }
 
 /// |x| beyond which `sin` and `cos` hand over to the C library: up to here the float64
@@ -366,7 +428,10 @@ mod tests {
     fn map_f32_of_each_function_gives_the_bits_of_a_plain_loop() {
         let (_, x) = vectorised_inputs();
         type Named = (&'static str, fn(f32) -> f32);
-        let functions: [Named; 14] = [
+        let functions: [Named; 17] = [
+            ("log2", log2),
+            ("log10", log10),
+            ("exp2", exp2),
             ("expm1", expm1),
             ("ln_1p", ln_1p),
             ("sinh", sinh),
@@ -408,6 +473,31 @@ mod tests {
         assert_eq!(ln(0.0), f32::NEG_INFINITY);
         assert_eq!(ln(f32::INFINITY), f32::INFINITY);
         assert!(ln(-1.0).is_nan() && ln(f32::NAN).is_nan());
+    }
+
+    #[test]
+    fn log2_log10_and_exp2_are_within_two_ulps_and_handle_the_edges() {
+        let positive =
+            || sweep(1e-30, 1e30, 200_000).chain(sweep(0.01, 10.0, 200_000)).chain(sweep(1e-45, 1e-38, 10_000));
+        let (err, at) = worst_ulps(positive(), log2, f64::log2);
+        assert!(err < 2.0, "log2: {err} ulps at {at}");
+        let (err, at) = worst_ulps(positive(), log10, f64::log10);
+        assert!(err < 2.0, "log10: {err} ulps at {at}");
+        let (err, at) = worst_ulps(sweep(-149.0, 127.9, 400_000).chain(sweep(-1.0, 1.0, 200_000)), exp2, f64::exp2);
+        assert!(err < 2.0, "exp2: {err} ulps at {at}");
+        for k in -149..128 {
+            assert_eq!(exp2(k as f32), (k as f64).exp2() as f32, "2^{k}");
+            assert_eq!(log2((k as f64).exp2() as f32), k as f32, "log2 of 2^{k}");
+        }
+        assert_eq!(log10(1000.0), 3.0);
+        assert_eq!(exp2(128.0), f32::INFINITY);
+        assert_eq!(exp2(f32::NEG_INFINITY), 0.0);
+        for f in [log2, log10] {
+            assert_eq!(f(0.0), f32::NEG_INFINITY);
+            assert_eq!(f(f32::INFINITY), f32::INFINITY);
+            assert!(f(-1.0).is_nan() && f(f32::NAN).is_nan());
+        }
+        assert!(exp2(f32::NAN).is_nan());
     }
 
     #[test]
