@@ -29,7 +29,8 @@ def rows() -> list[Row]:
     normal = rng.standard_normal(1 << 20).astype(np.float32)
     above_one = (np.abs(normal) + 1.0).astype(np.float32)
     inside_one = np.clip(normal / 4, -0.99, 0.99).astype(np.float32)
-    x, x_above, x_inside = (rustgrad.from_numpy(a) for a in (normal, above_one, inside_one))
+    other = rng.standard_normal(1 << 20).astype(np.float32)
+    x, x_above, x_inside, y = (rustgrad.from_numpy(a) for a in (normal, above_one, inside_one, other))
     grad = rustgrad.tensor(normal, requires_grad=True)
     ones = rustgrad.ones(1 << 20)
 
@@ -52,6 +53,9 @@ def rows() -> list[Row]:
         ("`atan`", lambda: x.atan(), lambda: np.arctan(normal)),
         ("`asin`", lambda: x_inside.asin(), lambda: np.arcsin(inside_one)),
         ("`acos`", lambda: x_inside.acos(), lambda: np.arccos(inside_one)),
+        ("`atan2`", lambda: rustgrad.atan2(x, y), lambda: np.arctan2(normal, other)),
+        ("`xlogy`", lambda: rustgrad.xlogy(x, x_above), lambda: normal * np.log(above_one)),
+        ("`logaddexp`", lambda: rustgrad.logaddexp(x, y), lambda: np.logaddexp(normal, other)),
         ("`erf`", lambda: x.erf(), None),
         ("`gelu`", lambda: F.gelu(x), None),
         ("`gelu` forward + backward", gelu_step, None),

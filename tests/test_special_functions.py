@@ -18,9 +18,11 @@ def sweep(lo: float, hi: float, count: int = 200_001) -> np.ndarray:
     return np.linspace(lo, hi, count, dtype=np.float64).astype(np.float32)
 
 
-def ulps(got: np.ndarray, want: np.ndarray) -> np.ndarray:
-    """|got - want| in units of the float32 spacing at |want| (the smallest normal's below it)."""
-    spacing = np.maximum(np.abs(want) * np.finfo(np.float32).eps, np.finfo(np.float32).smallest_subnormal)
+def ulps(got: np.ndarray, want: np.ndarray, scale: np.ndarray | None = None) -> np.ndarray:
+    """|got - want| in units of the float32 spacing at |want| (or at |scale|), and of the smallest
+    subnormal below it."""
+    at = np.abs(want if scale is None else scale)
+    spacing = np.maximum(at * np.finfo(np.float32).eps, np.finfo(np.float32).smallest_subnormal)
     return np.abs(got.astype(np.float64) - want) / spacing
 
 
@@ -70,6 +72,40 @@ def test_float32_function_keeps_the_c_library_edges(name):
     assert np.all(np.signbit(got[numbers]) == np.signbit(want[numbers])), (got, want)
     finite = np.isfinite(want)
     assert np.all(ulps(got[finite], want[finite].astype(np.float64)) < 2.0), (got, want)
+
+
+def larger_operand(a: np.ndarray, b: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """logaddexp's result cancels where it nears 0 (a + log1p(e^(b-a)) with a < 0), so its error is
+    measured against the larger of its operands, as one rounding of them would be."""
+    return np.maximum(np.abs(want), np.maximum(np.abs(a), np.abs(b)))
+
+
+BINARY = {
+    "atan2": (np.arctan2, np.linspace(-50, 50, 801, dtype=np.float32), None),
+    "logaddexp": (np.logaddexp, np.linspace(-100, 100, 801, dtype=np.float32), larger_operand),
+    "xlogy": (lambda a, b: a * np.log(b), np.linspace(1e-3, 100, 801, dtype=np.float32), None),
+}
+
+
+@pytest.mark.parametrize("name", list(BINARY))
+def test_float32_binary_function_is_within_two_ulps_of_float64(name):
+    reference, values, scale = BINARY[name]
+    a, b = (v.reshape(-1).astype(np.float64) for v in np.meshgrid(values, values))
+    got = getattr(rustgrad, name)(rustgrad.from_numpy(a.astype(np.float32)), rustgrad.from_numpy(b.astype(np.float32)))
+    want = reference(a, b)
+    err = ulps(got.numpy(), want, None if scale is None else scale(a, b, want))
+    worst = int(np.argmax(err))
+    assert err[worst] < 2.0, f"{name}({a[worst]!r}, {b[worst]!r}) = {got.numpy()[worst]!r}, want {want[worst]!r}"
+
+
+def test_float32_atan2_keeps_c_s_signs_at_zeros_and_infinities():
+    special = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan], dtype=np.float32)
+    y, x = (v.reshape(-1) for v in np.meshgrid(special, special))
+    got = rustgrad.atan2(rustgrad.from_numpy(y), rustgrad.from_numpy(x)).numpy()
+    # float64's, rounded: numpy's float32 arctan2 is an ulp low at (1, 1).
+    want = np.arctan2(y.astype(np.float64), x.astype(np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
 
 def gelu64(x: np.ndarray) -> np.ndarray:

@@ -2,8 +2,10 @@
 //! the element functions the standard library lacks, and a broadcasting walk over
 //! three operands (`lerp`).
 
-use super::elementwise::{fill_chunks, map, zip_map, Operand};
+use super::elementwise::{fill_chunks, map, zip_broadcast, zip_map, Operand};
 use super::layout::walk;
+use super::vecmath;
+use std::marker::PhantomData;
 
 /// Element functions of the binary float ops, one implementation per float type.
 pub trait BinaryMath: Copy {
@@ -15,12 +17,16 @@ pub trait BinaryMath: Copy {
     fn lerp(self, end: Self, weight: Self) -> Self;
     /// `log(e^self + e^other)` without overflow, as numpy's `logaddexp`.
     fn log_add_exp(self, other: Self) -> Self;
+    /// `atan2(self, x)`: the C library's for float64, the vectorising `vecmath::atan2` for float32.
+    fn angle(self, x: Self) -> Self;
     /// `|a - b| <= atol + rtol·|b|`, or equal (so infinities of one sign are close), as torch's `isclose`.
     fn is_close(self, other: Self, rtol: f64, atol: f64, equal_nan: bool) -> bool;
 }
 
+/// `$ln`, `$exp`, `$ln_1p` and `$atan2` are the element functions: float32's are the vectorising
+/// ones of `vecmath`, so that the `binary_ops!` loops over them vectorise.
 macro_rules! impl_binary_math {
-    ($t:ty) => {
+    ($t:ty, ln: $ln:path, exp: $exp:path, ln_1p: $ln_1p:path, atan2: $atan2:path) => {
         impl BinaryMath for $t {
             #[inline(always)]
             fn remainder(self, divisor: $t) -> $t {
@@ -44,7 +50,7 @@ macro_rules! impl_binary_math {
                 } else if self == 0.0 {
                     0.0
                 } else {
-                    self * y.ln()
+                    self * $ln(y)
                 }
             }
 
@@ -67,9 +73,9 @@ macro_rules! impl_binary_math {
                 }
                 let diff = self - other;
                 if diff > 0.0 {
-                    self + (-diff).exp().ln_1p()
+                    self + $ln_1p($exp(-diff))
                 } else if diff <= 0.0 {
-                    other + diff.exp().ln_1p()
+                    other + $ln_1p($exp(diff))
                 } else {
                     diff // NaN
                 }
@@ -86,12 +92,55 @@ macro_rules! impl_binary_math {
                 let error = (self - other).abs();
                 error.is_finite() && error <= (atol as $t) + ((rtol as $t) * other).abs()
             }
+
+            #[inline(always)]
+            fn angle(self, x: $t) -> $t {
+                $atan2(self, x)
+            }
         }
     };
 }
 
-impl_binary_math!(f32);
-impl_binary_math!(f64);
+impl_binary_math!(f32, ln: vecmath::ln, exp: vecmath::exp, ln_1p: vecmath::ln_1p, atan2: vecmath::atan2);
+impl_binary_math!(f64, ln: f64::ln, exp: f64::exp, ln_1p: f64::ln_1p, atan2: f64::atan2);
+
+/// One `binary_ops!` entry's element function, for each float type (a type per op, so that the
+/// vectorised float32 loop always inlines it: see `vecmath::ElementFn`).
+pub trait BinaryKernel: Copy + Sync + Send + 'static {
+    fn of_f32(a: f32, b: f32) -> f32;
+    fn of_f64(a: f64, b: f64) -> f64;
+}
+
+/// `K` as `vecmath::zip_map_f32`'s element function.
+struct Vectorised<K>(PhantomData<K>);
+
+impl<K: BinaryKernel> vecmath::ElementFn2 for Vectorised<K> {
+    #[inline(always)]
+    fn at(&self, a: f32, b: f32) -> f32 {
+        K::of_f32(a, b)
+    }
+}
+
+/// `K` over the broadcast `shape`: dense float32 operands in the CPU's widest vectors.
+pub trait ZipKernel: Sized {
+    fn zip_kernel<K: BinaryKernel>(shape: &[usize], a: &Operand<Self>, b: &Operand<Self>) -> Vec<Self>;
+}
+
+impl ZipKernel for f32 {
+    fn zip_kernel<K: BinaryKernel>(shape: &[usize], a: &Operand<f32>, b: &Operand<f32>) -> Vec<f32> {
+        let n: usize = shape.iter().product();
+        if a.dense && b.dense {
+            return vecmath::zip_map_f32(a.dense_slice(n), b.dense_slice(n), Vectorised::<K>(PhantomData));
+        }
+        zip_broadcast(shape, a, b, K::of_f32)
+    }
+}
+
+impl ZipKernel for f64 {
+    fn zip_kernel<K: BinaryKernel>(shape: &[usize], a: &Operand<f64>, b: &Operand<f64>) -> Vec<f64> {
+        zip_broadcast(shape, a, b, K::of_f64)
+    }
+}
 
 /// `f(a, b, c)` over the broadcast `shape`, row-major: one linear pass when every
 /// operand is dense or a single value.

@@ -22,8 +22,8 @@ use crate::error::{dtype_err, Result};
 use crate::forward;
 use crate::graph::infer::broadcast;
 use crate::graph::PartialShape;
-use crate::kernels::binary::{zip3_broadcast, BinaryMath};
-use crate::kernels::elementwise::{zip_broadcast, BinaryOp, CmpOp, ScalarOp, UnaryOp};
+use crate::kernels::binary::{zip3_broadcast, BinaryKernel, BinaryMath, ZipKernel};
+use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
 use crate::op::Op;
 use crate::rules::{Differentiator, RuleArgs, Saves};
 use crate::shape::broadcast_shapes;
@@ -180,8 +180,20 @@ macro_rules! binary_ops {
                     ),
                     false => (a, b),
                 };
+                #[derive(Clone, Copy)]
+                struct Kernel;
+                impl BinaryKernel for Kernel {
+                    #[inline(always)]
+                    fn of_f32($a: f32, $b: f32) -> f32 {
+                        $kernel
+                    }
+                    #[inline(always)]
+                    fn of_f64($a: f64, $b: f64) -> f64 {
+                        $kernel
+                    }
+                }
                 float_dispatch!(a.dtype(), $name, |T| forward::zip_tensors::<T, T>(&a, &b, shape, |shape, p, q| {
-                    zip_broadcast(shape, p, q, |$a: T, $b: T| $kernel)
+                    T::zip_kernel::<Kernel>(shape, p, q)
                 }))
             }
 
@@ -225,7 +237,7 @@ binary_ops! {
         name: "atan2", torch_aliases: ["arctan2"], tf: ["atan2", "math.atan2"],
         inputs: [("input", "y"), ("other", "x")],
         doc: "The angle of the point (other, input) in radians, in [-pi, pi].",
-        kernel: |a, b| a.atan2(b),
+        kernel: |a, b| a.angle(b),
         reads: (inputs: true, output: false),
         grad: |d, x, y, out, g| (
             {

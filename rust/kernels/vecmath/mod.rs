@@ -12,7 +12,7 @@ use std::mem::MaybeUninit;
 mod special;
 mod trig;
 pub use special::{acosh, asinh, atanh, cosh, erf, erfc, expm1, ln_1p, sinh};
-pub use trig::{acos, asin, atan, tan};
+pub use trig::{acos, asin, atan, atan2, tan};
 
 #[inline(always)]
 fn select(condition: bool, a: f32, b: f32) -> f32 {
@@ -254,6 +254,35 @@ impl<F: Fn(f32) -> f32 + Sync + Send> ElementFn for F {
     fn at(&self, v: f32) -> f32 {
         self(v)
     }
+}
+
+/// A float32 function of two elements for `zip_map_f32`, always inlined there as `ElementFn` is.
+pub trait ElementFn2: Sync + Send {
+    fn at(&self, a: f32, b: f32) -> f32;
+}
+
+/// Writes `f(a[i], b[i])` into `out[i]`; compiled for the instruction set of its caller.
+#[inline(always)]
+fn fill_zip(out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: &impl ElementFn2) {
+    for ((slot, &p), &q) in out.iter_mut().zip(a).zip(b) {
+        slot.write(f.at(p, q));
+    }
+}
+
+widest_vectors! {
+    /// Fills `out[i] = f(a[i], b[i])` for one chunk, with the widest vectors the CPU has.
+    fn fill_zip_chunk[](out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: &impl ElementFn2)
+        => fill_zip(out, a, b, f);
+}
+
+/// `f(a[i], b[i])` over two float32 slices of one length, vectorised for this CPU, in
+/// parallel for large inputs.
+pub fn zip_map_f32(a: &[f32], b: &[f32], f: impl ElementFn2) -> Vec<f32> {
+    // invariant: callers pass two dense operands of the output's length; this guards the unsafe fill.
+    assert_eq!(a.len(), b.len(), "zip_map_f32: operands of different lengths");
+    // SAFETY: `fill_zip_chunk` writes every slot of the chunk it is given (both inputs from `start`
+    // are at least as long as the chunk, since they have the output's length).
+    unsafe { super::elementwise::fill_chunks(a.len(), |start, out| fill_zip_chunk(out, &a[start..], &b[start..], &f)) }
 }
 
 /// Writes `f(x[i])` into `out[i]`; compiled for the instruction set of its caller.

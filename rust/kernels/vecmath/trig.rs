@@ -91,6 +91,25 @@ pub fn acos(x: f32) -> f32 {
     select(x.abs() > 1.0 || x.is_nan(), f32::NAN, value)
 }
 
+/// The angle of the point (x, y), in [-π, π], with C's signs at zeros and infinities.
+#[inline(always)]
+pub fn atan2(y: f32, x: f32) -> f32 {
+    let base = atan(y / x);
+    // Left of the y axis (x negative, or -0) the angle is π away, on y's side.
+    let half_turn = select(y.is_sign_negative(), -PI, PI);
+    let half_turn_rest = select(y.is_sign_negative(), -PI_REST, PI_REST);
+    let left = x.is_sign_negative();
+    let value = select(left, (half_turn + base) + half_turn_rest, base);
+    // On the y axis, ±π/2 exactly (π less atan's π/2 would be a rounding off).
+    let on_y_axis = x == 0.0 || (y.is_infinite() && x.is_finite());
+    let value = select(on_y_axis, select(y.is_sign_negative(), -HALF_PI, HALF_PI), value);
+    // 0/0 and ∞/∞ made NaN of y/x: y itself or ±π at the origin, a diagonal at infinity.
+    let value = select(y == 0.0 && x == 0.0, select(left, half_turn, y), value);
+    let diagonal = select(left, 3.0 * QUARTER_PI, QUARTER_PI);
+    let value = select(y.is_infinite() && x.is_infinite(), select(y < 0.0, -diagonal, diagonal), value);
+    select(y.is_nan() || x.is_nan(), f32::NAN, value)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tests::{sweep, worst_ulps};
@@ -111,6 +130,34 @@ mod tests {
             let points = sweep(lo, hi, 1_000_000).chain(sweep(near.0, near.1, 1_000_000));
             let (err, at) = worst_ulps(points, fast, exact);
             assert!(err < 2.0, "{name}: {err} ulps at {at}");
+        }
+    }
+
+    #[test]
+    fn atan2_is_within_two_ulps_and_has_c_s_signs() {
+        let mut worst = (0.0, 0.0, 0.0);
+        for i in 0..=2000 {
+            for j in 0..=200 {
+                let y = (i as f32 - 1000.0) / 37.0;
+                let x = (j as f32 - 100.0) / 13.0 + 0.001;
+                let want = (y as f64).atan2(x as f64);
+                let ulp = ((want as f32).abs() as f64 * f32::EPSILON as f64).max(2f64.powi(-149));
+                let err = (atan2(y, x) as f64 - want).abs() / ulp;
+                if err > worst.0 {
+                    worst = (err, y, x);
+                }
+            }
+        }
+        assert!(worst.0 < 2.0, "atan2: {} ulps at ({}, {})", worst.0, worst.1, worst.2);
+        let special = [0.0f32, -0.0, 1.0, -1.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
+        for y in special {
+            for x in special {
+                let (got, want) = (atan2(y, x), y.atan2(x));
+                assert!(
+                    got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                    "atan2({y}, {x}) = {got}, want {want}"
+                );
+            }
         }
     }
 
