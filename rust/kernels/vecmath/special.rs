@@ -82,34 +82,47 @@ pub fn cosh(x: f32) -> f32 {
     let t = expm1(abs.min(0.5));
     let w = 1.0 + t;
     let near = 1.0 + t * t / (w + w);
-    let e = exp(abs.min(9.0));
+    // One exp for both other pieces: e^|x| below 9, e^|x|/2 (as `half_exp`) from 9.
+    let e = exp(select(abs < 9.0, abs, abs - HALF_EXP_SHIFT));
     let mid = 0.5 * e + 0.5 / e;
-    let far = half_exp(abs);
+    let far = e * HALF_EXP_FACTOR;
     let value = select(abs < 0.346_573_6, near, select(abs < 9.0, mid, far));
     select(x.is_nan(), abs, value)
 }
 
+// e^a / 2 = e^(a - HALF_EXP_SHIFT) · HALF_EXP_FACTOR: the shift is ln 2's first 9 bits, so a - it
+// is exact for a in [9, 128), and the factor e^-(the rest of ln 2) makes up the difference.
+const HALF_EXP_SHIFT: f32 = 0.693_359_4;
+const HALF_EXP_FACTOR: f32 = 1.000_212_2;
+
 /// e^a / 2 for a >= 0, finite up to where it reaches float32's largest value.
 #[inline(always)]
 fn half_exp(a: f32) -> f32 {
-    // a - LN2_HI is exact for a in [9, 128) (LN2_HI has 9 bits); e^-LN2_LO is the rest of 1/2.
-    const LN2_HI: f32 = 0.693_359_4;
-    const EXP_MINUS_LN2_LO: f32 = 1.000_212_2;
-    exp(a - LN2_HI) * EXP_MINUS_LN2_LO
+    exp(a - HALF_EXP_SHIFT) * HALF_EXP_FACTOR
+}
+
+/// ln(1 + u) where `near` (as `ln_1p`), else ln(w) + add: one `ln` for the lanes of both, as the
+/// inverse hyperbolic functions' pieces need.
+#[inline(always)]
+fn ln_1p_or_ln(near: bool, u: f32, w: f32, add: f32) -> f32 {
+    let one_plus = 1.0 + u;
+    let dropped = u - (one_plus - 1.0);
+    let log = ln(select(near, one_plus, w));
+    select(near, log + dropped / one_plus, log + add)
 }
 
 /// The inverse hyperbolic sine: log1p(|x| + x²/(1 + sqrt(1 + x²))) near 0, ln(2|x| + 1/(...))
-/// above 2, ln|x| + ln 2 past 2^28 (where x² would overflow or 1 would vanish).
+/// above 2, ln|x| + ln 2 from 4096 (where x² would overflow or 1 would vanish).
 #[inline(always)]
 pub fn asinh(x: f32) -> f32 {
     let abs = x.abs();
     let bounded = abs.min(4096.0);
     let square = bounded * bounded;
     let root = (square + 1.0).sqrt();
-    let near = ln_1p(bounded + square / (1.0 + root));
-    let mid = ln(bounded + bounded + 1.0 / (root + bounded));
-    let far = ln(abs) + std::f32::consts::LN_2;
-    let value = select(abs <= 2.0, near, select(abs < 4096.0, mid, far));
+    let near = bounded + square / (1.0 + root);
+    let mid = bounded + bounded + 1.0 / (root + bounded);
+    let far = abs >= 4096.0;
+    let value = ln_1p_or_ln(abs <= 2.0, near, select(far, abs, mid), select(far, std::f32::consts::LN_2, 0.0));
     let value = select(x < 0.0, -value, value);
     select(abs == 0.0 || x.is_nan(), x, value)
 }
@@ -119,10 +132,10 @@ pub fn asinh(x: f32) -> f32 {
 pub fn acosh(x: f32) -> f32 {
     let bounded = x.clamp(1.0, 4096.0);
     let t = bounded - 1.0;
-    let near = ln_1p(t + (t + t + t * t).sqrt());
-    let mid = ln(bounded + bounded - 1.0 / (bounded + (bounded * bounded - 1.0).sqrt()));
-    let far = ln(x) + std::f32::consts::LN_2;
-    let value = select(x <= 2.0, near, select(x < 4096.0, mid, far));
+    let near = t + (t + t + t * t).sqrt();
+    let mid = bounded + bounded - 1.0 / (bounded + (bounded * bounded - 1.0).sqrt());
+    let far = x >= 4096.0;
+    let value = ln_1p_or_ln(x <= 2.0, near, select(far, x, mid), select(far, std::f32::consts::LN_2, 0.0));
     select(x < 1.0 || x.is_nan(), f32::NAN, value)
 }
 
@@ -132,9 +145,7 @@ pub fn atanh(x: f32) -> f32 {
     let abs = x.abs();
     let twice = abs + abs;
     let rest = 1.0 - abs;
-    let near = 0.5 * ln_1p(twice + twice * abs / rest);
-    let far = 0.5 * ln_1p(twice / rest);
-    let value = select(abs < 0.5, near, far);
+    let value = 0.5 * ln_1p(select(abs < 0.5, twice + twice * abs / rest, twice / rest));
     let value = select(abs == 1.0, f32::INFINITY, value);
     let value = select(x < 0.0, -value, value);
     let value = select(abs > 1.0, f32::NAN, value);
