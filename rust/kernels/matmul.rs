@@ -487,16 +487,14 @@ unsafe fn try_own_sgemm<T: Float>(
     #[cfg(target_arch = "x86_64")]
     {
         let kernel = own_kernel_for(a, b)?;
-        if b.col_stride != 1 {
-            let rows_of_b = row_major_copy_of(b)?;
-            let (k, n) = (b.rows, b.cols);
-            let b_rows =
-                MatRef { data: &rows_of_b, offset: 0, rows: k, cols: n, row_stride: n as isize, col_stride: 1 };
-            // SAFETY: the caller's contract, passed on; `b_rows` has `b`'s shape.
-            let ran = unsafe { try_own_sgemm(a, b_rows, init, outs, second, store) };
-            crate::buffer_pool::give(rows_of_b);
-            return ran;
-        }
+        // A B that is not in rows (`b_is_copied_into_rows`) is copied into rows first.
+        let rows_of_b = if b.col_stride != 1 { Some(row_major_copy_of(b)?) } else { None };
+        let b = match &rows_of_b {
+            Some(rows) => {
+                MatRef { data: rows, offset: 0, rows: b.rows, cols: b.cols, row_stride: b.cols as isize, col_stride: 1 }
+            }
+            None => b,
+        };
         let work = a.rows.saturating_mul(b.cols).saturating_mul(a.cols);
         // SAFETY: T is f32 (checked above), so these are the same types.
         let (a32, b32, store32): (MatRef<f32>, MatRef<f32>, Store<f32>) =
@@ -517,6 +515,9 @@ unsafe fn try_own_sgemm<T: Float>(
             super::thread_choice::run_timed((a.rows, a.cols, b.cols), product);
         } else {
             product(false);
+        }
+        if let Some(rows) = rows_of_b {
+            crate::buffer_pool::give(rows);
         }
         Some(())
     }

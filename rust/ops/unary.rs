@@ -33,175 +33,55 @@ use crate::rules::Differentiator;
 // Masks in gradients are data-dependent coin flips: a branch per element would mispredict half the time.
 use std::hint::select_unpredictable;
 
-/// Float32 versions of the common functions that vectorise (`kernels::vecmath`), and erf, which
-/// the standard library lacks; float64 keeps the C library's.
-trait Special {
-    fn erf(self) -> Self;
-    fn fast_exp(self) -> Self;
-    fn fast_expm1(self) -> Self;
-    fn fast_ln_1p(self) -> Self;
-    fn fast_sinh(self) -> Self;
-    fn fast_cosh(self) -> Self;
-    fn fast_asinh(self) -> Self;
-    fn fast_acosh(self) -> Self;
-    fn fast_atanh(self) -> Self;
-    fn fast_tan(self) -> Self;
-    fn fast_exp2(self) -> Self;
-    fn fast_log2(self) -> Self;
-    fn fast_log10(self) -> Self;
-    fn fast_atan(self) -> Self;
-    fn fast_asin(self) -> Self;
-    fn fast_acos(self) -> Self;
-    fn fast_ln(self) -> Self;
-    fn fast_sin(self) -> Self;
-    fn fast_cos(self) -> Self;
-    fn fast_tanh(self) -> Self;
+/// `Special::name(v)` for the kernels below: float32's vectorising version (`kernels::vecmath`),
+/// float64's from the C library (and erf, which the standard library lacks, from `libm`).
+macro_rules! special_functions {
+    ($($name:ident: $f32:path, $f64:path;)*) => {
+        trait Special {
+            $(fn $name(self) -> Self;)*
+        }
+
+        impl Special for f32 {
+            $(
+                #[inline(always)]
+                fn $name(self) -> f32 {
+                    $f32(self)
+                }
+            )*
+        }
+
+        impl Special for f64 {
+            $(
+                #[inline(always)]
+                fn $name(self) -> f64 {
+                    $f64(self)
+                }
+            )*
+        }
+    };
 }
 
-impl Special for f32 {
-    #[inline(always)]
-    fn erf(self) -> f32 {
-        vecmath::erf(self)
-    }
-    #[inline(always)]
-    fn fast_expm1(self) -> f32 {
-        vecmath::expm1(self)
-    }
-    #[inline(always)]
-    fn fast_ln_1p(self) -> f32 {
-        vecmath::ln_1p(self)
-    }
-    #[inline(always)]
-    fn fast_sinh(self) -> f32 {
-        vecmath::sinh(self)
-    }
-    #[inline(always)]
-    fn fast_cosh(self) -> f32 {
-        vecmath::cosh(self)
-    }
-    #[inline(always)]
-    fn fast_asinh(self) -> f32 {
-        vecmath::asinh(self)
-    }
-    #[inline(always)]
-    fn fast_acosh(self) -> f32 {
-        vecmath::acosh(self)
-    }
-    #[inline(always)]
-    fn fast_atanh(self) -> f32 {
-        vecmath::atanh(self)
-    }
-    #[inline(always)]
-    fn fast_exp2(self) -> f32 {
-        vecmath::exp2(self)
-    }
-    #[inline(always)]
-    fn fast_log2(self) -> f32 {
-        vecmath::log2(self)
-    }
-    #[inline(always)]
-    fn fast_log10(self) -> f32 {
-        vecmath::log10(self)
-    }
-    #[inline(always)]
-    fn fast_tan(self) -> f32 {
-        vecmath::tan(self)
-    }
-    #[inline(always)]
-    fn fast_atan(self) -> f32 {
-        vecmath::atan(self)
-    }
-    #[inline(always)]
-    fn fast_asin(self) -> f32 {
-        vecmath::asin(self)
-    }
-    #[inline(always)]
-    fn fast_acos(self) -> f32 {
-        vecmath::acos(self)
-    }
-    #[inline(always)]
-    fn fast_exp(self) -> f32 {
-        vecmath::exp(self)
-    }
-    #[inline(always)]
-    fn fast_ln(self) -> f32 {
-        vecmath::ln(self)
-    }
-    #[inline(always)]
-    fn fast_sin(self) -> f32 {
-        vecmath::sin(self)
-    }
-    #[inline(always)]
-    fn fast_cos(self) -> f32 {
-        vecmath::cos(self)
-    }
-    #[inline(always)]
-    fn fast_tanh(self) -> f32 {
-        vecmath::tanh(self)
-    }
-}
-
-impl Special for f64 {
-    fn erf(self) -> f64 {
-        libm::erf(self)
-    }
-    fn fast_expm1(self) -> f64 {
-        self.exp_m1()
-    }
-    fn fast_ln_1p(self) -> f64 {
-        self.ln_1p()
-    }
-    fn fast_sinh(self) -> f64 {
-        self.sinh()
-    }
-    fn fast_cosh(self) -> f64 {
-        self.cosh()
-    }
-    fn fast_asinh(self) -> f64 {
-        self.asinh()
-    }
-    fn fast_acosh(self) -> f64 {
-        self.acosh()
-    }
-    fn fast_atanh(self) -> f64 {
-        self.atanh()
-    }
-    fn fast_exp2(self) -> f64 {
-        self.exp2()
-    }
-    fn fast_log2(self) -> f64 {
-        self.log2()
-    }
-    fn fast_log10(self) -> f64 {
-        self.log10()
-    }
-    fn fast_tan(self) -> f64 {
-        self.tan()
-    }
-    fn fast_atan(self) -> f64 {
-        self.atan()
-    }
-    fn fast_asin(self) -> f64 {
-        self.asin()
-    }
-    fn fast_acos(self) -> f64 {
-        self.acos()
-    }
-    fn fast_exp(self) -> f64 {
-        self.exp()
-    }
-    fn fast_ln(self) -> f64 {
-        self.ln()
-    }
-    fn fast_sin(self) -> f64 {
-        self.sin()
-    }
-    fn fast_cos(self) -> f64 {
-        self.cos()
-    }
-    fn fast_tanh(self) -> f64 {
-        self.tanh()
-    }
+special_functions! {
+    erf: vecmath::erf, libm::erf;
+    fast_exp: vecmath::exp, f64::exp;
+    fast_expm1: vecmath::expm1, f64::exp_m1;
+    fast_exp2: vecmath::exp2, f64::exp2;
+    fast_ln: vecmath::ln, f64::ln;
+    fast_ln_1p: vecmath::ln_1p, f64::ln_1p;
+    fast_log2: vecmath::log2, f64::log2;
+    fast_log10: vecmath::log10, f64::log10;
+    fast_sin: vecmath::sin, f64::sin;
+    fast_cos: vecmath::cos, f64::cos;
+    fast_tan: vecmath::tan, f64::tan;
+    fast_asin: vecmath::asin, f64::asin;
+    fast_acos: vecmath::acos, f64::acos;
+    fast_atan: vecmath::atan, f64::atan;
+    fast_sinh: vecmath::sinh, f64::sinh;
+    fast_cosh: vecmath::cosh, f64::cosh;
+    fast_tanh: vecmath::tanh, f64::tanh;
+    fast_asinh: vecmath::asinh, f64::asinh;
+    fast_acosh: vecmath::acosh, f64::acosh;
+    fast_atanh: vecmath::atanh, f64::atanh;
 }
 
 impl UnaryOp {
