@@ -340,43 +340,19 @@ impl<const ACT: u8> vecmath::ElementFn for Slope<ACT> {
 /// `$body` with `$kernel` the `$kind` (`Value` or `Slope`) of `$act`, one monomorphic copy of
 /// `$body` per activation.
 macro_rules! by_number {
-    ($act:expr, $kind:ident, |$kernel:ident| $body:expr) => {{
+    ($act:expr, $kind:ident, |$kernel:ident| $body:expr) => {
+        by_number!(@arms $act, $kind, $kernel, $body,
+            [SILU, SELU, LOG_SIGMOID, GELU, GELU_TANH, LEAKY_RELU, ELU, SOFTPLUS], HARDTANH)
+    };
+    (@arms $act:expr, $kind:ident, $kernel:ident, $body:expr, [$($number:ident),*], $last:ident) => {{
         let (number, a, b) = $act.number();
         match number {
-            SILU => {
-                let $kernel = $kind::<SILU> { a, b };
+            $($number => {
+                let $kernel = $kind::<$number> { a, b };
                 $body
-            }
-            SELU => {
-                let $kernel = $kind::<SELU> { a, b };
-                $body
-            }
-            LOG_SIGMOID => {
-                let $kernel = $kind::<LOG_SIGMOID> { a, b };
-                $body
-            }
-            GELU => {
-                let $kernel = $kind::<GELU> { a, b };
-                $body
-            }
-            GELU_TANH => {
-                let $kernel = $kind::<GELU_TANH> { a, b };
-                $body
-            }
-            LEAKY_RELU => {
-                let $kernel = $kind::<LEAKY_RELU> { a, b };
-                $body
-            }
-            ELU => {
-                let $kernel = $kind::<ELU> { a, b };
-                $body
-            }
-            SOFTPLUS => {
-                let $kernel = $kind::<SOFTPLUS> { a, b };
-                $body
-            }
+            })*
             _ => {
-                let $kernel = $kind::<HARDTANH> { a, b };
+                let $kernel = $kind::<$last> { a, b };
                 $body
             }
         }
@@ -415,20 +391,22 @@ where
 mod tests {
     use super::*;
 
+    /// One of each activation, `Hardtanh` (which has kinks) last.
+    const EVERY_ACT: [Act; 9] = [
+        Act::Silu,
+        Act::Selu,
+        Act::LogSigmoid,
+        Act::Gelu,
+        Act::GeluTanh,
+        Act::LeakyRelu { slope: 0.1 },
+        Act::Elu { alpha: 1.3 },
+        Act::Softplus { beta: 2.0, threshold: 20.0 },
+        Act::Hardtanh { min: -0.5, max: 6.0 },
+    ];
+
     #[test]
     fn each_activation_comes_back_from_its_number() {
-        let acts = [
-            Act::Silu,
-            Act::Selu,
-            Act::LogSigmoid,
-            Act::Gelu,
-            Act::GeluTanh,
-            Act::LeakyRelu { slope: 0.1 },
-            Act::Elu { alpha: 1.3 },
-            Act::Softplus { beta: 2.0, threshold: 20.0 },
-            Act::Hardtanh { min: -0.5, max: 6.0 },
-        ];
-        for act in acts {
+        for act in EVERY_ACT {
             let (number, a, b) = act.number();
             assert_eq!(numbered(number, a, b), act);
             let x: Vec<f32> = (0..5000).map(|i| (i as f32 - 2500.0) / 400.0).collect();
@@ -439,17 +417,8 @@ mod tests {
 
     #[test]
     fn slopes_match_central_differences() {
-        let acts = [
-            Act::Silu,
-            Act::Selu,
-            Act::LogSigmoid,
-            Act::Gelu,
-            Act::GeluTanh,
-            Act::LeakyRelu { slope: 0.1 },
-            Act::Elu { alpha: 1.3 },
-            Act::Softplus { beta: 2.0, threshold: 20.0 },
-        ];
-        for act in acts {
+        for act in &EVERY_ACT[..8] {
+            let act = *act;
             for &x in &[-3.1, -0.7, 0.3, 1.9] {
                 let h = 1e-6;
                 let numeric = (act.value(x + h) - act.value(x - h)) / (2.0 * h);

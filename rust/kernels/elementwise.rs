@@ -270,25 +270,16 @@ fn pow_scalar<T: Number>(v: T, p: T) -> T {
 /// at 1M floats, `benchmarks/special_functions.py`). Each element gets `pow_scalar`'s expression,
 /// so its bits.
 macro_rules! with_pow_case {
-    ($p:expr, |$f:ident| $each:expr) => {{
+    ($p:expr, |$f:ident| $each:expr) => {
+        with_pow_case!(@cases $p, $f, $each, [Square, Itself, SquareRoot, General])
+    };
+    (@cases $p:expr, $f:ident, $each:expr, [$($case:ident),*]) => {{
         let p = $p;
         match pow_case(p) {
-            PowCase::Square => {
-                let $f = move |v| pow_in_case(PowCase::Square, v, p);
+            $(PowCase::$case => {
+                let $f = move |v| pow_in_case(PowCase::$case, v, p);
                 $each
-            }
-            PowCase::Itself => {
-                let $f = move |v| pow_in_case(PowCase::Itself, v, p);
-                $each
-            }
-            PowCase::SquareRoot => {
-                let $f = move |v| pow_in_case(PowCase::SquareRoot, v, p);
-                $each
-            }
-            PowCase::General => {
-                let $f = move |v| pow_in_case(PowCase::General, v, p);
-                $each
-            }
+            })*
         }
     }};
 }

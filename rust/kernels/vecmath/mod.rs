@@ -41,16 +41,28 @@ fn pow2(n: i32) -> (f32, f32) {
     (f32::from_bits(bits(half)), f32::from_bits(bits(rest)))
 }
 
+// ln 2 in two parts: the first has few bits, so n·LN2_HI is exact for the n of `exp`'s range.
+const LN2_HI: f32 = 0.693_359_4;
+const LN2_LO: f32 = -2.121_944_4e-4;
+
+/// The whole n nearest x / ln 2, as a float.
+#[inline(always)]
+fn nearest_multiple_of_ln2(x: f32) -> f32 {
+    (x * std::f32::consts::LOG2_E + 0.5).floor()
+}
+
+/// x - n·ln 2, with n·LN2_HI subtracted exactly first (Cody and Waite's reduction).
+#[inline(always)]
+fn minus_multiple_of_ln2(x: f32, n: f32) -> f32 {
+    x - n * LN2_HI - n * LN2_LO
+}
+
 /// e^x.
 #[inline(always)]
 pub fn exp(x: f32) -> f32 {
-    const LOG2E: f32 = std::f32::consts::LOG2_E;
-    // ln 2 in two parts: the first has few bits, so n·LN2_HI is exact.
-    const LN2_HI: f32 = 0.693_359_4;
-    const LN2_LO: f32 = -2.121_944_4e-4;
     let clamped = x.clamp(-104.0, 89.0);
-    let n = (clamped * LOG2E + 0.5).floor();
-    let r = clamped - n * LN2_HI - n * LN2_LO;
+    let n = nearest_multiple_of_ln2(clamped);
+    let r = minus_multiple_of_ln2(clamped, n);
     let p = 1.987_569_1e-4_f32;
     let p = p * r + 1.398_2e-3;
     let p = p * r + 8.333_452e-3;

@@ -8,7 +8,7 @@
 //! instruction set, vectorised or not. The tests below bound each function's error in ulps against
 //! the float64 functions.
 
-use super::{exp, ln, pow2, select, whole_to_int};
+use super::{exp, ln, minus_multiple_of_ln2, nearest_multiple_of_ln2, pow2, select, whole_to_int, LN2_HI};
 
 /// e^x - 1, accurate for small x (where e^x rounds to 1).
 ///
@@ -17,13 +17,9 @@ use super::{exp, ln, pow2, select, whole_to_int};
 /// the result rounds to -1 anyway, and r grows only where it no longer matters.
 #[inline(always)]
 pub fn expm1(x: f32) -> f32 {
-    const LOG2E: f32 = std::f32::consts::LOG2_E;
-    // ln 2 in two parts, as in `exp`: n·LN2_HI is exact.
-    const LN2_HI: f32 = 0.693_359_4;
-    const LN2_LO: f32 = -2.121_944_4e-4;
     let clamped = x.clamp(-18.0, 89.0);
-    let n = (clamped * LOG2E + 0.5).floor().max(-24.0);
-    let r = clamped - n * LN2_HI - n * LN2_LO;
+    let n = nearest_multiple_of_ln2(clamped).max(-24.0);
+    let r = minus_multiple_of_ln2(clamped, n);
     let p = 1.0 / 40320.0_f32;
     let p = p * r + 1.0 / 5040.0;
     let p = p * r + 1.0 / 720.0;
@@ -92,7 +88,7 @@ pub fn cosh(x: f32) -> f32 {
 
 // e^a / 2 = e^(a - HALF_EXP_SHIFT) · HALF_EXP_FACTOR: the shift is ln 2's first 9 bits, so a - it
 // is exact for a in [9, 128), and the factor e^-(the rest of ln 2) makes up the difference.
-const HALF_EXP_SHIFT: f32 = 0.693_359_4;
+const HALF_EXP_SHIFT: f32 = LN2_HI;
 const HALF_EXP_FACTOR: f32 = 1.000_212_2;
 
 /// e^a / 2 for a >= 0, finite up to where it reaches float32's largest value.
