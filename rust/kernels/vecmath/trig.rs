@@ -1,4 +1,4 @@
-//! Float32 `tan`, `atan`, `asin` and `acos` that vectorise: Cephes' single-precision polynomials,
+//! Float32 `tan`, `atan`, `atan2`, `asin` and `acos` that vectorise: Cephes' single-precision polynomials,
 //! each piece computed for every lane and selected, with no fused multiply-add, so the bits are
 //! the same on every instruction set. `tan` shares `sin`'s reduction and, like it, hands elements
 //! past `TRIG_REDUCTION_LIMIT` to the C library (`map_trig`).
