@@ -82,7 +82,7 @@ macro_rules! unary_ops {
     // The kernel is a type whose `at` is always inlined, not a closure: LLVM inlines a closure
     // into the vectorised loop only when its cost model agrees, and large kernels (erf's pieces,
     // sinh's) stayed a scalar call per element (see `vecmath::ElementFn`).
-    (@f32 $x:ident, |$v:ident| $kernel:expr) => {{
+    (@kernel |$v:ident| $kernel:expr) => {
         struct Kernel;
         impl vecmath::ElementFn for Kernel {
             #[inline(always)]
@@ -90,16 +90,13 @@ macro_rules! unary_ops {
                 $kernel
             }
         }
+    };
+    (@f32 $x:ident, |$v:ident| $kernel:expr) => {{
+        unary_ops!(@kernel |$v| $kernel);
         vecmath::map_f32($x, Kernel)
     }};
     (@f32 $x:ident, |$v:ident| $kernel:expr, |$lv:ident| $large:expr) => {{
-        struct Kernel;
-        impl vecmath::ElementFn for Kernel {
-            #[inline(always)]
-            fn at(&self, $v: f32) -> f32 {
-                $kernel
-            }
-        }
+        unary_ops!(@kernel |$v| $kernel);
         vecmath::map_trig($x, Kernel, |$lv: f32| $large)
     }};
     ($(

@@ -430,6 +430,20 @@ mod tests {
         (0..=n).map(move |i| lo + (hi - lo) * (i as f32 / n as f32))
     }
 
+    /// Asserts `fast` within 2 ulps of `exact` at `count` points of [lo, hi] and as many of its
+    /// part within [-3, 3], where most of the pieces meet.
+    pub(super) fn assert_within_two_ulps(
+        name: &str,
+        fast: fn(f32) -> f32,
+        exact: fn(f64) -> f64,
+        (lo, hi): (f32, f32),
+        count: usize,
+    ) {
+        let points = sweep(lo, hi, count).chain(sweep(lo.max(-3.0), hi.min(3.0), count));
+        let (err, at) = worst_ulps(points, fast, exact);
+        assert!(err < 2.0, "{name}: {err} ulps at {at}");
+    }
+
     /// Inputs for the bit-for-bit tests: three chunks and a short one, with the edge cases first.
     fn vectorised_inputs() -> (Vec<f32>, Vec<f32>) {
         let n = 3 * super::super::PARALLEL_MIN_ELEMENTS + 37;
