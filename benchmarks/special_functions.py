@@ -1,5 +1,5 @@
 """Float32 special functions (the ones that were a C library call per element until
-2026-12-06) and the activations built on them, 1M elements, timed in one process
+2026-12-06, and powers until 2026-12-07) and the activations built on them, 1M elements, timed in one process
 beside numpy's equivalents where numpy has one (numpy has no erf, so `erf` and `gelu` print their
 time alone).
 
@@ -60,6 +60,11 @@ def rows() -> list[Row]:
         ("`gelu`", lambda: F.gelu(x), None),
         ("`gelu` forward + backward", gelu_step, None),
         ("`x ** 2`", lambda: x**2, lambda: normal**2),
+        ("`x ** 3`", lambda: x_above**3, lambda: above_one ** np.float32(3)),
+        ("`x ** -1`", lambda: x_above**-1, lambda: above_one ** np.float32(-1)),
+        ("`x ** 1.5`", lambda: x_above**1.5, lambda: above_one ** np.float32(1.5)),
+        ("`2 ** x`", lambda: 2**x, lambda: np.float32(2) ** normal),
+        ("`pow(x, y)`", lambda: rustgrad.pow(x_above, y), lambda: np.power(above_one, other)),
         ("`elu`", lambda: F.elu(x), lambda: np.where(normal > 0, normal, np.expm1(normal))),
         ("`softplus`", lambda: F.softplus(x), lambda: np.log1p(np.exp(normal))),
         ("`logsigmoid`", lambda: F.logsigmoid(x), lambda: -np.logaddexp(0, -normal)),

@@ -108,6 +108,56 @@ def test_float32_atan2_keeps_c_s_signs_at_zeros_and_infinities():
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
 
+def powers_to_compare() -> tuple[np.ndarray, np.ndarray]:
+    """Bases over float32's range and its subnormals, both signs, against exponents that are whole
+    (odd and even), halves, small and large."""
+    magnitudes = np.concatenate([np.geomspace(1e-45, 3e38, 1501), np.linspace(0.5, 2.0, 301)]).astype(np.float32)
+    bases = np.concatenate([magnitudes, -magnitudes])
+    exponents = [-150.5, -37, -3, -2, -1.5, -1, -0.5, -1e-3, 1e-7, 1 / 3, 0.5, 1.5, 2, 3, 7.25, 40]
+    exponents = np.array(exponents, np.float32)
+    x, y = (v.reshape(-1) for v in np.meshgrid(bases, exponents))
+    return x, y
+
+
+def test_float32_pow_is_the_float64_power_rounded_once():
+    x, y = powers_to_compare()
+    got = rustgrad.pow(rustgrad.from_numpy(x), rustgrad.from_numpy(y)).numpy()
+    with np.errstate(all="ignore"):
+        want = np.power(x.astype(np.float64), y.astype(np.float64))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    representable = np.isfinite(want) & (np.abs(want) <= np.finfo(np.float32).max)
+    err = ulps(got[representable], want[representable])
+    worst = int(np.argmax(err))
+    assert err[worst] < 0.5 + 1e-5, f"{x[representable][worst]!r} ** {y[representable][worst]!r}: {err[worst]} ulps"
+    overflow = np.isfinite(want) & ~representable
+    np.testing.assert_array_equal(got[overflow], np.copysign(np.inf, want[overflow]).astype(np.float32))
+
+
+@pytest.mark.parametrize("exponent", [3.0, -1.0, -2.0, 1.5, -0.5, 0.5, 2.0, 1 / 3])
+def test_float32_power_of_a_number_is_rounded_once_in_either_order(exponent):
+    x, _ = powers_to_compare()
+    base = rustgrad.from_numpy(x)
+    with np.errstate(all="ignore"):
+        want = np.power(x.astype(np.float64), np.float64(np.float32(exponent)))
+        reversed_want = np.power(np.float64(np.float32(exponent)), x.astype(np.float64))
+    # x ** 0.5 is sqrt(x), NaN at -inf, as numpy and torch; the others follow C's pow.
+    for got, expected in [((base**exponent).numpy(), want), ((exponent**base).numpy(), reversed_want)]:
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+        representable = np.isfinite(expected) & (np.abs(expected) <= np.finfo(np.float32).max)
+        err = ulps(got[representable], expected[representable])
+        assert err.max() < 0.5 + 1e-5, (exponent, x[representable][int(np.argmax(err))])
+
+
+def test_float32_pow_keeps_c_s_edges():
+    special = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, np.inf, -np.inf, np.nan], np.float32)
+    x, y = (v.reshape(-1) for v in np.meshgrid(special, special))
+    got = rustgrad.pow(rustgrad.from_numpy(x), rustgrad.from_numpy(y)).numpy()
+    with np.errstate(all="ignore"):
+        want = np.power(x.astype(np.float64), y.astype(np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got[~np.isnan(want)]), np.signbit(want[~np.isnan(want)]))
+
+
 def gelu64(x: np.ndarray) -> np.ndarray:
     return 0.5 * x * np.vectorize(math.erfc)(-x / math.sqrt(2.0))
 

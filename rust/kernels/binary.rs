@@ -19,14 +19,16 @@ pub trait BinaryMath: Copy {
     fn log_add_exp(self, other: Self) -> Self;
     /// `atan2(self, x)`: the C library's for float64, the vectorising `vecmath::atan2` for float32.
     fn angle(self, x: Self) -> Self;
+    /// `self^p`: the C library's `pow` for float64, the vectorising `vecmath::pow` for float32.
+    fn raised_to(self, p: Self) -> Self;
     /// `|a - b| <= atol + rtol·|b|`, or equal (so infinities of one sign are close), as torch's `isclose`.
     fn is_close(self, other: Self, rtol: f64, atol: f64, equal_nan: bool) -> bool;
 }
 
-/// `$ln`, `$exp`, `$ln_1p` and `$atan2` are the element functions: float32's are the vectorising
+/// `$ln`, `$exp`, `$ln_1p`, `$atan2` and `$pow` are the element functions: float32's are the vectorising
 /// ones of `vecmath`, so that the `binary_ops!` loops over them vectorise.
 macro_rules! impl_binary_math {
-    ($t:ty, ln: $ln:path, exp: $exp:path, ln_1p: $ln_1p:path, atan2: $atan2:path) => {
+    ($t:ty, ln: $ln:path, exp: $exp:path, ln_1p: $ln_1p:path, atan2: $atan2:path, pow: $pow:path) => {
         impl BinaryMath for $t {
             #[inline(always)]
             fn remainder(self, divisor: $t) -> $t {
@@ -97,12 +99,17 @@ macro_rules! impl_binary_math {
             fn angle(self, x: $t) -> $t {
                 $atan2(self, x)
             }
+
+            #[inline(always)]
+            fn raised_to(self, p: $t) -> $t {
+                $pow(self, p)
+            }
         }
     };
 }
 
-impl_binary_math!(f32, ln: vecmath::ln, exp: vecmath::exp, ln_1p: vecmath::ln_1p, atan2: vecmath::atan2);
-impl_binary_math!(f64, ln: f64::ln, exp: f64::exp, ln_1p: f64::ln_1p, atan2: f64::atan2);
+impl_binary_math!(f32, ln: vecmath::ln, exp: vecmath::exp, ln_1p: vecmath::ln_1p, atan2: vecmath::atan2, pow: vecmath::pow);
+impl_binary_math!(f64, ln: f64::ln, exp: f64::exp, ln_1p: f64::ln_1p, atan2: f64::atan2, pow: f64::powf);
 
 /// One `binary_ops!` entry's element function, for each float type (a type per op, so that the
 /// vectorised float32 loop always inlines it: see `vecmath::ElementFn`).

@@ -82,7 +82,7 @@ pub(super) unsafe fn edge_product<T: Copy + 'static>(
     let (Some(a), Some(b)) = (as_f32_matrix(a), as_f32_matrix(b)) else {
         unreachable!("edge_product: operands not float32") // invariant: edge_width admits float32 only
     };
-    let [alpha, beta] = [alpha, beta].map(|v| super::extreme_f32::as_f32(&[v]).map_or(f32::NAN, |v| v[0]));
+    let [alpha, beta] = [alpha, beta].map(|v| super::float32::as_f32(&[v]).map_or(f32::NAN, |v| v[0]));
     let store = Store { out: out.cast::<f32>(), row_stride: out_row_stride, alpha, beta };
     // SAFETY: the caller's contract, passed on: AVX2, FMA, contiguous A, at most 4 columns,
     // `out` writable (and float32, since `T` is).
@@ -97,7 +97,7 @@ pub(super) unsafe fn edge_product<T: Copy + 'static>(
 
 /// `m` as a float32 matrix when `T` is f32.
 fn as_f32_matrix<T: 'static>(m: MatRef<'_, T>) -> Option<MatRef<'_, f32>> {
-    let data = super::extreme_f32::as_f32(m.data)?;
+    let data = super::float32::as_f32(m.data)?;
     Some(MatRef {
         data,
         offset: m.offset,

@@ -6,7 +6,7 @@
 
 pub use super::broadcast::{zip_broadcast, Operand};
 use super::layout::{for_each_chunk, walk};
-use super::PARALLEL_MIN_ELEMENTS;
+use super::{float32, vecmath, PARALLEL_MIN_ELEMENTS};
 use crate::dtype::{nan_max, nan_min, Float, Number};
 pub use crate::ops::unary::UnaryOp;
 use rayon::prelude::*;
@@ -194,10 +194,15 @@ pub fn zip_map<T: Copy + Send + Sync, U: Copy + Send + Sync + 'static>(
 
 /// Applies `f` in place over a contiguous slice, in parallel for large inputs.
 pub fn map_in_place<T: Copy + Send + Sync + 'static>(x: &mut [T], f: impl Fn(T) -> T + Sync + Send) {
+    for_each_chunk_mut(x, |c| c.iter_mut().for_each(|v| *v = f(*v)));
+}
+
+/// `update` over consecutive chunks of `x`, in parallel for large inputs (a whole slice below that).
+pub fn for_each_chunk_mut<T: Send>(x: &mut [T], update: impl Fn(&mut [T]) + Sync + Send) {
     if x.len() >= PARALLEL_MIN_ELEMENTS && super::threads::num_threads() > 1 {
-        super::threads::install(|| x.par_chunks_mut(CHUNK).for_each(|c| c.iter_mut().for_each(|v| *v = f(*v))));
+        super::threads::install(|| x.par_chunks_mut(CHUNK).for_each(&update));
     } else {
-        x.iter_mut().for_each(|v| *v = f(*v));
+        update(x);
     }
 }
 
@@ -215,7 +220,7 @@ pub fn scalar_fn<T: Number>(op: ScalarOp, s: T) -> impl Fn(T) -> T + Sync + Send
         ScalarOp::Div => v.quotient(s),
         ScalarOp::RDiv => s.quotient(v),
         ScalarOp::Pow => pow_scalar(v, s),
-        ScalarOp::RPow => s.power(v),
+        ScalarOp::RPow => power(s, v),
         ScalarOp::Max => nan_max(v, s),
         ScalarOp::Min => nan_min(v, s),
         ScalarOp::FloorDiv => v.floor_div(s),
@@ -225,7 +230,8 @@ pub fn scalar_fn<T: Number>(op: ScalarOp, s: T) -> impl Fn(T) -> T + Sync + Send
     }
 }
 
-/// How `v^p` is computed for an exponent `p`: exactly for the common small ones.
+/// How `v^p` is computed for an exponent `p`: exactly, or rounded once from float64, for the
+/// common small ones (as numpy's and torch's fast paths for them).
 #[derive(Copy, Clone)]
 enum PowCase {
     /// `v·v` (squares are common in losses).
@@ -234,18 +240,26 @@ enum PowCase {
     /// As numpy and PyTorch: x ** 0.5 is sqrt(x), so (-inf) ** 0.5 is NaN, not +inf.
     /// (A square root rounded from f64 is the correctly rounded f32 one.)
     SquareRoot,
+    /// Floats only, rounded once from float64 (the exact cube of a float32), so float32's is the
+    /// nearest float32 but in rare ties of rounding twice.
+    Cube,
+    /// `1/v`, floats only.
+    Reciprocal,
+    /// `1/v²`, floats only, rounded once from float64 as `Cube`.
+    InverseSquare,
     General,
 }
 
 fn pow_case<T: Number>(p: T) -> PowCase {
-    if p == T::from_f64(2.0) {
-        PowCase::Square
-    } else if p == T::ONE {
-        PowCase::Itself
-    } else if T::DTYPE.is_float() && p.to_f64() == 0.5 {
-        PowCase::SquareRoot
-    } else {
-        PowCase::General
+    let float = T::DTYPE.is_float();
+    match p.to_f64() {
+        2.0 => PowCase::Square,
+        1.0 => PowCase::Itself,
+        0.5 if float => PowCase::SquareRoot,
+        3.0 if float => PowCase::Cube,
+        -1.0 if float => PowCase::Reciprocal,
+        -2.0 if float => PowCase::InverseSquare,
+        _ => PowCase::General,
     }
 }
 
@@ -255,8 +269,72 @@ fn pow_in_case<T: Number>(case: PowCase, v: T, p: T) -> T {
         PowCase::Square => v.times(v),
         PowCase::Itself => v,
         PowCase::SquareRoot => T::from_f64(v.to_f64().sqrt()),
-        PowCase::General => v.power(p),
+        PowCase::Cube => {
+            let w = v.to_f64();
+            T::from_f64(w * w * w)
+        }
+        PowCase::Reciprocal => T::ONE.quotient(v),
+        PowCase::InverseSquare => {
+            let w = v.to_f64();
+            T::from_f64(1.0 / (w * w))
+        }
+        PowCase::General => power(v, p),
     }
+}
+
+/// `v^p`: float32's is `vecmath::pow` (so a power has the same bits in every loop, vectorised or
+/// not), other types' is `Number::power`.
+#[inline(always)]
+fn power<T: Number>(v: T, p: T) -> T {
+    match (float32::to_f32(v), float32::to_f32(p)) {
+        (Some(v), Some(p)) => float32::from_f32(vecmath::pow(v, p)).unwrap_or(T::ZERO),
+        _ => v.power(p),
+    }
+}
+
+/// `vecmath::pow` with a fixed exponent, as a kernel type (see `vecmath::ElementFn`).
+struct RaisedTo(f32);
+
+impl vecmath::ElementFn for RaisedTo {
+    #[inline(always)]
+    fn at(&self, v: f32) -> f32 {
+        vecmath::pow(v, self.0)
+    }
+}
+
+/// `vecmath::pow` with a fixed base.
+struct PowerOf(f32);
+
+impl vecmath::ElementFn for PowerOf {
+    #[inline(always)]
+    fn at(&self, v: f32) -> f32 {
+        vecmath::pow(self.0, v)
+    }
+}
+
+/// `x ** s` (`Pow`) or `s ** x` (`RPow`) over float32 in the CPU's widest vectors, when `T` is
+/// f32 and the power has no case of its own (`PowCase`); `None` otherwise.
+fn float32_power<T: Number>(op: ScalarOp, x: &[T], s: T) -> Option<Vec<T>> {
+    let (x, s) = (float32::as_f32(x)?, float32::to_f32(s)?);
+    let out = match op {
+        ScalarOp::Pow if matches!(pow_case(s), PowCase::General) => vecmath::map_f32(x, RaisedTo(s)),
+        ScalarOp::RPow => vecmath::map_f32(x, PowerOf(s)),
+        _ => return None,
+    };
+    float32::vec_from_f32(out)
+}
+
+/// `float32_power` in place; false (nothing written) where it returns `None`.
+fn float32_power_in_place<T: Number>(op: ScalarOp, x: &mut [T], s: T) -> bool {
+    let (Some(x), Some(s)) = (float32::as_f32_mut(x), float32::to_f32(s)) else {
+        return false;
+    };
+    match op {
+        ScalarOp::Pow if matches!(pow_case(s), PowCase::General) => vecmath::map_in_place_f32(x, RaisedTo(s)),
+        ScalarOp::RPow => vecmath::map_in_place_f32(x, PowerOf(s)),
+        _ => return false,
+    }
+    true
 }
 
 /// `v^p`, exact for the small exponents of `PowCase`.
@@ -271,7 +349,7 @@ fn pow_scalar<T: Number>(v: T, p: T) -> T {
 /// so its bits.
 macro_rules! with_pow_case {
     ($p:expr, |$f:ident| $each:expr) => {
-        with_pow_case!(@cases $p, $f, $each, [Square, Itself, SquareRoot, General])
+        with_pow_case!(@cases $p, $f, $each, [Square, Itself, SquareRoot, Cube, Reciprocal, InverseSquare, General])
     };
     (@cases $p:expr, $f:ident, $each:expr, [$($case:ident),*]) => {{
         let p = $p;
@@ -285,6 +363,9 @@ macro_rules! with_pow_case {
 }
 
 pub fn scalar<T: Number>(op: ScalarOp, x: &[T], s: T) -> Vec<T> {
+    if let Some(out) = float32_power(op, x, s) {
+        return out;
+    }
     match op {
         // One monomorphised loop per op keeps the inner loop free of the match.
         ScalarOp::Add => map(x, |v| v.plus(s)),
@@ -306,6 +387,9 @@ pub fn scalar<T: Number>(op: ScalarOp, x: &[T], s: T) -> Vec<T> {
 /// `x = x op s` in place, with the same one loop per common op as `scalar`: with the
 /// match inside the loop it ran about 3 cycles per element, unvectorised.
 pub fn scalar_in_place<T: Number>(op: ScalarOp, x: &mut [T], s: T) {
+    if float32_power_in_place(op, x, s) {
+        return;
+    }
     match op {
         ScalarOp::Add => map_in_place(x, |v| v.plus(s)),
         ScalarOp::Sub => map_in_place(x, |v| v.minus(s)),
@@ -465,6 +549,38 @@ mod tests {
         let x: Vec<f64> = (0..PARALLEL_MIN_ELEMENTS * 3 + 7).map(|i| i as f64 * 0.001).collect();
         let serial: Vec<f64> = x.iter().map(|v| v.tanh()).collect();
         assert_eq!(unary(UnaryOp::Tanh, &x), serial);
+    }
+
+    #[test]
+    fn float32_powers_give_the_bits_of_a_plain_loop_in_every_path() {
+        use super::{scalar, scalar_in_place, vecmath, ScalarOp};
+        let x: Vec<f32> = (0..PARALLEL_MIN_ELEMENTS * 3 + 7).map(|i| ((i as f32) * 0.013).sin() * 9.0).collect();
+        // Bits, with every NaN as one (the cases' NaNs come from different operations).
+        let bits = |v: &[f32]| v.iter().map(|v| if v.is_nan() { u32::MAX } else { v.to_bits() }).collect::<Vec<u32>>();
+        let rounded_from_f64 = |p: f64| x.iter().map(move |&v| ((v as f64).powf(p)) as f32).collect::<Vec<f32>>();
+        // Exponents without a case of their own are `vecmath::pow`, vectorised or not; the cases
+        // are the float64 power rounded once (2 and 0.5 exactly so, 3 and -2 but in rare ties).
+        let general = |p: f32| x.iter().map(move |&v| vecmath::pow(v, p)).collect::<Vec<f32>>();
+        let expected = [
+            (1.5f32, general(1.5)),
+            (-0.5, general(-0.5)),
+            (7.25, general(7.25)),
+            (2.0, rounded_from_f64(2.0)),
+            (0.5, rounded_from_f64(0.5)),
+            (3.0, rounded_from_f64(3.0)),
+            (-1.0, rounded_from_f64(-1.0)),
+            (-2.0, rounded_from_f64(-2.0)),
+        ];
+        for (s, want) in expected {
+            let plain: Vec<f32> = x.iter().map(|&v| super::pow_scalar(v, s)).collect();
+            assert_eq!(bits(&plain), bits(&want), "x ** {s}");
+            assert_eq!(bits(&scalar(ScalarOp::Pow, &x, s)), bits(&plain), "x ** {s}");
+            let mut in_place = x.clone();
+            scalar_in_place(ScalarOp::Pow, &mut in_place, s);
+            assert_eq!(bits(&in_place), bits(&plain), "x **= {s}");
+            let plain: Vec<f32> = x.iter().map(|&v| vecmath::pow(s, v)).collect();
+            assert_eq!(bits(&scalar(ScalarOp::RPow, &x, s)), bits(&plain), "{s} ** x");
+        }
     }
 
     #[test]

@@ -15,29 +15,10 @@
 
 use super::reduce::better;
 use super::vecmath::Simd;
-use std::any::TypeId;
 use std::arch::x86_64::*;
 
 /// Two vectors of float32 per block.
 const BLOCK: usize = 32;
-
-/// `x` as float32 when `T` is f32.
-pub fn as_f32<T: 'static>(x: &[T]) -> Option<&[f32]> {
-    if TypeId::of::<T>() != TypeId::of::<f32>() {
-        return None;
-    }
-    // SAFETY: `T` is `f32` (the TypeIds are equal), so the slice already is `&[f32]`.
-    Some(unsafe { std::slice::from_raw_parts(x.as_ptr().cast::<f32>(), x.len()) })
-}
-
-/// `v` as `T` when `T` is f32 (the inverse of `as_f32`).
-pub fn from_f32<T: Copy + 'static>(v: f32) -> Option<T> {
-    if TypeId::of::<T>() != TypeId::of::<f32>() {
-        return None;
-    }
-    // SAFETY: `T` is `f32` (the TypeIds are equal), so this copies an f32 into an f32.
-    Some(unsafe { std::mem::transmute_copy::<f32, T>(&v) })
-}
 
 /// Whether these kernels can run here: on AVX-512 or on AVX2.
 pub fn available() -> bool {

@@ -16,6 +16,7 @@ mod edge_columns;
 pub mod elementwise;
 #[cfg(target_arch = "x86_64")]
 mod extreme_f32;
+mod float32;
 pub mod fold;
 pub mod gather;
 pub mod layout;

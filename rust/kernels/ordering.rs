@@ -26,7 +26,7 @@ fn line_arg_extreme<T: Number>(line: &[T], largest: bool) -> usize {
         return line_scan(line, largest); // 2^32 elements and more: element by element
     }
     #[cfg(target_arch = "x86_64")]
-    if let (Some(line), true) = (super::extreme_f32::as_f32(line), super::extreme_f32::available()) {
+    if let (Some(line), true) = (super::float32::as_f32(line), super::extreme_f32::available()) {
         return super::extreme_f32::arg_extreme(line, largest);
     }
     line_arg_widest(line, largest)

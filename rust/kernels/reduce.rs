@@ -234,8 +234,8 @@ const BEST_LANES: usize = 16;
 /// The best of a non-empty row, kept in independent lanes so the loop vectorises.
 pub(super) fn best_in_row<T: Number>(row: &[T], largest: bool) -> T {
     #[cfg(target_arch = "x86_64")]
-    if let (Some(row), true) = (super::extreme_f32::as_f32(row), super::extreme_f32::available()) {
-        if let Some(best) = super::extreme_f32::from_f32(super::extreme_f32::best_in_row(row, largest)) {
+    if let (Some(row), true) = (super::float32::as_f32(row), super::extreme_f32::available()) {
+        if let Some(best) = super::float32::from_f32(super::extreme_f32::best_in_row(row, largest)) {
             return best;
         }
     }

@@ -299,7 +299,7 @@ binary_ops! {
         name: "pow", torch_aliases: [], tf: ["pow", "math.pow"],
         inputs: [("input", "x"), ("exponent", "y")],
         doc: "input raised to the power exponent; either may be a number.",
-        kernel: |a, b| a.powf(b),
+        kernel: |a, b| a.raised_to(b),
         reads: (inputs: true, output: true),
         grad: |d, x, y, out, g| (
             {

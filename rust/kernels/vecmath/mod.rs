@@ -1,21 +1,27 @@
 //! Float32 functions that vectorise: `exp`, `exp2`, `log`, `log2`, `log10`, `sin`, `cos` and
-//! `tanh` here, `expm1`, `log1p`, `erf`, `erfc` and the hyperbolic functions in `special`, and
-//! `tan`, `atan`, `asin`, `acos` and `atan2` in `trig`. They are branch-free polynomials (Cephes'
-//! and FreeBSD's coefficients, each within 2 ulps, tested), written so that a loop over a slice
-//! compiles to SIMD code. The C library's versions are one call per element, which made `exp` four
-//! times and `sin` fifteen times slower than numpy.
+//! `tanh` here, `expm1`, `log1p`, `erf`, `erfc` and the hyperbolic functions in `special`, `tan`,
+//! `atan`, `asin`, `acos` and `atan2` in `trig`, and `pow` in `pow`. Most are branch-free
+//! polynomials (Cephes' and FreeBSD's coefficients, each within 2 ulps, tested); `pow`, `sinh` and
+//! `cosh` compute in float64 and round once. All are written so that a loop over a slice compiles
+//! to SIMD code. The C library's versions are one call per element, which made `exp` four times
+//! and `sin` fifteen times slower than numpy.
 //!
-//! `map_f32` runs such a loop compiled for AVX-512 or AVX2 when the CPU has them.
+//! `map_f32` and the other loops of `loops` run such a function over a slice, compiled for AVX-512
+//! or AVX2 when the CPU has them.
 
-use std::mem::MaybeUninit;
-
+mod loops;
+mod pow;
 mod special;
 mod trig;
+pub use loops::{
+    map_f32, map_in_place_f32, map_row_f32, map_trig, simd, times_slope_f32, zip_map_f32, ElementFn, ElementFn2, Simd,
+};
+pub use pow::pow;
 pub use special::{acosh, asinh, atanh, cosh, erf, erfc, expm1, ln_1p, sinh};
 pub use trig::{acos, asin, atan, atan2, tan};
 
 #[inline(always)]
-fn select(condition: bool, a: f32, b: f32) -> f32 {
+fn select<T>(condition: bool, a: T, b: T) -> T {
     if condition {
         a
     } else {
@@ -39,6 +45,34 @@ fn pow2(n: i32) -> (f32, f32) {
     let rest = n.wrapping_sub(half);
     let bits = |e: i32| (e.wrapping_add(127) as u32).wrapping_shl(23);
     (f32::from_bits(bits(half)), f32::from_bits(bits(rest)))
+}
+
+/// A float type that `estrin_8` and `estrin_11` evaluate polynomials in.
+trait Polynomial: Copy + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> {}
+impl Polynomial for f32 {}
+impl Polynomial for f64 {}
+
+/// `c[0] + c[1]·x + ... + c[8]·x^8` by Estrin's scheme: pairs, then powers x², x⁴, x⁸, so that the
+/// longest chain is 4 multiply-adds deep instead of Horner's 8: loops of these functions were bound
+/// by the chain's latency, not by the number of operations.
+#[inline(always)]
+fn estrin_8<T: Polynomial>(x: T, c: [T; 9]) -> T {
+    let x2 = x * x;
+    let x4 = x2 * x2;
+    let pairs = [c[0] + c[1] * x, c[2] + c[3] * x, c[4] + c[5] * x, c[6] + c[7] * x];
+    let quads = [pairs[0] + pairs[1] * x2, pairs[2] + pairs[3] * x2];
+    quads[0] + quads[1] * x4 + c[8] * (x4 * x4)
+}
+
+/// `c[0] + c[1]·x + ... + c[11]·x^11` by Estrin's scheme (see `estrin_8`).
+#[inline(always)]
+fn estrin_11<T: Polynomial>(x: T, c: [T; 12]) -> T {
+    let x2 = x * x;
+    let x4 = x2 * x2;
+    let pairs =
+        [c[0] + c[1] * x, c[2] + c[3] * x, c[4] + c[5] * x, c[6] + c[7] * x, c[8] + c[9] * x, c[10] + c[11] * x];
+    let quads = [pairs[0] + pairs[1] * x2, pairs[2] + pairs[3] * x2, pairs[4] + pairs[5] * x2];
+    quads[0] + quads[1] * x4 + quads[2] * (x4 * x4)
 }
 
 // ln 2 in two parts: the first has few bits, so n·LN2_HI is exact for the n of `exp`'s range
@@ -101,15 +135,20 @@ fn log_parts(x: f32) -> LogParts {
     let e = (exponent - small as i32) as f32;
     let m = select(small, m + m, m) - 1.0;
     let z = m * m;
-    let p = 7.037_683_6e-2_f32;
-    let p = p * m - 1.151_461e-1;
-    let p = p * m + 1.167_699_9e-1;
-    let p = p * m - 1.242_014_1e-1;
-    let p = p * m + 1.424_932_3e-1;
-    let p = p * m - 1.666_805_8e-1;
-    let p = p * m + 2.000_071_4e-1;
-    let p = p * m - 2.499_999_4e-1;
-    let p = p * m + 3.333_333e-1;
+    let p = estrin_8(
+        m,
+        [
+            3.333_333e-1,
+            -2.499_999_4e-1,
+            2.000_071_4e-1,
+            -1.666_805_8e-1,
+            1.424_932_3e-1,
+            -1.242_014_1e-1,
+            1.167_699_9e-1,
+            -1.151_461e-1,
+            7.037_683_6e-2,
+        ],
+    );
     LogParts { e, m, z, mzp: m * z * p }
 }
 
@@ -249,153 +288,6 @@ pub fn tanh(x: f32) -> f32 {
     let value = select(abs < 0.625 || x.is_nan(), near_zero, far);
     // ±0 keep their sign, as the C library's tanh does.
     select(x == 0.0, x, value)
-}
-
-/// A float32 function of one element, for the vectorised loops below.
-///
-/// A closure is one: LLVM inlines it into the loop when its cost model agrees, which it does for
-/// small ones. A large kernel (erfc's pieces, sinh's) stayed a scalar call per element that way,
-/// even as a function marked `#[inline(always)]` (the call goes through the `Fn` shim, which is
-/// not), slower than the C library's. Such kernels are a type of their own whose `at` is marked
-/// `#[inline(always)]`: then the loop calls `at` directly, and it is always inlined.
-pub trait ElementFn: Sync + Send {
-    fn at(&self, v: f32) -> f32;
-}
-
-impl<F: Fn(f32) -> f32 + Sync + Send> ElementFn for F {
-    #[inline(always)]
-    fn at(&self, v: f32) -> f32 {
-        self(v)
-    }
-}
-
-/// A float32 function of two elements for `zip_map_f32`, always inlined there as `ElementFn` is.
-pub trait ElementFn2: Sync + Send {
-    fn at(&self, a: f32, b: f32) -> f32;
-}
-
-/// Writes `f(a[i], b[i])` into `out[i]`; compiled for the instruction set of its caller.
-#[inline(always)]
-fn fill_zip(out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: &impl ElementFn2) {
-    for ((slot, &p), &q) in out.iter_mut().zip(a).zip(b) {
-        slot.write(f.at(p, q));
-    }
-}
-
-widest_vectors! {
-    /// Fills `out[i] = f(a[i], b[i])` for one chunk, with the widest vectors the CPU has.
-    fn fill_zip_chunk[](out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: &impl ElementFn2)
-        => fill_zip(out, a, b, f);
-}
-
-/// `f(a[i], b[i])` over two float32 slices of one length, vectorised for this CPU, in
-/// parallel for large inputs.
-pub fn zip_map_f32(a: &[f32], b: &[f32], f: impl ElementFn2) -> Vec<f32> {
-    // invariant: callers pass two dense operands of the output's length; this guards the unsafe fill.
-    assert_eq!(a.len(), b.len(), "zip_map_f32: operands of different lengths");
-    // SAFETY: `fill_zip_chunk` writes every slot of the chunk it is given (both inputs from `start`
-    // are at least as long as the chunk, since they have the output's length).
-    unsafe { super::elementwise::fill_chunks(a.len(), |start, out| fill_zip_chunk(out, &a[start..], &b[start..], &f)) }
-}
-
-/// Writes `f(x[i])` into `out[i]`; compiled for the instruction set of its caller.
-#[inline(always)]
-fn fill(out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl ElementFn) {
-    for (slot, &v) in out.iter_mut().zip(x) {
-        slot.write(f.at(v));
-    }
-}
-
-/// The widest instruction set the CPU runs, checked once.
-#[derive(Copy, Clone, PartialEq, Eq)]
-pub enum Simd {
-    Avx512,
-    Avx2,
-    Baseline,
-}
-
-pub fn simd() -> Simd {
-    static LEVEL: std::sync::OnceLock<Simd> = std::sync::OnceLock::new();
-    *LEVEL.get_or_init(|| {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if super::sgemm_avx512::available() {
-                return Simd::Avx512;
-            }
-            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-                return Simd::Avx2;
-            }
-        }
-        Simd::Baseline
-    })
-}
-
-/// Writes `g[i] · slope(x[i])` into `out[i]`; compiled for the instruction set of its caller.
-/// `slope` is called here, not inside a closure around it, so that an `ElementFn` type's `at`
-/// is inlined into the vectorised loop whatever its size.
-#[inline(always)]
-fn fill_times(out: &mut [MaybeUninit<f32>], g: &[f32], x: &[f32], slope: &impl ElementFn) {
-    for ((slot, &gv), &xv) in out.iter_mut().zip(g).zip(x) {
-        slot.write(gv * slope.at(xv));
-    }
-}
-
-widest_vectors! {
-    /// Fills `out[i] = g[i] · slope(x[i])` for one chunk, with the widest vectors the CPU has.
-    fn fill_times_chunk[](out: &mut [MaybeUninit<f32>], g: &[f32], x: &[f32], slope: &impl ElementFn)
-        => fill_times(out, g, x, slope);
-}
-
-widest_vectors! {
-    /// Fills `out[i] = f(x[i])` for one chunk, with the widest vectors the CPU has.
-    fn fill_chunk[](out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl ElementFn) => fill(out, x, f);
-}
-
-/// `out[i] = f(x[i])` over one short float32 slice on the calling thread, vectorised for this CPU
-/// (a row of a softmax: the caller already runs rows in parallel).
-pub fn map_row_f32(out: &mut [f32], x: &[f32], f: &impl ElementFn) {
-    let n = out.len().min(x.len());
-    // SAFETY: `MaybeUninit<f32>` has the layout of `f32`, and `fill_chunk` writes only initialised
-    // values, so the slice stays initialised.
-    let slots = unsafe { &mut *(&mut out[..n] as *mut [f32] as *mut [MaybeUninit<f32>]) };
-    fill_chunk(slots, &x[..n], f)
-}
-
-/// `f` over a float32 slice, vectorised for this CPU, in parallel for large inputs.
-pub fn map_f32(x: &[f32], f: impl ElementFn) -> Vec<f32> {
-    // SAFETY: `fill_chunk` writes every slot of the chunk it is given (the zip covers the
-    // chunk: the input from `start` is at least as long).
-    unsafe { super::elementwise::fill_chunks(x.len(), |start, out| fill_chunk(out, &x[start..], &f)) }
-}
-
-/// `g[i] · slope(x[i])` over two float32 slices of one length (an activation's backward),
-/// vectorised for this CPU, in parallel for large inputs.
-pub fn times_slope_f32(g: &[f32], x: &[f32], slope: impl ElementFn) -> Vec<f32> {
-    // invariant: callers pass two dense operands of the output's length; this guards the unsafe fill.
-    assert_eq!(g.len(), x.len(), "times_slope_f32: operands of different lengths");
-    // SAFETY: `fill_times_chunk` writes every slot of the chunk it is given (both inputs from
-    // `start` are at least as long as the chunk, since they have the output's length).
-    unsafe {
-        super::elementwise::fill_chunks(g.len(), |start, out| fill_times_chunk(out, &g[start..], &x[start..], &slope))
-    }
-}
-
-/// `map_f32` of a vectorised `sin` or `cos`, whose rare elements past
-/// `TRIG_REDUCTION_LIMIT` (and infinities) are redone by `exact`, the C library's,
-/// whose reduction is exact; each chunk is fixed while it is still in cache.
-pub fn map_trig(x: &[f32], fast: impl ElementFn, exact: impl Fn(f32) -> f32 + Sync + Send) -> Vec<f32> {
-    let fill = |start: usize, out: &mut [MaybeUninit<f32>]| {
-        let x = &x[start..start + out.len()];
-        fill_chunk(out, x, &fast);
-        for (slot, &v) in out.iter_mut().zip(x) {
-            if v.abs() > TRIG_REDUCTION_LIMIT {
-                slot.write(exact(v));
-            }
-        }
-    };
-    // SAFETY: `fill_chunk` writes every slot of the chunk it is given (the input slice
-    // has the chunk's length); the fix-up only overwrites some of them.
-    unsafe { super::elementwise::fill_chunks(x.len(), fill) }
 }
 
 #[cfg(test)]

@@ -1,0 +1,177 @@
+//! The loops that run a float32 element function over slices: compiled for AVX-512, for AVX2 or
+//! for the baseline (`widest_vectors!`), whichever the CPU has, and split into chunks that run in
+//! parallel for large inputs.
+
+use super::TRIG_REDUCTION_LIMIT;
+use std::mem::MaybeUninit;
+
+/// A float32 function of one element, for the vectorised loops below.
+///
+/// A closure is one: LLVM inlines it into the loop when its cost model agrees, which it does for
+/// small ones. A large kernel (erfc's pieces, sinh's) stayed a scalar call per element that way,
+/// even as a function marked `#[inline(always)]` (the call goes through the `Fn` shim, which is
+/// not), slower than the C library's. Such kernels are a type of their own whose `at` is marked
+/// `#[inline(always)]`: then the loop calls `at` directly, and it is always inlined.
+pub trait ElementFn: Sync + Send {
+    fn at(&self, v: f32) -> f32;
+}
+
+impl<F: Fn(f32) -> f32 + Sync + Send> ElementFn for F {
+    #[inline(always)]
+    fn at(&self, v: f32) -> f32 {
+        self(v)
+    }
+}
+
+/// A float32 function of two elements for `zip_map_f32`, always inlined there as `ElementFn` is.
+pub trait ElementFn2: Sync + Send {
+    fn at(&self, a: f32, b: f32) -> f32;
+}
+
+/// Writes `f(a[i], b[i])` into `out[i]`; compiled for the instruction set of its caller.
+#[inline(always)]
+fn fill_zip(out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: &impl ElementFn2) {
+    for ((slot, &p), &q) in out.iter_mut().zip(a).zip(b) {
+        slot.write(f.at(p, q));
+    }
+}
+
+widest_vectors! {
+    /// Fills `out[i] = f(a[i], b[i])` for one chunk, with the widest vectors the CPU has.
+    fn fill_zip_chunk[](out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: &impl ElementFn2)
+        => fill_zip(out, a, b, f);
+}
+
+/// `f(a[i], b[i])` over two float32 slices of one length, vectorised for this CPU, in
+/// parallel for large inputs.
+pub fn zip_map_f32(a: &[f32], b: &[f32], f: impl ElementFn2) -> Vec<f32> {
+    // invariant: callers pass two dense operands of the output's length; this guards the unsafe fill.
+    assert_eq!(a.len(), b.len(), "zip_map_f32: operands of different lengths");
+    // SAFETY: `fill_zip_chunk` writes every slot of the chunk it is given (both inputs from `start`
+    // are at least as long as the chunk, since they have the output's length).
+    unsafe {
+        crate::kernels::elementwise::fill_chunks(a.len(), |start, out| {
+            fill_zip_chunk(out, &a[start..], &b[start..], &f)
+        })
+    }
+}
+
+/// Writes `f(x[i])` into `out[i]`; compiled for the instruction set of its caller.
+#[inline(always)]
+fn fill(out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl ElementFn) {
+    for (slot, &v) in out.iter_mut().zip(x) {
+        slot.write(f.at(v));
+    }
+}
+
+/// The widest instruction set the CPU runs, checked once.
+#[derive(Copy, Clone, PartialEq, Eq)]
+pub enum Simd {
+    Avx512,
+    Avx2,
+    Baseline,
+}
+
+pub fn simd() -> Simd {
+    static LEVEL: std::sync::OnceLock<Simd> = std::sync::OnceLock::new();
+    *LEVEL.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if crate::kernels::sgemm_avx512::available() {
+                return Simd::Avx512;
+            }
+            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                return Simd::Avx2;
+            }
+        }
+        Simd::Baseline
+    })
+}
+
+/// Writes `g[i] · slope(x[i])` into `out[i]`; compiled for the instruction set of its caller.
+/// `slope` is called here, not inside a closure around it, so that an `ElementFn` type's `at`
+/// is inlined into the vectorised loop whatever its size.
+#[inline(always)]
+fn fill_times(out: &mut [MaybeUninit<f32>], g: &[f32], x: &[f32], slope: &impl ElementFn) {
+    for ((slot, &gv), &xv) in out.iter_mut().zip(g).zip(x) {
+        slot.write(gv * slope.at(xv));
+    }
+}
+
+widest_vectors! {
+    /// Fills `out[i] = g[i] · slope(x[i])` for one chunk, with the widest vectors the CPU has.
+    fn fill_times_chunk[](out: &mut [MaybeUninit<f32>], g: &[f32], x: &[f32], slope: &impl ElementFn)
+        => fill_times(out, g, x, slope);
+}
+
+widest_vectors! {
+    /// Fills `out[i] = f(x[i])` for one chunk, with the widest vectors the CPU has.
+    fn fill_chunk[](out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl ElementFn) => fill(out, x, f);
+}
+
+/// `out[i] = f(x[i])` over one short float32 slice on the calling thread, vectorised for this CPU
+/// (a row of a softmax: the caller already runs rows in parallel).
+pub fn map_row_f32(out: &mut [f32], x: &[f32], f: &impl ElementFn) {
+    let n = out.len().min(x.len());
+    // SAFETY: `MaybeUninit<f32>` has the layout of `f32`, and `fill_chunk` writes only initialised
+    // values, so the slice stays initialised.
+    let slots = unsafe { &mut *(&mut out[..n] as *mut [f32] as *mut [MaybeUninit<f32>]) };
+    fill_chunk(slots, &x[..n], f)
+}
+
+/// `f` over a float32 slice, vectorised for this CPU, in parallel for large inputs.
+pub fn map_f32(x: &[f32], f: impl ElementFn) -> Vec<f32> {
+    // SAFETY: `fill_chunk` writes every slot of the chunk it is given (the zip covers the
+    // chunk: the input from `start` is at least as long).
+    unsafe { crate::kernels::elementwise::fill_chunks(x.len(), |start, out| fill_chunk(out, &x[start..], &f)) }
+}
+
+/// Writes `f(x[i])` into `x[i]`; compiled for the instruction set of its caller.
+#[inline(always)]
+fn update(x: &mut [f32], f: &impl ElementFn) {
+    for v in x.iter_mut() {
+        *v = f.at(*v);
+    }
+}
+
+widest_vectors! {
+    /// `x[i] = f(x[i])` for one chunk, with the widest vectors the CPU has.
+    fn update_chunk[](x: &mut [f32], f: &impl ElementFn) => update(x, f);
+}
+
+/// `x[i] = f(x[i])` over a float32 slice, vectorised for this CPU, in parallel for large inputs.
+pub fn map_in_place_f32(x: &mut [f32], f: impl ElementFn) {
+    crate::kernels::elementwise::for_each_chunk_mut(x, |chunk| update_chunk(chunk, &f));
+}
+
+/// `g[i] · slope(x[i])` over two float32 slices of one length (an activation's backward),
+/// vectorised for this CPU, in parallel for large inputs.
+pub fn times_slope_f32(g: &[f32], x: &[f32], slope: impl ElementFn) -> Vec<f32> {
+    // invariant: callers pass two dense operands of the output's length; this guards the unsafe fill.
+    assert_eq!(g.len(), x.len(), "times_slope_f32: operands of different lengths");
+    // SAFETY: `fill_times_chunk` writes every slot of the chunk it is given (both inputs from
+    // `start` are at least as long as the chunk, since they have the output's length).
+    unsafe {
+        crate::kernels::elementwise::fill_chunks(g.len(), |start, out| {
+            fill_times_chunk(out, &g[start..], &x[start..], &slope)
+        })
+    }
+}
+
+/// `map_f32` of a vectorised `sin` or `cos`, whose rare elements past
+/// `TRIG_REDUCTION_LIMIT` (and infinities) are redone by `exact`, the C library's,
+/// whose reduction is exact; each chunk is fixed while it is still in cache.
+pub fn map_trig(x: &[f32], fast: impl ElementFn, exact: impl Fn(f32) -> f32 + Sync + Send) -> Vec<f32> {
+    let fill = |start: usize, out: &mut [MaybeUninit<f32>]| {
+        let x = &x[start..start + out.len()];
+        fill_chunk(out, x, &fast);
+        for (slot, &v) in out.iter_mut().zip(x) {
+            if v.abs() > TRIG_REDUCTION_LIMIT {
+                slot.write(exact(v));
+            }
+        }
+    };
+    // SAFETY: `fill_chunk` writes every slot of the chunk it is given (the input slice
+    // has the chunk's length); the fix-up only overwrites some of them.
+    unsafe { crate::kernels::elementwise::fill_chunks(x.len(), fill) }
+}
