@@ -7,7 +7,7 @@
 pub use super::broadcast::{zip_broadcast, Operand};
 use super::layout::{for_each_chunk, walk};
 use super::{float32, vecmath, PARALLEL_MIN_ELEMENTS};
-use crate::dtype::{nan_max, nan_min, Float, Number};
+use crate::dtype::{nan_max, nan_min, DType, Float, Number};
 pub use crate::ops::unary::UnaryOp;
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
@@ -230,8 +230,8 @@ pub fn scalar_fn<T: Number>(op: ScalarOp, s: T) -> impl Fn(T) -> T + Sync + Send
     }
 }
 
-/// How `v^p` is computed for an exponent `p`: exactly, or rounded once from float64, for the
-/// common small ones (as numpy's and torch's fast paths for them).
+/// How `v^p` is computed for an exponent `p`: exactly, or from float64, for the common small ones
+/// (numpy's fast paths are 2, 1, 0.5 and -1; torch's also 3 and -2).
 #[derive(Copy, Clone)]
 enum PowCase {
     /// `v·v` (squares are common in losses).
@@ -240,25 +240,28 @@ enum PowCase {
     /// As numpy and PyTorch: x ** 0.5 is sqrt(x), so (-inf) ** 0.5 is NaN, not +inf.
     /// (A square root rounded from f64 is the correctly rounded f32 one.)
     SquareRoot,
-    /// Floats only, rounded once from float64 (the exact cube of a float32), so float32's is the
-    /// nearest float32 but in rare ties of rounding twice.
+    /// Float32 only: the cube in float64 (rounded once there, from up to 72 bits) rounded to
+    /// float32, so the nearest float32 but in rare ties. Float64 keeps `powf`, which is correctly
+    /// rounded where `w·w·w` is not.
     Cube,
-    /// `1/v`, floats only.
+    /// `1/v`, floats only (one division, correctly rounded).
     Reciprocal,
-    /// `1/v²`, floats only, rounded once from float64 as `Cube`.
+    /// `1/v²`, float32 only, from float64 as `Cube` (in float64, `v·v` would overflow or lose bits
+    /// where the result does not).
     InverseSquare,
     General,
 }
 
 fn pow_case<T: Number>(p: T) -> PowCase {
     let float = T::DTYPE.is_float();
+    let float32 = T::DTYPE == DType::F32;
     match p.to_f64() {
         2.0 => PowCase::Square,
         1.0 => PowCase::Itself,
         0.5 if float => PowCase::SquareRoot,
-        3.0 if float => PowCase::Cube,
+        3.0 if float32 => PowCase::Cube,
         -1.0 if float => PowCase::Reciprocal,
-        -2.0 if float => PowCase::InverseSquare,
+        -2.0 if float32 => PowCase::InverseSquare,
         _ => PowCase::General,
     }
 }
@@ -580,6 +583,18 @@ mod tests {
             assert_eq!(bits(&in_place), bits(&plain), "x **= {s}");
             let plain: Vec<f32> = x.iter().map(|&v| vecmath::pow(s, v)).collect();
             assert_eq!(bits(&scalar(ScalarOp::RPow, &x, s)), bits(&plain), "{s} ** x");
+        }
+    }
+
+    #[test]
+    fn float64_cubes_and_inverse_squares_keep_the_c_library_s_power() {
+        use super::{scalar, ScalarOp};
+        // w·w·w is an ulp off here, and 1/(w·w) overflows to 0 at 2^520 (the power is subnormal).
+        let x = [1.194_440_724_972_594_6f64, 2f64.powi(520), 7.873_695_108_513_215e-155, -3.5];
+        for p in [3.0, -2.0] {
+            let want: Vec<u64> = x.iter().map(|v| v.powf(p).to_bits()).collect();
+            let got: Vec<u64> = scalar(ScalarOp::Pow, &x, p).iter().map(|v| v.to_bits()).collect();
+            assert_eq!(got, want, "x ** {p}");
         }
     }
 
