@@ -29,6 +29,7 @@ pub mod norm;
 pub mod optim;
 pub mod ordering;
 pub mod pool;
+mod power;
 pub mod product;
 pub mod reduce;
 pub mod scan;

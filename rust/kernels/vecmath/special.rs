@@ -1,8 +1,8 @@
 //! Float32 `expm1`, `log1p`, `erf`, `erfc` and the hyperbolic functions, written as branch-free
 //! arithmetic on top of `exp` and `ln` (`sinh` and `cosh` on the float64 2^x of `pow`) so that a
-//! loop over a slice compiles to SIMD code. The C
-//! library's versions were one call per element: 2 to 28 times numpy's time, and `gelu` (through
-//! `erfc`) 6 ms per million elements (`benchmarks/special_functions.py`).
+//! loop over a slice compiles to SIMD code. The C library's versions were one call per element: 2
+//! to 28 times numpy's time, and `gelu` (through `erfc`) 6 ms per million elements
+//! (`benchmarks/special_functions.py`).
 //!
 //! Every piece is computed for every lane and the lane's piece is selected, so there is no branch
 //! to keep the loop scalar. No step uses a fused multiply-add, so the bits are the same on every
