@@ -39,6 +39,9 @@ def rows() -> list[Row]:
         F.gelu(grad).backward(ones)
 
     return [
+        ("`exp`", lambda: x.exp(), lambda: np.exp(normal)),
+        ("`log`", lambda: x_above.log(), lambda: np.log(above_one)),
+        ("`sin`", lambda: x.sin(), lambda: np.sin(normal)),
         ("`exp2`", lambda: x.exp2(), lambda: np.exp2(normal)),
         ("`log2`", lambda: x_above.log2(), lambda: np.log2(above_one)),
         ("`log10`", lambda: x_above.log10(), lambda: np.log10(above_one)),

@@ -407,3 +407,50 @@ def test_static_cross_entropy_runs_the_same_op_with_unknown_batch(rng):
     keep = target != -100
     expected = (np.exp(_log_softmax(logits, 1)) - np.eye(3)[np.where(keep, target, 0)]) * keep[:, None] / keep.sum()
     np.testing.assert_allclose(g, expected, rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("dtype", [rustgrad.float32, rustgrad.float64])
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_softmax_and_log_softmax_along_every_dim_match_numpy_with_their_gradients(rng, dtype, dim):
+    # Along the last dim the rows are contiguous; along the others many short rows lie side by side
+    # (the class dim strided), a path of its own, forward and backward.
+    x = rng.standard_normal((5, 7, 9)) * 4
+    g = rng.standard_normal((5, 7, 9))
+    tol = {"rtol": 2e-5, "atol": 1e-6} if dtype == rustgrad.float32 else {"rtol": 1e-12, "atol": 1e-14}
+    log_y = _log_softmax(x, dim)
+    for fn, want, want_grad in (
+        (F.log_softmax, log_y, g - np.exp(log_y) * g.sum(dim, keepdims=True)),
+        (F.softmax, np.exp(log_y), np.exp(log_y) * (g - (g * np.exp(log_y)).sum(dim, keepdims=True))),
+    ):
+        leaf = _t(x, requires_grad=True, dtype=dtype)
+        y = fn(leaf, dim)
+        np.testing.assert_allclose(y.detach().numpy(), want, **tol)
+        y.backward(_t(g, dtype=dtype))
+        np.testing.assert_allclose(leaf.grad.numpy(), want_grad, **tol)
+
+
+@pytest.mark.parametrize("dtype", [rustgrad.float32, rustgrad.float64])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_cross_entropy_of_spatial_inputs_with_weights_smoothing_and_ignored_positions(rng, dtype, reduction):
+    # (N, C, H, W) logits: the class dim strided, the positions of a block side by side.
+    x = rng.standard_normal((3, 5, 6, 7)) * 3
+    target = rng.integers(0, 5, size=(3, 6, 7))
+    target[0, 0, :3] = -100
+    weight = rng.uniform(0.5, 2.0, 5)
+    eps = 0.1
+    tol = {"rtol": 2e-5, "atol": 1e-6} if dtype == rustgrad.float32 else {"rtol": 1e-10, "atol": 1e-14}
+    xt = _t(x, requires_grad=True, dtype=dtype)
+    out = F.cross_entropy(xt, _t(target, dtype=rustgrad.int64), weight=_t(weight, dtype=dtype),
+                          label_smoothing=eps, reduction=reduction)
+    np.testing.assert_allclose(out.detach().numpy(), class_loss(x, target, weight, -100, reduction, eps), **tol)
+    out.sum().backward()
+    keep = target != -100
+    safe = np.where(keep, target, 0)
+    p = np.exp(_log_softmax(x, 1))
+    onehot = np.moveaxis(np.eye(5)[safe], -1, 1)
+    hot = ((1 - eps) * weight[safe] * keep)[:, None]
+    grad = hot * (p - onehot) + (eps / 5) * (weight.sum() * p - weight[None, :, None, None]) * keep[:, None]
+    if reduction == "mean":
+        grad /= (weight[safe] * keep).sum()
+    np.testing.assert_allclose(xt.grad.numpy(), grad, **tol)
+    assert not xt.grad.numpy()[0, :, 0, :3].any()

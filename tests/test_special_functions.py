@@ -184,3 +184,51 @@ def test_float32_activation_matches_its_float64_formula(name):
     # The activations round their argument once or twice in float32 (x/√2 for gelu) before the
     # function amplifies it, so the bound is relative, a few float32 epsilons.
     np.testing.assert_allclose(got, want, rtol=8 * np.finfo(np.float32).eps, atol=1e-7)
+
+
+LAYOUT_OPS = {
+    "pow": rustgrad.pow,
+    "atan2": rustgrad.atan2,
+    "logaddexp": rustgrad.logaddexp,
+    "xlogy": rustgrad.xlogy,
+    "maximum": rustgrad.maximum,
+    "fmod": rustgrad.fmod,
+}
+
+
+@pytest.mark.parametrize("name", list(LAYOUT_OPS))
+def test_float32_binary_op_gives_the_bits_of_dense_operands_in_every_layout(name):
+    # A number against a tensor, a row, a column and a transposed view each take a path of their
+    # own (a map, runs of rows or of one value, gathered operands); every one must give the bits of
+    # the dense operands'.
+    op = LAYOUT_OPS[name]
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0.1, 4.0, (37, 70)).astype(np.float32)
+    dense = rustgrad.from_numpy(x)
+    others = {
+        "number": rng.uniform(0.1, 4.0, ()).astype(np.float32),
+        "row": rng.uniform(0.1, 4.0, (70,)).astype(np.float32),
+        "column": rng.uniform(0.1, 4.0, (37, 1)).astype(np.float32),
+    }
+    for layout, y in others.items():
+        small = rustgrad.from_numpy(y)
+        expanded = rustgrad.from_numpy(np.ascontiguousarray(np.broadcast_to(y, x.shape)))
+        for got, want in ((op(dense, small), op(dense, expanded)), (op(small, dense), op(expanded, dense))):
+            assert np.array_equal(got.numpy().view(np.uint32), want.numpy().view(np.uint32)), f"{name}, {layout}"
+    transposed = rustgrad.from_numpy(np.ascontiguousarray(x.T)).t()
+    want = op(dense, dense * 0.5).numpy().view(np.uint32)
+    assert np.array_equal(op(transposed, dense * 0.5).numpy().view(np.uint32), want), f"{name}, transposed"
+
+
+@pytest.mark.parametrize("name", ["gelu", "silu", "softplus", "elu"])
+def test_float32_activation_gradient_of_a_transposed_input_gives_the_dense_bits(name):
+    # The backward of a view reads the input through its strides: gathered first, the slope must
+    # round as over the dense input.
+    act = getattr(F, name)
+    x = np.random.default_rng(6).uniform(-4.0, 4.0, (45, 38)).astype(np.float32)
+    g = rustgrad.from_numpy(np.random.default_rng(7).standard_normal((38, 45)).astype(np.float32))
+    dense = rustgrad.tensor(np.ascontiguousarray(x.T), requires_grad=True)
+    act(dense).backward(g)
+    base = rustgrad.tensor(x, requires_grad=True)
+    act(base.t()).backward(g)
+    assert np.array_equal(base.grad.numpy().T.view(np.uint32), dense.grad.numpy().view(np.uint32)), name

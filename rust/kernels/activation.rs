@@ -37,6 +37,9 @@ pub trait ActFloat:
     fn map_dense(x: &[Self], kernel: impl ActKernel) -> Vec<Self>;
     /// `g[i] · slope(x[i])` over two slices of one length (vectorised for this CPU for float32).
     fn times_slope_dense(g: &[Self], x: &[Self], slope: impl ActKernel) -> Vec<Self>;
+    /// `g · slope(x)` over the broadcast `shape`, for operands that are not both dense.
+    fn times_slope_broadcast(shape: &[usize], g: &Operand<Self>, x: &Operand<Self>, slope: impl ActKernel)
+        -> Vec<Self>;
 }
 
 impl ActFloat for f32 {
@@ -82,6 +85,10 @@ impl ActFloat for f32 {
     fn times_slope_dense(g: &[f32], x: &[f32], slope: impl ActKernel) -> Vec<f32> {
         vecmath::times_slope_f32(g, x, slope)
     }
+    /// Gathered first: the slopes' `vecmath` functions then run only in the CPU's vectors.
+    fn times_slope_broadcast(shape: &[usize], g: &Operand<f32>, x: &Operand<f32>, slope: impl ActKernel) -> Vec<f32> {
+        vecmath::times_slope_f32(&g.dense_or_gathered(shape), &x.dense_or_gathered(shape), slope)
+    }
 }
 
 impl ActFloat for f64 {
@@ -126,6 +133,9 @@ impl ActFloat for f64 {
     }
     fn times_slope_dense(g: &[f64], x: &[f64], slope: impl ActKernel) -> Vec<f64> {
         zip_map(g, x, move |gv, xv| gv * slope.eval(xv))
+    }
+    fn times_slope_broadcast(shape: &[usize], g: &Operand<f64>, x: &Operand<f64>, slope: impl ActKernel) -> Vec<f64> {
+        zip_broadcast(shape, g, x, move |gv: f64, xv: f64| gv * slope.eval(xv))
     }
 }
 
@@ -382,7 +392,7 @@ where
         if g.dense && x.dense {
             return T::times_slope_dense(g.dense_slice(n), x.dense_slice(n), slope);
         }
-        zip_broadcast(shape, g, x, move |gv: T, xv: T| gv * slope.eval(xv))
+        T::times_slope_broadcast(shape, g, x, slope)
     }
     by_number!(act, Slope, |kernel| run(shape, g, x, kernel))
 }

@@ -2,10 +2,12 @@
 //! the element functions the standard library lacks, and a broadcasting walk over
 //! three operands (`lerp`).
 
+use super::broadcast::{zip_in_runs, Runs};
 use super::elementwise::{fill_chunks, map, zip_broadcast, zip_map, Operand};
 use super::layout::walk;
 use super::vecmath;
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 
 /// Element functions of the binary float ops, one implementation per float type.
 pub trait BinaryMath: Copy {
@@ -133,13 +135,65 @@ pub trait ZipKernel: Sized {
     fn zip_kernel<K: BinaryKernel>(shape: &[usize], a: &Operand<Self>, b: &Operand<Self>) -> Vec<Self>;
 }
 
+/// `K` with its second operand fixed, as `vecmath::map_f32`'s element function.
+struct SecondFixed<K>(f32, PhantomData<K>);
+
+impl<K: BinaryKernel> vecmath::ElementFn for SecondFixed<K> {
+    #[inline(always)]
+    fn at(&self, a: f32) -> f32 {
+        K::of_f32(a, self.0)
+    }
+}
+
+/// `K` with its first operand fixed.
+struct FirstFixed<K>(f32, PhantomData<K>);
+
+impl<K: BinaryKernel> vecmath::ElementFn for FirstFixed<K> {
+    #[inline(always)]
+    fn at(&self, b: f32) -> f32 {
+        K::of_f32(self.0, b)
+    }
+}
+
+/// `K`'s runs for `zip_in_runs`, in the CPU's widest vectors.
+struct VectorisedRuns<K>(PhantomData<K>);
+
+// SAFETY: `fill_zip_chunk` and `fill_chunk` write every slot of `out` (they zip it with inputs of
+// its length).
+unsafe impl<K: BinaryKernel> Runs<f32, f32> for VectorisedRuns<K> {
+    fn pair(&self, out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32]) {
+        vecmath::fill_zip_chunk(out, a, b, &Vectorised::<K>(PhantomData))
+    }
+    fn second_fixed(&self, out: &mut [MaybeUninit<f32>], a: &[f32], b: f32) {
+        vecmath::fill_chunk(out, a, &SecondFixed::<K>(b, PhantomData))
+    }
+    fn first_fixed(&self, out: &mut [MaybeUninit<f32>], a: f32, b: &[f32]) {
+        vecmath::fill_chunk(out, b, &FirstFixed::<K>(a, PhantomData))
+    }
+    fn one(&self, a: f32, b: f32) -> f32 {
+        K::of_f32(a, b)
+    }
+}
+
+/// Every float32 path runs `K` in the CPU's widest vectors, so that its `vecmath` functions run
+/// their fused multiply-adds as instructions (see `vecmath`): a number against a tensor as a map,
+/// rows and channels by runs, and any other broadcast over gathered copies of the operands.
 impl ZipKernel for f32 {
     fn zip_kernel<K: BinaryKernel>(shape: &[usize], a: &Operand<f32>, b: &Operand<f32>) -> Vec<f32> {
         let n: usize = shape.iter().product();
-        if a.dense && b.dense {
-            return vecmath::zip_map_f32(a.dense_slice(n), b.dense_slice(n), Vectorised::<K>(PhantomData));
+        if a.dense && b.is_single(shape) && n > 0 {
+            return vecmath::map_f32(a.dense_slice(n), SecondFixed::<K>(b.data[b.offset], PhantomData));
         }
-        zip_broadcast(shape, a, b, K::of_f32)
+        if b.dense && a.is_single(shape) && n > 0 {
+            return vecmath::map_f32(b.dense_slice(n), FirstFixed::<K>(a.data[a.offset], PhantomData));
+        }
+        if !(a.dense && b.dense) {
+            if let Some(out) = zip_in_runs(shape, a, b, &VectorisedRuns::<K>(PhantomData)) {
+                return out;
+            }
+        }
+        let (a, b) = (a.dense_or_gathered(shape), b.dense_or_gathered(shape));
+        vecmath::zip_map_f32(&a, &b, Vectorised::<K>(PhantomData))
     }
 }
 

@@ -90,7 +90,7 @@ fn log_of_total<T: Float>(ones: T, rest: T) -> T {
 /// max's own 1 and others much smaller, whose low bits that 1 rounds away: then `recount`
 /// gives the log from a second pass (`log_of_total`). From 2 up, ln of the rounded sum is as
 /// exact.
-#[inline]
+#[inline(always)]
 fn ln_of_total<T: Float>(total: T, recount: impl FnOnce() -> T) -> T {
     if total < T::from_f64(2.0) {
         recount()
@@ -173,7 +173,7 @@ fn for_blocks<T: Float>(x: &[T], out: &mut [T], rows: Rows, f: impl Fn(usize, &[
 /// `classes` elements `stride` apart. Callers compute `(x - shift) - log_total`, as torch does:
 /// adding the two first would lose the small log to rounding next to a large max. The exps
 /// equal to 1 are counted apart from the others (`log_of_total`).
-#[inline]
+#[inline(always)]
 fn row_lse<T: FastExp>(x: &[T], classes: usize, stride: usize) -> (T, T) {
     let mut peak = T::from_f64(f64::NEG_INFINITY);
     for c in 0..classes {
@@ -187,7 +187,13 @@ fn row_lse<T: FastExp>(x: &[T], classes: usize, stride: usize) -> (T, T) {
     (shift, strided_log_of_total(x, classes, stride, shift))
 }
 
+widest_vectors! {
+    /// `row_lse` compiled for the CPU's widest vectors (see `softmax_block_widest`).
+    fn strided_lse[T: FastExp](x: &[T], classes: usize, stride: usize) -> (T, T) => row_lse(x, classes, stride);
+}
+
 /// `log_of_total` of the exps of one row of `classes` elements `stride` apart, shifted by `shift`.
+#[inline(always)]
 fn strided_log_of_total<T: FastExp>(x: &[T], classes: usize, stride: usize, shift: T) -> T {
     let (mut ones, mut rest) = (T::ZERO, T::ZERO);
     for c in 0..classes {
@@ -201,7 +207,48 @@ fn strided_log_of_total<T: FastExp>(x: &[T], classes: usize, stride: usize, shif
     log_of_total(ones, rest)
 }
 
+widest_vectors! {
+    /// `softmax_block` compiled for the CPU's widest vectors. Its exps are `vecmath::exp`, whose
+    /// `floor` is a library call per element in the baseline build: a softmax along a dim other
+    /// than the last took 12 times as long as along the last.
+    fn softmax_block_widest[T: FastExp](x: &[T], y: &mut [T], rows: Rows, log: bool) => softmax_block(x, y, rows, log);
+}
+
+/// The shifts and log-totals (`row_lse`) of the `inner` rows of one `(classes, inner)` block, side
+/// by side: the classes walked in order for every row at once, with each row's sums in the order
+/// of `row_lse`'s, so the same bits.
+#[inline(always)]
+fn side_by_side_lse<T: FastExp>(xb: &[T], inner: usize) -> (Vec<T>, Vec<T>) {
+    let mut shift = vec![T::from_f64(f64::NEG_INFINITY); inner];
+    for xc in xb.chunks_exact(inner) {
+        for (p, &v) in shift.iter_mut().zip(xc) {
+            if v > *p || v.is_nan() {
+                *p = v;
+            }
+        }
+    }
+    shift.iter_mut().for_each(|p| *p = if p.to_f64().is_finite() { *p } else { T::ZERO });
+    let (mut ones, mut rest) = (vec![T::ZERO; inner], vec![T::ZERO; inner]);
+    for xc in xb.chunks_exact(inner) {
+        for (((one, other), &s), &v) in ones.iter_mut().zip(rest.iter_mut()).zip(&shift).zip(xc) {
+            let e = (v - s).fast_exp();
+            // Adding 0 leaves either sum's bits as they were: no branch, so the loop vectorises.
+            let is_one = e == T::ONE;
+            *one += if is_one { T::ONE } else { T::ZERO };
+            *other += if is_one { T::ZERO } else { e };
+        }
+    }
+    let log_totals = ones.iter().zip(&rest).map(|(&one, &other)| log_of_total(one, other)).collect();
+    (shift, log_totals)
+}
+
+widest_vectors! {
+    /// `side_by_side_lse` compiled for the CPU's widest vectors.
+    fn block_lse[T: FastExp](xb: &[T], inner: usize) -> (Vec<T>, Vec<T>) => side_by_side_lse(xb, inner);
+}
+
 /// Softmax (`log`: log-softmax) of a contiguous block along its class dim.
+#[inline(always)]
 fn softmax_block<T: FastExp>(x: &[T], y: &mut [T], rows: Rows, log: bool) {
     let (classes, inner) = (rows.classes, rows.inner);
     if inner == 1 {
@@ -251,7 +298,7 @@ fn softmax_block<T: FastExp>(x: &[T], y: &mut [T], rows: Rows, log: bool) {
 pub fn softmax<T: FastExp>(x: &[T], rows: Rows, log: bool) -> Vec<T> {
     // Every element is written below: recycled memory saves the page faults of new zeros.
     let mut y = crate::storage::overwritable_vec(x.len());
-    for_blocks(x, &mut y, rows, |_, xb, yb| softmax_block(xb, yb, rows, log));
+    for_blocks(x, &mut y, rows, |_, xb, yb| softmax_block_widest(xb, yb, rows, log));
     y
 }
 
@@ -260,29 +307,48 @@ pub fn softmax<T: FastExp>(x: &[T], rows: Rows, log: bool) -> Vec<T> {
 pub fn softmax_backward<T: FastExp>(g: &[T], y: &[T], rows: Rows, log: bool) -> Vec<T> {
     let mut out = crate::storage::overwritable_vec(g.len());
     let block = rows.block().max(1);
-    let body = |o: usize, gb: &[T], ob: &mut [T]| {
-        let yb = &y[o * block..(o + 1) * block];
-        if rows.inner == 1 {
-            let total = if log { lane_sum(gb, gb, |v, _| v) } else { lane_sum(gb, yb, |g, y| g * y) };
-            for ((o, &g), &y) in ob.iter_mut().zip(gb).zip(yb) {
-                *o = if log { g - y.fast_exp() * total } else { y * (g - total) };
-            }
-            return;
-        }
-        for i in 0..rows.inner {
-            let at = |c: usize| c * rows.inner + i;
-            let mut total = T::ZERO;
-            for c in 0..rows.classes {
-                total += if log { gb[at(c)] } else { gb[at(c)] * yb[at(c)] };
-            }
-            for c in 0..rows.classes {
-                let k = at(c);
-                ob[k] = if log { gb[k] - yb[k].fast_exp() * total } else { yb[k] * (gb[k] - total) };
-            }
-        }
-    };
-    for_blocks(g, &mut out, rows, body);
+    for_blocks(g, &mut out, rows, |o, gb, ob| {
+        softmax_backward_block(gb, &y[o * block..(o + 1) * block], ob, rows, log)
+    });
     out
+}
+
+widest_vectors! {
+    /// `softmax_backward`'s work on one block, compiled for the CPU's widest vectors (log-softmax's
+    /// exps, as in `softmax_block_widest`).
+    fn softmax_backward_block[T: FastExp](gb: &[T], yb: &[T], ob: &mut [T], rows: Rows, log: bool)
+        => softmax_backward_of_block(gb, yb, ob, rows, log);
+}
+
+#[inline(always)]
+fn softmax_backward_of_block<T: FastExp>(gb: &[T], yb: &[T], ob: &mut [T], rows: Rows, log: bool) {
+    let inner = rows.inner;
+    if inner == 1 {
+        let total = if log { lane_sum(gb, gb, |v, _| v) } else { lane_sum(gb, yb, |g, y| g * y) };
+        let run = ob.iter_mut().zip(gb).zip(yb);
+        match log {
+            true => run.for_each(|((o, &g), &y)| *o = g - y.fast_exp() * total),
+            false => run.for_each(|((o, &g), &y)| *o = y * (g - total)),
+        }
+        return;
+    }
+    // Many short rows side by side: one running total per row, walking the classes in order.
+    let mut totals = vec![T::ZERO; inner];
+    let class_runs = || gb.chunks_exact(inner).zip(yb.chunks_exact(inner));
+    for (g, y) in class_runs() {
+        let run = totals.iter_mut().zip(g).zip(y);
+        match log {
+            true => run.for_each(|((t, &g), _)| *t += g),
+            false => run.for_each(|((t, &g), &y)| *t += g * y),
+        }
+    }
+    for ((g, y), o) in class_runs().zip(ob.chunks_exact_mut(inner)) {
+        let run = o.iter_mut().zip(g).zip(y).zip(&totals);
+        match log {
+            true => run.for_each(|(((o, &g), &y), &t)| *o = g - y.fast_exp() * t),
+            false => run.for_each(|(((o, &g), &y), &t)| *o = y * (g - t)),
+        }
+    }
 }
 
 /// How a class loss reduces its per-position losses.
@@ -348,14 +414,20 @@ impl<T: FastExp> ClassLoss<'_, T> {
         if self.rows.inner == 1 {
             contiguous_lse(&row[..self.rows.classes], scratch)
         } else {
-            row_lse(row, self.rows.classes, self.rows.inner)
+            strided_lse(row, self.rows.classes, self.rows.inner)
         }
     }
 
     /// The log-probability of each class in a row starting at `row` (strided by `inner`), in float64.
     fn log_probs<'r>(&self, row: &'r [T], scratch: &mut Vec<T>) -> impl Fn(usize) -> f64 + 'r {
-        let stride = self.rows.inner;
         let (shift, lt) = if self.logits { self.lse(row, scratch) } else { (T::ZERO, T::ZERO) };
+        self.log_probs_given(row, shift, lt)
+    }
+
+    /// `log_probs` with the row's shift and log-total given.
+    #[inline(always)]
+    fn log_probs_given<'r>(&self, row: &'r [T], shift: T, lt: T) -> impl Fn(usize) -> f64 + 'r {
+        let stride = self.rows.inner;
         let (shift, lt) = (shift.to_f64(), lt.to_f64());
         move |c| (row[c * stride].to_f64() - shift) - lt
     }
@@ -374,7 +446,12 @@ impl<T: FastExp> ClassLoss<'_, T> {
         let Ok(Some(t)) = self.class(p) else { return (0.0, 0.0) };
         let (o, i) = (p / self.rows.inner, p % self.rows.inner);
         let row = &x[o * self.rows.block() + i..];
-        let lp = self.log_probs(row, scratch);
+        self.loss_of_row(t, self.log_probs(row, scratch))
+    }
+
+    /// (loss, weight of the target `t`) given a row's log-probabilities `lp`.
+    #[inline(always)]
+    fn loss_of_row(&self, t: usize, lp: impl Fn(usize) -> f64) -> (f64, f64) {
         let wt = self.w(t);
         let nll = -lp(t) * wt;
         if self.label_smoothing == 0.0 {
@@ -388,6 +465,9 @@ impl<T: FastExp> ClassLoss<'_, T> {
     /// The loss and target weight at every position.
     pub fn forward(&self, x: &[T]) -> Result<PerPosition> {
         self.check_targets()?;
+        if self.logits && self.rows.inner > 1 {
+            return Ok(self.side_by_side_forward(x));
+        }
         let n = self.rows.positions();
         let pairs: Vec<(f64, f64)> = if parallel(x.len()) {
             super::threads::install(|| (0..n).into_par_iter().map_init(Vec::new, |s, p| self.at(x, p, s)).collect())
@@ -397,6 +477,29 @@ impl<T: FastExp> ClassLoss<'_, T> {
         };
         let (loss, weight) = pairs.into_iter().unzip();
         Ok(PerPosition { loss, weight })
+    }
+
+    /// `forward` of logits whose class dim is strided (`inner` > 1), block by block: the
+    /// log-totals of a block's rows side by side (`block_lse`), then each position's loss.
+    fn side_by_side_forward(&self, x: &[T]) -> PerPosition {
+        let (n, inner, block) = (self.rows.positions(), self.rows.inner, self.rows.block());
+        let mut pairs = vec![(0.0, 0.0); n];
+        let fill = |(o, out): (usize, &mut [(f64, f64)])| {
+            let xb = &x[o * block..(o + 1) * block];
+            let (shift, lt) = block_lse(xb, inner);
+            for (i, slot) in out.iter_mut().enumerate() {
+                if let Ok(Some(t)) = self.class(o * inner + i) {
+                    *slot = self.loss_of_row(t, self.log_probs_given(&xb[i..], shift[i], lt[i]));
+                }
+            }
+        };
+        if parallel(x.len()) {
+            super::threads::install(|| pairs.par_chunks_mut(inner).enumerate().for_each(fill));
+        } else {
+            pairs.chunks_mut(inner).enumerate().for_each(fill);
+        }
+        let (loss, weight) = pairs.into_iter().unzip();
+        PerPosition { loss, weight }
     }
 
     /// The cross-entropy gradient of one contiguous row `xb` into `gb`: `k` (hot (p - onehot) +
@@ -433,50 +536,92 @@ impl<T: FastExp> ClassLoss<'_, T> {
     pub fn backward(&self, x: &[T], scale: &(dyn Fn(usize) -> f64 + Sync)) -> Result<Vec<T>> {
         self.check_targets()?;
         let mut gx = crate::storage::zeroed_vec(x.len());
-        let classes = self.rows.classes;
-        let eps = self.label_smoothing;
-        let total_w: f64 = (0..classes).map(|c| self.w(c)).sum();
-        let body = |o: usize, xb: &[T], gb: &mut [T]| {
-            for i in 0..self.rows.inner {
-                let p = o * self.rows.inner + i;
-                let Ok(Some(t)) = self.class(p) else { continue };
-                let k = scale(p);
-                let stride = self.rows.inner;
-                let wt = self.w(t);
-                if !self.logits {
-                    // Log-probabilities given: the loss is linear in them.
-                    if eps != 0.0 {
-                        for c in 0..classes {
-                            gb[c * stride + i] = T::from_f64(-k * eps / classes as f64 * self.w(c));
-                        }
-                        gb[t * stride + i] = gb[t * stride + i] - T::from_f64(k * (1.0 - eps) * wt);
-                    } else {
-                        gb[t * stride + i] = T::from_f64(-k * wt);
-                    }
-                    continue;
-                }
-                let hot = (1.0 - eps) * wt;
-                if stride == 1 {
-                    self.contiguous_backward(xb, gb, t, k, hot, total_w);
-                    continue;
-                }
-                let (shift, lt) = row_lse(&xb[i..], classes, stride);
-                for c in 0..classes {
-                    let prob = ((xb[c * stride + i] - shift) - lt).fast_exp().to_f64();
-                    let mut v = hot * prob;
-                    if eps != 0.0 {
-                        v += eps / classes as f64 * (total_w * prob - self.w(c));
-                    }
-                    if c == t {
-                        v -= hot;
-                    }
-                    gb[c * stride + i] = T::from_f64(k * v);
-                }
-            }
-        };
+        let total_w: f64 = (0..self.rows.classes).map(|c| self.w(c)).sum();
+        let body = |o: usize, xb: &[T], gb: &mut [T]| class_loss_backward_block(self, o, xb, gb, scale, total_w);
         for_blocks(x, &mut gx, self.rows, body);
         Ok(gx)
     }
+
+    /// `backward`'s work on the block `o` of the input.
+    #[inline(always)]
+    fn backward_block(&self, o: usize, xb: &[T], gb: &mut [T], scale: &(dyn Fn(usize) -> f64 + Sync), total_w: f64) {
+        if self.logits && self.rows.inner > 1 {
+            return self.side_by_side_backward(o, xb, gb, scale, total_w);
+        }
+        let classes = self.rows.classes;
+        let eps = self.label_smoothing;
+        for i in 0..self.rows.inner {
+            let p = o * self.rows.inner + i;
+            let Ok(Some(t)) = self.class(p) else { continue };
+            let k = scale(p);
+            let stride = self.rows.inner;
+            let wt = self.w(t);
+            if !self.logits {
+                // Log-probabilities given: the loss is linear in them.
+                if eps != 0.0 {
+                    for c in 0..classes {
+                        gb[c * stride + i] = T::from_f64(-k * eps / classes as f64 * self.w(c));
+                    }
+                    gb[t * stride + i] = gb[t * stride + i] - T::from_f64(k * (1.0 - eps) * wt);
+                } else {
+                    gb[t * stride + i] = T::from_f64(-k * wt);
+                }
+                continue;
+            }
+            self.contiguous_backward(xb, gb, t, k, (1.0 - eps) * wt, total_w);
+        }
+    }
+
+    /// `backward_block` of logits whose class dim is strided (`inner` > 1): the rows side by side,
+    /// class by class, with each element's value computed as in `contiguous_backward`'s terms:
+    /// `k (hot (p - onehot) + ε/C (W p - w_c))`.
+    #[inline(always)]
+    fn side_by_side_backward(
+        &self,
+        o: usize,
+        xb: &[T],
+        gb: &mut [T],
+        scale: &(dyn Fn(usize) -> f64 + Sync),
+        total_w: f64,
+    ) {
+        let (classes, inner, eps) = (self.rows.classes, self.rows.inner, self.label_smoothing);
+        let (shifts, log_totals) = side_by_side_lse(xb, inner);
+        // Each position's target (usize::MAX where ignored: its gradient stays 0), factor and the
+        // target's share of it.
+        let targets: Vec<usize> =
+            (0..inner).map(|i| self.class(o * inner + i).ok().flatten().unwrap_or(usize::MAX)).collect();
+        let factors: Vec<f64> =
+            (0..inner).map(|i| if targets[i] == usize::MAX { 0.0 } else { scale(o * inner + i) }).collect();
+        let hots: Vec<f64> =
+            targets.iter().map(|&t| if t == usize::MAX { 0.0 } else { (1.0 - eps) * self.w(t) }).collect();
+        let smooth = eps / classes as f64;
+        for (c, (xc, gc)) in xb.chunks_exact(inner).zip(gb.chunks_exact_mut(inner)).enumerate() {
+            let w_c = self.w(c);
+            let per_row = targets.iter().zip(&factors).zip(&hots).zip(shifts.iter().zip(&log_totals));
+            for ((g, &v), (((&t, &k), &hot), (&shift, &lt))) in gc.iter_mut().zip(xc).zip(per_row) {
+                let prob = ((v - shift) - lt).fast_exp().to_f64();
+                let mut value = hot * prob;
+                if eps != 0.0 {
+                    value += smooth * (total_w * prob - w_c);
+                }
+                value -= if c == t { hot } else { 0.0 };
+                *g = if t == usize::MAX { T::ZERO } else { T::from_f64(k * value) };
+            }
+        }
+    }
+}
+
+widest_vectors! {
+    /// `ClassLoss::backward_block` compiled for the CPU's widest vectors (the exps of a strided
+    /// class dim; see `softmax_block_widest`).
+    fn class_loss_backward_block[T: FastExp](
+        loss: &ClassLoss<'_, T>,
+        o: usize,
+        xb: &[T],
+        gb: &mut [T],
+        scale: &(dyn Fn(usize) -> f64 + Sync),
+        total_w: f64,
+    ) => loss.backward_block(o, xb, gb, scale, total_w);
 }
 
 impl<T: FastExp> ClassLoss<'_, T> {

@@ -38,7 +38,7 @@ fn fill_zip(out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: &impl Element
 
 widest_vectors! {
     /// Fills `out[i] = f(a[i], b[i])` for one chunk, with the widest vectors the CPU has.
-    fn fill_zip_chunk[](out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: &impl ElementFn2)
+    pub fn fill_zip_chunk[](out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: &impl ElementFn2)
         => fill_zip(out, a, b, f);
 }
 
@@ -106,7 +106,7 @@ widest_vectors! {
 
 widest_vectors! {
     /// Fills `out[i] = f(x[i])` for one chunk, with the widest vectors the CPU has.
-    fn fill_chunk[](out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl ElementFn) => fill(out, x, f);
+    pub fn fill_chunk[](out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl ElementFn) => fill(out, x, f);
 }
 
 /// `out[i] = f(x[i])` over one short float32 slice on the calling thread, vectorised for this CPU

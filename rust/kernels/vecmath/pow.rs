@@ -6,7 +6,8 @@
 //! is within about 2e-13 of the true one, and its rounding to float32 is the correctly rounded
 //! result unless the true value lies within that of a rounding boundary; it is never more than
 //! 0.5 ulps plus that away. The edge cases follow C's `powf` (and so numpy's and torch's): see
-//! `pow`. No step uses a fused multiply-add, so the bits are the same on every instruction set.
+//! `pow`. The polynomials' fused multiply-adds are rounded once on any CPU, so the bits are the
+//! same on every instruction set (see the module above).
 
 use super::{estrin_11, estrin_8, select};
 

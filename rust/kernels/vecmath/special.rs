@@ -23,12 +23,12 @@ pub fn expm1(x: f32) -> f32 {
     let n = nearest_multiple_of_ln2(clamped).max(-24.0);
     let r = minus_multiple_of_ln2(clamped, n);
     let p = 1.0 / 40320.0_f32;
-    let p = p * r + 1.0 / 5040.0;
-    let p = p * r + 1.0 / 720.0;
-    let p = p * r + 1.0 / 120.0;
-    let p = p * r + 1.0 / 24.0;
-    let p = p * r + 1.0 / 6.0;
-    let p = p * r + 0.5;
+    let p = p.mul_add(r, 1.0 / 5040.0);
+    let p = p.mul_add(r, 1.0 / 720.0);
+    let p = p.mul_add(r, 1.0 / 120.0);
+    let p = p.mul_add(r, 1.0 / 24.0);
+    let p = p.mul_add(r, 1.0 / 6.0);
+    let p = p.mul_add(r, 0.5);
     let small = p * r * r + r;
     let k = whole_to_int(n);
     // 1 - 2^-n; past n = 30 it rounds to 1, as 1 - 2^-n does.
@@ -219,7 +219,7 @@ const SB: [f32; 8] = [
 /// c[0] + s·(c[1] + s·(...)), Horner's rule from the highest coefficient down.
 #[inline(always)]
 fn horner(s: f32, c: &[f32]) -> f32 {
-    c.iter().rev().fold(0.0, |acc, &coefficient| acc * s + coefficient)
+    c.iter().rev().fold(0.0, |acc, &coefficient| acc.mul_add(s, coefficient))
 }
 
 /// 1 + s·(c[0] + s·(c[1] + ...)): the denominators, whose constant term is 1.
@@ -234,7 +234,7 @@ fn horner_one(s: f32, c: &[f32]) -> f32 {
 fn horner_picked(s: f32, pick_first: bool, first: &[f32; 8], second: &[f32; 8]) -> f32 {
     let mut acc = 0.0;
     for i in (0..8).rev() {
-        acc = acc * s + select(pick_first, first[i], second[i]);
+        acc = f32::mul_add(acc, s, select(pick_first, first[i], second[i]));
     }
     acc
 }

@@ -1,7 +1,7 @@
-//! Float32 `tan`, `atan`, `atan2`, `asin` and `acos` that vectorise: Cephes' single-precision polynomials,
-//! each piece computed for every lane and selected, with no fused multiply-add, so the bits are
-//! the same on every instruction set. `tan` shares `sin`'s reduction and, like it, hands elements
-//! past `TRIG_REDUCTION_LIMIT` to the C library (`map_trig`).
+//! Float32 `tan`, `atan`, `atan2`, `asin` and `acos` that vectorise: Cephes' single-precision
+//! polynomials, each piece computed for every lane and selected (their fused multiply-adds give the
+//! same bits on every instruction set: see the module above). `tan` shares `sin`'s reduction and,
+//! like it, hands elements past `TRIG_REDUCTION_LIMIT` to the C library (`map_trig`).
 
 use super::{reduce_quarter_pi, select};
 
@@ -19,11 +19,11 @@ pub fn tan(x: f32) -> f32 {
     let (j, z) = reduce_quarter_pi(x.abs());
     let zz = z * z;
     let p = 0.009385402_f32;
-    let p = p * zz + 0.0031199222;
-    let p = p * zz + 0.024430135;
-    let p = p * zz + 0.05341128;
-    let p = p * zz + 0.133388;
-    let p = p * zz + 0.33333156;
+    let p = p.mul_add(zz, 0.0031199222);
+    let p = p.mul_add(zz, 0.024430135);
+    let p = p.mul_add(zz, 0.05341128);
+    let p = p.mul_add(zz, 0.133388);
+    let p = p.mul_add(zz, 0.33333156);
     let y = p * zz * z + z;
     // In the odd quarter-periods tan(z + π/2) = -1/tan(z).
     let value = select(j & 2 != 0, -1.0 / y, y);
@@ -42,9 +42,9 @@ pub fn atan(x: f32) -> f32 {
     let base = select(far, HALF_PI, select(middle, QUARTER_PI, 0.0));
     let z = t * t;
     let p = 0.080537446_f32;
-    let p = p * z - 0.13877685;
-    let p = p * z + 0.19977711;
-    let p = p * z - 0.3333295;
+    let p = p.mul_add(z, -0.13877685);
+    let p = p.mul_add(z, 0.19977711);
+    let p = p.mul_add(z, -0.3333295);
     let value = base + (p * z * t + t);
     let value = select(x < 0.0, -value, value);
     select(x == 0.0 || x.is_nan(), x, value)
@@ -58,10 +58,10 @@ fn asin_of_abs(abs: f32) -> f32 {
     let t = select(far, half_rest.sqrt(), abs);
     let z = select(far, half_rest, abs * abs);
     let p = 0.0421632_f32;
-    let p = p * z + 0.024181312;
-    let p = p * z + 0.045470025;
-    let p = p * z + 0.074953005;
-    let p = p * z + 0.16666752;
+    let p = p.mul_add(z, 0.024181312);
+    let p = p.mul_add(z, 0.045470025);
+    let p = p.mul_add(z, 0.074953005);
+    let p = p.mul_add(z, 0.16666752);
     let near = p * z * t + t;
     select(far, (HALF_PI - (near + near)) + HALF_PI_REST, near)
 }

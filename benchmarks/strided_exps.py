@@ -1,0 +1,127 @@
+"""Float32 ops whose special functions ran outside the vectorised loops until 2026-12-07: softmax
+and log-softmax along a dim other than the last (many short rows side by side) and their backward,
+log-softmax's backward along the last dim, cross-entropy of (N, C, H, W) logits, and the binary
+special ops against a row or a number (broadcast). 512×1000 and 32×10×32×32 float32, timed in one
+process beside numpy's equivalents.
+
+    python benchmarks/strided_exps.py [--rounds 7] [--threads 2] [--only softmax]
+
+Each figure is the fastest of ``--rounds`` rounds of 10 calls, in µs per call, with the ratio to
+numpy from the same run. To compare two builds, run it with each build first on ``PYTHONPATH``,
+in turn.
+"""
+
+from __future__ import annotations
+
+import argparse
+import timeit
+from typing import Any, Callable
+
+import numpy as np
+
+import rustgrad
+import rustgrad.nn.functional as F
+
+Row = tuple[str, Callable[[], Any], Callable[[], Any]]
+
+
+def log_softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    shifted = x - x.max(axis, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis, keepdims=True))
+
+
+def softmax_rows(x: np.ndarray, g: np.ndarray) -> list[Row]:
+    leaf = rustgrad.tensor(x, requires_grad=True)
+    grad = rustgrad.from_numpy(g)
+
+    def step(fn: Callable[..., rustgrad.Tensor], dim: int) -> Callable[[], None]:
+        def run() -> None:
+            leaf.grad = None
+            fn(leaf, dim).backward(grad)
+        return run
+
+    def numpy_step(log: bool, axis: int) -> Callable[[], np.ndarray]:
+        def run() -> np.ndarray:
+            y = log_softmax(x, axis)
+            if log:
+                return g - np.exp(y) * g.sum(axis, keepdims=True)
+            p = np.exp(y)
+            return p * (g - (g * p).sum(axis, keepdims=True))
+        return run
+
+    shape = "×".join(map(str, x.shape))
+    rows: list[Row] = []
+    for dim in (1, 0):
+        rows += [
+            (f"softmax {shape}, dim {dim}", lambda d=dim: F.softmax(leaf.detach(), d),
+             lambda d=dim: np.exp(log_softmax(x, d))),
+            (f"softmax {shape}, dim {dim}, + backward", step(F.softmax, dim), numpy_step(False, dim)),
+            (f"log_softmax {shape}, dim {dim}", lambda d=dim: F.log_softmax(leaf.detach(), d),
+             lambda d=dim: log_softmax(x, d)),
+            (f"log_softmax {shape}, dim {dim}, + backward", step(F.log_softmax, dim), numpy_step(True, dim)),
+        ]
+    return rows
+
+
+def cross_entropy_rows(rng: np.random.Generator) -> list[Row]:
+    logits = rng.standard_normal((32, 10, 32, 32)).astype(np.float32)
+    target = rng.integers(0, 10, (32, 32, 32))
+    leaf = rustgrad.tensor(logits, requires_grad=True)
+    labels = rustgrad.tensor(target, dtype=rustgrad.int64)
+
+    def step() -> None:
+        leaf.grad = None
+        F.cross_entropy(leaf, labels).backward()
+
+    def numpy_step() -> np.ndarray:
+        lp = log_softmax(logits, 1)
+        grad = np.exp(lp)
+        np.put_along_axis(grad, target[:, None], np.take_along_axis(grad, target[:, None], 1) - 1, 1)
+        return grad / target.size
+
+    return [("cross_entropy 32×10×32×32 + backward", step, numpy_step)]
+
+
+def broadcast_rows(rng: np.random.Generator) -> list[Row]:
+    x = (np.abs(rng.standard_normal((1024, 1024))) + 0.5).astype(np.float32)
+    row = (np.abs(rng.standard_normal(1024)) + 0.5).astype(np.float32)
+    tx, trow = rustgrad.from_numpy(x), rustgrad.from_numpy(row)
+    number = rustgrad.tensor(np.float32(1.7))
+    return [
+        ("pow 1024×1024 by a row", lambda: rustgrad.pow(tx, trow), lambda: np.power(x, row)),
+        ("atan2 1024×1024 by a row", lambda: rustgrad.atan2(tx, trow), lambda: np.arctan2(x, row)),
+        ("maximum 1024×1024 by a row", lambda: rustgrad.maximum(tx, trow), lambda: np.maximum(x, row)),
+        ("pow 1024×1024 by a 0-d tensor", lambda: rustgrad.pow(tx, number), lambda: np.power(x, np.float32(1.7))),
+    ]
+
+
+def rows() -> list[Row]:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((512, 1000)).astype(np.float32)
+    g = rng.standard_normal((512, 1000)).astype(np.float32)
+    return softmax_rows(x, g) + cross_entropy_rows(rng) + broadcast_rows(rng)
+
+
+def fastest(call: Callable[[], Any], rounds: int, calls: int = 10) -> float:
+    return min(timeit.repeat(call, number=calls, repeat=rounds)) / calls * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=None, help="rustgrad's threads (default: all)")
+    parser.add_argument("--only", default="", help="only rows whose label contains this")
+    args = parser.parse_args()
+    if args.threads:
+        rustgrad.set_num_threads(args.threads)
+    print(f"rustgrad from {rustgrad.__file__}")
+    for label, ours, theirs in rows():
+        if args.only not in label:
+            continue
+        mine = fastest(ours, args.rounds)
+        numpy_time = fastest(theirs, args.rounds)
+        print(f"{label:44s} {mine:9.1f} µs   numpy {numpy_time:9.1f} µs   {mine / numpy_time:5.2f}×")
+
+
+if __name__ == "__main__":
+    main()
