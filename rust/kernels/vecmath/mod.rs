@@ -9,8 +9,8 @@
 //! `map_f32` and the other loops of `loops` run such a function over a slice, compiled for AVX-512
 //! or AVX2 when the CPU has them.
 //!
-//! The polynomials take fused multiply-adds (`mul_add`: a·b + c rounded once), which made these
-//! functions 10–20% faster than a multiply and an add. Its result is defined to the bit, so the
+//! The polynomials take fused multiply-adds (`mul_add`: a·b + c rounded once), which made most of
+//! these functions 5–18% faster than a multiply and an add. Its result is defined to the bit, so the
 //! bits are the same on every instruction set; but only code compiled with FMA instructions
 //! (`widest_vectors!`) runs it as one instruction, and elsewhere it is a call to the C library's
 //! `fma` per operation, several times slower. So every caller runs these functions in such a loop:
