@@ -1,8 +1,8 @@
 """Float32 ops whose special functions ran outside the vectorised loops until 2026-12-07: softmax
 and log-softmax along a dim other than the last (many short rows side by side) and their backward,
-log-softmax's backward along the last dim, cross-entropy of (N, C, H, W) logits, and the binary
-special ops against a row or a number (broadcast). 512×1000 and 32×10×32×32 float32, timed in one
-process beside numpy's equivalents.
+log-softmax's backward along the last dim, cross-entropy of (N, C, H, W) logits (a batch of 32,
+and one image's forward), and the binary special ops against a row or a number (broadcast).
+Float32, timed in one process beside numpy's equivalents.
 
     python benchmarks/strided_exps.py [--rounds 7] [--threads 2] [--only softmax]
 
@@ -79,7 +79,16 @@ def cross_entropy_rows(rng: np.random.Generator) -> list[Row]:
         np.put_along_axis(grad, target[:, None], np.take_along_axis(grad, target[:, None], 1) - 1, 1)
         return grad / target.size
 
-    return [("cross_entropy 32×10×32×32 + backward", step, numpy_step)]
+    one_image = rng.standard_normal((1, 21, 128, 128)).astype(np.float32)
+    one_target = rng.integers(0, 21, (1, 128, 128))
+    image, image_labels = rustgrad.from_numpy(one_image), rustgrad.tensor(one_target, dtype=rustgrad.int64)
+
+    def numpy_forward() -> float:
+        lp = log_softmax(one_image, 1)
+        return float(-np.take_along_axis(lp, one_target[:, None], 1).mean())
+
+    return [("cross_entropy 32×10×32×32 + backward", step, numpy_step),
+            ("cross_entropy 1×21×128×128, forward", lambda: F.cross_entropy(image, image_labels), numpy_forward)]
 
 
 def broadcast_rows(rng: np.random.Generator) -> list[Row]:

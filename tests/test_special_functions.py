@@ -191,8 +191,9 @@ LAYOUT_OPS = {
     "atan2": rustgrad.atan2,
     "logaddexp": rustgrad.logaddexp,
     "xlogy": rustgrad.xlogy,
-    "maximum": rustgrad.maximum,
     "fmod": rustgrad.fmod,
+    "fmax": rustgrad.fmax,
+    "maximum": rustgrad.maximum,  # an arithmetic op: the runs' plain loops
 }
 
 
@@ -218,6 +219,11 @@ def test_float32_binary_op_gives_the_bits_of_dense_operands_in_every_layout(name
     transposed = rustgrad.from_numpy(np.ascontiguousarray(x.T)).t()
     want = op(dense, dense * 0.5).numpy().view(np.uint32)
     assert np.array_equal(op(transposed, dense * 0.5).numpy().view(np.uint32), want), f"{name}, transposed"
+    # Both operands broadcast, with short rows: walked in chunks (9000 elements, three chunks).
+    left, right = (rng.uniform(0.1, 4.0, shape).astype(np.float32) for shape in ((300, 1, 5), (1, 6, 5)))
+    full = [rustgrad.from_numpy(np.ascontiguousarray(np.broadcast_to(v, (300, 6, 5)))) for v in (left, right)]
+    got = op(rustgrad.from_numpy(left), rustgrad.from_numpy(right))
+    assert np.array_equal(got.numpy().view(np.uint32), op(*full).numpy().view(np.uint32)), f"{name}, walked"
 
 
 @pytest.mark.parametrize("name", ["gelu", "silu", "softplus", "elu"])

@@ -85,8 +85,13 @@ impl ActFloat for f32 {
     fn times_slope_dense(g: &[f32], x: &[f32], slope: impl ActKernel) -> Vec<f32> {
         vecmath::times_slope_f32(g, x, slope)
     }
-    /// Gathered first: the slopes' `vecmath` functions then run only in the CPU's vectors.
+    /// Gathered first, so that the slopes' `vecmath` functions run only in the CPU's vectors; a
+    /// single gradient (the backward of a sum) scales the slopes of a dense input in one map.
     fn times_slope_broadcast(shape: &[usize], g: &Operand<f32>, x: &Operand<f32>, slope: impl ActKernel) -> Vec<f32> {
+        let n = shape.iter().product();
+        if x.dense && g.is_single(shape) && n > 0 {
+            return vecmath::map_f32(x.dense_slice(n), Scaled { factor: g.data[g.offset], slope });
+        }
         vecmath::times_slope_f32(&g.dense_or_gathered(shape), &x.dense_or_gathered(shape), slope)
     }
 }
@@ -297,6 +302,19 @@ fn numbered(number: u8, a: f64, b: f64) -> Act {
         ELU => Act::Elu { alpha: a },
         SOFTPLUS => Act::Softplus { beta: a, threshold: b },
         _ => Act::Hardtanh { min: a, max: b },
+    }
+}
+
+/// `factor · slope(v)`: `times_slope_f32`'s element with a single gradient.
+struct Scaled<K> {
+    factor: f32,
+    slope: K,
+}
+
+impl<K: ActKernel> vecmath::ElementFn for Scaled<K> {
+    #[inline(always)]
+    fn at(&self, v: f32) -> f32 {
+        self.factor * self.slope.at(v)
     }
 }
 

@@ -158,16 +158,19 @@ impl<K: BinaryKernel> vecmath::ElementFn for FirstFixed<K> {
 /// `K`'s runs for `zip_in_runs`, in the CPU's widest vectors.
 struct VectorisedRuns<K>(PhantomData<K>);
 
-// SAFETY: `fill_zip_chunk` and `fill_chunk` write every slot of `out` (they zip it with inputs of
-// its length).
+// SAFETY: `fill_zip_chunk` and `fill_chunk` write as many slots of `out` as their inputs have
+// elements, and the trait's callers pass inputs as long as `out` (debug builds check): every slot.
 unsafe impl<K: BinaryKernel> Runs<f32, f32> for VectorisedRuns<K> {
     fn pair(&self, out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32]) {
+        debug_assert!(a.len() == out.len() && b.len() == out.len());
         vecmath::fill_zip_chunk(out, a, b, &Vectorised::<K>(PhantomData))
     }
     fn second_fixed(&self, out: &mut [MaybeUninit<f32>], a: &[f32], b: f32) {
+        debug_assert_eq!(a.len(), out.len());
         vecmath::fill_chunk(out, a, &SecondFixed::<K>(b, PhantomData))
     }
     fn first_fixed(&self, out: &mut [MaybeUninit<f32>], a: f32, b: &[f32]) {
+        debug_assert_eq!(b.len(), out.len());
         vecmath::fill_chunk(out, b, &FirstFixed::<K>(a, PhantomData))
     }
     fn one(&self, a: f32, b: f32) -> f32 {
@@ -177,7 +180,7 @@ unsafe impl<K: BinaryKernel> Runs<f32, f32> for VectorisedRuns<K> {
 
 /// Every float32 path runs `K` in the CPU's widest vectors, so that its `vecmath` functions run
 /// their fused multiply-adds as instructions (see `vecmath`): a number against a tensor as a map,
-/// rows and channels by runs, and any other broadcast over gathered copies of the operands.
+/// rows and channels by runs, and any other broadcast in chunks (`walked_in_chunks`).
 impl ZipKernel for f32 {
     fn zip_kernel<K: BinaryKernel>(shape: &[usize], a: &Operand<f32>, b: &Operand<f32>) -> Vec<f32> {
         let n: usize = shape.iter().product();
@@ -187,14 +190,38 @@ impl ZipKernel for f32 {
         if b.dense && a.is_single(shape) && n > 0 {
             return vecmath::map_f32(b.dense_slice(n), FirstFixed::<K>(a.data[a.offset], PhantomData));
         }
-        if !(a.dense && b.dense) {
-            if let Some(out) = zip_in_runs(shape, a, b, &VectorisedRuns::<K>(PhantomData)) {
-                return out;
-            }
+        if a.dense && b.dense {
+            return vecmath::zip_map_f32(a.dense_slice(n), b.dense_slice(n), Vectorised::<K>(PhantomData));
         }
-        let (a, b) = (a.dense_or_gathered(shape), b.dense_or_gathered(shape));
-        vecmath::zip_map_f32(&a, &b, Vectorised::<K>(PhantomData))
+        if let Some(out) = zip_in_runs(shape, a, b, &VectorisedRuns::<K>(PhantomData)) {
+            return out;
+        }
+        walked_in_chunks::<K>(shape, a, b)
     }
+}
+
+/// Elements per buffer of `walked_in_chunks`.
+const WALK_CHUNK: usize = 4096;
+
+/// `K` over a broadcast of any other layout: the operands' elements walked in order into buffers
+/// of `WALK_CHUNK`, each run in the CPU's vectors (no copy of a whole operand at the output's size).
+fn walked_in_chunks<K: BinaryKernel>(shape: &[usize], a: &Operand<f32>, b: &Operand<f32>) -> Vec<f32> {
+    let mut out = crate::storage::vec_with_capacity(shape.iter().product());
+    let (mut xs, mut ys) = (Vec::with_capacity(WALK_CHUNK), Vec::with_capacity(WALK_CHUNK));
+    let flush = |out: &mut Vec<f32>, xs: &mut Vec<f32>, ys: &mut Vec<f32>| {
+        out.extend_from_slice(&vecmath::zip_map_f32(xs, ys, Vectorised::<K>(PhantomData)));
+        xs.clear();
+        ys.clear();
+    };
+    walk(shape, [a.strides, b.strides], [a.offset, b.offset], |[i, j]| {
+        xs.push(a.data[i]);
+        ys.push(b.data[j]);
+        if xs.len() == WALK_CHUNK {
+            flush(&mut out, &mut xs, &mut ys);
+        }
+    });
+    flush(&mut out, &mut xs, &mut ys);
+    out
 }
 
 impl ZipKernel for f64 {

@@ -76,8 +76,9 @@ where
 /// closure (`Plain`), or float32 loops compiled for the CPU's widest vectors (`binary.rs`).
 ///
 /// # Safety
-/// Each method that takes `out` must write every slot of it (its input slices are as long as
-/// `out`): the runs fill uninitialised memory that is read as written.
+/// Each method that takes `out` must write every slot of it, given input slices as long as `out`
+/// (which `zip_rows` and `zip_channel` pass): the runs fill uninitialised memory that is then read
+/// as written.
 pub unsafe trait Runs<T, U>: Sync + Send {
     /// `out[i] = f(a[i], b[i])`.
     fn pair(&self, out: &mut [MaybeUninit<U>], a: &[T], b: &[T]);
@@ -91,22 +92,26 @@ pub unsafe trait Runs<T, U>: Sync + Send {
 /// A closure's runs, as plain loops that vectorise where the closure does.
 pub struct Plain<F>(pub F);
 
-// SAFETY: each loop zips `out` with inputs of its length, so it writes every slot.
+// SAFETY: each loop zips `out` with inputs at least as long (the trait's callers pass them so;
+// debug builds check), so it writes every slot.
 unsafe impl<T: Copy, U, F: Fn(T, T) -> U + Sync + Send> Runs<T, U> for Plain<F> {
     #[inline(always)]
     fn pair(&self, out: &mut [MaybeUninit<U>], a: &[T], b: &[T]) {
+        debug_assert!(a.len() == out.len() && b.len() == out.len());
         for ((slot, &x), &y) in out.iter_mut().zip(a).zip(b) {
             slot.write((self.0)(x, y));
         }
     }
     #[inline(always)]
     fn second_fixed(&self, out: &mut [MaybeUninit<U>], a: &[T], b: T) {
+        debug_assert_eq!(a.len(), out.len());
         for (slot, &x) in out.iter_mut().zip(a) {
             slot.write((self.0)(x, b));
         }
     }
     #[inline(always)]
     fn first_fixed(&self, out: &mut [MaybeUninit<U>], a: T, b: &[T]) {
+        debug_assert_eq!(b.len(), out.len());
         for (slot, &y) in out.iter_mut().zip(b) {
             slot.write((self.0)(a, y));
         }

@@ -5,6 +5,7 @@
 use crate::dtype::Float;
 use crate::error::{Error, Result};
 use rayon::prelude::*;
+use std::ops::Range;
 
 /// exp computed with the vectorising float32 version (`vecmath::exp`); float64 keeps libm's.
 pub trait FastExp: Float {
@@ -152,6 +153,9 @@ impl Rows {
     }
 }
 
+/// Rows per parallel task of `side_by_side_forward`.
+const SIDE_BY_SIDE_BAND: usize = 512;
+
 /// Blocks of `(classes, inner)` elements per parallel task, so that a task has enough work.
 fn parallel(numel: usize) -> bool {
     numel >= super::PARALLEL_MIN_ELEMENTS / 8 && super::threads::num_threads() > 1
@@ -214,13 +218,14 @@ widest_vectors! {
     fn softmax_block_widest[T: FastExp](x: &[T], y: &mut [T], rows: Rows, log: bool) => softmax_block(x, y, rows, log);
 }
 
-/// The shifts and log-totals (`row_lse`) of the `inner` rows of one `(classes, inner)` block, side
+/// The shifts and log-totals (`row_lse`) of the rows `cols` of one `(classes, inner)` block, side
 /// by side: the classes walked in order for every row at once, with each row's sums in the order
 /// of `row_lse`'s, so the same bits.
 #[inline(always)]
-fn side_by_side_lse<T: FastExp>(xb: &[T], inner: usize) -> (Vec<T>, Vec<T>) {
-    let mut shift = vec![T::from_f64(f64::NEG_INFINITY); inner];
-    for xc in xb.chunks_exact(inner) {
+fn side_by_side_lse<T: FastExp>(xb: &[T], inner: usize, cols: Range<usize>) -> (Vec<T>, Vec<T>) {
+    let classes = || xb.chunks_exact(inner).map(|xc| &xc[cols.clone()]);
+    let mut shift = vec![T::from_f64(f64::NEG_INFINITY); cols.len()];
+    for xc in classes() {
         for (p, &v) in shift.iter_mut().zip(xc) {
             if v > *p || v.is_nan() {
                 *p = v;
@@ -228,8 +233,8 @@ fn side_by_side_lse<T: FastExp>(xb: &[T], inner: usize) -> (Vec<T>, Vec<T>) {
         }
     }
     shift.iter_mut().for_each(|p| *p = if p.to_f64().is_finite() { *p } else { T::ZERO });
-    let (mut ones, mut rest) = (vec![T::ZERO; inner], vec![T::ZERO; inner]);
-    for xc in xb.chunks_exact(inner) {
+    let (mut ones, mut rest) = (vec![T::ZERO; cols.len()], vec![T::ZERO; cols.len()]);
+    for xc in classes() {
         for (((one, other), &s), &v) in ones.iter_mut().zip(rest.iter_mut()).zip(&shift).zip(xc) {
             let e = (v - s).fast_exp();
             // Adding 0 leaves either sum's bits as they were: no branch, so the loop vectorises.
@@ -244,7 +249,8 @@ fn side_by_side_lse<T: FastExp>(xb: &[T], inner: usize) -> (Vec<T>, Vec<T>) {
 
 widest_vectors! {
     /// `side_by_side_lse` compiled for the CPU's widest vectors.
-    fn block_lse[T: FastExp](xb: &[T], inner: usize) -> (Vec<T>, Vec<T>) => side_by_side_lse(xb, inner);
+    fn block_lse[T: FastExp](xb: &[T], inner: usize, cols: Range<usize>) -> (Vec<T>, Vec<T>)
+        => side_by_side_lse(xb, inner, cols);
 }
 
 /// Softmax (`log`: log-softmax) of a contiguous block along its class dim.
@@ -479,24 +485,32 @@ impl<T: FastExp> ClassLoss<'_, T> {
         Ok(PerPosition { loss, weight })
     }
 
-    /// `forward` of logits whose class dim is strided (`inner` > 1), block by block: the
-    /// log-totals of a block's rows side by side (`block_lse`), then each position's loss.
+    /// `forward` of logits whose class dim is strided (`inner` > 1), in bands of a block's rows
+    /// (parallel tasks even for one block): their log-totals side by side (`block_lse`), then each
+    /// position's loss.
     fn side_by_side_forward(&self, x: &[T]) -> PerPosition {
         let (n, inner, block) = (self.rows.positions(), self.rows.inner, self.rows.block());
         let mut pairs = vec![(0.0, 0.0); n];
-        let fill = |(o, out): (usize, &mut [(f64, f64)])| {
+        let fill = |o: usize, start: usize, out: &mut [(f64, f64)]| {
             let xb = &x[o * block..(o + 1) * block];
-            let (shift, lt) = block_lse(xb, inner);
-            for (i, slot) in out.iter_mut().enumerate() {
+            let (shift, lt) = block_lse(xb, inner, start..start + out.len());
+            for (k, slot) in out.iter_mut().enumerate() {
+                let i = start + k;
                 if let Ok(Some(t)) = self.class(o * inner + i) {
-                    *slot = self.loss_of_row(t, self.log_probs_given(&xb[i..], shift[i], lt[i]));
+                    *slot = self.loss_of_row(t, self.log_probs_given(&xb[i..], shift[k], lt[k]));
                 }
             }
         };
         if parallel(x.len()) {
-            super::threads::install(|| pairs.par_chunks_mut(inner).enumerate().for_each(fill));
+            super::threads::install(|| {
+                pairs.par_chunks_mut(inner).enumerate().for_each(|(o, rows)| {
+                    rows.par_chunks_mut(SIDE_BY_SIDE_BAND)
+                        .enumerate()
+                        .for_each(|(b, band)| fill(o, b * SIDE_BY_SIDE_BAND, band))
+                })
+            });
         } else {
-            pairs.chunks_mut(inner).enumerate().for_each(fill);
+            pairs.chunks_mut(inner).enumerate().for_each(|(o, rows)| fill(o, 0, rows));
         }
         let (loss, weight) = pairs.into_iter().unzip();
         PerPosition { loss, weight }
@@ -585,7 +599,7 @@ impl<T: FastExp> ClassLoss<'_, T> {
         total_w: f64,
     ) {
         let (classes, inner, eps) = (self.rows.classes, self.rows.inner, self.label_smoothing);
-        let (shifts, log_totals) = side_by_side_lse(xb, inner);
+        let (shifts, log_totals) = side_by_side_lse(xb, inner, 0..inner);
         // Each position's target (usize::MAX where ignored: its gradient stays 0), factor and the
         // target's share of it.
         let targets: Vec<usize> =
@@ -723,6 +737,84 @@ mod tests {
         assert_eq!(shift, 3.0);
         for got in [contiguous as f64, strided as f64] {
             assert!((got - exact).abs() < 1e-6 * exact, "{got} against {exact}");
+        }
+    }
+
+    /// A `(classes, inner)` block of 4 classes and 7 rows side by side: ties at the max, a NaN, an
+    /// all -∞ row, a +∞, and ordinary values.
+    fn strided_block() -> Vec<f32> {
+        let columns: [[f32; 4]; 7] = [
+            [3.0, -6.0, 3.0, 1.0],
+            [0.5, f32::NAN, 2.0, -1.0],
+            [f32::NEG_INFINITY; 4],
+            [1.0, f32::INFINITY, 0.0, -2.0],
+            [-0.25, 7.5, -3.0, 7.25],
+            [1e-3, -1e-3, 40.0, -40.0],
+            [-88.0, -87.5, -89.0, -86.0],
+        ];
+        (0..4).flat_map(|c| columns.iter().map(move |col| col[c])).collect()
+    }
+
+    #[test]
+    fn rows_side_by_side_give_the_bits_of_each_strided_row() {
+        let block = strided_block();
+        for cols in [0..7, 2..5] {
+            let (shifts, logs) = side_by_side_lse(&block, 7, cols.clone());
+            for (k, i) in cols.enumerate() {
+                let (shift, log) = row_lse(&block[i..], 4, 7);
+                assert_eq!((shifts[k].to_bits(), logs[k].to_bits()), (shift.to_bits(), log.to_bits()), "row {i}");
+            }
+        }
+    }
+
+    /// The strided cross-entropy gradient of each position as it was computed before the rows went
+    /// side by side: `row_lse`, then the classes of that one position.
+    fn gradient_position_by_position(loss: &ClassLoss<'_, f32>, x: &[f32], k: f64) -> Vec<f32> {
+        let (classes, inner, eps) = (loss.rows.classes, loss.rows.inner, loss.label_smoothing);
+        let total_w: f64 = (0..classes).map(|c| loss.w(c)).sum();
+        let mut g = vec![0.0f32; x.len()];
+        for p in 0..loss.rows.positions() {
+            let Ok(Some(t)) = loss.class(p) else { continue };
+            let (o, i) = (p / inner, p % inner);
+            let (xb, gb) = (&x[o * classes * inner..], &mut g[o * classes * inner..]);
+            let hot = (1.0 - eps) * loss.w(t);
+            let (shift, lt) = row_lse(&xb[i..], classes, inner);
+            for c in 0..classes {
+                let prob = ((xb[c * inner + i] - shift) - lt).fast_exp() as f64;
+                let mut v = hot * prob;
+                if eps != 0.0 {
+                    v += eps / classes as f64 * (total_w * prob - loss.w(c));
+                }
+                if c == t {
+                    v -= hot;
+                }
+                gb[c * inner + i] = (k * v) as f32;
+            }
+        }
+        g
+    }
+
+    #[test]
+    fn the_strided_cross_entropy_gradient_keeps_the_bits_of_each_position() {
+        let block = strided_block();
+        let x: Vec<f32> =
+            block.iter().chain(block.iter().map(|v| v * 0.5 - 1.0).collect::<Vec<_>>().iter()).copied().collect();
+        let target = [0i64, 2, 1, -100, 3, 1, 0, 3, 3, -100, 0, 2, 1, 1];
+        let weight = [0.5f32, 2.0, 1.0, 1.5];
+        for (smoothing, weight) in [(0.0, None), (0.15, Some(&weight[..]))] {
+            let loss = ClassLoss {
+                op: "cross_entropy",
+                logits: true,
+                rows: Rows { outer: 2, classes: 4, inner: 7 },
+                target: &target,
+                weight,
+                ignore_index: -100,
+                label_smoothing: smoothing,
+            };
+            let got = loss.backward(&x, &|_| 0.25).unwrap();
+            let want = gradient_position_by_position(&loss, &x, 0.25);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "smoothing {smoothing}");
         }
     }
 }

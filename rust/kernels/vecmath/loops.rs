@@ -37,7 +37,8 @@ fn fill_zip(out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: &impl Element
 }
 
 widest_vectors! {
-    /// Fills `out[i] = f(a[i], b[i])` for one chunk, with the widest vectors the CPU has.
+    /// Fills `out[i] = f(a[i], b[i])` for one chunk, with the widest vectors the CPU has: the first
+    /// `min` of the three lengths slots (callers that need every slot pass inputs as long as `out`).
     pub fn fill_zip_chunk[](out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: &impl ElementFn2)
         => fill_zip(out, a, b, f);
 }
@@ -105,7 +106,8 @@ widest_vectors! {
 }
 
 widest_vectors! {
-    /// Fills `out[i] = f(x[i])` for one chunk, with the widest vectors the CPU has.
+    /// Fills `out[i] = f(x[i])` for one chunk, with the widest vectors the CPU has: the first `min`
+    /// of the two lengths slots (callers that need every slot pass an input as long as `out`).
     pub fn fill_chunk[](out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl ElementFn) => fill(out, x, f);
 }
 

@@ -7,7 +7,7 @@
 //! result unless the true value lies within that of a rounding boundary; it is never more than
 //! 0.5 ulps plus that away. The edge cases follow C's `powf` (and so numpy's and torch's): see
 //! `pow`. The polynomials' fused multiply-adds are rounded once on any CPU, so the bits are the
-//! same on every instruction set (see the module above).
+//! same on every instruction set (see `vecmath`'s module doc).
 
 use super::{estrin_11, estrin_8, select};
 

@@ -1,6 +1,6 @@
 //! Float32 `tan`, `atan`, `atan2`, `asin` and `acos` that vectorise: Cephes' single-precision
 //! polynomials, each piece computed for every lane and selected (their fused multiply-adds give the
-//! same bits on every instruction set: see the module above). `tan` shares `sin`'s reduction and,
+//! same bits on every instruction set: see `vecmath`'s module doc). `tan` shares `sin`'s reduction and,
 //! like it, hands elements past `TRIG_REDUCTION_LIMIT` to the C library (`map_trig`).
 
 use super::{reduce_quarter_pi, select};
