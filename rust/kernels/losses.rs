@@ -7,9 +7,12 @@ use crate::error::{Error, Result};
 use rayon::prelude::*;
 use std::ops::Range;
 
-/// exp computed with the vectorising float32 version (`vecmath::exp`); float64 keeps libm's.
+/// exp and the logarithms computed with the vectorising float32 versions (`vecmath`); float64
+/// keeps libm's.
 pub trait FastExp: Float {
     fn fast_exp(self) -> Self;
+    fn fast_ln(self) -> Self;
+    fn fast_ln_1p(self) -> Self;
     /// `out[i] = exp((x[i] - a) - b)` over one contiguous row (vectorised for float32).
     fn exp_row(out: &mut [Self], x: &[Self], a: Self, b: Self);
 }
@@ -18,6 +21,14 @@ impl FastExp for f32 {
     #[inline(always)]
     fn fast_exp(self) -> f32 {
         super::vecmath::exp(self)
+    }
+    #[inline(always)]
+    fn fast_ln(self) -> f32 {
+        super::vecmath::ln(self)
+    }
+    #[inline(always)]
+    fn fast_ln_1p(self) -> f32 {
+        super::vecmath::ln_1p(self)
     }
     fn exp_row(out: &mut [f32], x: &[f32], a: f32, b: f32) {
         super::vecmath::map_row_f32(out, x, &|v| super::vecmath::exp((v - a) - b));
@@ -28,6 +39,14 @@ impl FastExp for f64 {
     #[inline(always)]
     fn fast_exp(self) -> f64 {
         self.exp()
+    }
+    #[inline(always)]
+    fn fast_ln(self) -> f64 {
+        self.ln()
+    }
+    #[inline(always)]
+    fn fast_ln_1p(self) -> f64 {
+        self.ln_1p()
     }
     fn exp_row(out: &mut [f64], x: &[f64], a: f64, b: f64) {
         out.iter_mut().zip(x).for_each(|(o, &v)| *o = ((v - a) - b).exp());
@@ -77,13 +96,16 @@ fn row_shift<T: Float>(x: &[T]) -> T {
 /// ln(ones + rest): the log of a sum of exps, `ones` of which are exactly 1 (an element equal
 /// to its row's shift gives exp(0) = 1) and `rest` the sum of the others. Taken as ln_1p of
 /// the others, so that a row its max dominates keeps the small log to float precision (ln of
-/// 1 + 2.5e-4 rounded to float32 first is off by up to 5e-4 of it).
-#[inline]
-fn log_of_total<T: Float>(ones: T, rest: T) -> T {
+/// 1 + 2.5e-4 rounded to float32 first is off by up to 5e-4 of it). Both logs are computed and
+/// one picked, so that a loop of these over rows side by side vectorises.
+#[inline(always)]
+fn log_of_total<T: FastExp>(ones: T, rest: T) -> T {
+    let with_ones = ((ones - T::ONE) + rest).fast_ln_1p();
+    let without = rest.fast_ln();
     if ones > T::ZERO {
-        ((ones - T::ONE) + rest).ln_1p()
+        with_ones
     } else {
-        rest.ln()
+        without
     }
 }
 
@@ -92,18 +114,18 @@ fn log_of_total<T: Float>(ones: T, rest: T) -> T {
 /// gives the log from a second pass (`log_of_total`). From 2 up, ln of the rounded sum is as
 /// exact.
 #[inline(always)]
-fn ln_of_total<T: Float>(total: T, recount: impl FnOnce() -> T) -> T {
+fn ln_of_total<T: FastExp>(total: T, recount: impl FnOnce() -> T) -> T {
     if total < T::from_f64(2.0) {
         recount()
     } else {
-        total.ln() // NaN too
+        total.fast_ln() // NaN too
     }
 }
 
 /// The log of the sum of a row's exps shifted by its max (see `ln_of_total`). The second pass
 /// sums the exps other than 1; the ones are the difference (0 or 1: two would make 2).
-#[inline]
-fn log_sum_of_exps<T: Float>(exps: &[T]) -> T {
+#[inline(always)]
+fn log_sum_of_exps<T: FastExp>(exps: &[T]) -> T {
     let total = lane_sum(exps, exps, |v, _| v);
     ln_of_total(total, || {
         let rest = lane_sum(exps, exps, |e, _| if e == T::ONE { T::ZERO } else { e });
@@ -113,14 +135,14 @@ fn log_sum_of_exps<T: Float>(exps: &[T]) -> T {
 }
 
 /// The shift and log(sum(exp(x - shift))) of a contiguous row, with `scratch` holding the exps.
-#[inline]
+#[inline(always)]
 fn contiguous_lse<T: FastExp>(x: &[T], scratch: &mut Vec<T>) -> (T, T) {
     scratch.resize(x.len(), T::ZERO);
     lse_into(x, scratch)
 }
 
 /// `contiguous_lse` with the exps written to `exps`, a slice of the row's length.
-#[inline]
+#[inline(always)]
 fn lse_into<T: FastExp>(x: &[T], exps: &mut [T]) -> (T, T) {
     let shift = row_shift(x);
     T::exp_row(exps, x, shift, T::ZERO);
@@ -243,7 +265,12 @@ fn side_by_side_lse<T: FastExp>(xb: &[T], inner: usize, cols: Range<usize>) -> (
             *other += if is_one { T::ZERO } else { e };
         }
     }
-    let log_totals = ones.iter().zip(&rest).map(|(&one, &other)| log_of_total(one, other)).collect();
+    // A plain loop, not `collect`: `Vec`'s `from_iter` is not inlined here, and the logarithms
+    // would run in its baseline code, their fused multiply-adds as library calls.
+    let mut log_totals = vec![T::ZERO; ones.len()];
+    for ((log_total, &one), &other) in log_totals.iter_mut().zip(&ones).zip(&rest) {
+        *log_total = log_of_total(one, other);
+    }
     (shift, log_totals)
 }
 
@@ -288,9 +315,11 @@ fn softmax_block<T: FastExp>(x: &[T], y: &mut [T], rows: Rows, log: bool) {
             *t += (v - p).fast_exp();
         }
     }
-    let log_total: Vec<T> = (total.iter().zip(&peak).enumerate())
-        .map(|(i, (&t, &p))| ln_of_total(t, || strided_log_of_total(&x[i..], classes, inner, p)))
-        .collect();
+    // A plain loop, not `collect` (see `side_by_side_lse`).
+    let mut log_total = vec![T::ZERO; inner];
+    for (i, (l, (&t, &p))) in log_total.iter_mut().zip(total.iter().zip(&peak)).enumerate() {
+        *l = ln_of_total(t, || strided_log_of_total(&x[i..], classes, inner, p));
+    }
     for c in 0..classes {
         let range = c * inner..(c + 1) * inner;
         for (((o, &v), &p), &l) in y[range.clone()].iter_mut().zip(&x[range]).zip(&peak).zip(&log_total) {
@@ -331,10 +360,8 @@ fn softmax_backward_of_block<T: FastExp>(gb: &[T], yb: &[T], ob: &mut [T], rows:
     let inner = rows.inner;
     if inner == 1 {
         let total = if log { lane_sum(gb, gb, |v, _| v) } else { lane_sum(gb, yb, |g, y| g * y) };
-        let run = ob.iter_mut().zip(gb).zip(yb);
-        match log {
-            true => run.for_each(|((o, &g), &y)| *o = g - y.fast_exp() * total),
-            false => run.for_each(|((o, &g), &y)| *o = y * (g - total)),
+        for ((o, &g), &y) in ob.iter_mut().zip(gb).zip(yb) {
+            *o = if log { g - y.fast_exp() * total } else { y * (g - total) };
         }
         return;
     }
@@ -349,10 +376,8 @@ fn softmax_backward_of_block<T: FastExp>(gb: &[T], yb: &[T], ob: &mut [T], rows:
         }
     }
     for ((g, y), o) in class_runs().zip(ob.chunks_exact_mut(inner)) {
-        let run = o.iter_mut().zip(g).zip(y).zip(&totals);
-        match log {
-            true => run.for_each(|(((o, &g), &y), &t)| *o = g - y.fast_exp() * t),
-            false => run.for_each(|(((o, &g), &y), &t)| *o = y * (g - t)),
+        for (((o, &g), &y), &t) in o.iter_mut().zip(g).zip(y).zip(&totals) {
+            *o = if log { g - y.fast_exp() * t } else { y * (g - t) };
         }
     }
 }
@@ -416,6 +441,7 @@ impl<T: FastExp> ClassLoss<'_, T> {
     }
 
     /// The shift and log-sum-exp of a row starting at `row` (strided by `inner`).
+    #[inline(always)]
     fn lse(&self, row: &[T], scratch: &mut Vec<T>) -> (T, T) {
         if self.rows.inner == 1 {
             contiguous_lse(&row[..self.rows.classes], scratch)
@@ -425,6 +451,7 @@ impl<T: FastExp> ClassLoss<'_, T> {
     }
 
     /// The log-probability of each class in a row starting at `row` (strided by `inner`), in float64.
+    #[inline(always)]
     fn log_probs<'r>(&self, row: &'r [T], scratch: &mut Vec<T>) -> impl Fn(usize) -> f64 + 'r {
         let (shift, lt) = if self.logits { self.lse(row, scratch) } else { (T::ZERO, T::ZERO) };
         self.log_probs_given(row, shift, lt)
@@ -448,6 +475,7 @@ impl<T: FastExp> ClassLoss<'_, T> {
     }
 
     /// (loss, weight of the target) at position `p` of the input `x`.
+    #[inline(always)]
     fn at(&self, x: &[T], p: usize, scratch: &mut Vec<T>) -> (f64, f64) {
         let Ok(Some(t)) = self.class(p) else { return (0.0, 0.0) };
         let (o, i) = (p / self.rows.inner, p % self.rows.inner);
@@ -475,11 +503,12 @@ impl<T: FastExp> ClassLoss<'_, T> {
             return Ok(self.side_by_side_forward(x));
         }
         let n = self.rows.positions();
+        let at = |p: usize, scratch: &mut Vec<T>| position_loss(self, x, p, scratch);
         let pairs: Vec<(f64, f64)> = if parallel(x.len()) {
-            super::threads::install(|| (0..n).into_par_iter().map_init(Vec::new, |s, p| self.at(x, p, s)).collect())
+            super::threads::install(|| (0..n).into_par_iter().map_init(Vec::new, |s, p| at(p, s)).collect())
         } else {
             let mut scratch = Vec::new();
-            (0..n).map(|p| self.at(x, p, &mut scratch)).collect()
+            (0..n).map(|p| at(p, &mut scratch)).collect()
         };
         let (loss, weight) = pairs.into_iter().unzip();
         Ok(PerPosition { loss, weight })
@@ -623,6 +652,12 @@ impl<T: FastExp> ClassLoss<'_, T> {
             }
         }
     }
+}
+
+widest_vectors! {
+    /// `ClassLoss::at` compiled for the CPU's widest vectors (its row's exps and logarithm).
+    fn position_loss[T: FastExp](loss: &ClassLoss<'_, T>, x: &[T], p: usize, scratch: &mut Vec<T>) -> (f64, f64)
+        => loss.at(x, p, scratch);
 }
 
 widest_vectors! {

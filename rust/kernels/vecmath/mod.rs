@@ -15,8 +15,10 @@
 //! are; mingw-w64's `fmaf` is not). Only the copies `widest_vectors!` compiles for AVX-512 or for
 //! AVX2 and FMA run it as one instruction; elsewhere it is a call to `fma` per operation, several
 //! times slower. So every caller runs these functions in such a loop: the ones of `loops`, or its
-//! own (the losses' blocks). An x86-64 CPU without AVX2 and FMA runs the baseline copy: these
-//! functions are several times slower there than with a multiply and an add.
+//! own (the losses' blocks). Inside one, a plain `for` loop keeps them there, but a closure handed
+//! to a function that is not inlined (`collect`'s `from_iter`) runs in that function's baseline
+//! code. An x86-64 CPU without AVX2 and FMA runs the baseline copy: these functions are several
+//! times slower there than with a multiply and an add.
 
 mod loops;
 mod pow;
