@@ -108,7 +108,14 @@ def rows() -> list[Row]:
     rng = np.random.default_rng(0)
     x = rng.standard_normal((512, 1000)).astype(np.float32)
     g = rng.standard_normal((512, 1000)).astype(np.float32)
-    return softmax_rows(x, g) + cross_entropy_rows(rng) + broadcast_rows(rng)
+    # Many short columns, each dominated by one class (as a trained model's outputs are): a
+    # second pass counts the exps equal to 1 apart.
+    dominated = rng.standard_normal((10, 200_000)).astype(np.float32)
+    dominated[3] += 30
+    tdom = rustgrad.from_numpy(dominated)
+    dominated_row: Row = ("log_softmax 10×200000, dim 0, one class dominant", lambda: F.log_softmax(tdom, 0),
+                          lambda: log_softmax(dominated, 0))
+    return softmax_rows(x, g) + [dominated_row] + cross_entropy_rows(rng) + broadcast_rows(rng)
 
 
 def fastest(call: Callable[[], Any], rounds: int, calls: int = 10) -> float:

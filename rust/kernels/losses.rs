@@ -109,29 +109,27 @@ fn log_of_total<T: FastExp>(ones: T, rest: T) -> T {
     }
 }
 
-/// The log of `total`, the sum of a row's exps shifted by its max. Below 2 the sum is the
-/// max's own 1 and others much smaller, whose low bits that 1 rounds away: then `recount`
-/// gives the log from a second pass (`log_of_total`). From 2 up, ln of the rounded sum is as
-/// exact.
+/// Whether the log of `total`, the sum of a row's exps shifted by its max, needs a second pass.
+/// Below 2 the sum is the max's own 1 and others much smaller, whose low bits that 1 rounds away:
+/// then the caller recounts (`log_of_total`). From 2 up, ln of the rounded sum is as exact (NaN
+/// too). The callers branch themselves rather than pass the second pass as a closure: a closure
+/// would be compiled apart from their `widest_vectors!` copies, its logarithms in baseline code.
 #[inline(always)]
-fn ln_of_total<T: FastExp>(total: T, recount: impl FnOnce() -> T) -> T {
-    if total < T::from_f64(2.0) {
-        recount()
-    } else {
-        total.fast_ln() // NaN too
-    }
+fn needs_recount<T: FastExp>(total: T) -> bool {
+    total < T::from_f64(2.0)
 }
 
-/// The log of the sum of a row's exps shifted by its max (see `ln_of_total`). The second pass
+/// The log of the sum of a row's exps shifted by its max (see `needs_recount`). The second pass
 /// sums the exps other than 1; the ones are the difference (0 or 1: two would make 2).
 #[inline(always)]
 fn log_sum_of_exps<T: FastExp>(exps: &[T]) -> T {
     let total = lane_sum(exps, exps, |v, _| v);
-    ln_of_total(total, || {
-        let rest = lane_sum(exps, exps, |e, _| if e == T::ONE { T::ZERO } else { e });
-        let ones = if total - rest >= T::from_f64(0.5) { T::ONE } else { T::ZERO };
-        log_of_total(ones, rest)
-    })
+    if !needs_recount(total) {
+        return total.fast_ln();
+    }
+    let rest = lane_sum(exps, exps, |e, _| if e == T::ONE { T::ZERO } else { e });
+    let ones = if total - rest >= T::from_f64(0.5) { T::ONE } else { T::ZERO };
+    log_of_total(ones, rest)
 }
 
 /// The shift and log(sum(exp(x - shift))) of a contiguous row, with `scratch` holding the exps.
@@ -211,6 +209,11 @@ fn row_lse<T: FastExp>(x: &[T], classes: usize, stride: usize) -> (T, T) {
     // An infinite peak (all -inf, or a +inf) shifts by 0, as logsumexp does.
     let shift = if peak.to_f64().is_finite() { peak } else { T::ZERO };
     (shift, strided_log_of_total(x, classes, stride, shift))
+}
+
+widest_vectors! {
+    /// `contiguous_lse` compiled for the CPU's widest vectors (a class loss's rows, one at a time).
+    fn row_lse_widest[T: FastExp](x: &[T], scratch: &mut Vec<T>) -> (T, T) => contiguous_lse(x, scratch);
 }
 
 widest_vectors! {
@@ -299,27 +302,10 @@ fn softmax_block<T: FastExp>(x: &[T], y: &mut [T], rows: Rows, log: bool) {
         }
         return;
     }
-    // Many short rows side by side: keep one running value per row, walking the classes in order.
-    let mut peak = vec![T::from_f64(f64::NEG_INFINITY); inner];
-    for c in 0..classes {
-        for (p, &v) in peak.iter_mut().zip(&x[c * inner..(c + 1) * inner]) {
-            if v > *p || v.is_nan() {
-                *p = v;
-            }
-        }
-    }
-    peak.iter_mut().for_each(|p| *p = if p.to_f64().is_finite() { *p } else { T::ZERO });
-    let mut total = vec![T::ZERO; inner];
-    for c in 0..classes {
-        for ((t, &p), &v) in total.iter_mut().zip(&peak).zip(&x[c * inner..(c + 1) * inner]) {
-            *t += (v - p).fast_exp();
-        }
-    }
-    // A plain loop, not `collect` (see `side_by_side_lse`).
-    let mut log_total = vec![T::ZERO; inner];
-    for (i, (l, (&t, &p))) in log_total.iter_mut().zip(total.iter().zip(&peak)).enumerate() {
-        *l = ln_of_total(t, || strided_log_of_total(&x[i..], classes, inner, p));
-    }
+    // Many short rows side by side: their shifts and log-totals as a class loss's (one pass over
+    // the classes for the max, one for the exps, counting the ones apart: no second pass per row
+    // dominated by its max, which was a strided walk of that row).
+    let (peak, log_total) = side_by_side_lse(x, inner, 0..inner);
     for c in 0..classes {
         let range = c * inner..(c + 1) * inner;
         for (((o, &v), &p), &l) in y[range.clone()].iter_mut().zip(&x[range]).zip(&peak).zip(&log_total) {
@@ -441,17 +427,15 @@ impl<T: FastExp> ClassLoss<'_, T> {
     }
 
     /// The shift and log-sum-exp of a row starting at `row` (strided by `inner`).
-    #[inline(always)]
     fn lse(&self, row: &[T], scratch: &mut Vec<T>) -> (T, T) {
         if self.rows.inner == 1 {
-            contiguous_lse(&row[..self.rows.classes], scratch)
+            row_lse_widest(&row[..self.rows.classes], scratch)
         } else {
             strided_lse(row, self.rows.classes, self.rows.inner)
         }
     }
 
     /// The log-probability of each class in a row starting at `row` (strided by `inner`), in float64.
-    #[inline(always)]
     fn log_probs<'r>(&self, row: &'r [T], scratch: &mut Vec<T>) -> impl Fn(usize) -> f64 + 'r {
         let (shift, lt) = if self.logits { self.lse(row, scratch) } else { (T::ZERO, T::ZERO) };
         self.log_probs_given(row, shift, lt)
@@ -475,7 +459,6 @@ impl<T: FastExp> ClassLoss<'_, T> {
     }
 
     /// (loss, weight of the target) at position `p` of the input `x`.
-    #[inline(always)]
     fn at(&self, x: &[T], p: usize, scratch: &mut Vec<T>) -> (f64, f64) {
         let Ok(Some(t)) = self.class(p) else { return (0.0, 0.0) };
         let (o, i) = (p / self.rows.inner, p % self.rows.inner);
@@ -503,12 +486,11 @@ impl<T: FastExp> ClassLoss<'_, T> {
             return Ok(self.side_by_side_forward(x));
         }
         let n = self.rows.positions();
-        let at = |p: usize, scratch: &mut Vec<T>| position_loss(self, x, p, scratch);
         let pairs: Vec<(f64, f64)> = if parallel(x.len()) {
-            super::threads::install(|| (0..n).into_par_iter().map_init(Vec::new, |s, p| at(p, s)).collect())
+            super::threads::install(|| (0..n).into_par_iter().map_init(Vec::new, |s, p| self.at(x, p, s)).collect())
         } else {
             let mut scratch = Vec::new();
-            (0..n).map(|p| at(p, &mut scratch)).collect()
+            (0..n).map(|p| self.at(x, p, &mut scratch)).collect()
         };
         let (loss, weight) = pairs.into_iter().unzip();
         Ok(PerPosition { loss, weight })
@@ -652,12 +634,6 @@ impl<T: FastExp> ClassLoss<'_, T> {
             }
         }
     }
-}
-
-widest_vectors! {
-    /// `ClassLoss::at` compiled for the CPU's widest vectors (its row's exps and logarithm).
-    fn position_loss[T: FastExp](loss: &ClassLoss<'_, T>, x: &[T], p: usize, scratch: &mut Vec<T>) -> (f64, f64)
-        => loss.at(x, p, scratch);
 }
 
 widest_vectors! {

@@ -11,14 +11,15 @@
 //!
 //! The polynomials take fused multiply-adds (`mul_add`: a·b + c rounded once), which made most of
 //! these functions 5–18% faster than a multiply and an add. Its result is defined to the bit, so the
-//! bits are the same on every CPU, wherever the C library's `fma` is exact too (glibc's and musl's
-//! are; mingw-w64's `fmaf` is not). Only the copies `widest_vectors!` compiles for AVX-512 or for
-//! AVX2 and FMA run it as one instruction; elsewhere it is a call to `fma` per operation, several
-//! times slower. So every caller runs these functions in such a loop: the ones of `loops`, or its
-//! own (the losses' blocks). Inside one, a plain `for` loop keeps them there, but a closure handed
-//! to a function that is not inlined (`collect`'s `from_iter`) runs in that function's baseline
-//! code. An x86-64 CPU without AVX2 and FMA runs the baseline copy: these functions are several
-//! times slower there than with a multiply and an add.
+//! bits are the same on every CPU. Only the copies `widest_vectors!` compiles for AVX-512 or for
+//! AVX2 and FMA run it as one instruction; elsewhere it is a call to `fmaf` (Rust's
+//! compiler-builtins: the instruction behind a call, or an exact software version on a CPU without
+//! it) per operation, several times slower. So every caller runs these functions in such a loop:
+//! the ones of `loops`, or its own (the losses' blocks). Inside one, a plain `for` loop keeps them
+//! there; a closure does not, when it is handed to a function that is not inlined (`collect`'s
+//! `from_iter`, a helper taking a closure): it is compiled apart, in baseline code. An x86-64 CPU
+//! without AVX2 and FMA runs the baseline copies: these functions are several times slower there
+//! than with a multiply and an add.
 
 mod loops;
 mod pow;
