@@ -78,8 +78,10 @@ def fastest(call: Callable[[], Any], rounds: int, calls: int = 10) -> float:
     return min(timeit.repeat(call, number=calls, repeat=rounds)) / calls * 1e6
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def run(rows: Callable[[], list[Row]], description: str, width: int = 28) -> None:
+    """Times each row of ``rows()`` beside numpy's equivalent (where it has one), with the command
+    line of these scripts: ``--rounds``, ``--threads``, ``--only``."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--threads", type=int, default=None, help="rustgrad's threads (default: all)")
     parser.add_argument("--only", default="", help="only rows whose label contains this")
@@ -92,10 +94,14 @@ def main() -> None:
             continue
         mine = fastest(ours, args.rounds)
         if theirs is None:
-            print(f"{label:28s} {mine:9.1f} µs")
+            print(f"{label:{width}s} {mine:9.1f} µs")
             continue
         numpy_time = fastest(theirs, args.rounds)
-        print(f"{label:28s} {mine:9.1f} µs   numpy {numpy_time:9.1f} µs   {mine / numpy_time:5.2f}×")
+        print(f"{label:{width}s} {mine:9.1f} µs   numpy {numpy_time:9.1f} µs   {mine / numpy_time:5.2f}×")
+
+
+def main() -> None:
+    run(rows, __doc__ or "")
 
 
 if __name__ == "__main__":

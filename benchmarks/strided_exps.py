@@ -13,16 +13,13 @@ in turn.
 
 from __future__ import annotations
 
-import argparse
-import timeit
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
 import rustgrad
 import rustgrad.nn.functional as F
-
-Row = tuple[str, Callable[[], Any], Callable[[], Any]]
+from special_functions import Row, run
 
 
 def log_softmax(x: np.ndarray, axis: int) -> np.ndarray:
@@ -118,25 +115,8 @@ def rows() -> list[Row]:
     return softmax_rows(x, g) + [dominated_row] + cross_entropy_rows(rng) + broadcast_rows(rng)
 
 
-def fastest(call: Callable[[], Any], rounds: int, calls: int = 10) -> float:
-    return min(timeit.repeat(call, number=calls, repeat=rounds)) / calls * 1e6
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--threads", type=int, default=None, help="rustgrad's threads (default: all)")
-    parser.add_argument("--only", default="", help="only rows whose label contains this")
-    args = parser.parse_args()
-    if args.threads:
-        rustgrad.set_num_threads(args.threads)
-    print(f"rustgrad from {rustgrad.__file__}")
-    for label, ours, theirs in rows():
-        if args.only not in label:
-            continue
-        mine = fastest(ours, args.rounds)
-        numpy_time = fastest(theirs, args.rounds)
-        print(f"{label:44s} {mine:9.1f} µs   numpy {numpy_time:9.1f} µs   {mine / numpy_time:5.2f}×")
+    run(rows, __doc__ or "", width=48)
 
 
 if __name__ == "__main__":
