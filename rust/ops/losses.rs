@@ -123,8 +123,9 @@ impl TableOp for SoftmaxGrad {
         let rows = Rows::around(y.shape(), dim);
         let g = forward::as_dtype(&forward::broadcast_to(g, y.shape())?, y.dtype())?;
         float_dispatch!(y.dtype(), "softmax_backward", |T| {
-            let gv: Vec<T> = g.to_vec()?;
-            let out = y.with_contiguous(|ys: &[T]| losses::softmax_backward(&gv, ys, rows, self.log))?;
+            let out = g.with_contiguous(|gs: &[T]| {
+                y.with_contiguous(|ys: &[T]| losses::softmax_backward(gs, ys, rows, self.log))
+            })??;
             Tensor::from_vec(out, y.shape())
         })
     }
