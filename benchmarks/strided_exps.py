@@ -60,6 +60,50 @@ def softmax_rows(x: np.ndarray, g: np.ndarray) -> list[Row]:
     return rows
 
 
+def short_rows(rng: np.random.Generator, classes: int) -> list[Row]:
+    """Many short contiguous rows, as a classifier's (batch, classes) logits, 2M elements: a fixed
+    cost per row dominated them until 2026-12-07 (200000×10 took 7× the time of 10×200000 along
+    dim 0). Rows of up to 32 classes are transposed and run side by side; 64 shows the other path."""
+    n = 2_000_000 // classes
+    logits = rng.standard_normal((n, classes)).astype(np.float32)
+    g = rng.standard_normal((n, classes)).astype(np.float32)
+    target = rng.integers(0, classes, n)
+    leaf = rustgrad.tensor(logits, requires_grad=True)
+    grad, labels = rustgrad.from_numpy(g), rustgrad.tensor(target, dtype=rustgrad.int64)
+
+    def log_softmax_step() -> None:
+        leaf.grad = None
+        F.log_softmax(leaf, 1).backward(grad)
+
+    def cross_entropy_step() -> None:
+        leaf.grad = None
+        F.cross_entropy(leaf, labels).backward()
+
+    def numpy_log_softmax_step() -> np.ndarray:
+        return g - np.exp(log_softmax(logits, 1)) * g.sum(1, keepdims=True)
+
+    def numpy_cross_entropy_step() -> np.ndarray:
+        grad = np.exp(log_softmax(logits, 1))
+        grad[np.arange(target.size), target] -= 1
+        return grad / target.size
+
+    def numpy_cross_entropy() -> float:
+        return float(-log_softmax(logits, 1)[np.arange(target.size), target].mean())
+
+    shape = f"{n}×{classes}"
+    steps: list[Row] = [
+        (f"log_softmax {shape}, dim 1, + backward", log_softmax_step, numpy_log_softmax_step),
+        (f"cross_entropy {shape} + backward", cross_entropy_step, numpy_cross_entropy_step),
+    ]
+    if classes != 10:
+        return steps
+    return [
+        (f"log_softmax {shape}, dim 1", lambda: F.log_softmax(leaf.detach(), 1), lambda: log_softmax(logits, 1)),
+        (f"softmax {shape}, dim 1", lambda: F.softmax(leaf.detach(), 1), lambda: np.exp(log_softmax(logits, 1))),
+        (f"cross_entropy {shape}, forward", lambda: F.cross_entropy(leaf.detach(), labels), numpy_cross_entropy),
+    ] + steps
+
+
 def cross_entropy_rows(rng: np.random.Generator) -> list[Row]:
     logits = rng.standard_normal((32, 10, 32, 32)).astype(np.float32)
     target = rng.integers(0, 10, (32, 32, 32))
@@ -112,7 +156,8 @@ def rows() -> list[Row]:
     tdom = rustgrad.from_numpy(dominated)
     dominated_row: Row = ("log_softmax 10×200000, dim 0, one class dominant", lambda: F.log_softmax(tdom, 0),
                           lambda: log_softmax(dominated, 0))
-    return softmax_rows(x, g) + [dominated_row] + cross_entropy_rows(rng) + broadcast_rows(rng)
+    short = [row for classes in (10, 32, 64) for row in short_rows(rng, classes)]
+    return softmax_rows(x, g) + [dominated_row] + short + cross_entropy_rows(rng) + broadcast_rows(rng)
 
 
 def main() -> None:

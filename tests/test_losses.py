@@ -120,6 +120,17 @@ def test_cross_entropy_gradient_of_the_class_weights_matches_finite_differences(
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_the_class_weight_gradient_of_a_strided_class_dim_matches_finite_differences(rng, reduction):
+    # (N, C, H, W) logits: each position's row strided, its log-sum-exp one row of its block.
+    x = _t(rng.standard_normal((2, 3, 2, 3)) * 2, requires_grad=True)
+    w = _t(rng.uniform(0.5, 2.0, 3), requires_grad=True)
+    target = _t([[[0, 2, 1], [2, -100, 1]], [[1, 1, 0], [2, 0, -100]]], dtype=rustgrad.int64)
+    assert gradcheck(lambda a, b: F.cross_entropy(a, target, weight=b, reduction=reduction, label_smoothing=0.2),
+                     (x, w))
+    assert gradcheck(lambda a, b: F.nll_loss(a, target, weight=b, reduction=reduction), (x, w))
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_cross_entropy_with_probability_targets_matches_torch_formula(rng, reduction):
     x = rng.standard_normal((4, 3))
     q = rng.dirichlet(np.ones(3), size=4)
@@ -454,3 +465,38 @@ def test_cross_entropy_of_spatial_inputs_with_weights_smoothing_and_ignored_posi
         grad /= (weight[safe] * keep).sum()
     np.testing.assert_allclose(xt.grad.numpy(), grad, **tol)
     assert not xt.grad.numpy()[0, :, 0, :3].any()
+
+
+@pytest.mark.parametrize("dtype", [rustgrad.float32, rustgrad.float64])
+@pytest.mark.parametrize("classes", [5, 70])
+def test_many_contiguous_rows_match_numpy_across_the_kernels_tasks(rng, dtype, classes):
+    # More rows than one task holds: short rows (5 classes) are transposed a task at a time and run
+    # side by side, longer ones (70) run a task's rows one at a time.
+    n = 3000 if classes == 5 else 300
+    x = rng.standard_normal((n, classes)) * 3
+    g = rng.standard_normal((n, classes))
+    target = rng.integers(0, classes, n)
+    target[::7] = -100
+    weight = rng.uniform(0.5, 2.0, classes)
+    tol = {"rtol": 2e-5, "atol": 1e-6} if dtype == rustgrad.float32 else {"rtol": 1e-10, "atol": 1e-14}
+    log_y = _log_softmax(x, 1)
+    for fn, want, want_grad in (
+        (F.log_softmax, log_y, g - np.exp(log_y) * g.sum(1, keepdims=True)),
+        (F.softmax, np.exp(log_y), np.exp(log_y) * (g - (g * np.exp(log_y)).sum(1, keepdims=True))),
+    ):
+        leaf = _t(x, requires_grad=True, dtype=dtype)
+        y = fn(leaf, 1)
+        np.testing.assert_allclose(y.detach().numpy(), want, **tol)
+        y.backward(_t(g, dtype=dtype))
+        np.testing.assert_allclose(leaf.grad.numpy(), want_grad, **tol)
+    leaf = _t(x, requires_grad=True, dtype=dtype)
+    loss = F.cross_entropy(leaf, _t(target, dtype=rustgrad.int64), weight=_t(weight, dtype=dtype),
+                           label_smoothing=0.1, reduction="sum")
+    np.testing.assert_allclose(loss.item(), class_loss(x, target, weight, -100, "sum", 0.1), **tol)
+    loss.backward()
+    keep = target != -100
+    safe = np.where(keep, target, 0)
+    p = np.exp(log_y)
+    hot = ((1 - 0.1) * weight[safe] * keep)[:, None]
+    grad = hot * (p - np.eye(classes)[safe]) + (0.1 / classes) * (weight.sum() * p - weight) * keep[:, None]
+    np.testing.assert_allclose(leaf.grad.numpy(), grad, **tol)

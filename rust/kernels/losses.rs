@@ -175,78 +175,92 @@ impl Rows {
     fn positions(&self) -> usize {
         self.outer * self.inner
     }
+
+    /// Whether the rows are contiguous and short: run side by side too, a task's rows transposed
+    /// into a `(classes, rows)` block (see `SHORT_ROW`).
+    fn short(&self) -> bool {
+        self.inner == 1 && (1..=SHORT_ROW).contains(&self.classes)
+    }
+
+    /// The `(classes, inner)` blocks of one task of `for_tasks`: enough for a task to have work.
+    fn task_blocks(&self) -> usize {
+        (TASK_ELEMENTS / self.block().max(1)).max(1)
+    }
+
+    fn task_len(&self) -> usize {
+        (self.task_blocks() * self.block()).max(1)
+    }
 }
+
+/// Contiguous rows this short or shorter are transposed, a task's rows at a time, and run side by
+/// side as a strided class dim's: one at a time, each row paid a fixed cost of a few calls (its
+/// max, exps and sums over a few elements; 200000×10 took 7 times as long as 10×200000 along dim 0).
+/// The transposes cost about as much as the rest: from about 32 classes on, rows one at a time are
+/// as fast (`benchmarks/strided_exps.py`, the rows of 10, 32 and 64 classes).
+const SHORT_ROW: usize = 32;
+
+/// Elements per task of `for_tasks` (whole blocks; one block when larger).
+const TASK_ELEMENTS: usize = 8192;
 
 /// Blocks of `(classes, inner)` elements per parallel task, so that a task has enough work.
 fn parallel(numel: usize) -> bool {
     numel >= super::PARALLEL_MIN_ELEMENTS / 8 && super::threads::num_threads() > 1
 }
 
-/// Runs `f(block_index, input_block, output_block)` over the `(classes, inner)` blocks.
-fn for_blocks<T: Float>(x: &[T], out: &mut [T], rows: Rows, f: impl Fn(usize, &[T], &mut [T]) + Sync + Send) {
-    let block = rows.block().max(1);
+/// Runs `f(task_index, input_task, output_task)` over the tasks: `rows.task_blocks()` whole
+/// `(classes, inner)` blocks each (fewer in the last).
+fn for_tasks<T: Float>(x: &[T], out: &mut [T], rows: Rows, f: impl Fn(usize, &[T], &mut [T]) + Sync + Send) {
+    let len = rows.task_len();
     if parallel(x.len()) {
         super::threads::install(|| {
-            out.par_chunks_mut(block).zip(x.par_chunks(block)).enumerate().for_each(|(o, (y, x))| f(o, x, y))
+            out.par_chunks_mut(len).zip(x.par_chunks(len)).enumerate().for_each(|(o, (y, x))| f(o, x, y))
         });
     } else {
-        out.chunks_mut(block).zip(x.chunks(block)).enumerate().for_each(|(o, (y, x))| f(o, x, y));
+        out.chunks_mut(len).zip(x.chunks(len)).enumerate().for_each(|(o, (y, x))| f(o, x, y));
     }
 }
 
-/// The shift (the max, or 0 when it is not finite) and log(sum(exp(x - shift))) of one row of
-/// `classes` elements `stride` apart. Callers compute `(x - shift) - log_total`, as torch does:
-/// adding the two first would lose the small log to rounding next to a large max. The exps
-/// equal to 1 are counted apart from the others (`log_of_total`).
+/// `src`, `rows` × `cols` in row-major order, transposed: `cols` × `rows`.
 #[inline(always)]
-fn row_lse<T: FastExp>(x: &[T], classes: usize, stride: usize) -> (T, T) {
-    let mut peak = T::from_f64(f64::NEG_INFINITY);
-    for c in 0..classes {
-        let v = x[c * stride];
-        if v > peak || v.is_nan() {
-            peak = v;
+fn transposed<T: Float>(src: &[T], rows: usize, cols: usize) -> Vec<T> {
+    let mut dst = vec![T::ZERO; src.len()];
+    transpose_into(src, rows, cols, &mut dst);
+    dst
+}
+
+/// `transposed` into `dst`, of `src`'s length, in tiles of `TILE` rows: each column of a tile is
+/// one contiguous run of `dst` (a write per element `rows` apart was 30% of a short-row softmax).
+#[inline(always)]
+fn transpose_into<T: Float>(src: &[T], rows: usize, cols: usize, dst: &mut [T]) {
+    const TILE: usize = 16;
+    for (t, tile) in src.chunks(TILE * cols).enumerate() {
+        let first = t * TILE;
+        for (c, column) in dst.chunks_exact_mut(rows).enumerate() {
+            let run = &mut column[first..first + tile.len() / cols];
+            for (o, row) in run.iter_mut().zip(tile.chunks_exact(cols)) {
+                *o = row[c];
+            }
         }
     }
-    // An infinite peak (all -inf, or a +inf) shifts by 0, as logsumexp does.
-    let shift = if peak.to_f64().is_finite() { peak } else { T::ZERO };
-    (shift, strided_log_of_total(x, classes, stride, shift))
 }
 
 widest_vectors! {
-    /// `contiguous_lse` compiled for the CPU's widest vectors (a class loss's rows, one at a time).
-    fn row_lse_widest[T: FastExp](x: &[T], scratch: &mut Vec<T>) -> (T, T) => contiguous_lse(x, scratch);
+    /// `contiguous_lse` compiled for the CPU's widest vectors (a class loss's long rows, one at a time).
+    fn contiguous_lse_widest[T: FastExp](x: &[T], scratch: &mut Vec<T>) -> (T, T) => contiguous_lse(x, scratch);
 }
 
 widest_vectors! {
-    /// `row_lse` compiled for the CPU's widest vectors (see `softmax_block_widest`).
-    fn strided_lse[T: FastExp](x: &[T], classes: usize, stride: usize) -> (T, T) => row_lse(x, classes, stride);
-}
-
-/// `log_of_total` of the exps of one row of `classes` elements `stride` apart, shifted by `shift`.
-#[inline(always)]
-fn strided_log_of_total<T: FastExp>(x: &[T], classes: usize, stride: usize, shift: T) -> T {
-    let (mut ones, mut rest) = (T::ZERO, T::ZERO);
-    for c in 0..classes {
-        let e = (x[c * stride] - shift).fast_exp();
-        if e == T::ONE {
-            ones += T::ONE;
-        } else {
-            rest += e;
-        }
-    }
-    log_of_total(ones, rest)
-}
-
-widest_vectors! {
-    /// `softmax_block` compiled for the CPU's widest vectors. Its exps are `vecmath::exp`, whose
+    /// `softmax_task` compiled for the CPU's widest vectors. Its exps are `vecmath::exp`, whose
     /// `floor` is a library call per element in the baseline build: a softmax along a dim other
     /// than the last took 12 times as long as along the last.
-    fn softmax_block_widest[T: FastExp](x: &[T], y: &mut [T], rows: Rows, log: bool) => softmax_block(x, y, rows, log);
+    fn softmax_task_widest[T: FastExp](x: &[T], y: &mut [T], rows: Rows, log: bool) => softmax_task(x, y, rows, log);
 }
 
-/// The shifts and log-totals (`row_lse`) of the rows `cols` of one `(classes, inner)` block, side
-/// by side: the classes walked in order for every row at once, with each row's sums in the order
-/// of `row_lse`'s, so the same bits.
+/// The shifts (each row's max, or 0 when it is not finite) and log-totals (log(sum(exp(x -
+/// shift)))) of the rows `cols` of one `(classes, inner)` block, side by side: the classes walked
+/// in order for every row at once. The exps equal to 1 are counted apart from the others
+/// (`log_of_total`). Callers compute `(x - shift) - log_total`, as torch does: adding the two
+/// first would lose the small log to rounding next to a large max.
 #[inline(always)]
 fn side_by_side_lse<T: FastExp>(xb: &[T], inner: usize, cols: Range<usize>) -> (Vec<T>, Vec<T>) {
     let classes = || xb.chunks_exact(inner).map(|xc| &xc[cols.clone()]);
@@ -258,6 +272,7 @@ fn side_by_side_lse<T: FastExp>(xb: &[T], inner: usize, cols: Range<usize>) -> (
             }
         }
     }
+    // An infinite max (all -inf, or a +inf) shifts by 0, as logsumexp does.
     shift.iter_mut().for_each(|p| *p = if p.to_f64().is_finite() { *p } else { T::ZERO });
     let (mut ones, mut rest) = (vec![T::ZERO; cols.len()], vec![T::ZERO; cols.len()]);
     for xc in classes() {
@@ -284,32 +299,46 @@ widest_vectors! {
         => side_by_side_lse(xb, inner, cols);
 }
 
-/// Softmax (`log`: log-softmax) of a contiguous block along its class dim.
+/// Softmax (`log`: log-softmax) of one task of `for_tasks`: short rows transposed and side by
+/// side, long rows one at a time, a strided class dim block by block.
 #[inline(always)]
-fn softmax_block<T: FastExp>(x: &[T], y: &mut [T], rows: Rows, log: bool) {
+fn softmax_task<T: FastExp>(x: &[T], y: &mut [T], rows: Rows, log: bool) {
     let (classes, inner) = (rows.classes, rows.inner);
-    if inner == 1 {
-        for (xr, yr) in x.chunks(classes).zip(y.chunks_mut(classes)) {
-            if log {
-                let (shift, lt) = lse_into(xr, yr);
-                yr.iter_mut().zip(xr).for_each(|(o, &v)| *o = (v - shift) - lt);
-            } else {
-                let shift = row_shift(xr);
-                T::exp_row(yr, xr, shift, T::ZERO);
-                let total = lane_sum(yr, yr, |v, _| v);
-                let scale = T::ONE / total;
-                yr.iter_mut().for_each(|o| *o = *o * scale);
-            }
+    if rows.short() {
+        let n = x.len() / classes;
+        let mut yt = vec![T::ZERO; x.len()];
+        side_by_side_softmax(&transposed(x, n, classes), &mut yt, n, log);
+        return transpose_into(&yt, classes, n, y);
+    }
+    if inner > 1 {
+        for (xb, yb) in x.chunks(rows.block()).zip(y.chunks_mut(rows.block())) {
+            side_by_side_softmax(xb, yb, inner, log);
         }
         return;
     }
-    // Many short rows side by side: their shifts and log-totals as a class loss's (one pass over
-    // the classes for the max, one for the exps, counting the ones apart: no second pass per row
-    // dominated by its max, which was a strided walk of that row).
-    let (peak, log_total) = side_by_side_lse(x, inner, 0..inner);
-    for c in 0..classes {
-        let range = c * inner..(c + 1) * inner;
-        for (((o, &v), &p), &l) in y[range.clone()].iter_mut().zip(&x[range]).zip(&peak).zip(&log_total) {
+    for (xr, yr) in x.chunks(classes).zip(y.chunks_mut(classes)) {
+        if log {
+            let (shift, lt) = lse_into(xr, yr);
+            yr.iter_mut().zip(xr).for_each(|(o, &v)| *o = (v - shift) - lt);
+        } else {
+            let shift = row_shift(xr);
+            T::exp_row(yr, xr, shift, T::ZERO);
+            let total = lane_sum(yr, yr, |v, _| v);
+            let scale = T::ONE / total;
+            yr.iter_mut().for_each(|o| *o = *o * scale);
+        }
+    }
+}
+
+/// Softmax of the `inner` rows of one `(classes, inner)` block side by side: their shifts and
+/// log-totals as a class loss's (one pass over the classes for the max, one for the exps, counting
+/// the ones apart: no second pass per row dominated by its max, which was a strided walk of that
+/// row).
+#[inline(always)]
+fn side_by_side_softmax<T: FastExp>(xb: &[T], yb: &mut [T], inner: usize, log: bool) {
+    let (peak, log_total) = side_by_side_lse(xb, inner, 0..inner);
+    for (yc, xc) in yb.chunks_exact_mut(inner).zip(xb.chunks_exact(inner)) {
+        for (((o, &v), &p), &l) in yc.iter_mut().zip(xc).zip(&peak).zip(&log_total) {
             let value = (v - p) - l;
             *o = if log { value } else { value.fast_exp() };
         }
@@ -320,7 +349,7 @@ fn softmax_block<T: FastExp>(x: &[T], y: &mut [T], rows: Rows, log: bool) {
 pub fn softmax<T: FastExp>(x: &[T], rows: Rows, log: bool) -> Vec<T> {
     // Every element is written below: recycled memory saves the page faults of new zeros.
     let mut y = crate::storage::overwritable_vec(x.len());
-    for_blocks(x, &mut y, rows, |_, xb, yb| softmax_block_widest(xb, yb, rows, log));
+    for_tasks(x, &mut y, rows, |_, xb, yb| softmax_task_widest(xb, yb, rows, log));
     y
 }
 
@@ -328,31 +357,44 @@ pub fn softmax<T: FastExp>(x: &[T], rows: Rows, log: bool) -> Vec<T> {
 /// `y * (g - sum(g * y))` and `g - exp(y) * sum(g)` along the class dim.
 pub fn softmax_backward<T: FastExp>(g: &[T], y: &[T], rows: Rows, log: bool) -> Vec<T> {
     let mut out = crate::storage::overwritable_vec(g.len());
-    let block = rows.block().max(1);
-    for_blocks(g, &mut out, rows, |o, gb, ob| {
-        softmax_backward_block(gb, &y[o * block..(o + 1) * block], ob, rows, log)
-    });
+    let len = rows.task_len();
+    for_tasks(g, &mut out, rows, |o, gb, ob| softmax_backward_task(gb, &y[o * len..o * len + gb.len()], ob, rows, log));
     out
 }
 
 widest_vectors! {
-    /// `softmax_backward`'s work on one block, compiled for the CPU's widest vectors (log-softmax's
-    /// exps, as in `softmax_block_widest`).
-    fn softmax_backward_block[T: FastExp](gb: &[T], yb: &[T], ob: &mut [T], rows: Rows, log: bool)
-        => softmax_backward_of_block(gb, yb, ob, rows, log);
+    /// `softmax_backward`'s work on one task, compiled for the CPU's widest vectors (log-softmax's
+    /// exps, as in `softmax_task_widest`).
+    fn softmax_backward_task[T: FastExp](gb: &[T], yb: &[T], ob: &mut [T], rows: Rows, log: bool)
+        => softmax_backward_of_task(gb, yb, ob, rows, log);
 }
 
 #[inline(always)]
-fn softmax_backward_of_block<T: FastExp>(gb: &[T], yb: &[T], ob: &mut [T], rows: Rows, log: bool) {
-    let inner = rows.inner;
-    if inner == 1 {
-        let total = if log { lane_sum(gb, gb, |v, _| v) } else { lane_sum(gb, yb, |g, y| g * y) };
-        for ((o, &g), &y) in ob.iter_mut().zip(gb).zip(yb) {
+fn softmax_backward_of_task<T: FastExp>(gb: &[T], yb: &[T], ob: &mut [T], rows: Rows, log: bool) {
+    let (classes, inner) = (rows.classes, rows.inner);
+    if rows.short() {
+        let n = gb.len() / classes;
+        let mut ot = vec![T::ZERO; gb.len()];
+        side_by_side_softmax_backward(&transposed(gb, n, classes), &transposed(yb, n, classes), &mut ot, n, log);
+        return transpose_into(&ot, classes, n, ob);
+    }
+    let block = rows.block();
+    for ((g, y), o) in gb.chunks(block).zip(yb.chunks(block)).zip(ob.chunks_mut(block)) {
+        if inner > 1 {
+            side_by_side_softmax_backward(g, y, o, inner, log);
+            continue;
+        }
+        let total = if log { lane_sum(g, g, |v, _| v) } else { lane_sum(g, y, |g, y| g * y) };
+        for ((o, &g), &y) in o.iter_mut().zip(g).zip(y) {
             *o = if log { g - y.fast_exp() * total } else { y * (g - total) };
         }
-        return;
     }
-    // Many short rows side by side: one running total per row, walking the classes in order.
+}
+
+/// The softmax gradient of the `inner` rows of one `(classes, inner)` block side by side: one
+/// running total per row, walking the classes in order.
+#[inline(always)]
+fn side_by_side_softmax_backward<T: FastExp>(gb: &[T], yb: &[T], ob: &mut [T], inner: usize, log: bool) {
     let mut totals = vec![T::ZERO; inner];
     let class_runs = || gb.chunks_exact(inner).zip(yb.chunks_exact(inner));
     for (g, y) in class_runs() {
@@ -373,6 +415,23 @@ fn softmax_backward_of_block<T: FastExp>(gb: &[T], yb: &[T], ob: &mut [T], rows:
 mod tests {
     use super::*;
 
+    fn first_row<T: Copy>((shifts, log_totals): (Vec<T>, Vec<T>)) -> (T, T) {
+        (shifts[0], log_totals[0])
+    }
+
+    /// The shift and log-total of one row of `classes` elements `stride` apart, one element at a
+    /// time: the independent reference of the rows side by side.
+    pub(super) fn one_row_lse(x: &[f32], classes: usize, stride: usize) -> (f32, f32) {
+        let row: Vec<f32> = (0..classes).map(|c| x[c * stride]).collect();
+        let peak = row.iter().fold(f32::NEG_INFINITY, |m, &v| if v > m || v.is_nan() { v } else { m });
+        let shift = if peak.is_finite() { peak } else { 0.0 };
+        let exps: Vec<f32> = row.iter().map(|&v| (v - shift).fast_exp()).collect();
+        let ones = exps.iter().filter(|&&e| e == 1.0).count() as f32;
+        let rest = exps.iter().filter(|&&e| e != 1.0).fold(0.0, |total, &e| total + e);
+        let log_total = if ones > 0.0 { ((ones - 1.0) + rest).fast_ln_1p() } else { rest.fast_ln() };
+        (shift, log_total)
+    }
+
     #[test]
     fn log_softmax_of_a_row_sums_to_one_in_probability() {
         let rows = Rows { outer: 1, classes: 3, inner: 1 };
@@ -381,6 +440,8 @@ mod tests {
         assert!((total - 1.0).abs() < 1e-12);
     }
 
+    /// -log p of the max class when it dominates, 3 against -6 and -6: log(1 + 2e^-9), which a
+    /// float32 sum 1 + 2.5e-4 rounded before its log gets wrong by up to 5e-4 of itself.
     #[test]
     fn the_small_log_of_a_row_its_max_dominates_keeps_float32_precision() {
         let exact = (2.0 * (-9.0f64).exp()).ln_1p();
@@ -388,7 +449,7 @@ mod tests {
         let mut scratch = Vec::new();
         let contiguous = nll(contiguous_lse(&[-6.0f32, 3.0, -6.0], &mut scratch));
         // The same row strided: classes 2 apart, interleaved with another position's.
-        let strided = nll(row_lse(&[-6.0f32, 9.0, -6.0, 9.0, 3.0, 9.0], 3, 2));
+        let strided = nll(first_row(side_by_side_lse(&[-6.0f32, 9.0, -6.0, 9.0, 3.0, 9.0], 2, 0..1)));
         for got in [contiguous, strided] {
             assert!((got - exact).abs() < 1e-6 * exact, "{got} against {exact}");
         }
@@ -411,7 +472,7 @@ mod tests {
         let exact = (2.0f64 + (-9.0f64).exp()).ln();
         let mut scratch = Vec::new();
         let (shift, contiguous) = contiguous_lse(&[3.0f32, -6.0, 3.0], &mut scratch);
-        let (_, strided) = row_lse(&[3.0f32, 0.0, -6.0, 0.0, 3.0, 0.0], 3, 2);
+        let (_, strided) = first_row(side_by_side_lse(&[3.0f32, 0.0, -6.0, 0.0, 3.0, 0.0], 2, 0..1));
         assert_eq!(shift, 3.0);
         for got in [contiguous as f64, strided as f64] {
             assert!((got - exact).abs() < 1e-6 * exact, "{got} against {exact}");
@@ -439,9 +500,31 @@ mod tests {
         for cols in [0..7, 2..5] {
             let (shifts, logs) = side_by_side_lse(&block, 7, cols.clone());
             for (k, i) in cols.enumerate() {
-                let (shift, log) = row_lse(&block[i..], 4, 7);
+                let (shift, log) = one_row_lse(&block[i..], 4, 7);
                 assert_eq!((shifts[k].to_bits(), logs[k].to_bits()), (shift.to_bits(), log.to_bits()), "row {i}");
             }
+        }
+    }
+
+    /// Short contiguous rows, transposed a task's rows at a time, give the bits of the same rows
+    /// strided (a `(classes, n)` block side by side), forward and backward, across tasks.
+    #[test]
+    fn short_rows_give_the_bits_of_the_same_rows_strided() {
+        let (n, classes) = (3000, 5);
+        let value = |k: usize| ((k * 7919 % 1000) as f32 - 500.0) / 37.0;
+        let x: Vec<f32> = (0..n * classes).map(value).collect();
+        let g: Vec<f32> = (0..n * classes).map(|k| value(k + 11) / 9.0).collect();
+        let rows = Rows { outer: n, classes, inner: 1 };
+        let strided = Rows { outer: 1, classes, inner: n };
+        assert!(rows.short() && rows.task_blocks() < n);
+        let bits = |v: Vec<f32>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for log in [true, false] {
+            let y = softmax(&x, rows, log);
+            let yt = softmax(&transposed(&x, n, classes), strided, log);
+            assert_eq!(bits(transposed(&yt, classes, n)), bits(y.clone()), "log {log}");
+            let back = softmax_backward(&g, &y, rows, log);
+            let back_t = softmax_backward(&transposed(&g, n, classes), &yt, strided, log);
+            assert_eq!(bits(transposed(&back_t, classes, n)), bits(back), "log {log}");
         }
     }
 }

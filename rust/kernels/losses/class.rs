@@ -65,19 +65,24 @@ impl<T: FastExp> ClassLoss<'_, T> {
         Ok(Some(t as usize))
     }
 
-    /// The shift and log-sum-exp of a row starting at `row` (strided by `inner`).
-    fn lse(&self, row: &[T], scratch: &mut Vec<T>) -> (T, T) {
-        if self.rows.inner == 1 {
-            row_lse_widest(&row[..self.rows.classes], scratch)
+    /// The shift and log-sum-exp of the row of position `p` of the input `x`: side by side as in
+    /// `forward` when strided or short (one row of its block), else contiguous.
+    fn lse(&self, x: &[T], p: usize, scratch: &mut Vec<T>) -> (T, T) {
+        let (o, i) = (p / self.rows.inner, p % self.rows.inner);
+        let block = &x[o * self.rows.block()..(o + 1) * self.rows.block()];
+        if self.rows.inner > 1 || self.rows.short() {
+            let (shift, log_total) = block_lse(block, self.rows.inner, i..i + 1);
+            (shift[0], log_total[0])
         } else {
-            strided_lse(row, self.rows.classes, self.rows.inner)
+            contiguous_lse_widest(block, scratch)
         }
     }
 
-    /// The log-probability of each class in a row starting at `row` (strided by `inner`), in float64.
-    fn log_probs<'r>(&self, row: &'r [T], scratch: &mut Vec<T>) -> impl Fn(usize) -> f64 + 'r {
-        let (shift, lt) = if self.logits { self.lse(row, scratch) } else { (T::ZERO, T::ZERO) };
-        self.log_probs_given(row, shift, lt)
+    /// The log-probability of each class in the row of position `p` of the input `x`, in float64.
+    fn log_probs<'r>(&self, x: &'r [T], p: usize, scratch: &mut Vec<T>) -> impl Fn(usize) -> f64 + 'r {
+        let (shift, lt) = if self.logits { self.lse(x, p, scratch) } else { (T::ZERO, T::ZERO) };
+        let (o, i) = (p / self.rows.inner, p % self.rows.inner);
+        self.log_probs_given(&x[o * self.rows.block() + i..], shift, lt)
     }
 
     /// `log_probs` with the row's shift and log-total given.
@@ -100,9 +105,7 @@ impl<T: FastExp> ClassLoss<'_, T> {
     /// (loss, weight of the target) at position `p` of the input `x`.
     fn at(&self, x: &[T], p: usize, scratch: &mut Vec<T>) -> (f64, f64) {
         let Ok(Some(t)) = self.class(p) else { return (0.0, 0.0) };
-        let (o, i) = (p / self.rows.inner, p % self.rows.inner);
-        let row = &x[o * self.rows.block() + i..];
-        self.loss_of_row(t, self.log_probs(row, scratch))
+        self.loss_of_row(t, self.log_probs(x, p, scratch))
     }
 
     /// (loss, weight of the target `t`) given a row's log-probabilities `lp`.
@@ -123,6 +126,9 @@ impl<T: FastExp> ClassLoss<'_, T> {
         self.check_targets()?;
         if self.logits && self.rows.inner > 1 {
             return Ok(self.side_by_side_forward(x));
+        }
+        if self.logits && self.rows.short() {
+            return Ok(self.short_rows_forward(x));
         }
         let n = self.rows.positions();
         let pairs: Vec<(f64, f64)> = if parallel(x.len()) {
@@ -168,6 +174,32 @@ impl<T: FastExp> ClassLoss<'_, T> {
         PerPosition { loss, weight }
     }
 
+    /// `forward` of short contiguous rows of logits (`Rows::short`), a task's rows at a time:
+    /// transposed, their log-totals side by side (`block_lse`), then each position's loss.
+    fn short_rows_forward(&self, x: &[T]) -> PerPosition {
+        let (classes, band) = (self.rows.classes, self.rows.task_blocks());
+        let mut pairs = vec![(0.0, 0.0); self.rows.positions()];
+        let fill = |task: usize, out: &mut [(f64, f64)]| {
+            let first = task * band;
+            let xs = &x[first * classes..(first + out.len()) * classes];
+            let (shift, lt) = block_lse(&transposed(xs, out.len(), classes), out.len(), 0..out.len());
+            for (k, slot) in out.iter_mut().enumerate() {
+                if let Ok(Some(t)) = self.class(first + k) {
+                    *slot = self.loss_of_row(t, self.log_probs_given(&xs[k * classes..], shift[k], lt[k]));
+                }
+            }
+        };
+        if parallel(x.len()) {
+            crate::kernels::threads::install(|| {
+                pairs.par_chunks_mut(band).enumerate().for_each(|(task, out)| fill(task, out))
+            });
+        } else {
+            pairs.chunks_mut(band).enumerate().for_each(|(task, out)| fill(task, out));
+        }
+        let (loss, weight) = pairs.into_iter().unzip();
+        PerPosition { loss, weight }
+    }
+
     /// The cross-entropy gradient of one contiguous row `xb` into `gb`: `k` (hot (p - onehot) +
     /// ε/C (W p - w)), with the softmax `p` computed in place (one exp pass), vectorised.
     fn contiguous_backward(&self, xb: &[T], gb: &mut [T], t: usize, k: f64, hot: f64, total_w: f64) {
@@ -203,16 +235,33 @@ impl<T: FastExp> ClassLoss<'_, T> {
         self.check_targets()?;
         let mut gx = crate::storage::zeroed_vec(x.len());
         let total_w: f64 = (0..self.rows.classes).map(|c| self.w(c)).sum();
-        let body = |o: usize, xb: &[T], gb: &mut [T]| class_loss_backward_block(self, o, xb, gb, scale, total_w);
-        for_blocks(x, &mut gx, self.rows, body);
+        let body = |o: usize, xb: &[T], gb: &mut [T]| class_loss_backward_task(self, o, xb, gb, scale, total_w);
+        for_tasks(x, &mut gx, self.rows, body);
         Ok(gx)
+    }
+
+    /// `backward`'s work on the task `task` of the input (see `for_tasks`): short rows of logits
+    /// transposed and side by side, anything else block by block.
+    #[inline(always)]
+    fn backward_task(&self, task: usize, xs: &[T], gs: &mut [T], scale: &(dyn Fn(usize) -> f64 + Sync), total_w: f64) {
+        let (classes, block) = (self.rows.classes, self.rows.block());
+        let first_block = task * self.rows.task_blocks();
+        if self.logits && self.rows.short() {
+            let n = xs.len() / classes;
+            let mut gt = vec![T::ZERO; xs.len()];
+            self.side_by_side_backward(first_block, &transposed(xs, n, classes), &mut gt, n, scale, total_w);
+            return transpose_into(&gt, classes, n, gs);
+        }
+        for (b, (xb, gb)) in xs.chunks(block).zip(gs.chunks_mut(block)).enumerate() {
+            self.backward_block(first_block + b, xb, gb, scale, total_w);
+        }
     }
 
     /// `backward`'s work on the block `o` of the input.
     #[inline(always)]
     fn backward_block(&self, o: usize, xb: &[T], gb: &mut [T], scale: &(dyn Fn(usize) -> f64 + Sync), total_w: f64) {
         if self.logits && self.rows.inner > 1 {
-            return self.side_by_side_backward(o, xb, gb, scale, total_w);
+            return self.side_by_side_backward(o * self.rows.inner, xb, gb, self.rows.inner, scale, total_w);
         }
         let classes = self.rows.classes;
         let eps = self.label_smoothing;
@@ -238,26 +287,28 @@ impl<T: FastExp> ClassLoss<'_, T> {
         }
     }
 
-    /// `backward_block` of logits whose class dim is strided (`inner` > 1): the rows side by side,
-    /// class by class, with each element's value computed as in `contiguous_backward`'s terms:
+    /// The gradient of the `inner` rows of logits side by side in the `(classes, inner)` block `xb`
+    /// (a strided class dim's, or short rows transposed), of the positions from `first` on: class
+    /// by class, with each element's value computed as in `contiguous_backward`'s terms:
     /// `k (hot (p - onehot) + ε/C (W p - w_c))`.
     #[inline(always)]
     fn side_by_side_backward(
         &self,
-        o: usize,
+        first: usize,
         xb: &[T],
         gb: &mut [T],
+        inner: usize,
         scale: &(dyn Fn(usize) -> f64 + Sync),
         total_w: f64,
     ) {
-        let (classes, inner, eps) = (self.rows.classes, self.rows.inner, self.label_smoothing);
+        let (classes, eps) = (self.rows.classes, self.label_smoothing);
         let (shifts, log_totals) = side_by_side_lse(xb, inner, 0..inner);
         // Each position's target (usize::MAX where ignored: its gradient stays 0), factor and the
         // target's share of it.
         let targets: Vec<usize> =
-            (0..inner).map(|i| self.class(o * inner + i).ok().flatten().unwrap_or(usize::MAX)).collect();
+            (0..inner).map(|i| self.class(first + i).ok().flatten().unwrap_or(usize::MAX)).collect();
         let factors: Vec<f64> =
-            (0..inner).map(|i| if targets[i] == usize::MAX { 0.0 } else { scale(o * inner + i) }).collect();
+            (0..inner).map(|i| if targets[i] == usize::MAX { 0.0 } else { scale(first + i) }).collect();
         let hots: Vec<f64> =
             targets.iter().map(|&t| if t == usize::MAX { 0.0 } else { (1.0 - eps) * self.w(t) }).collect();
         let smooth = eps / classes as f64;
@@ -278,16 +329,16 @@ impl<T: FastExp> ClassLoss<'_, T> {
 }
 
 widest_vectors! {
-    /// `ClassLoss::backward_block` compiled for the CPU's widest vectors (the exps of a strided
-    /// class dim; see `softmax_block_widest`).
-    fn class_loss_backward_block[T: FastExp](
+    /// `ClassLoss::backward_task` compiled for the CPU's widest vectors (the exps of rows side by
+    /// side; see `softmax_task_widest`).
+    fn class_loss_backward_task[T: FastExp](
         loss: &ClassLoss<'_, T>,
         o: usize,
         xb: &[T],
         gb: &mut [T],
         scale: &(dyn Fn(usize) -> f64 + Sync),
         total_w: f64,
-    ) => loss.backward_block(o, xb, gb, scale, total_w);
+    ) => loss.backward_task(o, xb, gb, scale, total_w);
 }
 
 impl<T: FastExp> ClassLoss<'_, T> {
@@ -302,14 +353,12 @@ impl<T: FastExp> ClassLoss<'_, T> {
     ) -> Result<Vec<f64>> {
         self.check_targets()?;
         let classes = self.rows.classes;
-        let stride = self.rows.inner;
         let eps = self.label_smoothing;
         let mut gw = vec![0.0; classes];
         let mut scratch = Vec::new();
         for p in 0..self.rows.positions() {
             let Ok(Some(t)) = self.class(p) else { continue };
-            let (o, i) = (p / stride, p % stride);
-            let lp = self.log_probs(&x[o * self.rows.block() + i..], &mut scratch);
+            let lp = self.log_probs(x, p, &mut scratch);
             let k = scale(p);
             gw[t] -= k * (1.0 - eps) * lp(t);
             if eps != 0.0 {
@@ -327,7 +376,7 @@ impl<T: FastExp> ClassLoss<'_, T> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::strided_block;
+    use super::super::tests::{one_row_lse, strided_block};
     use super::*;
 
     #[test]
@@ -346,10 +395,8 @@ mod tests {
         assert!(err.contains("target 3") && err.contains("3 classes"), "{err}");
     }
 
-    /// -log p of the max class when it dominates, 3 against -6 and -6: log(1 + 2e^-9), which a
-    /// float32 sum 1 + 2.5e-4 rounded before its log gets wrong by up to 5e-4 of itself.
-    /// The strided cross-entropy gradient of each position as it was computed before the rows went
-    /// side by side: `row_lse`, then the classes of that one position.
+    /// The cross-entropy gradient of each position as it was computed before the rows went side by
+    /// side: `one_row_lse`, then the classes of that one position.
     fn gradient_position_by_position(loss: &ClassLoss<'_, f32>, x: &[f32], k: f64) -> Vec<f32> {
         let (classes, inner, eps) = (loss.rows.classes, loss.rows.inner, loss.label_smoothing);
         let total_w: f64 = (0..classes).map(|c| loss.w(c)).sum();
@@ -359,7 +406,7 @@ mod tests {
             let (o, i) = (p / inner, p % inner);
             let (xb, gb) = (&x[o * classes * inner..], &mut g[o * classes * inner..]);
             let hot = (1.0 - eps) * loss.w(t);
-            let (shift, lt) = row_lse(&xb[i..], classes, inner);
+            let (shift, lt) = one_row_lse(&xb[i..], classes, inner);
             for c in 0..classes {
                 let prob = ((xb[c * inner + i] - shift) - lt).fast_exp() as f64;
                 let mut v = hot * prob;
@@ -376,26 +423,34 @@ mod tests {
     }
 
     #[test]
-    fn the_strided_cross_entropy_gradient_keeps_the_bits_of_each_position() {
+    fn the_cross_entropy_gradient_of_rows_side_by_side_keeps_the_bits_of_each_position() {
         let block = strided_block();
         let x: Vec<f32> =
             block.iter().chain(block.iter().map(|v| v * 0.5 - 1.0).collect::<Vec<_>>().iter()).copied().collect();
+        // The same 14 rows of 4 classes contiguous: short rows, transposed and side by side.
+        let strided_x = &x;
+        let x_short: Vec<f32> =
+            (0..14).flat_map(|p| (0..4).map(move |c| strided_x[(p / 7) * 28 + c * 7 + p % 7])).collect();
         let target = [0i64, 2, 1, -100, 3, 1, 0, 3, 3, -100, 0, 2, 1, 1];
         let weight = [0.5f32, 2.0, 1.0, 1.5];
+        let layouts =
+            [(Rows { outer: 2, classes: 4, inner: 7 }, &x), (Rows { outer: 14, classes: 4, inner: 1 }, &x_short)];
         for (smoothing, weight) in [(0.0, None), (0.15, Some(&weight[..]))] {
-            let loss = ClassLoss {
-                op: "cross_entropy",
-                logits: true,
-                rows: Rows { outer: 2, classes: 4, inner: 7 },
-                target: &target,
-                weight,
-                ignore_index: -100,
-                label_smoothing: smoothing,
-            };
-            let got = loss.backward(&x, &|_| 0.25).unwrap();
-            let want = gradient_position_by_position(&loss, &x, 0.25);
-            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&got), bits(&want), "smoothing {smoothing}");
+            for (rows, x) in layouts {
+                let loss = ClassLoss {
+                    op: "cross_entropy",
+                    logits: true,
+                    rows,
+                    target: &target,
+                    weight,
+                    ignore_index: -100,
+                    label_smoothing: smoothing,
+                };
+                let got = loss.backward(x, &|_| 0.25).unwrap();
+                let want = gradient_position_by_position(&loss, x, 0.25);
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "smoothing {smoothing}, {rows:?}");
+            }
         }
     }
 }
