@@ -17,6 +17,7 @@ SCRIPT = r'''
 import hashlib, json, sys
 import numpy as np
 import rustgrad
+import rustgrad.nn.functional as F
 import rustgrad.static as tf
 from rustgrad._demo import MyReLU
 
@@ -71,6 +72,22 @@ def run_all():
         w_np = rng.standard_normal((1000, 520)).astype(np_dtype)
         out[f"{tag}/matmul_wide"] = h(s1 @ rustgrad.tensor(w_np))
         out[f"{tag}/matmul_wide_t"] = h(s1 @ rustgrad.tensor(np.ascontiguousarray(w_np.T)).t())
+        # softmax and the class losses: long rows, a strided class dim, and short rows side by side
+        for dim in (0, 1):
+            out[f"{tag}/softmax_{dim}"] = h(F.softmax(a, dim))
+            out[f"{tag}/log_softmax_{dim}"] = h(F.log_softmax(a, dim))
+        for shape in ((20000, 10), (8, 5, 40, 40), (600, 700)):
+            logits = rustgrad.tensor(rng.standard_normal(shape).astype(np_dtype), requires_grad=True)
+            labels = rustgrad.tensor(rng.integers(0, shape[1], (shape[0],) + shape[2:]), dtype=rustgrad.int64)
+            weight = rustgrad.tensor(rng.uniform(0.5, 2.0, shape[1]).astype(np_dtype), requires_grad=True)
+            ce = F.cross_entropy(logits, labels, weight=weight, label_smoothing=0.1)
+            ce.backward()
+            out[f"{tag}/cross_entropy_{shape}"] = h(ce.detach())
+            out[f"{tag}/cross_entropy_grad_{shape}"] = h(logits.grad)
+            out[f"{tag}/cross_entropy_weight_grad_{shape}"] = h(weight.grad)
+            logits.grad = None
+            F.softmax(logits, 1).backward(logits.detach())
+            out[f"{tag}/softmax_grad_{shape}"] = h(logits.grad)
         out[f"{tag}/reshape_t"] = h(a.t().reshape(-1, 3))
         out[f"{tag}/transpose"] = h(a.transpose(0, 1))
         out[f"{tag}/index"] = h(a[3:500:7, ::2])

@@ -468,11 +468,12 @@ def test_cross_entropy_of_spatial_inputs_with_weights_smoothing_and_ignored_posi
 
 
 @pytest.mark.parametrize("dtype", [rustgrad.float32, rustgrad.float64])
-@pytest.mark.parametrize("classes", [5, 70])
+@pytest.mark.parametrize("classes", [5, 20, 70])
 def test_many_contiguous_rows_match_numpy_across_the_kernels_tasks(rng, dtype, classes):
-    # More rows than one task holds: short rows (5 classes) are transposed a task at a time and run
+    # More rows than one task holds, and enough elements for the tasks to run in parallel: short
+    # rows (5 and 20 classes, two tiles of the transposes) are transposed a task at a time and run
     # side by side, longer ones (70) run a task's rows one at a time.
-    n = 3000 if classes == 5 else 300
+    n = {5: 10000, 20: 3000, 70: 600}[classes]
     x = rng.standard_normal((n, classes)) * 3
     g = rng.standard_normal((n, classes))
     target = rng.integers(0, classes, n)

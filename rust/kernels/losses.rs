@@ -1,7 +1,7 @@
 //! Kernels of the loss ops: softmax and log-softmax along one dim, with the row helpers (the
-//! shift and log-sum-exp of a row, contiguous, strided or side by side) that the class losses of
-//! `class` (cross-entropy fused with log-softmax, and nll) share. A tensor is seen as
-//! `(outer, classes, inner)`: the class dim in the middle, contiguous.
+//! shift and log-sum-exp of a row: a long contiguous row alone, strided or short rows side by
+//! side) that the class losses of `class` (cross-entropy fused with log-softmax, and nll) share.
+//! A tensor is seen as `(outer, classes, inner)`: the class dim in the middle, contiguous.
 
 use crate::dtype::Float;
 use crate::error::{Error, Result};
@@ -202,7 +202,11 @@ const SHORT_ROW: usize = 32;
 /// Elements per task of `for_tasks` (whole blocks; one block when larger).
 const TASK_ELEMENTS: usize = 8192;
 
-/// Blocks of `(classes, inner)` elements per parallel task, so that a task has enough work.
+/// Rows of one block per band of `every_row_lse` along a strided class dim: parallel work even for
+/// a batch of one block.
+const SIDE_BY_SIDE_BAND: usize = 512;
+
+/// Whether a loss kernel over `numel` elements runs its tasks in parallel.
 fn parallel(numel: usize) -> bool {
     numel >= super::PARALLEL_MIN_ELEMENTS / 8 && super::threads::num_threads() > 1
 }
@@ -245,24 +249,42 @@ fn transpose_into<T: Float>(src: &[T], rows: usize, cols: usize, dst: &mut [T]) 
 }
 
 widest_vectors! {
-    /// `contiguous_lse` compiled for the CPU's widest vectors (a class loss's long rows, one at a time).
-    fn contiguous_lse_widest[T: FastExp](x: &[T], scratch: &mut Vec<T>) -> (T, T) => contiguous_lse(x, scratch);
-}
-
-widest_vectors! {
     /// `softmax_task` compiled for the CPU's widest vectors. Its exps are `vecmath::exp`, whose
     /// `floor` is a library call per element in the baseline build: a softmax along a dim other
     /// than the last took 12 times as long as along the last.
     fn softmax_task_widest[T: FastExp](x: &[T], y: &mut [T], rows: Rows, log: bool) => softmax_task(x, y, rows, log);
 }
 
-/// The shifts (each row's max, or 0 when it is not finite) and log-totals (log(sum(exp(x -
-/// shift)))) of the rows `cols` of one `(classes, inner)` block, side by side: the classes walked
-/// in order for every row at once. The exps equal to 1 are counted apart from the others
-/// (`log_of_total`). Callers compute `(x - shift) - log_total`, as torch does: adding the two
-/// first would lose the small log to rounding next to a large max.
+/// The sums of the exps of the rows `cols` of one `(classes, inner)` block, side by side: the
+/// classes walked in order for every row at once.
+struct SideBySideSums<T> {
+    /// Each row's max, or 0 when it is not finite.
+    shift: Vec<T>,
+    /// How many of each row's exps `exp(x - shift)` are exactly 1.
+    ones: Vec<T>,
+    /// The sum of each row's other exps.
+    rest: Vec<T>,
+}
+
+/// The shifts and log-totals (log(sum(exp(x - shift)))) of the rows `cols` of one `(classes,
+/// inner)` block side by side, the ones counted apart (`log_of_total`). Callers compute
+/// `(x - shift) - log_total`, as torch does: adding the two first would lose the small log to
+/// rounding next to a large max.
 #[inline(always)]
 fn side_by_side_lse<T: FastExp>(xb: &[T], inner: usize, cols: Range<usize>) -> (Vec<T>, Vec<T>) {
+    let SideBySideSums { shift, ones, rest } = side_by_side_sums(xb, inner, cols);
+    // A plain loop, not `collect`: `Vec`'s `from_iter` is not inlined here, and the logarithms
+    // would run in its baseline code, their fused multiply-adds as library calls.
+    let mut log_totals = vec![T::ZERO; ones.len()];
+    for ((log_total, &one), &other) in log_totals.iter_mut().zip(&ones).zip(&rest) {
+        *log_total = log_of_total(one, other);
+    }
+    (shift, log_totals)
+}
+
+/// `SideBySideSums` of the rows `cols` of one `(classes, inner)` block.
+#[inline(always)]
+fn side_by_side_sums<T: FastExp>(xb: &[T], inner: usize, cols: Range<usize>) -> SideBySideSums<T> {
     let classes = || xb.chunks_exact(inner).map(|xc| &xc[cols.clone()]);
     let mut shift = vec![T::from_f64(f64::NEG_INFINITY); cols.len()];
     for xc in classes() {
@@ -284,19 +306,62 @@ fn side_by_side_lse<T: FastExp>(xb: &[T], inner: usize, cols: Range<usize>) -> (
             *other += if is_one { T::ZERO } else { e };
         }
     }
-    // A plain loop, not `collect`: `Vec`'s `from_iter` is not inlined here, and the logarithms
-    // would run in its baseline code, their fused multiply-adds as library calls.
-    let mut log_totals = vec![T::ZERO; ones.len()];
-    for ((log_total, &one), &other) in log_totals.iter_mut().zip(&ones).zip(&rest) {
-        *log_total = log_of_total(one, other);
+    SideBySideSums { shift, ones, rest }
+}
+
+/// The shift and log-total of every row of `x` (row `o * inner + i`), each computed as the
+/// softmax of its layout computes it: side by side when strided or short, one at a time when long.
+/// In parallel bands: a strided block's rows `SIDE_BY_SIDE_BAND` at a time, contiguous rows a
+/// task's at a time.
+fn every_row_lse<T: FastExp>(x: &[T], rows: Rows) -> (Vec<T>, Vec<T>) {
+    let n = rows.positions();
+    let (mut shift, mut log_total) = (vec![T::ZERO; n], vec![T::ZERO; n]);
+    let (block_rows, band) =
+        if rows.inner > 1 { (rows.inner, SIDE_BY_SIDE_BAND) } else { (n.max(1), rows.task_blocks()) };
+    let fill = |o: usize, b: usize, s: &mut [T], l: &mut [T]| band_lse(x, rows, o * block_rows + b * band, s, l);
+    if parallel(x.len()) {
+        super::threads::install(|| {
+            let blocks = shift.par_chunks_mut(block_rows).zip(log_total.par_chunks_mut(block_rows));
+            blocks.enumerate().for_each(|(o, (s, l))| {
+                let bands = s.par_chunks_mut(band).zip(l.par_chunks_mut(band));
+                bands.enumerate().for_each(|(b, (s, l))| fill(o, b, s, l))
+            })
+        });
+    } else {
+        let blocks = shift.chunks_mut(block_rows).zip(log_total.chunks_mut(block_rows));
+        for (o, (s, l)) in blocks.enumerate() {
+            s.chunks_mut(band).zip(l.chunks_mut(band)).enumerate().for_each(|(b, (s, l))| fill(o, b, s, l));
+        }
     }
-    (shift, log_totals)
+    (shift, log_total)
 }
 
 widest_vectors! {
-    /// `side_by_side_lse` compiled for the CPU's widest vectors.
-    fn block_lse[T: FastExp](xb: &[T], inner: usize, cols: Range<usize>) -> (Vec<T>, Vec<T>)
-        => side_by_side_lse(xb, inner, cols);
+    /// The shifts and log-totals of the rows `first..first + shift.len()` of `x`, written to
+    /// `shift` and `log_total` (the rows of a strided band lie in one block), compiled for the
+    /// CPU's widest vectors.
+    fn band_lse[T: FastExp](x: &[T], rows: Rows, first: usize, shift: &mut [T], log_total: &mut [T])
+        => band_lse_of(x, rows, first, shift, log_total);
+}
+
+#[inline(always)]
+fn band_lse_of<T: FastExp>(x: &[T], rows: Rows, first: usize, shift: &mut [T], log_total: &mut [T]) {
+    let (classes, inner, len) = (rows.classes, rows.inner, shift.len());
+    let (s, l) = if inner > 1 {
+        let (o, i) = (first / inner, first % inner);
+        side_by_side_lse(&x[o * rows.block()..(o + 1) * rows.block()], inner, i..i + len)
+    } else if rows.short() {
+        side_by_side_lse(&transposed(&x[first * classes..(first + len) * classes], len, classes), len, 0..len)
+    } else {
+        let mut scratch = Vec::new();
+        for (k, (s, l)) in shift.iter_mut().zip(log_total.iter_mut()).enumerate() {
+            let row = first + k;
+            (*s, *l) = contiguous_lse(&x[row * classes..(row + 1) * classes], &mut scratch);
+        }
+        return;
+    };
+    shift.copy_from_slice(&s);
+    log_total.copy_from_slice(&l);
 }
 
 /// Softmax (`log`: log-softmax) of one task of `for_tasks`: short rows transposed and side by
@@ -330,17 +395,31 @@ fn softmax_task<T: FastExp>(x: &[T], y: &mut [T], rows: Rows, log: bool) {
     }
 }
 
-/// Softmax of the `inner` rows of one `(classes, inner)` block side by side: their shifts and
-/// log-totals as a class loss's (one pass over the classes for the max, one for the exps, counting
-/// the ones apart: no second pass per row dominated by its max, which was a strided walk of that
-/// row).
+/// Softmax of the `inner` rows of one `(classes, inner)` block side by side: one pass over the
+/// classes for the max, one for the exps, counting the ones apart (no second pass per row
+/// dominated by its max, which was a strided walk of that row). Log-softmax is `(x - shift) -
+/// log_total`, as a class loss's; softmax `exp(x - shift) / total`, as along a contiguous row
+/// (`exp((x - shift) - log_total)` rounds its argument, up to twice the error).
 #[inline(always)]
 fn side_by_side_softmax<T: FastExp>(xb: &[T], yb: &mut [T], inner: usize, log: bool) {
-    let (peak, log_total) = side_by_side_lse(xb, inner, 0..inner);
-    for (yc, xc) in yb.chunks_exact_mut(inner).zip(xb.chunks_exact(inner)) {
-        for (((o, &v), &p), &l) in yc.iter_mut().zip(xc).zip(&peak).zip(&log_total) {
-            let value = (v - p) - l;
-            *o = if log { value } else { value.fast_exp() };
+    let rows = yb.chunks_exact_mut(inner).zip(xb.chunks_exact(inner));
+    if log {
+        let (peak, log_total) = side_by_side_lse(xb, inner, 0..inner);
+        for (yc, xc) in rows {
+            for (((o, &v), &p), &l) in yc.iter_mut().zip(xc).zip(&peak).zip(&log_total) {
+                *o = (v - p) - l;
+            }
+        }
+        return;
+    }
+    let SideBySideSums { shift, ones, rest } = side_by_side_sums(xb, inner, 0..inner);
+    let mut scale = vec![T::ZERO; inner];
+    for ((k, &one), &other) in scale.iter_mut().zip(&ones).zip(&rest) {
+        *k = T::ONE / (one + other);
+    }
+    for (yc, xc) in rows {
+        for (((o, &v), &p), &k) in yc.iter_mut().zip(xc).zip(&shift).zip(&scale) {
+            *o = (v - p).fast_exp() * k;
         }
     }
 }
@@ -358,7 +437,9 @@ pub fn softmax<T: FastExp>(x: &[T], rows: Rows, log: bool) -> Vec<T> {
 pub fn softmax_backward<T: FastExp>(g: &[T], y: &[T], rows: Rows, log: bool) -> Vec<T> {
     let mut out = crate::storage::overwritable_vec(g.len());
     let len = rows.task_len();
-    for_tasks(g, &mut out, rows, |o, gb, ob| softmax_backward_task(gb, &y[o * len..o * len + gb.len()], ob, rows, log));
+    for_tasks(g, &mut out, rows, |task, gs, os| {
+        softmax_backward_task(gs, &y[task * len..task * len + gs.len()], os, rows, log)
+    });
     out
 }
 
@@ -373,10 +454,7 @@ widest_vectors! {
 fn softmax_backward_of_task<T: FastExp>(gb: &[T], yb: &[T], ob: &mut [T], rows: Rows, log: bool) {
     let (classes, inner) = (rows.classes, rows.inner);
     if rows.short() {
-        let n = gb.len() / classes;
-        let mut ot = vec![T::ZERO; gb.len()];
-        side_by_side_softmax_backward(&transposed(gb, n, classes), &transposed(yb, n, classes), &mut ot, n, log);
-        return transpose_into(&ot, classes, n, ob);
+        return short_rows_softmax_backward(gb, yb, ob, classes, log);
     }
     let block = rows.block();
     for ((g, y), o) in gb.chunks(block).zip(yb.chunks(block)).zip(ob.chunks_mut(block)) {
@@ -386,8 +464,19 @@ fn softmax_backward_of_task<T: FastExp>(gb: &[T], yb: &[T], ob: &mut [T], rows: 
         }
         let total = if log { lane_sum(g, g, |v, _| v) } else { lane_sum(g, y, |g, y| g * y) };
         for ((o, &g), &y) in o.iter_mut().zip(g).zip(y) {
-            *o = if log { g - y.fast_exp() * total } else { y * (g - total) };
+            *o = softmax_grad(g, y, total, log);
         }
+    }
+}
+
+/// One element of the softmax gradient from its row's `total` (`sum(g)` for log-softmax,
+/// `sum(g * y)` for softmax).
+#[inline(always)]
+fn softmax_grad<T: FastExp>(g: T, y: T, total: T, log: bool) -> T {
+    if log {
+        g - y.fast_exp() * total
+    } else {
+        y * (g - total)
     }
 }
 
@@ -406,8 +495,27 @@ fn side_by_side_softmax_backward<T: FastExp>(gb: &[T], yb: &[T], ob: &mut [T], i
     }
     for ((g, y), o) in class_runs().zip(ob.chunks_exact_mut(inner)) {
         for (((o, &g), &y), &t) in o.iter_mut().zip(g).zip(y).zip(&totals) {
-            *o = if log { g - y.fast_exp() * t } else { y * (g - t) };
+            *o = softmax_grad(g, y, t, log);
         }
+    }
+}
+
+/// The softmax gradient of short contiguous rows without transposing them (three transposes took
+/// longer than rows one at a time): each row's total summed in class order, as side by side (so
+/// the bits of the same rows strided), spread over the row's elements, then one pass over all.
+#[inline(always)]
+fn short_rows_softmax_backward<T: FastExp>(gb: &[T], yb: &[T], ob: &mut [T], classes: usize, log: bool) {
+    let mut spread = vec![T::ZERO; gb.len()];
+    let rows = gb.chunks_exact(classes).zip(yb.chunks_exact(classes));
+    for ((g, y), totals) in rows.zip(spread.chunks_exact_mut(classes)) {
+        let total = match log {
+            true => g.iter().fold(T::ZERO, |t, &g| t + g),
+            false => g.iter().zip(y).fold(T::ZERO, |t, (&g, &y)| t + g * y),
+        };
+        totals.fill(total);
+    }
+    for (((o, &g), &y), &t) in ob.iter_mut().zip(gb).zip(yb).zip(&spread) {
+        *o = softmax_grad(g, y, t, log);
     }
 }
 
@@ -507,24 +615,56 @@ mod tests {
     }
 
     /// Short contiguous rows, transposed a task's rows at a time, give the bits of the same rows
-    /// strided (a `(classes, n)` block side by side), forward and backward, across tasks.
+    /// strided (a `(classes, n)` block side by side), forward and backward, across tasks and both
+    /// tiles of the transposes.
     #[test]
     fn short_rows_give_the_bits_of_the_same_rows_strided() {
-        let (n, classes) = (3000, 5);
+        for (n, classes) in [(3000, 5), (700, 20)] {
+            let value = |k: usize| ((k * 7919 % 1000) as f32 - 500.0) / 37.0;
+            let x: Vec<f32> = (0..n * classes).map(value).collect();
+            let g: Vec<f32> = (0..n * classes).map(|k| value(k + 11) / 9.0).collect();
+            // Element (r, c) of a row-major (n, classes) array, at c * n + r.
+            let strided = |v: &[f32]| (0..n * classes).map(|k| v[(k % n) * classes + k / n]).collect::<Vec<_>>();
+            let rows = Rows { outer: n, classes, inner: 1 };
+            let side_by_side = Rows { outer: 1, classes, inner: n };
+            assert!(rows.short() && rows.task_blocks() < n);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            for log in [true, false] {
+                let y = softmax(&x, rows, log);
+                let y_strided = softmax(&strided(&x), side_by_side, log);
+                assert_eq!(bits(&strided(&y)), bits(&y_strided), "{n}×{classes}, log {log}");
+                let back = softmax_backward(&g, &y, rows, log);
+                let back_strided = softmax_backward(&strided(&g), &y_strided, side_by_side, log);
+                assert_eq!(bits(&strided(&back)), bits(&back_strided), "{n}×{classes}, log {log}");
+            }
+        }
+    }
+
+    /// `every_row_lse` gives each layout's rule: the bits of `one_row_lse` for strided and short
+    /// rows (in bands of `SIDE_BY_SIDE_BAND` and tasks), of `contiguous_lse` for long rows.
+    #[test]
+    fn every_row_lse_gives_the_bits_of_each_rows_rule() {
         let value = |k: usize| ((k * 7919 % 1000) as f32 - 500.0) / 37.0;
-        let x: Vec<f32> = (0..n * classes).map(value).collect();
-        let g: Vec<f32> = (0..n * classes).map(|k| value(k + 11) / 9.0).collect();
-        let rows = Rows { outer: n, classes, inner: 1 };
-        let strided = Rows { outer: 1, classes, inner: n };
-        assert!(rows.short() && rows.task_blocks() < n);
-        let bits = |v: Vec<f32>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        for log in [true, false] {
-            let y = softmax(&x, rows, log);
-            let yt = softmax(&transposed(&x, n, classes), strided, log);
-            assert_eq!(bits(transposed(&yt, classes, n)), bits(y.clone()), "log {log}");
-            let back = softmax_backward(&g, &y, rows, log);
-            let back_t = softmax_backward(&transposed(&g, n, classes), &yt, strided, log);
-            assert_eq!(bits(transposed(&back_t, classes, n)), bits(back), "log {log}");
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for rows in [
+            Rows { outer: 2, classes: 3, inner: 1100 },
+            Rows { outer: 2000, classes: 7, inner: 1 },
+            Rows { outer: 40, classes: 300, inner: 1 },
+        ] {
+            let x: Vec<f32> = (0..rows.outer * rows.block()).map(value).collect();
+            let (shift, log_total) = every_row_lse(&x, rows);
+            let mut scratch = Vec::new();
+            let want: Vec<(f32, f32)> = (0..rows.positions())
+                .map(|p| {
+                    let row = &x[(p / rows.inner) * rows.block() + p % rows.inner..];
+                    match rows.inner > 1 || rows.short() {
+                        true => one_row_lse(row, rows.classes, rows.inner),
+                        false => contiguous_lse(&row[..rows.classes], &mut scratch),
+                    }
+                })
+                .collect();
+            let (want_shift, want_log): (Vec<f32>, Vec<f32>) = want.into_iter().unzip();
+            assert_eq!((bits(&shift), bits(&log_total)), (bits(&want_shift), bits(&want_log)), "{rows:?}");
         }
     }
 }

@@ -1,11 +1,8 @@
 //! The class losses (cross-entropy fused with log-softmax, and nll) and their gradients, on the
-//! row helpers of `losses`: a position's class dim contiguous (`inner` = 1) or strided, its rows
-//! then side by side.
+//! row helpers of `losses`: a position's class dim contiguous (`inner` = 1) or strided, the rows
+//! of a strided dim and short contiguous rows side by side.
 
 use super::*;
-
-/// Rows per parallel task of `side_by_side_forward`.
-const SIDE_BY_SIDE_BAND: usize = 512;
 
 /// How a class loss reduces its per-position losses.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -65,22 +62,10 @@ impl<T: FastExp> ClassLoss<'_, T> {
         Ok(Some(t as usize))
     }
 
-    /// The shift and log-sum-exp of the row of position `p` of the input `x`: side by side as in
-    /// `forward` when strided or short (one row of its block), else contiguous.
-    fn lse(&self, x: &[T], p: usize, scratch: &mut Vec<T>) -> (T, T) {
-        let (o, i) = (p / self.rows.inner, p % self.rows.inner);
-        let block = &x[o * self.rows.block()..(o + 1) * self.rows.block()];
-        if self.rows.inner > 1 || self.rows.short() {
-            let (shift, log_total) = block_lse(block, self.rows.inner, i..i + 1);
-            (shift[0], log_total[0])
-        } else {
-            contiguous_lse_widest(block, scratch)
-        }
-    }
-
-    /// The log-probability of each class in the row of position `p` of the input `x`, in float64.
-    fn log_probs<'r>(&self, x: &'r [T], p: usize, scratch: &mut Vec<T>) -> impl Fn(usize) -> f64 + 'r {
-        let (shift, lt) = if self.logits { self.lse(x, p, scratch) } else { (T::ZERO, T::ZERO) };
+    /// The log-probability of each class at position `p` of the input `x`, in float64, given every
+    /// row's shift and log-total (`every_row_lse`; None: `x` holds log-probabilities).
+    fn log_probs<'r>(&self, x: &'r [T], rows_lse: Option<&(Vec<T>, Vec<T>)>, p: usize) -> impl Fn(usize) -> f64 + 'r {
+        let (shift, lt) = rows_lse.map_or((T::ZERO, T::ZERO), |(shift, lt)| (shift[p], lt[p]));
         let (o, i) = (p / self.rows.inner, p % self.rows.inner);
         self.log_probs_given(&x[o * self.rows.block() + i..], shift, lt)
     }
@@ -102,12 +87,6 @@ impl<T: FastExp> ClassLoss<'_, T> {
         (0..self.rows.positions()).try_for_each(|p| self.class(p).map(|_| ()))
     }
 
-    /// (loss, weight of the target) at position `p` of the input `x`.
-    fn at(&self, x: &[T], p: usize, scratch: &mut Vec<T>) -> (f64, f64) {
-        let Ok(Some(t)) = self.class(p) else { return (0.0, 0.0) };
-        self.loss_of_row(t, self.log_probs(x, p, scratch))
-    }
-
     /// (loss, weight of the target `t`) given a row's log-probabilities `lp`.
     #[inline(always)]
     fn loss_of_row(&self, t: usize, lp: impl Fn(usize) -> f64) -> (f64, f64) {
@@ -121,83 +100,22 @@ impl<T: FastExp> ClassLoss<'_, T> {
         ((1.0 - eps) * nll + eps / self.rows.classes as f64 * smooth, wt)
     }
 
-    /// The loss and target weight at every position.
+    /// The loss and target weight at every position: every row's log-sum-exp first
+    /// (`every_row_lse`), then each position's loss.
     pub fn forward(&self, x: &[T]) -> Result<PerPosition> {
         self.check_targets()?;
-        if self.logits && self.rows.inner > 1 {
-            return Ok(self.side_by_side_forward(x));
-        }
-        if self.logits && self.rows.short() {
-            return Ok(self.short_rows_forward(x));
-        }
-        let n = self.rows.positions();
-        let pairs: Vec<(f64, f64)> = if parallel(x.len()) {
-            crate::kernels::threads::install(|| {
-                (0..n).into_par_iter().map_init(Vec::new, |s, p| self.at(x, p, s)).collect()
-            })
-        } else {
-            let mut scratch = Vec::new();
-            (0..n).map(|p| self.at(x, p, &mut scratch)).collect()
+        let rows_lse = self.logits.then(|| every_row_lse(x, self.rows));
+        let at = |p: usize| match self.class(p) {
+            Ok(Some(t)) => self.loss_of_row(t, self.log_probs(x, rows_lse.as_ref(), p)),
+            _ => (0.0, 0.0),
         };
-        let (loss, weight) = pairs.into_iter().unzip();
+        let positions = 0..self.rows.positions();
+        let (loss, weight) = if parallel(x.len()) {
+            crate::kernels::threads::install(|| positions.into_par_iter().map(at).unzip())
+        } else {
+            positions.map(at).unzip()
+        };
         Ok(PerPosition { loss, weight })
-    }
-
-    /// `forward` of logits whose class dim is strided (`inner` > 1), in bands of a block's rows
-    /// (parallel tasks even for one block): their log-totals side by side (`block_lse`), then each
-    /// position's loss.
-    fn side_by_side_forward(&self, x: &[T]) -> PerPosition {
-        let (n, inner, block) = (self.rows.positions(), self.rows.inner, self.rows.block());
-        let mut pairs = vec![(0.0, 0.0); n];
-        let fill = |o: usize, start: usize, out: &mut [(f64, f64)]| {
-            let xb = &x[o * block..(o + 1) * block];
-            let (shift, lt) = block_lse(xb, inner, start..start + out.len());
-            for (k, slot) in out.iter_mut().enumerate() {
-                let i = start + k;
-                if let Ok(Some(t)) = self.class(o * inner + i) {
-                    *slot = self.loss_of_row(t, self.log_probs_given(&xb[i..], shift[k], lt[k]));
-                }
-            }
-        };
-        if parallel(x.len()) {
-            crate::kernels::threads::install(|| {
-                pairs.par_chunks_mut(inner).enumerate().for_each(|(o, rows)| {
-                    rows.par_chunks_mut(SIDE_BY_SIDE_BAND)
-                        .enumerate()
-                        .for_each(|(b, band)| fill(o, b * SIDE_BY_SIDE_BAND, band))
-                })
-            });
-        } else {
-            pairs.chunks_mut(inner).enumerate().for_each(|(o, rows)| fill(o, 0, rows));
-        }
-        let (loss, weight) = pairs.into_iter().unzip();
-        PerPosition { loss, weight }
-    }
-
-    /// `forward` of short contiguous rows of logits (`Rows::short`), a task's rows at a time:
-    /// transposed, their log-totals side by side (`block_lse`), then each position's loss.
-    fn short_rows_forward(&self, x: &[T]) -> PerPosition {
-        let (classes, band) = (self.rows.classes, self.rows.task_blocks());
-        let mut pairs = vec![(0.0, 0.0); self.rows.positions()];
-        let fill = |task: usize, out: &mut [(f64, f64)]| {
-            let first = task * band;
-            let xs = &x[first * classes..(first + out.len()) * classes];
-            let (shift, lt) = block_lse(&transposed(xs, out.len(), classes), out.len(), 0..out.len());
-            for (k, slot) in out.iter_mut().enumerate() {
-                if let Ok(Some(t)) = self.class(first + k) {
-                    *slot = self.loss_of_row(t, self.log_probs_given(&xs[k * classes..], shift[k], lt[k]));
-                }
-            }
-        };
-        if parallel(x.len()) {
-            crate::kernels::threads::install(|| {
-                pairs.par_chunks_mut(band).enumerate().for_each(|(task, out)| fill(task, out))
-            });
-        } else {
-            pairs.chunks_mut(band).enumerate().for_each(|(task, out)| fill(task, out));
-        }
-        let (loss, weight) = pairs.into_iter().unzip();
-        PerPosition { loss, weight }
     }
 
     /// The cross-entropy gradient of one contiguous row `xb` into `gb`: `k` (hot (p - onehot) +
@@ -235,7 +153,7 @@ impl<T: FastExp> ClassLoss<'_, T> {
         self.check_targets()?;
         let mut gx = crate::storage::zeroed_vec(x.len());
         let total_w: f64 = (0..self.rows.classes).map(|c| self.w(c)).sum();
-        let body = |o: usize, xb: &[T], gb: &mut [T]| class_loss_backward_task(self, o, xb, gb, scale, total_w);
+        let body = |task: usize, xs: &[T], gs: &mut [T]| class_loss_backward_task(self, task, xs, gs, scale, total_w);
         for_tasks(x, &mut gx, self.rows, body);
         Ok(gx)
     }
@@ -333,12 +251,12 @@ widest_vectors! {
     /// side; see `softmax_task_widest`).
     fn class_loss_backward_task[T: FastExp](
         loss: &ClassLoss<'_, T>,
-        o: usize,
-        xb: &[T],
-        gb: &mut [T],
+        task: usize,
+        xs: &[T],
+        gs: &mut [T],
         scale: &(dyn Fn(usize) -> f64 + Sync),
         total_w: f64,
-    ) => loss.backward_task(o, xb, gb, scale, total_w);
+    ) => loss.backward_task(task, xs, gs, scale, total_w);
 }
 
 impl<T: FastExp> ClassLoss<'_, T> {
@@ -355,10 +273,10 @@ impl<T: FastExp> ClassLoss<'_, T> {
         let classes = self.rows.classes;
         let eps = self.label_smoothing;
         let mut gw = vec![0.0; classes];
-        let mut scratch = Vec::new();
+        let rows_lse = self.logits.then(|| every_row_lse(x, self.rows));
         for p in 0..self.rows.positions() {
             let Ok(Some(t)) = self.class(p) else { continue };
-            let lp = self.log_probs(x, p, &mut scratch);
+            let lp = self.log_probs(x, rows_lse.as_ref(), p);
             let k = scale(p);
             gw[t] -= k * (1.0 - eps) * lp(t);
             if eps != 0.0 {
