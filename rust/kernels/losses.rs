@@ -202,7 +202,7 @@ const SHORT_ROW: usize = 32;
 /// Elements per task of `for_tasks` (whole blocks; one block when larger).
 const TASK_ELEMENTS: usize = 8192;
 
-/// Rows of one block per band of `every_row_lse` along a strided class dim: parallel work even for
+/// Rows of one block per band of `for_row_bands` along a strided class dim: parallel work even for
 /// a batch of one block.
 const SIDE_BY_SIDE_BAND: usize = 512;
 
@@ -309,59 +309,64 @@ fn side_by_side_sums<T: FastExp>(xb: &[T], inner: usize, cols: Range<usize>) -> 
     SideBySideSums { shift, ones, rest }
 }
 
-/// The shift and log-total of every row of `x` (row `o * inner + i`), each computed as the
-/// softmax of its layout computes it: side by side when strided or short, one at a time when long.
-/// In parallel bands: a strided block's rows `SIDE_BY_SIDE_BAND` at a time, contiguous rows a
-/// task's at a time.
-fn every_row_lse<T: FastExp>(x: &[T], rows: Rows) -> (Vec<T>, Vec<T>) {
-    let n = rows.positions();
-    let (mut shift, mut log_total) = (vec![T::ZERO; n], vec![T::ZERO; n]);
+/// Runs `f(first, shift, log_total, out)` over bands of the rows of `x` (row `o * inner + i`): a
+/// strided block's rows `SIDE_BY_SIDE_BAND` at a time (parallel work even for one block),
+/// contiguous rows a task's at a time; in parallel when large. `shift` and `log_total` are the
+/// band's rows' (`band_lse`: each row's as the softmax of its layout computes it; zeros when not
+/// `with_lse`), and `out` the band's slice of `out`, one element per row.
+fn for_row_bands<T: FastExp, O: Send>(
+    x: &[T],
+    rows: Rows,
+    with_lse: bool,
+    out: &mut [O],
+    f: impl Fn(usize, &[T], &[T], &mut [O]) + Sync + Send,
+) {
     let (block_rows, band) =
-        if rows.inner > 1 { (rows.inner, SIDE_BY_SIDE_BAND) } else { (n.max(1), rows.task_blocks()) };
-    let fill = |o: usize, b: usize, s: &mut [T], l: &mut [T]| band_lse(x, rows, o * block_rows + b * band, s, l);
+        if rows.inner > 1 { (rows.inner, SIDE_BY_SIDE_BAND) } else { (out.len().max(1), rows.task_blocks()) };
+    let run = |first: usize, out: &mut [O]| {
+        let (shift, log_total) = match with_lse {
+            true => band_lse(x, rows, first, out.len()),
+            false => (vec![T::ZERO; out.len()], vec![T::ZERO; out.len()]),
+        };
+        f(first, &shift, &log_total, out)
+    };
     if parallel(x.len()) {
         super::threads::install(|| {
-            let blocks = shift.par_chunks_mut(block_rows).zip(log_total.par_chunks_mut(block_rows));
-            blocks.enumerate().for_each(|(o, (s, l))| {
-                let bands = s.par_chunks_mut(band).zip(l.par_chunks_mut(band));
-                bands.enumerate().for_each(|(b, (s, l))| fill(o, b, s, l))
+            out.par_chunks_mut(block_rows).enumerate().for_each(|(o, block)| {
+                block.par_chunks_mut(band).enumerate().for_each(|(b, out)| run(o * block_rows + b * band, out))
             })
         });
     } else {
-        let blocks = shift.chunks_mut(block_rows).zip(log_total.chunks_mut(block_rows));
-        for (o, (s, l)) in blocks.enumerate() {
-            s.chunks_mut(band).zip(l.chunks_mut(band)).enumerate().for_each(|(b, (s, l))| fill(o, b, s, l));
+        for (o, block) in out.chunks_mut(block_rows).enumerate() {
+            block.chunks_mut(band).enumerate().for_each(|(b, out)| run(o * block_rows + b * band, out));
         }
     }
-    (shift, log_total)
 }
 
 widest_vectors! {
-    /// The shifts and log-totals of the rows `first..first + shift.len()` of `x`, written to
-    /// `shift` and `log_total` (the rows of a strided band lie in one block), compiled for the
-    /// CPU's widest vectors.
-    fn band_lse[T: FastExp](x: &[T], rows: Rows, first: usize, shift: &mut [T], log_total: &mut [T])
-        => band_lse_of(x, rows, first, shift, log_total);
+    /// The shifts and log-totals of the `len` rows from `first` on (the rows of a strided band lie
+    /// in one block), compiled for the CPU's widest vectors.
+    fn band_lse[T: FastExp](x: &[T], rows: Rows, first: usize, len: usize) -> (Vec<T>, Vec<T>)
+        => band_lse_of(x, rows, first, len);
 }
 
 #[inline(always)]
-fn band_lse_of<T: FastExp>(x: &[T], rows: Rows, first: usize, shift: &mut [T], log_total: &mut [T]) {
-    let (classes, inner, len) = (rows.classes, rows.inner, shift.len());
-    let (s, l) = if inner > 1 {
+fn band_lse_of<T: FastExp>(x: &[T], rows: Rows, first: usize, len: usize) -> (Vec<T>, Vec<T>) {
+    let (classes, inner) = (rows.classes, rows.inner);
+    if inner > 1 {
         let (o, i) = (first / inner, first % inner);
-        side_by_side_lse(&x[o * rows.block()..(o + 1) * rows.block()], inner, i..i + len)
-    } else if rows.short() {
-        side_by_side_lse(&transposed(&x[first * classes..(first + len) * classes], len, classes), len, 0..len)
-    } else {
-        let mut scratch = Vec::new();
-        for (k, (s, l)) in shift.iter_mut().zip(log_total.iter_mut()).enumerate() {
-            let row = first + k;
-            (*s, *l) = contiguous_lse(&x[row * classes..(row + 1) * classes], &mut scratch);
-        }
-        return;
-    };
-    shift.copy_from_slice(&s);
-    log_total.copy_from_slice(&l);
+        return side_by_side_lse(&x[o * rows.block()..(o + 1) * rows.block()], inner, i..i + len);
+    }
+    if rows.short() {
+        return side_by_side_lse(&transposed(&x[first * classes..(first + len) * classes], len, classes), len, 0..len);
+    }
+    let (mut shift, mut log_total) = (vec![T::ZERO; len], vec![T::ZERO; len]);
+    let mut scratch = Vec::new();
+    for (k, (s, l)) in shift.iter_mut().zip(log_total.iter_mut()).enumerate() {
+        let row = first + k;
+        (*s, *l) = contiguous_lse(&x[row * classes..(row + 1) * classes], &mut scratch);
+    }
+    (shift, log_total)
 }
 
 /// Softmax (`log`: log-softmax) of one task of `for_tasks`: short rows transposed and side by
@@ -640,10 +645,10 @@ mod tests {
         }
     }
 
-    /// `every_row_lse` gives each layout's rule: the bits of `one_row_lse` for strided and short
+    /// `for_row_bands` gives each layout's rule: the bits of `one_row_lse` for strided and short
     /// rows (in bands of `SIDE_BY_SIDE_BAND` and tasks), of `contiguous_lse` for long rows.
     #[test]
-    fn every_row_lse_gives_the_bits_of_each_rows_rule() {
+    fn row_bands_give_the_bits_of_each_rows_rule() {
         let value = |k: usize| ((k * 7919 % 1000) as f32 - 500.0) / 37.0;
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         for rows in [
@@ -652,7 +657,11 @@ mod tests {
             Rows { outer: 40, classes: 300, inner: 1 },
         ] {
             let x: Vec<f32> = (0..rows.outer * rows.block()).map(value).collect();
-            let (shift, log_total) = every_row_lse(&x, rows);
+            let mut stats = vec![(0.0, 0.0); rows.positions()];
+            for_row_bands(&x, rows, true, &mut stats, |_, shift, log_total, out| {
+                out.iter_mut().zip(shift.iter().zip(log_total)).for_each(|(o, (&s, &l))| *o = (s, l))
+            });
+            let (shift, log_total): (Vec<f32>, Vec<f32>) = stats.into_iter().unzip();
             let mut scratch = Vec::new();
             let want: Vec<(f32, f32)> = (0..rows.positions())
                 .map(|p| {

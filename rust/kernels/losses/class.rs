@@ -62,15 +62,13 @@ impl<T: FastExp> ClassLoss<'_, T> {
         Ok(Some(t as usize))
     }
 
-    /// The log-probability of each class at position `p` of the input `x`, in float64, given every
-    /// row's shift and log-total (`every_row_lse`; None: `x` holds log-probabilities).
-    fn log_probs<'r>(&self, x: &'r [T], rows_lse: Option<&(Vec<T>, Vec<T>)>, p: usize) -> impl Fn(usize) -> f64 + 'r {
-        let (shift, lt) = rows_lse.map_or((T::ZERO, T::ZERO), |(shift, lt)| (shift[p], lt[p]));
-        let (o, i) = (p / self.rows.inner, p % self.rows.inner);
-        self.log_probs_given(&x[o * self.rows.block() + i..], shift, lt)
+    /// The offset in the input of the first class of position `p`'s row.
+    fn row_start(&self, p: usize) -> usize {
+        (p / self.rows.inner) * self.rows.block() + p % self.rows.inner
     }
 
-    /// `log_probs` with the row's shift and log-total given.
+    /// The log-probability of each class in a row starting at `row` (strided by `inner`), in
+    /// float64, given the row's shift and log-total.
     #[inline(always)]
     fn log_probs_given<'r>(&self, row: &'r [T], shift: T, lt: T) -> impl Fn(usize) -> f64 + 'r {
         let stride = self.rows.inner;
@@ -100,21 +98,23 @@ impl<T: FastExp> ClassLoss<'_, T> {
         ((1.0 - eps) * nll + eps / self.rows.classes as f64 * smooth, wt)
     }
 
-    /// The loss and target weight at every position: every row's log-sum-exp first
-    /// (`every_row_lse`), then each position's loss.
+    /// The loss and target weight at every position, a band of rows at a time (`for_row_bands`:
+    /// their log-sum-exps first, side by side where strided or short).
     pub fn forward(&self, x: &[T]) -> Result<PerPosition> {
         self.check_targets()?;
-        let rows_lse = self.logits.then(|| every_row_lse(x, self.rows));
-        let at = |p: usize| match self.class(p) {
-            Ok(Some(t)) => self.loss_of_row(t, self.log_probs(x, rows_lse.as_ref(), p)),
-            _ => (0.0, 0.0),
-        };
-        let positions = 0..self.rows.positions();
-        let (loss, weight) = if parallel(x.len()) {
-            crate::kernels::threads::install(|| positions.into_par_iter().map(at).unzip())
-        } else {
-            positions.map(at).unzip()
-        };
+        let mut pairs = vec![(0.0, 0.0); self.rows.positions()];
+        // The rows of a band are consecutive positions, within one block where strided.
+        let step = if self.rows.inner > 1 { 1 } else { self.rows.classes };
+        for_row_bands(x, self.rows, self.logits, &mut pairs, |first, shift, log_total, out| {
+            let start = self.row_start(first);
+            for (k, slot) in out.iter_mut().enumerate() {
+                if let Ok(Some(t)) = self.class(first + k) {
+                    let row = &x[start + k * step..];
+                    *slot = self.loss_of_row(t, self.log_probs_given(row, shift[k], log_total[k]));
+                }
+            }
+        });
+        let (loss, weight) = pairs.into_iter().unzip();
         Ok(PerPosition { loss, weight })
     }
 
@@ -273,10 +273,13 @@ impl<T: FastExp> ClassLoss<'_, T> {
         let classes = self.rows.classes;
         let eps = self.label_smoothing;
         let mut gw = vec![0.0; classes];
-        let rows_lse = self.logits.then(|| every_row_lse(x, self.rows));
-        for p in 0..self.rows.positions() {
+        let mut rows_lse = vec![(T::ZERO, T::ZERO); self.rows.positions()];
+        for_row_bands(x, self.rows, self.logits, &mut rows_lse, |_, shift, log_total, out| {
+            out.iter_mut().zip(shift.iter().zip(log_total)).for_each(|(o, (&s, &l))| *o = (s, l))
+        });
+        for (p, &(shift, log_total)) in rows_lse.iter().enumerate() {
             let Ok(Some(t)) = self.class(p) else { continue };
-            let lp = self.log_probs(x, rows_lse.as_ref(), p);
+            let lp = self.log_probs_given(&x[self.row_start(p)..], shift, log_total);
             let k = scale(p);
             gw[t] -= k * (1.0 - eps) * lp(t);
             if eps != 0.0 {
