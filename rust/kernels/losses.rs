@@ -9,7 +9,9 @@ use rayon::prelude::*;
 use std::ops::Range;
 
 mod class;
+mod softmax;
 pub use class::{ClassLoss, PerPosition, Reduction};
+pub use softmax::{softmax, softmax_backward};
 
 /// exp and the logarithms computed with the vectorising float32 versions (`vecmath`); float64
 /// keeps libm's.
@@ -176,8 +178,7 @@ impl Rows {
         self.outer * self.inner
     }
 
-    /// Whether the rows are contiguous and short: run side by side too, a task's rows transposed
-    /// into a `(classes, rows)` block (see `SHORT_ROW`).
+    /// Whether the rows are contiguous and short: run side by side too (see `SHORT_ROW`).
     fn short(&self) -> bool {
         self.inner == 1 && (1..=SHORT_ROW).contains(&self.classes)
     }
@@ -192,11 +193,11 @@ impl Rows {
     }
 }
 
-/// Contiguous rows this short or shorter are transposed, a task's rows at a time, and run side by
-/// side as a strided class dim's: one at a time, each row paid a fixed cost of a few calls (its
-/// max, exps and sums over a few elements; 200000×10 took 7 times as long as 10×200000 along dim 0).
-/// The transposes cost about as much as the rest: from about 32 classes on, rows one at a time are
-/// as fast (`benchmarks/strided_exps.py`, the rows of 10, 32 and 64 classes).
+/// Contiguous rows this short or shorter run side by side as a strided class dim's: one at a time,
+/// each row paid a fixed cost of a few calls (its max, exps and sums over a few elements). The
+/// forwards and the cross-entropy gradient transpose a task's rows into a `(classes, rows)` block
+/// and back; the softmax gradient needs only each row's sum, in class order. The transposes cost
+/// about as much as the rest of the work, so longer rows run one at a time.
 const SHORT_ROW: usize = 32;
 
 /// Elements per task of `for_tasks` (whole blocks; one block when larger).
@@ -246,13 +247,6 @@ fn transpose_into<T: Float>(src: &[T], rows: usize, cols: usize, dst: &mut [T]) 
             }
         }
     }
-}
-
-widest_vectors! {
-    /// `softmax_task` compiled for the CPU's widest vectors. Its exps are `vecmath::exp`, whose
-    /// `floor` is a library call per element in the baseline build: a softmax along a dim other
-    /// than the last took 12 times as long as along the last.
-    fn softmax_task_widest[T: FastExp](x: &[T], y: &mut [T], rows: Rows, log: bool) => softmax_task(x, y, rows, log);
 }
 
 /// The sums of the exps of the rows `cols` of one `(classes, inner)` block, side by side: the
@@ -312,22 +306,18 @@ fn side_by_side_sums<T: FastExp>(xb: &[T], inner: usize, cols: Range<usize>) -> 
 /// Runs `f(first, shift, log_total, out)` over bands of the rows of `x` (row `o * inner + i`): a
 /// strided block's rows `SIDE_BY_SIDE_BAND` at a time (parallel work even for one block),
 /// contiguous rows a task's at a time; in parallel when large. `shift` and `log_total` are the
-/// band's rows' (`band_lse`: each row's as the softmax of its layout computes it; zeros when not
-/// `with_lse`), and `out` the band's slice of `out`, one element per row.
+/// band's rows' (`band_lse`: each row's as log-softmax of its layout computes them), and `out` the
+/// band's slice of `out`, one element per row.
 fn for_row_bands<T: FastExp, O: Send>(
     x: &[T],
     rows: Rows,
-    with_lse: bool,
     out: &mut [O],
     f: impl Fn(usize, &[T], &[T], &mut [O]) + Sync + Send,
 ) {
     let (block_rows, band) =
         if rows.inner > 1 { (rows.inner, SIDE_BY_SIDE_BAND) } else { (out.len().max(1), rows.task_blocks()) };
     let run = |first: usize, out: &mut [O]| {
-        let (shift, log_total) = match with_lse {
-            true => band_lse(x, rows, first, out.len()),
-            false => (vec![T::ZERO; out.len()], vec![T::ZERO; out.len()]),
-        };
+        let (shift, log_total) = band_lse(x, rows, first, out.len());
         f(first, &shift, &log_total, out)
     };
     if parallel(x.len()) {
@@ -369,161 +359,6 @@ fn band_lse_of<T: FastExp>(x: &[T], rows: Rows, first: usize, len: usize) -> (Ve
     (shift, log_total)
 }
 
-/// Softmax (`log`: log-softmax) of one task of `for_tasks`: short rows transposed and side by
-/// side, long rows one at a time, a strided class dim block by block.
-#[inline(always)]
-fn softmax_task<T: FastExp>(x: &[T], y: &mut [T], rows: Rows, log: bool) {
-    let (classes, inner) = (rows.classes, rows.inner);
-    if rows.short() {
-        let n = x.len() / classes;
-        let mut yt = vec![T::ZERO; x.len()];
-        side_by_side_softmax(&transposed(x, n, classes), &mut yt, n, log);
-        return transpose_into(&yt, classes, n, y);
-    }
-    if inner > 1 {
-        for (xb, yb) in x.chunks(rows.block()).zip(y.chunks_mut(rows.block())) {
-            side_by_side_softmax(xb, yb, inner, log);
-        }
-        return;
-    }
-    for (xr, yr) in x.chunks(classes).zip(y.chunks_mut(classes)) {
-        if log {
-            let (shift, lt) = lse_into(xr, yr);
-            yr.iter_mut().zip(xr).for_each(|(o, &v)| *o = (v - shift) - lt);
-        } else {
-            let shift = row_shift(xr);
-            T::exp_row(yr, xr, shift, T::ZERO);
-            let total = lane_sum(yr, yr, |v, _| v);
-            let scale = T::ONE / total;
-            yr.iter_mut().for_each(|o| *o = *o * scale);
-        }
-    }
-}
-
-/// Softmax of the `inner` rows of one `(classes, inner)` block side by side: one pass over the
-/// classes for the max, one for the exps, counting the ones apart (no second pass per row
-/// dominated by its max, which was a strided walk of that row). Log-softmax is `(x - shift) -
-/// log_total`, as a class loss's; softmax `exp(x - shift) / total`, as along a contiguous row
-/// (`exp((x - shift) - log_total)` rounds its argument, up to twice the error).
-#[inline(always)]
-fn side_by_side_softmax<T: FastExp>(xb: &[T], yb: &mut [T], inner: usize, log: bool) {
-    let rows = yb.chunks_exact_mut(inner).zip(xb.chunks_exact(inner));
-    if log {
-        let (peak, log_total) = side_by_side_lse(xb, inner, 0..inner);
-        for (yc, xc) in rows {
-            for (((o, &v), &p), &l) in yc.iter_mut().zip(xc).zip(&peak).zip(&log_total) {
-                *o = (v - p) - l;
-            }
-        }
-        return;
-    }
-    let SideBySideSums { shift, ones, rest } = side_by_side_sums(xb, inner, 0..inner);
-    let mut scale = vec![T::ZERO; inner];
-    for ((k, &one), &other) in scale.iter_mut().zip(&ones).zip(&rest) {
-        *k = T::ONE / (one + other);
-    }
-    for (yc, xc) in rows {
-        for (((o, &v), &p), &k) in yc.iter_mut().zip(xc).zip(&shift).zip(&scale) {
-            *o = (v - p).fast_exp() * k;
-        }
-    }
-}
-
-/// Softmax (or log-softmax, `log`) of `x` along the class dim of `rows`.
-pub fn softmax<T: FastExp>(x: &[T], rows: Rows, log: bool) -> Vec<T> {
-    // Every element is written below: recycled memory saves the page faults of new zeros.
-    let mut y = crate::storage::overwritable_vec(x.len());
-    for_tasks(x, &mut y, rows, |_, xb, yb| softmax_task_widest(xb, yb, rows, log));
-    y
-}
-
-/// The gradient of softmax (`log`: log-softmax) from its output `y` and output gradient `g`:
-/// `y * (g - sum(g * y))` and `g - exp(y) * sum(g)` along the class dim.
-pub fn softmax_backward<T: FastExp>(g: &[T], y: &[T], rows: Rows, log: bool) -> Vec<T> {
-    let mut out = crate::storage::overwritable_vec(g.len());
-    let len = rows.task_len();
-    for_tasks(g, &mut out, rows, |task, gs, os| {
-        softmax_backward_task(gs, &y[task * len..task * len + gs.len()], os, rows, log)
-    });
-    out
-}
-
-widest_vectors! {
-    /// `softmax_backward`'s work on one task, compiled for the CPU's widest vectors (log-softmax's
-    /// exps, as in `softmax_task_widest`).
-    fn softmax_backward_task[T: FastExp](gb: &[T], yb: &[T], ob: &mut [T], rows: Rows, log: bool)
-        => softmax_backward_of_task(gb, yb, ob, rows, log);
-}
-
-#[inline(always)]
-fn softmax_backward_of_task<T: FastExp>(gb: &[T], yb: &[T], ob: &mut [T], rows: Rows, log: bool) {
-    let (classes, inner) = (rows.classes, rows.inner);
-    if rows.short() {
-        return short_rows_softmax_backward(gb, yb, ob, classes, log);
-    }
-    let block = rows.block();
-    for ((g, y), o) in gb.chunks(block).zip(yb.chunks(block)).zip(ob.chunks_mut(block)) {
-        if inner > 1 {
-            side_by_side_softmax_backward(g, y, o, inner, log);
-            continue;
-        }
-        let total = if log { lane_sum(g, g, |v, _| v) } else { lane_sum(g, y, |g, y| g * y) };
-        for ((o, &g), &y) in o.iter_mut().zip(g).zip(y) {
-            *o = softmax_grad(g, y, total, log);
-        }
-    }
-}
-
-/// One element of the softmax gradient from its row's `total` (`sum(g)` for log-softmax,
-/// `sum(g * y)` for softmax).
-#[inline(always)]
-fn softmax_grad<T: FastExp>(g: T, y: T, total: T, log: bool) -> T {
-    if log {
-        g - y.fast_exp() * total
-    } else {
-        y * (g - total)
-    }
-}
-
-/// The softmax gradient of the `inner` rows of one `(classes, inner)` block side by side: one
-/// running total per row, walking the classes in order.
-#[inline(always)]
-fn side_by_side_softmax_backward<T: FastExp>(gb: &[T], yb: &[T], ob: &mut [T], inner: usize, log: bool) {
-    let mut totals = vec![T::ZERO; inner];
-    let class_runs = || gb.chunks_exact(inner).zip(yb.chunks_exact(inner));
-    for (g, y) in class_runs() {
-        let run = totals.iter_mut().zip(g).zip(y);
-        match log {
-            true => run.for_each(|((t, &g), _)| *t += g),
-            false => run.for_each(|((t, &g), &y)| *t += g * y),
-        }
-    }
-    for ((g, y), o) in class_runs().zip(ob.chunks_exact_mut(inner)) {
-        for (((o, &g), &y), &t) in o.iter_mut().zip(g).zip(y).zip(&totals) {
-            *o = softmax_grad(g, y, t, log);
-        }
-    }
-}
-
-/// The softmax gradient of short contiguous rows without transposing them (three transposes took
-/// longer than rows one at a time): each row's total summed in class order, as side by side (so
-/// the bits of the same rows strided), spread over the row's elements, then one pass over all.
-#[inline(always)]
-fn short_rows_softmax_backward<T: FastExp>(gb: &[T], yb: &[T], ob: &mut [T], classes: usize, log: bool) {
-    let mut spread = vec![T::ZERO; gb.len()];
-    let rows = gb.chunks_exact(classes).zip(yb.chunks_exact(classes));
-    for ((g, y), totals) in rows.zip(spread.chunks_exact_mut(classes)) {
-        let total = match log {
-            true => g.iter().fold(T::ZERO, |t, &g| t + g),
-            false => g.iter().zip(y).fold(T::ZERO, |t, (&g, &y)| t + g * y),
-        };
-        totals.fill(total);
-    }
-    for (((o, &g), &y), &t) in ob.iter_mut().zip(gb).zip(yb).zip(&spread) {
-        *o = softmax_grad(g, y, t, log);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -545,14 +380,6 @@ mod tests {
         (shift, log_total)
     }
 
-    #[test]
-    fn log_softmax_of_a_row_sums_to_one_in_probability() {
-        let rows = Rows { outer: 1, classes: 3, inner: 1 };
-        let y = softmax(&[1.0f64, 2.0, 3.0], rows, true);
-        let total: f64 = y.iter().map(|v| v.exp()).sum();
-        assert!((total - 1.0).abs() < 1e-12);
-    }
-
     /// -log p of the max class when it dominates, 3 against -6 and -6: log(1 + 2e^-9), which a
     /// float32 sum 1 + 2.5e-4 rounded before its log gets wrong by up to 5e-4 of itself.
     #[test]
@@ -565,17 +392,6 @@ mod tests {
         let strided = nll(first_row(side_by_side_lse(&[-6.0f32, 9.0, -6.0, 9.0, 3.0, 9.0], 2, 0..1)));
         for got in [contiguous, strided] {
             assert!((got - exact).abs() < 1e-6 * exact, "{got} against {exact}");
-        }
-    }
-
-    /// log_softmax keeps the same precision, along a contiguous and a strided class dim.
-    #[test]
-    fn log_softmax_of_the_dominant_class_keeps_float32_precision() {
-        let exact = -(2.0 * (-9.0f64).exp()).ln_1p();
-        let contiguous = softmax(&[-6.0f32, 3.0, -6.0], Rows { outer: 1, classes: 3, inner: 1 }, true)[1];
-        let strided = softmax(&[-6.0f32, 9.0, 3.0, 9.0, -6.0, 9.0], Rows { outer: 1, classes: 3, inner: 2 }, true)[2];
-        for got in [contiguous as f64, strided as f64] {
-            assert!((got - exact).abs() < 1e-6 * -exact, "{got} against {exact}");
         }
     }
 
@@ -619,34 +435,9 @@ mod tests {
         }
     }
 
-    /// Short contiguous rows, transposed a task's rows at a time, give the bits of the same rows
-    /// strided (a `(classes, n)` block side by side), forward and backward, across tasks and both
-    /// tiles of the transposes.
-    #[test]
-    fn short_rows_give_the_bits_of_the_same_rows_strided() {
-        for (n, classes) in [(3000, 5), (700, 20)] {
-            let value = |k: usize| ((k * 7919 % 1000) as f32 - 500.0) / 37.0;
-            let x: Vec<f32> = (0..n * classes).map(value).collect();
-            let g: Vec<f32> = (0..n * classes).map(|k| value(k + 11) / 9.0).collect();
-            // Element (r, c) of a row-major (n, classes) array, at c * n + r.
-            let strided = |v: &[f32]| (0..n * classes).map(|k| v[(k % n) * classes + k / n]).collect::<Vec<_>>();
-            let rows = Rows { outer: n, classes, inner: 1 };
-            let side_by_side = Rows { outer: 1, classes, inner: n };
-            assert!(rows.short() && rows.task_blocks() < n);
-            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            for log in [true, false] {
-                let y = softmax(&x, rows, log);
-                let y_strided = softmax(&strided(&x), side_by_side, log);
-                assert_eq!(bits(&strided(&y)), bits(&y_strided), "{n}×{classes}, log {log}");
-                let back = softmax_backward(&g, &y, rows, log);
-                let back_strided = softmax_backward(&strided(&g), &y_strided, side_by_side, log);
-                assert_eq!(bits(&strided(&back)), bits(&back_strided), "{n}×{classes}, log {log}");
-            }
-        }
-    }
-
     /// `for_row_bands` gives each layout's rule: the bits of `one_row_lse` for strided and short
-    /// rows (in bands of `SIDE_BY_SIDE_BAND` and tasks), of `contiguous_lse` for long rows.
+    /// rows (in bands of `SIDE_BY_SIDE_BAND` and tasks), and for long rows `contiguous_lse`'s (the
+    /// function it calls: this checks the rows it hands it).
     #[test]
     fn row_bands_give_the_bits_of_each_rows_rule() {
         let value = |k: usize| ((k * 7919 % 1000) as f32 - 500.0) / 37.0;
@@ -658,7 +449,7 @@ mod tests {
         ] {
             let x: Vec<f32> = (0..rows.outer * rows.block()).map(value).collect();
             let mut stats = vec![(0.0, 0.0); rows.positions()];
-            for_row_bands(&x, rows, true, &mut stats, |_, shift, log_total, out| {
+            for_row_bands(&x, rows, &mut stats, |_, shift, log_total, out| {
                 out.iter_mut().zip(shift.iter().zip(log_total)).for_each(|(o, (&s, &l))| *o = (s, l))
             });
             let (shift, log_total): (Vec<f32>, Vec<f32>) = stats.into_iter().unzip();

@@ -98,14 +98,28 @@ impl<T: FastExp> ClassLoss<'_, T> {
         ((1.0 - eps) * nll + eps / self.rows.classes as f64 * smooth, wt)
     }
 
-    /// The loss and target weight at every position, a band of rows at a time (`for_row_bands`:
-    /// their log-sum-exps first, side by side where strided or short).
+    /// The loss and target weight at every position: of logits a band of rows at a time
+    /// (`for_row_bands`: their log-sum-exps first, side by side where strided or short), of
+    /// log-probabilities position by position.
     pub fn forward(&self, x: &[T]) -> Result<PerPosition> {
         self.check_targets()?;
-        let mut pairs = vec![(0.0, 0.0); self.rows.positions()];
+        let n = self.rows.positions();
+        if !self.logits {
+            let at = |p: usize| match self.class(p) {
+                Ok(Some(t)) => self.loss_of_row(t, self.log_probs_given(&x[self.row_start(p)..], T::ZERO, T::ZERO)),
+                _ => (0.0, 0.0),
+            };
+            let (loss, weight) = if parallel(x.len()) {
+                crate::kernels::threads::install(|| (0..n).into_par_iter().map(at).unzip())
+            } else {
+                (0..n).map(at).unzip()
+            };
+            return Ok(PerPosition { loss, weight });
+        }
+        let mut pairs = vec![(0.0, 0.0); n];
         // The rows of a band are consecutive positions, within one block where strided.
         let step = if self.rows.inner > 1 { 1 } else { self.rows.classes };
-        for_row_bands(x, self.rows, self.logits, &mut pairs, |first, shift, log_total, out| {
+        for_row_bands(x, self.rows, &mut pairs, |first, shift, log_total, out| {
             let start = self.row_start(first);
             for (k, slot) in out.iter_mut().enumerate() {
                 if let Ok(Some(t)) = self.class(first + k) {
@@ -273,12 +287,17 @@ impl<T: FastExp> ClassLoss<'_, T> {
         let classes = self.rows.classes;
         let eps = self.label_smoothing;
         let mut gw = vec![0.0; classes];
-        let mut rows_lse = vec![(T::ZERO, T::ZERO); self.rows.positions()];
-        for_row_bands(x, self.rows, self.logits, &mut rows_lse, |_, shift, log_total, out| {
-            out.iter_mut().zip(shift.iter().zip(log_total)).for_each(|(o, (&s, &l))| *o = (s, l))
+        // Every row's shift and log-total first (the logits' log-softmax; none for log-probabilities).
+        let rows_lse = self.logits.then(|| {
+            let mut rows_lse = vec![(T::ZERO, T::ZERO); self.rows.positions()];
+            for_row_bands(x, self.rows, &mut rows_lse, |_, shift, log_total, out| {
+                out.iter_mut().zip(shift.iter().zip(log_total)).for_each(|(o, (&s, &l))| *o = (s, l))
+            });
+            rows_lse
         });
-        for (p, &(shift, log_total)) in rows_lse.iter().enumerate() {
+        for p in 0..self.rows.positions() {
             let Ok(Some(t)) = self.class(p) else { continue };
+            let (shift, log_total) = rows_lse.as_ref().map_or((T::ZERO, T::ZERO), |rows_lse| rows_lse[p]);
             let lp = self.log_probs_given(&x[self.row_start(p)..], shift, log_total);
             let k = scale(p);
             gw[t] -= k * (1.0 - eps) * lp(t);
