@@ -63,7 +63,8 @@ def softmax_rows(x: np.ndarray, g: np.ndarray) -> list[Row]:
 def short_rows(rng: np.random.Generator, classes: int) -> list[Row]:
     """Many short contiguous rows, as a classifier's (batch, classes) logits, 2M elements: a fixed
     cost per row dominated them until 2026-12-07 (200000×10 took 7× the time of 10×200000 along
-    dim 0). Rows of up to 32 classes are transposed and run side by side; 64 shows the other path."""
+    dim 0). Rows of up to 32 classes are transposed and run side by side; 64 shows the other path.
+    Two classes (a binary classifier's logits) show what a class loss costs per position."""
     n = 2_000_000 // classes
     logits = rng.standard_normal((n, classes)).astype(np.float32)
     g = rng.standard_normal((n, classes)).astype(np.float32)
@@ -95,7 +96,7 @@ def short_rows(rng: np.random.Generator, classes: int) -> list[Row]:
         (f"log_softmax {shape}, dim 1, + backward", log_softmax_step, numpy_log_softmax_step),
         (f"cross_entropy {shape} + backward", cross_entropy_step, numpy_cross_entropy_step),
     ]
-    if classes != 10:
+    if classes not in (2, 10):
         return steps
     return [
         (f"log_softmax {shape}, dim 1", lambda: F.log_softmax(leaf.detach(), 1), lambda: log_softmax(logits, 1)),
@@ -132,6 +133,42 @@ def cross_entropy_rows(rng: np.random.Generator) -> list[Row]:
             ("cross_entropy 1×21×128×128, forward", lambda: F.cross_entropy(image, image_labels), numpy_forward)]
 
 
+def narrow_block_rows(rng: np.random.Generator) -> list[Row]:
+    """A class dim strided by a few positions, (100000, 3, 2): until 2026-12-07 each (3, 2) block's
+    two rows ran side by side alone, paying for its shifts', sums' and factors' vectors; now a task's
+    blocks are gathered class-major and run side by side together."""
+    logits = rng.standard_normal((100_000, 3, 2)).astype(np.float32)
+    g = rng.standard_normal(logits.shape).astype(np.float32)
+    target = rng.integers(0, 3, (100_000, 2))
+    leaf = rustgrad.tensor(logits, requires_grad=True)
+    grad, labels = rustgrad.from_numpy(g), rustgrad.tensor(target, dtype=rustgrad.int64)
+
+    def log_softmax_step() -> None:
+        leaf.grad = None
+        F.log_softmax(leaf, 1).backward(grad)
+
+    def cross_entropy_step() -> None:
+        leaf.grad = None
+        F.cross_entropy(leaf, labels).backward()
+
+    def numpy_log_softmax_step() -> np.ndarray:
+        return g - np.exp(log_softmax(logits, 1)) * g.sum(1, keepdims=True)
+
+    def numpy_cross_entropy_step() -> np.ndarray:
+        grad = np.exp(log_softmax(logits, 1))
+        np.put_along_axis(grad, target[:, None], np.take_along_axis(grad, target[:, None], 1) - 1, 1)
+        return grad / target.size
+
+    def numpy_cross_entropy() -> float:
+        return float(-np.take_along_axis(log_softmax(logits, 1), target[:, None], 1).mean())
+
+    return [
+        ("log_softmax 100000×3×2, dim 1, + backward", log_softmax_step, numpy_log_softmax_step),
+        ("cross_entropy 100000×3×2, forward", lambda: F.cross_entropy(leaf.detach(), labels), numpy_cross_entropy),
+        ("cross_entropy 100000×3×2 + backward", cross_entropy_step, numpy_cross_entropy_step),
+    ]
+
+
 def broadcast_rows(rng: np.random.Generator) -> list[Row]:
     x = (np.abs(rng.standard_normal((1024, 1024))) + 0.5).astype(np.float32)
     row = (np.abs(rng.standard_normal(1024)) + 0.5).astype(np.float32)
@@ -156,8 +193,9 @@ def rows() -> list[Row]:
     tdom = rustgrad.from_numpy(dominated)
     dominated_row: Row = ("log_softmax 10×200000, dim 0, one class dominant", lambda: F.log_softmax(tdom, 0),
                           lambda: log_softmax(dominated, 0))
-    short = [row for classes in (10, 32, 64) for row in short_rows(rng, classes)]
-    return softmax_rows(x, g) + [dominated_row] + short + cross_entropy_rows(rng) + broadcast_rows(rng)
+    short = [row for classes in (2, 10, 32, 64) for row in short_rows(rng, classes)]
+    narrow = narrow_block_rows(rng)
+    return softmax_rows(x, g) + [dominated_row] + short + narrow + cross_entropy_rows(rng) + broadcast_rows(rng)
 
 
 def main() -> None:

@@ -501,3 +501,45 @@ def test_many_contiguous_rows_match_numpy_across_the_kernels_tasks(rng, dtype, c
     hot = ((1 - 0.1) * weight[safe] * keep)[:, None]
     grad = hot * (p - np.eye(classes)[safe]) + (0.1 / classes) * (weight.sum() * p - weight) * keep[:, None]
     np.testing.assert_allclose(leaf.grad.numpy(), grad, **tol)
+
+
+@pytest.mark.parametrize("dtype", [rustgrad.float32, rustgrad.float64])
+@pytest.mark.parametrize("inner", [2, 7, 63, 64])
+def test_narrow_strided_blocks_match_numpy_across_the_kernels_tasks(rng, dtype, inner):
+    # A class dim strided by fewer than 64 positions: a task's (classes, inner) blocks are gathered
+    # class-major and all their rows run side by side (64 runs block by block), in parallel tasks.
+    n = 48000 // (3 * inner)
+    x = rng.standard_normal((n, 3, inner)) * 3
+    g = rng.standard_normal(x.shape)
+    target = rng.integers(0, 3, (n, inner))
+    target[::5, ::3] = -100
+    weight = rng.uniform(0.5, 2.0, 3)
+    tol = {"rtol": 2e-5, "atol": 1e-6} if dtype == rustgrad.float32 else {"rtol": 1e-10, "atol": 1e-14}
+    log_y = _log_softmax(x, 1)
+    for fn, want, want_grad in (
+        (F.log_softmax, log_y, g - np.exp(log_y) * g.sum(1, keepdims=True)),
+        (F.softmax, np.exp(log_y), np.exp(log_y) * (g - (g * np.exp(log_y)).sum(1, keepdims=True))),
+    ):
+        leaf = _t(x, requires_grad=True, dtype=dtype)
+        y = fn(leaf, 1)
+        np.testing.assert_allclose(y.detach().numpy(), want, **tol)
+        y.backward(_t(g, dtype=dtype))
+        np.testing.assert_allclose(leaf.grad.numpy(), want_grad, **tol)
+    leaf, w = _t(x, requires_grad=True, dtype=dtype), _t(weight, requires_grad=True, dtype=dtype)
+    eps = 0.1
+    per_position = F.cross_entropy(leaf, _t(target, dtype=rustgrad.int64), weight=w, label_smoothing=eps,
+                                   reduction="none")
+    np.testing.assert_allclose(per_position.detach().numpy(), class_loss(x, target, weight, -100, "none", eps),
+                               **tol)
+    factor = rng.standard_normal(target.shape)
+    per_position.backward(_t(factor, dtype=dtype))
+    keep = target != -100
+    safe = np.where(keep, target, 0)
+    onehot = np.moveaxis(np.eye(3)[safe], -1, 1)
+    kept = (factor * keep)[:, None]
+    p = np.exp(log_y)
+    grad = kept * ((1 - eps) * weight[safe][:, None] * (p - onehot) + eps / 3 * (weight.sum() * p - weight[:, None]))
+    np.testing.assert_allclose(leaf.grad.numpy(), grad, **tol)
+    # d/dw_c of the loss: (1 - ε)(-log p_t) at the target's class, ε/C (-log p_c) at every class.
+    grad_w = (kept * ((1 - eps) * onehot + eps / 3) * -log_y).sum(axis=(0, 2))
+    np.testing.assert_allclose(w.grad.numpy(), grad_w, **tol)

@@ -10,7 +10,7 @@ use std::ops::Range;
 
 mod class;
 mod softmax;
-pub use class::{ClassLoss, PerPosition, Reduction};
+pub use class::{total, ClassLoss, Factor, Reduction, Targets};
 pub use softmax::{softmax, softmax_backward};
 
 /// exp and the logarithms computed with the vectorising float32 versions (`vecmath`); float64
@@ -178,9 +178,15 @@ impl Rows {
         self.outer * self.inner
     }
 
-    /// Whether the rows are contiguous and short: run side by side too (see `SHORT_ROW`).
-    fn short(&self) -> bool {
-        self.inner == 1 && (1..=SHORT_ROW).contains(&self.classes)
+    /// Whether a task's blocks are gathered class-major and their rows run side by side as one
+    /// `(classes, rows)` block (`Gathered`): short contiguous rows (see `SHORT_ROW`),
+    /// and strided blocks narrower than `NARROW_BLOCK` rows when a task holds more than one.
+    fn gathered(&self) -> bool {
+        match self.inner {
+            0 => false,
+            1 => (1..=SHORT_ROW).contains(&self.classes),
+            inner => inner < NARROW_BLOCK && self.classes > 0 && self.task_blocks() > 1,
+        }
     }
 
     /// The `(classes, inner)` blocks of one task of `for_tasks`: enough for a task to have work.
@@ -199,6 +205,11 @@ impl Rows {
 /// and back; the softmax gradient needs only each row's sum, in class order. The transposes cost
 /// about as much as the rest of the work, so longer rows run one at a time.
 const SHORT_ROW: usize = 32;
+
+/// Strided blocks of fewer rows than this are gathered a task's blocks at a time (see
+/// `Rows::gathered`): side by side, each block alone paid for its few rows a fixed cost (the
+/// shifts', sums' and factors' vectors, a loop's setup).
+const NARROW_BLOCK: usize = 64;
 
 /// Elements per task of `for_tasks` (whole blocks; one block when larger).
 const TASK_ELEMENTS: usize = 8192;
@@ -225,18 +236,70 @@ fn for_tasks<T: Float>(x: &[T], out: &mut [T], rows: Rows, f: impl Fn(usize, &[T
     }
 }
 
-/// `src`, `rows` × `cols` in row-major order, transposed: `cols` × `rows`.
+/// A task's whole blocks gathered class-major as one `(classes, width)` block (see
+/// `Rows::gathered`), with room for the kernel's output in the same layout. Callers run the
+/// kernel on `x` and `y` themselves: a kernel passed in as a closure was compiled apart from the
+/// caller's `widest_vectors!` copy, its exps in baseline code (13× slower).
+struct Gathered<T> {
+    x: Vec<T>,
+    y: Vec<T>,
+    width: usize,
+}
+
+impl<T: Float> Gathered<T> {
+    fn of(x: &[T], rows: Rows) -> Gathered<T> {
+        Gathered { x: class_major(x, rows), y: vec![T::ZERO; x.len()], width: x.len() / rows.classes.max(1) }
+    }
+
+    /// `y` scattered back into `out`, in the layout of the blocks it was gathered from.
+    fn scatter_into(self, rows: Rows, out: &mut [T]) {
+        from_class_major_into(&self.y, rows, out);
+    }
+}
+
+/// Whole `(classes, inner)` blocks of `src` as one `(classes, blocks · inner)` block: element
+/// `(b, c, i)` at `c · width + b · inner + i`. Short rows (`inner` = 1) are a transpose.
 #[inline(always)]
-fn transposed<T: Float>(src: &[T], rows: usize, cols: usize) -> Vec<T> {
+fn class_major<T: Float>(src: &[T], rows: Rows) -> Vec<T> {
     let mut dst = vec![T::ZERO; src.len()];
-    transpose_into(src, rows, cols, &mut dst);
+    let (classes, inner) = (rows.classes, rows.inner);
+    if inner == 1 {
+        transpose_into(src, src.len() / classes, classes, &mut dst);
+        return dst;
+    }
+    // One (class, row of a block) at a time across the blocks: each run of `inner` elements copied
+    // alone was a call of `memcpy` (14% of a profile of the softmaxes and cross-entropy of
+    // (100000, 3, 2)).
+    let width = src.len() / classes;
+    for (c, dst_class) in dst.chunks_exact_mut(width).enumerate() {
+        for i in 0..inner {
+            let from = src[c * inner + i..].iter().step_by(rows.block());
+            dst_class[i..].iter_mut().step_by(inner).zip(from).for_each(|(d, &s)| *d = s);
+        }
+    }
     dst
 }
 
-/// `transposed` into `dst`, of `src`'s length, in tiles of `TILE` rows: each column of a tile is
-/// one contiguous run of `dst`. (The tiles did not measurably speed up a short-row softmax; `perf`
-/// had put the transposes at about 30% of its forward and backward before them. A faster transpose
-/// is what would move `SHORT_ROW`.)
+/// `class_major` undone: the `(classes, width)` block `src` into whole blocks of `dst`.
+#[inline(always)]
+fn from_class_major_into<T: Float>(src: &[T], rows: Rows, dst: &mut [T]) {
+    let (classes, inner) = (rows.classes, rows.inner);
+    let width = src.len() / classes;
+    if inner == 1 {
+        return transpose_into(src, classes, width, dst);
+    }
+    for (c, src_class) in src.chunks_exact(width).enumerate() {
+        for i in 0..inner {
+            let to = dst[c * inner + i..].iter_mut().step_by(rows.block());
+            to.zip(src_class[i..].iter().step_by(inner)).for_each(|(d, &s)| *d = s);
+        }
+    }
+}
+
+/// `src`, `rows` × `cols` in row-major order, transposed into `dst` (`cols` × `rows`), in tiles of
+/// `TILE` rows: each column of a tile is one contiguous run of `dst`. (The tiles did not measurably
+/// speed up a short-row softmax; `perf` had put the transposes at about 30% of its forward and
+/// backward before them. A faster transpose is what would move `SHORT_ROW`.)
 #[inline(always)]
 fn transpose_into<T: Float>(src: &[T], rows: usize, cols: usize, dst: &mut [T]) {
     const TILE: usize = 16;
@@ -306,8 +369,8 @@ fn side_by_side_sums<T: FastExp>(xb: &[T], inner: usize, cols: Range<usize>) -> 
 }
 
 /// Runs `f(first, shift, log_total, out)` over bands of the rows of `x` (row `o * inner + i`): a
-/// strided block's rows `SIDE_BY_SIDE_BAND` at a time (parallel work even for one block),
-/// contiguous rows a task's at a time; in parallel when large. `shift` and `log_total` are the
+/// wide strided block's rows `SIDE_BY_SIDE_BAND` at a time (parallel work even for one block),
+/// the rows of a task's blocks otherwise; in parallel when large. `shift` and `log_total` are the
 /// band's rows' (`band_lse`: each row's as log-softmax of its layout computes them), and `out` the
 /// band's slice of `out`, one element per row.
 fn for_row_bands<T: FastExp, O: Send>(
@@ -316,8 +379,10 @@ fn for_row_bands<T: FastExp, O: Send>(
     out: &mut [O],
     f: impl Fn(usize, &[T], &[T], &mut [O]) + Sync + Send,
 ) {
-    let (block_rows, band) =
-        if rows.inner > 1 { (rows.inner, SIDE_BY_SIDE_BAND) } else { (out.len().max(1), rows.task_blocks()) };
+    let (block_rows, band) = match rows.inner > 1 && !rows.gathered() {
+        true => (rows.inner, SIDE_BY_SIDE_BAND),
+        false => (out.len().max(1), rows.task_blocks() * rows.inner.max(1)),
+    };
     let run = |first: usize, out: &mut [O]| {
         let (shift, log_total) = band_lse(x, rows, first, out.len());
         f(first, &shift, &log_total, out)
@@ -335,6 +400,15 @@ fn for_row_bands<T: FastExp, O: Send>(
     }
 }
 
+/// Every row's shift and log-total, as `for_row_bands` hands them out.
+fn every_rows_lse<T: FastExp>(x: &[T], rows: Rows) -> Vec<(T, T)> {
+    let mut pairs = vec![(T::ZERO, T::ZERO); rows.positions()];
+    for_row_bands(x, rows, &mut pairs, |_, shift, log_total, out| {
+        out.iter_mut().zip(shift.iter().zip(log_total)).for_each(|(o, (&s, &l))| *o = (s, l))
+    });
+    pairs
+}
+
 widest_vectors! {
     /// The shifts and log-totals of the `len` rows from `first` on (the rows of a strided band lie
     /// in one block), compiled for the CPU's widest vectors.
@@ -345,12 +419,14 @@ widest_vectors! {
 #[inline(always)]
 fn band_lse_of<T: FastExp>(x: &[T], rows: Rows, first: usize, len: usize) -> (Vec<T>, Vec<T>) {
     let (classes, inner) = (rows.classes, rows.inner);
+    if rows.gathered() {
+        // The band is whole blocks: `first` and `len` are multiples of `inner`.
+        let blocks = (first / inner) * rows.block()..((first + len) / inner) * rows.block();
+        return side_by_side_lse(&class_major(&x[blocks], rows), len, 0..len);
+    }
     if inner > 1 {
         let (o, i) = (first / inner, first % inner);
         return side_by_side_lse(&x[o * rows.block()..(o + 1) * rows.block()], inner, i..i + len);
-    }
-    if rows.short() {
-        return side_by_side_lse(&transposed(&x[first * classes..(first + len) * classes], len, classes), len, 0..len);
     }
     let (mut shift, mut log_total) = (vec![T::ZERO; len], vec![T::ZERO; len]);
     let mut scratch = Vec::new();
@@ -438,8 +514,9 @@ mod tests {
     }
 
     /// `for_row_bands` gives each layout's rule: the bits of `one_row_lse` for strided and short
-    /// rows (in bands of `SIDE_BY_SIDE_BAND` and tasks), and for long rows `contiguous_lse`'s (the
-    /// function it calls: this checks the rows it hands it).
+    /// rows (a wide block's in bands of `SIDE_BY_SIDE_BAND`, narrow blocks and short rows gathered
+    /// a task's blocks at a time), and for long rows `contiguous_lse`'s (the function it calls:
+    /// this checks the rows it hands it).
     #[test]
     fn row_bands_give_the_bits_of_each_rows_rule() {
         let value = |k: usize| ((k * 7919 % 1000) as f32 - 500.0) / 37.0;
@@ -447,19 +524,16 @@ mod tests {
         for rows in [
             Rows { outer: 2, classes: 3, inner: 1100 },
             Rows { outer: 2000, classes: 7, inner: 1 },
+            Rows { outer: 3000, classes: 3, inner: 2 },
             Rows { outer: 40, classes: 300, inner: 1 },
         ] {
             let x: Vec<f32> = (0..rows.outer * rows.block()).map(value).collect();
-            let mut stats = vec![(0.0, 0.0); rows.positions()];
-            for_row_bands(&x, rows, &mut stats, |_, shift, log_total, out| {
-                out.iter_mut().zip(shift.iter().zip(log_total)).for_each(|(o, (&s, &l))| *o = (s, l))
-            });
-            let (shift, log_total): (Vec<f32>, Vec<f32>) = stats.into_iter().unzip();
+            let (shift, log_total): (Vec<f32>, Vec<f32>) = every_rows_lse(&x, rows).into_iter().unzip();
             let mut scratch = Vec::new();
             let want: Vec<(f32, f32)> = (0..rows.positions())
                 .map(|p| {
                     let row = &x[(p / rows.inner) * rows.block() + p % rows.inner..];
-                    match rows.inner > 1 || rows.short() {
+                    match rows.inner > 1 || rows.gathered() {
                         true => one_row_lse(row, rows.classes, rows.inner),
                         false => contiguous_lse(&row[..rows.classes], &mut scratch),
                     }

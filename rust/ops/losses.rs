@@ -10,7 +10,7 @@ use crate::error::{shape_err, Error, Result};
 use crate::forward;
 use crate::graph::PartialShape;
 use crate::kernels::elementwise::{BinaryOp, UnaryOp};
-use crate::kernels::losses::{self, ClassLoss, Reduction, Rows};
+use crate::kernels::losses::{self, ClassLoss, Factor, Reduction, Rows, Targets};
 use crate::op::Op;
 use crate::rules::{vjp_of_composite, Differentiator, RuleArgs, Saves};
 use crate::shape::{fmt_shape, normalize_dim};
@@ -233,8 +233,8 @@ impl ClassSettings {
         Ok(input.iter().enumerate().filter(|&(i, _)| i != dim).map(|(_, &d)| d).collect())
     }
 
-    /// Checks the shapes and dtypes of (input, target, weight) and reads the targets as int64.
-    fn operands(&self, inputs: &[&Tensor]) -> Result<(Rows, Vec<i64>, Option<Tensor>)> {
+    /// Checks the shapes and dtypes of (input, target, weight); the targets as int64.
+    fn operands(&self, inputs: &[&Tensor]) -> Result<(Rows, Tensor, Option<Tensor>)> {
         let x = *nth(inputs, 0, self.op)?;
         let target = *nth(inputs, 1, self.op)?;
         let weight = *nth(inputs, 2, self.op)?;
@@ -262,41 +262,45 @@ impl ClassSettings {
             }
             _ => Some(forward::as_dtype(weight, x.dtype())?),
         };
-        let target = forward::as_dtype(target, DType::I64)?.to_vec::<i64>()?;
-        Ok((rows, target, weight))
+        Ok((rows, forward::as_dtype(target, DType::I64)?, weight))
     }
 
-    fn loss<'a, T>(&self, rows: Rows, target: &'a [i64], weight: Option<&'a [T]>) -> ClassLoss<'a, T> {
-        ClassLoss {
+    /// The loss of `rows` against the targets `indices` (checked here: a failed call computes nothing).
+    fn loss<'a, T>(&self, rows: Rows, indices: &'a [i64], weight: Option<&'a [T]>) -> Result<ClassLoss<'a, T>> {
+        Ok(ClassLoss {
             op: self.op,
             logits: self.logits,
             rows,
-            target,
+            target: Targets::check(self.op, indices, rows.classes, self.ignore_index)?,
             weight,
-            ignore_index: self.ignore_index,
             label_smoothing: self.label_smoothing,
-        }
+        })
     }
 
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
         let x = *nth(inputs, 0, self.op)?;
         let (rows, target, weight) = self.operands(inputs)?;
-        float_dispatch!(x.dtype(), self.op, |T| {
-            let w: Option<Vec<T>> = weight.as_ref().map(|w| w.to_vec()).transpose()?;
-            let per = x.with_contiguous(|s: &[T]| self.loss(rows, &target, w.as_deref()).forward(s))??;
-            match self.reduction {
-                Reduction::None => {
-                    let out: Vec<T> = per.loss.iter().map(|&v| T::from_f64(v)).collect();
-                    Tensor::from_vec(out, self.target_shape(x.shape())?)
-                }
-                Reduction::Sum => Tensor::from_vec(vec![T::from_f64(per.loss.iter().sum())], Vec::<usize>::new()),
-                Reduction::Mean => {
+        target.with_contiguous(|indices: &[i64]| {
+            float_dispatch!(x.dtype(), self.op, |T| {
+                let w: Option<Vec<T>> = weight.as_ref().map(|w| w.to_vec()).transpose()?;
+                let loss = self.loss(rows, indices, w.as_deref())?;
+                let losses = x.with_contiguous(|s: &[T]| loss.forward(s))?;
+                let out = match self.reduction {
+                    Reduction::None => {
+                        let each: Vec<T> = losses.iter().map(|&v| T::from_f64(v)).collect();
+                        Tensor::from_vec(each, self.target_shape(x.shape())?)
+                    }
+                    Reduction::Sum => Tensor::from_vec(vec![T::from_f64(losses::total(&losses))], Vec::<usize>::new()),
                     // All ignored: 0 / 0 is NaN, as torch gives.
-                    let total: f64 = per.weight.iter().sum();
-                    Tensor::from_vec(vec![T::from_f64(per.loss.iter().sum::<f64>() / total)], Vec::<usize>::new())
-                }
-            }
-        })
+                    Reduction::Mean => {
+                        let mean = losses::total(&losses) / loss.total_weight();
+                        Tensor::from_vec(vec![T::from_f64(mean)], Vec::<usize>::new())
+                    }
+                };
+                crate::buffer_pool::give(losses);
+                out
+            })
+        })?
     }
 
     fn infer(&self, inputs: &[Meta<'_>]) -> Result<(PartialShape, DType)> {
@@ -345,23 +349,22 @@ impl ClassSettings {
         let x = *nth(inputs, 1, self.op)?;
         let (rows, target, weight) = self.operands(&inputs[1..])?;
         let g = forward::as_dtype(g, DType::F64)?.to_vec::<f64>()?;
-        float_dispatch!(x.dtype(), self.op, |T| {
-            let w: Option<Vec<T>> = weight.as_ref().map(|w| w.to_vec()).transpose()?;
-            let loss = self.loss(rows, &target, w.as_deref());
-            let first = g.first().copied().unwrap_or(0.0);
-            if wrt_weight {
-                return self.weight_gradient(&loss, x, &g, first);
-            }
-            let out = match self.reduction {
-                Reduction::None => x.with_contiguous(|s: &[T]| loss.backward(s, &|p| g[p]))?,
-                Reduction::Sum => x.with_contiguous(|s: &[T]| loss.backward(s, &|_| first))?,
-                Reduction::Mean => {
-                    let k = first / loss.total_weight()?;
-                    x.with_contiguous(|s: &[T]| loss.backward(s, &|_| k))?
+        target.with_contiguous(|indices: &[i64]| {
+            float_dispatch!(x.dtype(), self.op, |T| {
+                let w: Option<Vec<T>> = weight.as_ref().map(|w| w.to_vec()).transpose()?;
+                let loss = self.loss(rows, indices, w.as_deref())?;
+                let first = g.first().copied().unwrap_or(0.0);
+                if wrt_weight {
+                    return self.weight_gradient(&loss, x, &g, first);
                 }
-            }?;
-            Tensor::from_vec(out, x.shape())
-        })
+                let scale = match self.reduction {
+                    Reduction::None => Factor::Each(&g),
+                    Reduction::Sum => Factor::Same(first),
+                    Reduction::Mean => Factor::Same(first / loss.total_weight()),
+                };
+                Tensor::from_vec(x.with_contiguous(|s: &[T]| loss.backward(s, scale))?, x.shape())
+            })
+        })?
     }
 }
 
@@ -408,16 +411,15 @@ impl ClassSettings {
             return Tensor::zeros(&[0], x.dtype());
         }
         let gw = match self.reduction {
-            Reduction::None => x.with_contiguous(|s: &[T]| loss.weight_backward(s, &|p| g[p], None))?,
-            Reduction::Sum => x.with_contiguous(|s: &[T]| loss.weight_backward(s, &|_| first, None))?,
+            Reduction::None => x.with_contiguous(|s: &[T]| loss.weight_backward(s, Factor::Each(g), None))?,
+            Reduction::Sum => x.with_contiguous(|s: &[T]| loss.weight_backward(s, Factor::Same(first), None))?,
             Reduction::Mean => {
-                let total = loss.total_weight()?;
-                let per = x.with_contiguous(|s: &[T]| loss.forward(s))??;
-                let value = per.loss.iter().sum::<f64>() / total;
+                let total = loss.total_weight();
+                let value = x.with_contiguous(|s: &[T]| losses::total(&loss.forward(s)))? / total;
                 let k = first / total;
-                x.with_contiguous(|s: &[T]| loss.weight_backward(s, &|_| k, Some((first, value, total))))?
+                x.with_contiguous(|s: &[T]| loss.weight_backward(s, Factor::Same(k), Some((first, value, total))))?
             }
-        }?;
+        };
         Tensor::from_vec(gw.into_iter().map(T::from_f64).collect::<Vec<T>>(), vec![loss.rows.classes])
     }
 }

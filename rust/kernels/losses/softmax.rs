@@ -10,16 +10,15 @@ widest_vectors! {
     fn softmax_task_widest[T: FastExp](x: &[T], y: &mut [T], rows: Rows, log: bool) => softmax_task(x, y, rows, log);
 }
 
-/// Softmax (`log`: log-softmax) of one task of `for_tasks`: short rows transposed and side by
-/// side, long rows one at a time, a strided class dim block by block.
+/// Softmax (`log`: log-softmax) of one task of `for_tasks`: short rows and narrow blocks gathered
+/// and side by side, long rows one at a time, a wide strided class dim block by block.
 #[inline(always)]
 fn softmax_task<T: FastExp>(x: &[T], y: &mut [T], rows: Rows, log: bool) {
     let (classes, inner) = (rows.classes, rows.inner);
-    if rows.short() {
-        let n = x.len() / classes;
-        let mut yt = vec![T::ZERO; x.len()];
-        side_by_side_softmax(&transposed(x, n, classes), &mut yt, n, log);
-        return transpose_into(&yt, classes, n, y);
+    if rows.gathered() {
+        let mut gathered = Gathered::of(x, rows);
+        side_by_side_softmax(&gathered.x, &mut gathered.y, gathered.width, log);
+        return gathered.scatter_into(rows, y);
     }
     if inner > 1 {
         for (xb, yb) in x.chunks(rows.block()).zip(y.chunks_mut(rows.block())) {
@@ -98,14 +97,20 @@ widest_vectors! {
 
 #[inline(always)]
 fn softmax_backward_of_task<T: FastExp>(gb: &[T], yb: &[T], ob: &mut [T], rows: Rows, log: bool) {
-    let (classes, inner) = (rows.classes, rows.inner);
-    if rows.short() {
-        return short_rows_softmax_backward(gb, yb, ob, classes, log);
+    let inner = rows.inner;
+    if inner == 1 && rows.gathered() {
+        return short_rows_softmax_backward(gb, yb, ob, rows.classes, log);
+    }
+    let mut totals = Vec::new();
+    if rows.gathered() {
+        let (mut gathered, y) = (Gathered::of(gb, rows), class_major(yb, rows));
+        side_by_side_softmax_backward(&gathered.x, &y, &mut gathered.y, gathered.width, log, &mut totals);
+        return gathered.scatter_into(rows, ob);
     }
     let block = rows.block();
     for ((g, y), o) in gb.chunks(block).zip(yb.chunks(block)).zip(ob.chunks_mut(block)) {
         if inner > 1 {
-            side_by_side_softmax_backward(g, y, o, inner, log);
+            side_by_side_softmax_backward(g, y, o, inner, log, &mut totals);
             continue;
         }
         let total = if log { lane_sum(g, g, |v, _| v) } else { lane_sum(g, y, |g, y| g * y) };
@@ -127,10 +132,18 @@ fn softmax_grad<T: FastExp>(g: T, y: T, total: T, log: bool) -> T {
 }
 
 /// The softmax gradient of the `inner` rows of one `(classes, inner)` block side by side: one
-/// running total per row, walking the classes in order.
+/// running total per row (in `totals`, reused from block to block), walking the classes in order.
 #[inline(always)]
-fn side_by_side_softmax_backward<T: FastExp>(gb: &[T], yb: &[T], ob: &mut [T], inner: usize, log: bool) {
-    let mut totals = vec![T::ZERO; inner];
+fn side_by_side_softmax_backward<T: FastExp>(
+    gb: &[T],
+    yb: &[T],
+    ob: &mut [T],
+    inner: usize,
+    log: bool,
+    totals: &mut Vec<T>,
+) {
+    totals.clear();
+    totals.resize(inner, T::ZERO);
     let class_runs = || gb.chunks_exact(inner).zip(yb.chunks_exact(inner));
     for (g, y) in class_runs() {
         let run = totals.iter_mut().zip(g).zip(y);
@@ -140,7 +153,7 @@ fn side_by_side_softmax_backward<T: FastExp>(gb: &[T], yb: &[T], ob: &mut [T], i
         }
     }
     for ((g, y), o) in class_runs().zip(ob.chunks_exact_mut(inner)) {
-        for (((o, &g), &y), &t) in o.iter_mut().zip(g).zip(y).zip(&totals) {
+        for (((o, &g), &y), &t) in o.iter_mut().zip(g).zip(y).zip(totals.iter()) {
             *o = softmax_grad(g, y, t, log);
         }
     }
@@ -188,28 +201,33 @@ mod tests {
         }
     }
 
-    /// Short contiguous rows, transposed a task's rows at a time, give the bits of the same rows
-    /// strided (a `(classes, n)` block side by side), forward and backward, across tasks and both
-    /// tiles of the transposes.
+    /// Short contiguous rows and narrow blocks, gathered a task's blocks at a time, give the bits of
+    /// the same rows in one wide block (a `(classes, rows)` block side by side), forward and
+    /// backward, across tasks and both tiles of the transposes.
     #[test]
-    fn short_rows_give_the_bits_of_the_same_rows_strided() {
-        for (n, classes) in [(3000, 5), (700, 20)] {
+    fn gathered_rows_give_the_bits_of_the_same_rows_in_one_block() {
+        for (outer, classes, inner) in [(3000, 5, 1), (700, 20, 1), (2000, 3, 2), (300, 4, 7)] {
+            let (len, width) = (outer * classes * inner, outer * inner);
             let value = |k: usize| ((k * 7919 % 1000) as f32 - 500.0) / 37.0;
-            let x: Vec<f32> = (0..n * classes).map(value).collect();
-            let g: Vec<f32> = (0..n * classes).map(|k| value(k + 11) / 9.0).collect();
-            // Element (r, c) of a row-major (n, classes) array, at c * n + r.
-            let strided = |v: &[f32]| (0..n * classes).map(|k| v[(k % n) * classes + k / n]).collect::<Vec<_>>();
-            let rows = Rows { outer: n, classes, inner: 1 };
-            let side_by_side = Rows { outer: 1, classes, inner: n };
-            assert!(rows.short() && rows.task_blocks() < n);
+            let x: Vec<f32> = (0..len).map(value).collect();
+            let g: Vec<f32> = (0..len).map(|k| value(k + 11) / 9.0).collect();
+            // Element (o, c, i) of `v` at c * width + o * inner + i.
+            let one_block = |v: &[f32]| {
+                let at = |c: usize, row: usize| v[(row / inner) * classes * inner + c * inner + row % inner];
+                (0..len).map(|k| at(k / width, k % width)).collect::<Vec<_>>()
+            };
+            let rows = Rows { outer, classes, inner };
+            let side_by_side = Rows { outer: 1, classes, inner: width };
+            assert!(rows.gathered() && rows.task_blocks() < outer && !side_by_side.gathered());
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             for log in [true, false] {
+                let case = format!("{rows:?}, log {log}");
                 let y = softmax(&x, rows, log);
-                let y_strided = softmax(&strided(&x), side_by_side, log);
-                assert_eq!(bits(&strided(&y)), bits(&y_strided), "{n}×{classes}, log {log}");
+                let y_one_block = softmax(&one_block(&x), side_by_side, log);
+                assert_eq!(bits(&one_block(&y)), bits(&y_one_block), "{case}");
                 let back = softmax_backward(&g, &y, rows, log);
-                let back_strided = softmax_backward(&strided(&g), &y_strided, side_by_side, log);
-                assert_eq!(bits(&strided(&back)), bits(&back_strided), "{n}×{classes}, log {log}");
+                let back_one_block = softmax_backward(&one_block(&g), &y_one_block, side_by_side, log);
+                assert_eq!(bits(&one_block(&back)), bits(&back_one_block), "{case}");
             }
         }
     }

@@ -17,7 +17,9 @@
 //! it) per operation, several times slower. So every caller runs these functions in such a loop:
 //! the ones of `loops`, or its own (the losses' blocks). Inside one, a plain `for` loop keeps them
 //! there; a closure does not, when it is handed to a function that is not inlined (`collect`'s
-//! `from_iter`, a helper taking a closure): it is compiled apart, in baseline code. An x86-64 CPU
+//! `from_iter`, a helper taking a closure), and not always even when it is (a kernel handed to an
+//! `#[inline(always)]` helper of the losses stayed a function of its own, called from every copy):
+//! it is compiled apart, in baseline code. An x86-64 CPU
 //! without AVX2 and FMA runs the baseline copies: these functions are several times slower there
 //! than with a multiply and an add.
 
