@@ -60,15 +60,10 @@ def softmax_rows(x: np.ndarray, g: np.ndarray) -> list[Row]:
     return rows
 
 
-def short_rows(rng: np.random.Generator, classes: int) -> list[Row]:
-    """Many short contiguous rows, as a classifier's (batch, classes) logits, 2M elements: a fixed
-    cost per row dominated them until 2026-12-07 (200000×10 took 7× the time of 10×200000 along
-    dim 0). Rows of up to 32 classes are transposed and run side by side; 64 shows the other path.
-    Two classes (a binary classifier's logits) show what a class loss costs per position."""
-    n = 2_000_000 // classes
-    logits = rng.standard_normal((n, classes)).astype(np.float32)
-    g = rng.standard_normal((n, classes)).astype(np.float32)
-    target = rng.integers(0, classes, n)
+def training_steps(label: str, logits: np.ndarray, g: np.ndarray, target: np.ndarray
+                   ) -> tuple[list[Row], rustgrad.Tensor, rustgrad.Tensor]:
+    """Log-softmax along dim 1 and cross-entropy of ``logits``, each with its backward, and numpy's
+    equivalents; with the leaf and the labels, for rows of the forwards."""
     leaf = rustgrad.tensor(logits, requires_grad=True)
     grad, labels = rustgrad.from_numpy(g), rustgrad.tensor(target, dtype=rustgrad.int64)
 
@@ -85,17 +80,34 @@ def short_rows(rng: np.random.Generator, classes: int) -> list[Row]:
 
     def numpy_cross_entropy_step() -> np.ndarray:
         grad = np.exp(log_softmax(logits, 1))
-        grad[np.arange(target.size), target] -= 1
+        if logits.ndim == 2:
+            grad[np.arange(target.size), target] -= 1
+        else:
+            np.put_along_axis(grad, target[:, None], np.take_along_axis(grad, target[:, None], 1) - 1, 1)
         return grad / target.size
+
+    steps: list[Row] = [
+        (f"log_softmax {label}, dim 1, + backward", log_softmax_step, numpy_log_softmax_step),
+        (f"cross_entropy {label} + backward", cross_entropy_step, numpy_cross_entropy_step),
+    ]
+    return steps, leaf, labels
+
+
+def short_rows(rng: np.random.Generator, classes: int) -> list[Row]:
+    """Many short contiguous rows, as a classifier's (batch, classes) logits, 2M elements: a fixed
+    cost per row dominated them until 2026-12-07 (200000×10 took 7× the time of 10×200000 along
+    dim 0). Rows of up to 32 classes are transposed and run side by side; 64 shows the other path.
+    Two classes (a binary classifier's logits) show what a class loss costs per position."""
+    n = 2_000_000 // classes
+    logits = rng.standard_normal((n, classes)).astype(np.float32)
+    g = rng.standard_normal((n, classes)).astype(np.float32)
+    target = rng.integers(0, classes, n)
+    shape = f"{n}×{classes}"
+    steps, leaf, labels = training_steps(shape, logits, g, target)
 
     def numpy_cross_entropy() -> float:
         return float(-log_softmax(logits, 1)[np.arange(target.size), target].mean())
 
-    shape = f"{n}×{classes}"
-    steps: list[Row] = [
-        (f"log_softmax {shape}, dim 1, + backward", log_softmax_step, numpy_log_softmax_step),
-        (f"cross_entropy {shape} + backward", cross_entropy_step, numpy_cross_entropy_step),
-    ]
     if classes not in (2, 10):
         return steps
     return [
@@ -103,6 +115,23 @@ def short_rows(rng: np.random.Generator, classes: int) -> list[Row]:
         (f"softmax {shape}, dim 1", lambda: F.softmax(leaf.detach(), 1), lambda: np.exp(log_softmax(logits, 1))),
         (f"cross_entropy {shape}, forward", lambda: F.cross_entropy(leaf.detach(), labels), numpy_cross_entropy),
     ] + steps
+
+
+def narrow_block_rows(rng: np.random.Generator) -> list[Row]:
+    """A class dim strided by a few positions, (100000, 3, 2): until 2026-12-07 each (3, 2) block's
+    two rows ran side by side alone, paying for its shifts', sums' and factors' vectors; now a task's
+    blocks are gathered class-major and run side by side together."""
+    logits = rng.standard_normal((100_000, 3, 2)).astype(np.float32)
+    g = rng.standard_normal(logits.shape).astype(np.float32)
+    target = rng.integers(0, 3, (100_000, 2))
+    (log_softmax_step, cross_entropy_step), leaf, labels = training_steps("100000×3×2", logits, g, target)
+
+    def numpy_cross_entropy() -> float:
+        return float(-np.take_along_axis(log_softmax(logits, 1), target[:, None], 1).mean())
+
+    forward: Row = ("cross_entropy 100000×3×2, forward", lambda: F.cross_entropy(leaf.detach(), labels),
+                    numpy_cross_entropy)
+    return [log_softmax_step, forward, cross_entropy_step]
 
 
 def cross_entropy_rows(rng: np.random.Generator) -> list[Row]:
@@ -131,42 +160,6 @@ def cross_entropy_rows(rng: np.random.Generator) -> list[Row]:
 
     return [("cross_entropy 32×10×32×32 + backward", step, numpy_step),
             ("cross_entropy 1×21×128×128, forward", lambda: F.cross_entropy(image, image_labels), numpy_forward)]
-
-
-def narrow_block_rows(rng: np.random.Generator) -> list[Row]:
-    """A class dim strided by a few positions, (100000, 3, 2): until 2026-12-07 each (3, 2) block's
-    two rows ran side by side alone, paying for its shifts', sums' and factors' vectors; now a task's
-    blocks are gathered class-major and run side by side together."""
-    logits = rng.standard_normal((100_000, 3, 2)).astype(np.float32)
-    g = rng.standard_normal(logits.shape).astype(np.float32)
-    target = rng.integers(0, 3, (100_000, 2))
-    leaf = rustgrad.tensor(logits, requires_grad=True)
-    grad, labels = rustgrad.from_numpy(g), rustgrad.tensor(target, dtype=rustgrad.int64)
-
-    def log_softmax_step() -> None:
-        leaf.grad = None
-        F.log_softmax(leaf, 1).backward(grad)
-
-    def cross_entropy_step() -> None:
-        leaf.grad = None
-        F.cross_entropy(leaf, labels).backward()
-
-    def numpy_log_softmax_step() -> np.ndarray:
-        return g - np.exp(log_softmax(logits, 1)) * g.sum(1, keepdims=True)
-
-    def numpy_cross_entropy_step() -> np.ndarray:
-        grad = np.exp(log_softmax(logits, 1))
-        np.put_along_axis(grad, target[:, None], np.take_along_axis(grad, target[:, None], 1) - 1, 1)
-        return grad / target.size
-
-    def numpy_cross_entropy() -> float:
-        return float(-np.take_along_axis(log_softmax(logits, 1), target[:, None], 1).mean())
-
-    return [
-        ("log_softmax 100000×3×2, dim 1, + backward", log_softmax_step, numpy_log_softmax_step),
-        ("cross_entropy 100000×3×2, forward", lambda: F.cross_entropy(leaf.detach(), labels), numpy_cross_entropy),
-        ("cross_entropy 100000×3×2 + backward", cross_entropy_step, numpy_cross_entropy_step),
-    ]
 
 
 def broadcast_rows(rng: np.random.Generator) -> list[Row]:

@@ -420,14 +420,9 @@ def test_static_cross_entropy_runs_the_same_op_with_unknown_batch(rng):
     np.testing.assert_allclose(g, expected, rtol=1e-10, atol=1e-14)
 
 
-@pytest.mark.parametrize("dtype", [rustgrad.float32, rustgrad.float64])
-@pytest.mark.parametrize("dim", [0, 1, 2])
-def test_softmax_and_log_softmax_along_every_dim_match_numpy_with_their_gradients(rng, dtype, dim):
-    # Along the last dim the rows are contiguous; along the others many short rows lie side by side
-    # (the class dim strided), a path of its own, forward and backward.
-    x = rng.standard_normal((5, 7, 9)) * 4
-    g = rng.standard_normal((5, 7, 9))
-    tol = {"rtol": 2e-5, "atol": 1e-6} if dtype == rustgrad.float32 else {"rtol": 1e-12, "atol": 1e-14}
+def _check_softmaxes(x, g, dim, dtype, tol):
+    """log_softmax and softmax of x along dim, and their gradients given g, against numpy; returns
+    numpy's log-softmax."""
     log_y = _log_softmax(x, dim)
     for fn, want, want_grad in (
         (F.log_softmax, log_y, g - np.exp(log_y) * g.sum(dim, keepdims=True)),
@@ -438,6 +433,18 @@ def test_softmax_and_log_softmax_along_every_dim_match_numpy_with_their_gradient
         np.testing.assert_allclose(y.detach().numpy(), want, **tol)
         y.backward(_t(g, dtype=dtype))
         np.testing.assert_allclose(leaf.grad.numpy(), want_grad, **tol)
+    return log_y
+
+
+@pytest.mark.parametrize("dtype", [rustgrad.float32, rustgrad.float64])
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_softmax_and_log_softmax_along_every_dim_match_numpy_with_their_gradients(rng, dtype, dim):
+    # Along the last dim the rows are contiguous; along the others many short rows lie side by side
+    # (the class dim strided), a path of its own, forward and backward.
+    x = rng.standard_normal((5, 7, 9)) * 4
+    g = rng.standard_normal((5, 7, 9))
+    tol = {"rtol": 2e-5, "atol": 1e-6} if dtype == rustgrad.float32 else {"rtol": 1e-12, "atol": 1e-14}
+    _check_softmaxes(x, g, dim, dtype, tol)
 
 
 @pytest.mark.parametrize("dtype", [rustgrad.float32, rustgrad.float64])
@@ -480,16 +487,7 @@ def test_many_contiguous_rows_match_numpy_across_the_kernels_tasks(rng, dtype, c
     target[::7] = -100
     weight = rng.uniform(0.5, 2.0, classes)
     tol = {"rtol": 2e-5, "atol": 1e-6} if dtype == rustgrad.float32 else {"rtol": 1e-10, "atol": 1e-14}
-    log_y = _log_softmax(x, 1)
-    for fn, want, want_grad in (
-        (F.log_softmax, log_y, g - np.exp(log_y) * g.sum(1, keepdims=True)),
-        (F.softmax, np.exp(log_y), np.exp(log_y) * (g - (g * np.exp(log_y)).sum(1, keepdims=True))),
-    ):
-        leaf = _t(x, requires_grad=True, dtype=dtype)
-        y = fn(leaf, 1)
-        np.testing.assert_allclose(y.detach().numpy(), want, **tol)
-        y.backward(_t(g, dtype=dtype))
-        np.testing.assert_allclose(leaf.grad.numpy(), want_grad, **tol)
+    log_y = _check_softmaxes(x, g, 1, dtype, tol)
     leaf = _t(x, requires_grad=True, dtype=dtype)
     loss = F.cross_entropy(leaf, _t(target, dtype=rustgrad.int64), weight=_t(weight, dtype=dtype),
                            label_smoothing=0.1, reduction="sum")
@@ -515,16 +513,7 @@ def test_narrow_strided_blocks_match_numpy_across_the_kernels_tasks(rng, dtype, 
     target[::5, ::3] = -100
     weight = rng.uniform(0.5, 2.0, 3)
     tol = {"rtol": 2e-5, "atol": 1e-6} if dtype == rustgrad.float32 else {"rtol": 1e-10, "atol": 1e-14}
-    log_y = _log_softmax(x, 1)
-    for fn, want, want_grad in (
-        (F.log_softmax, log_y, g - np.exp(log_y) * g.sum(1, keepdims=True)),
-        (F.softmax, np.exp(log_y), np.exp(log_y) * (g - (g * np.exp(log_y)).sum(1, keepdims=True))),
-    ):
-        leaf = _t(x, requires_grad=True, dtype=dtype)
-        y = fn(leaf, 1)
-        np.testing.assert_allclose(y.detach().numpy(), want, **tol)
-        y.backward(_t(g, dtype=dtype))
-        np.testing.assert_allclose(leaf.grad.numpy(), want_grad, **tol)
+    log_y = _check_softmaxes(x, g, 1, dtype, tol)
     leaf, w = _t(x, requires_grad=True, dtype=dtype), _t(weight, requires_grad=True, dtype=dtype)
     eps = 0.1
     per_position = F.cross_entropy(leaf, _t(target, dtype=rustgrad.int64), weight=w, label_smoothing=eps,
@@ -543,3 +532,24 @@ def test_narrow_strided_blocks_match_numpy_across_the_kernels_tasks(rng, dtype, 
     # d/dw_c of the loss: (1 - ε)(-log p_t) at the target's class, ε/C (-log p_c) at every class.
     grad_w = (kept * ((1 - eps) * onehot + eps / 3) * -log_y).sum(axis=(0, 2))
     np.testing.assert_allclose(w.grad.numpy(), grad_w, **tol)
+
+
+@pytest.mark.parametrize("shape", [(4, 5, 0), (2, 3, 0, 5), (0, 3)])
+@pytest.mark.parametrize("fn", [F.cross_entropy, F.nll_loss])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_class_losses_of_no_positions_give_zero_gradients_for_input_and_weight(shape, fn, reduction):
+    # No positions (an empty batch or spatial dim): the sum is 0, the mean 0/0 (NaN, as torch),
+    # and the gradients of the input and of the class weights are zeros of their shapes.
+    classes = shape[1]
+    x = rustgrad.tensor(np.zeros(shape, np.float32), requires_grad=True)
+    w = rustgrad.tensor(np.ones(classes, np.float32), requires_grad=True)
+    target = rustgrad.tensor(np.zeros(shape[:1] + shape[2:], np.int64))
+    loss = fn(x, target, weight=w, reduction=reduction)
+    if reduction == "mean":
+        assert np.isnan(loss.item())
+    else:
+        assert loss.detach().numpy().shape == ((shape[:1] + shape[2:]) if reduction == "none" else ())
+        assert not loss.detach().numpy().any()
+    loss.sum().backward()
+    assert x.grad.numpy().shape == shape and not x.grad.numpy().any()
+    assert w.grad.numpy().shape == (classes,) and not w.grad.numpy().any()

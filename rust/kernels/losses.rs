@@ -248,7 +248,7 @@ struct Gathered<T> {
 
 impl<T: Float> Gathered<T> {
     fn of(x: &[T], rows: Rows) -> Gathered<T> {
-        Gathered { x: class_major(x, rows), y: vec![T::ZERO; x.len()], width: x.len() / rows.classes.max(1) }
+        Gathered { x: class_major(x, rows), y: vec![T::ZERO; x.len()], width: class_major_width(x, rows) }
     }
 
     /// `y` scattered back into `out`, in the layout of the blocks it was gathered from.
@@ -257,20 +257,25 @@ impl<T: Float> Gathered<T> {
     }
 }
 
+/// The rows of `src`'s whole blocks, the width of their class-major block (`Rows::gathered` has at
+/// least one class).
+fn class_major_width<T>(src: &[T], rows: Rows) -> usize {
+    src.len() / rows.classes.max(1)
+}
+
 /// Whole `(classes, inner)` blocks of `src` as one `(classes, blocks · inner)` block: element
 /// `(b, c, i)` at `c · width + b · inner + i`. Short rows (`inner` = 1) are a transpose.
 #[inline(always)]
 fn class_major<T: Float>(src: &[T], rows: Rows) -> Vec<T> {
     let mut dst = vec![T::ZERO; src.len()];
-    let (classes, inner) = (rows.classes, rows.inner);
+    let (classes, inner, width) = (rows.classes, rows.inner, class_major_width(src, rows));
     if inner == 1 {
-        transpose_into(src, src.len() / classes, classes, &mut dst);
+        transpose_into(src, width, classes, &mut dst);
         return dst;
     }
     // One (class, row of a block) at a time across the blocks: each run of `inner` elements copied
     // alone was a call of `memcpy` (14% of a profile of the softmaxes and cross-entropy of
     // (100000, 3, 2)).
-    let width = src.len() / classes;
     for (c, dst_class) in dst.chunks_exact_mut(width).enumerate() {
         for i in 0..inner {
             let from = src[c * inner + i..].iter().step_by(rows.block());
@@ -283,8 +288,7 @@ fn class_major<T: Float>(src: &[T], rows: Rows) -> Vec<T> {
 /// `class_major` undone: the `(classes, width)` block `src` into whole blocks of `dst`.
 #[inline(always)]
 fn from_class_major_into<T: Float>(src: &[T], rows: Rows, dst: &mut [T]) {
-    let (classes, inner) = (rows.classes, rows.inner);
-    let width = src.len() / classes;
+    let (classes, inner, width) = (rows.classes, rows.inner, class_major_width(src, rows));
     if inner == 1 {
         return transpose_into(src, classes, width, dst);
     }
@@ -410,8 +414,9 @@ fn every_rows_lse<T: FastExp>(x: &[T], rows: Rows) -> Vec<(T, T)> {
 }
 
 widest_vectors! {
-    /// The shifts and log-totals of the `len` rows from `first` on (the rows of a strided band lie
-    /// in one block), compiled for the CPU's widest vectors.
+    /// The shifts and log-totals of the `len` rows from `first` on (a wide strided block's band lies
+    /// in that block; a gathered band is a task's whole blocks), compiled for the CPU's widest
+    /// vectors.
     fn band_lse[T: FastExp](x: &[T], rows: Rows, first: usize, len: usize) -> (Vec<T>, Vec<T>)
         => band_lse_of(x, rows, first, len);
 }

@@ -58,7 +58,8 @@ impl<'a> Targets<'a> {
     }
 }
 
-/// The factor of each position's gradient: the output's gradient, divided by the mean's denominator.
+/// The factor of each position's gradient: the output's gradient (for a mean, divided by the mean's
+/// denominator).
 #[derive(Copy, Clone, Debug)]
 pub enum Factor<'a> {
     /// One for every position (a summed or mean loss).
@@ -119,9 +120,11 @@ impl<T: FastExp> ClassLoss<'_, T> {
         })
     }
 
-    /// The offset in the input of the first class of position `p`'s row.
+    /// The offset in the input of the first class of position `p`'s row (with no positions, as
+    /// when `inner` is 0, the start of the input).
     fn row_start(&self, p: usize) -> usize {
-        (p / self.rows.inner) * self.rows.block() + p % self.rows.inner
+        let inner = self.rows.inner.max(1);
+        (p / inner) * self.rows.block() + p % inner
     }
 
     /// The log-probability of each class in a row starting at `row` (strided by `inner`), in
@@ -204,8 +207,8 @@ impl<T: FastExp> ClassLoss<'_, T> {
         gb[t] = gb[t] - T::from_f64(k * hot);
     }
 
-    /// The sum of the target weights of the positions not ignored (the mean's denominator), in
-    /// lanes as `total`.
+    /// The sum of the target weights of the positions not ignored (the mean's denominator): a count
+    /// without class weights, with them a sum in lanes in the order of `total`'s.
     pub fn total_weight(&self) -> f64 {
         let (indices, ignore_index) = (self.target.indices, self.target.ignore_index);
         if self.weight.is_none() {
@@ -222,8 +225,7 @@ impl<T: FastExp> ClassLoss<'_, T> {
         lanes.iter().fold(0.0, |sum, &lane| sum + lane)
     }
 
-    /// The gradient with respect to the input, given each position's factor (the output's
-    /// gradient, divided by the mean's denominator): softmax − one-hot for cross-entropy, scaled
+    /// The gradient with respect to the input, given each position's factor (see `Factor`): softmax − one-hot for cross-entropy, scaled
     /// by the target's weight and mixed with the smoothing term; −one-hot for nll.
     pub fn backward(&self, x: &[T], scale: Factor<'_>) -> Vec<T> {
         let mut gx = crate::storage::zeroed_vec(x.len());
