@@ -246,12 +246,16 @@ struct Gathered<T> {
     width: usize,
 }
 
+// Both inlined, so that the copies compile in the caller's `widest_vectors!` copy (they take no
+// closure): compiled apart, in baseline code, they made short rows' softmaxes up to 10% slower.
 impl<T: Float> Gathered<T> {
+    #[inline(always)]
     fn of(x: &[T], rows: Rows) -> Gathered<T> {
         Gathered { x: class_major(x, rows), y: vec![T::ZERO; x.len()], width: class_major_width(x, rows) }
     }
 
     /// `y` scattered back into `out`, in the layout of the blocks it was gathered from.
+    #[inline(always)]
     fn scatter_into(self, rows: Rows, out: &mut [T]) {
         from_class_major_into(&self.y, rows, out);
     }
