@@ -3,7 +3,7 @@
 //!
 //! Unpacked, every 8-row tile streams a strip of B whose rows lie n·4 bytes apart, which
 //! leaves the cache once B passes 1 MiB. Here each thread takes a share of B's columns,
-//! and cuts it into blocks of up to `BLOCK_COLS` columns and `BLOCK_DEPTH` rows of B,
+//! and cuts it into blocks of up to `BLOCK_COLS` columns and `block_depth(k)` rows of B,
 //! copied into panels of 32 columns (one tile's width, rows 128 bytes apart). Every 8-row
 //! tile of A then runs across the whole block (its A rows stay in L1, the block in L2 and
 //! L3). A tile that is not over the last block of the depth keeps its sums in a buffer of
@@ -16,13 +16,28 @@
 use super::matmul::{MatRef, SecondOutput, Store};
 use super::sgemm_avx512::{offset_unless_null, run_tile, OutPtr, Partial, Shares, Tile, MR, NR};
 
-/// Rows of B per block: the depth one tile sums before it moves on to the next panel.
+/// Rows of B per block of a deep product: the depth one tile sums before it moves on to the
+/// next panel.
 const BLOCK_DEPTH: usize = 512;
-/// Columns of B per block (a multiple of `NR`): with `BLOCK_DEPTH`, a 2 MiB block.
+/// A depth up to this is summed in one block (up to 4 MiB of B), so that no tile keeps partial
+/// sums: storing and reloading the sums of a whole block of rows slowed the weight gradients'
+/// products, of depth 1024 (`cargo run --profile quick --example large_products`; see "The
+/// whole depth in one block" in docs/performance.md).
+const WHOLE_DEPTH_MAX: usize = 1024;
+/// Columns of B per block (a multiple of `NR`): with 512 rows of depth, a 2 MiB block.
 const BLOCK_COLS: usize = 1024;
 /// Output rows whose sums a thread keeps between blocks of the depth, at most: the block's
 /// rows are run this many at a time (an 8 MiB buffer of sums per thread).
 const BLOCK_ROWS: usize = 2048;
+
+/// The rows of B in each block of a product of depth `k`: all of them up to `WHOLE_DEPTH_MAX`.
+fn block_depth(k: usize) -> usize {
+    if k <= WHOLE_DEPTH_MAX {
+        k.max(1)
+    } else {
+        BLOCK_DEPTH
+    }
+}
 
 /// `sgemm_avx512::sgemm_from` for large products (same contract, same bits); on all
 /// threads when `parallel`.
@@ -79,8 +94,8 @@ struct Buffers {
 impl Buffers {
     fn new(m: usize, k: usize, panels: usize) -> Buffers {
         let width = panels * NR;
-        let sums_len = if k > BLOCK_DEPTH { BLOCK_ROWS.min(m) * width } else { 0 };
-        let lengths = [BLOCK_DEPTH.min(k) * width, sums_len];
+        let sums_len = if block_depth(k) < k { BLOCK_ROWS.min(m) * width } else { 0 };
+        let lengths = [block_depth(k) * width, sums_len];
         let mut memory = lengths.map(crate::storage::overwritable_vec::<f32>);
         let [panels, sums] = [0, 1].map(|i| OutPtr(memory[i].as_mut_ptr()));
         Buffers { panels, sums, memory }
@@ -113,10 +128,10 @@ unsafe fn column_block(
     let (m, k) = (a.rows, a.cols);
     for first_row in (0..m).step_by(BLOCK_ROWS) {
         let rows = (first_row, BLOCK_ROWS.min(m - first_row));
-        for first in (0..k).step_by(BLOCK_DEPTH) {
-            let depth = (first, BLOCK_DEPTH.min(k - first));
+        for first in (0..k).step_by(block_depth(k)) {
+            let depth = (first, block_depth(k).min(k - first));
             // SAFETY: rows `depth` of b and `columns` lie inside b; the panels hold
-            // BLOCK_DEPTH·width values (`Buffers::new`).
+            // block_depth(k)·width values (`Buffers::new`).
             unsafe { pack_panels(b, depth, columns, buffers.panels.0) };
             // SAFETY: as this function's contract, for the block just packed.
             unsafe { multiply_block(a, b.cols, outputs, rows, depth, columns, buffers, second, store) };

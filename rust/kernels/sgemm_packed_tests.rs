@@ -89,9 +89,9 @@ fn packed_products_give_the_bits_of_the_unpacked_kernel_at_every_thread_count() 
         return;
     }
     // Depth in three blocks (the last one short), rows not a multiple of 8 and a 6-column
-    // edge; exactly one block of depth with an 8-column edge; more columns than one block of
-    // columns; more rows than the sums of one block of rows hold.
-    let shapes = [(9, 1100, 70), (21, 512, 8), (10, 600, 1100), (BLOCK_ROWS + 9, 530, 19)];
+    // edge; the whole depth in one block, with an 8-column edge; more columns than one block of
+    // columns; more rows than the sums of one block of rows hold, over two blocks of depth.
+    let shapes = [(9, 1100, 70), (21, WHOLE_DEPTH_MAX, 8), (10, 600, 1100), (BLOCK_ROWS + 9, 1030, 19)];
     for (shape, transposed_a) in shapes.into_iter().flat_map(|s| [(s, false), (s, true)]) {
         let case = Case::new(shape, transposed_a);
         for store in STORES {
