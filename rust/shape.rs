@@ -3,6 +3,8 @@
 use crate::error::{shape_err, Error, Result};
 
 pub type Shape = smallvec::SmallVec<[usize; 4]>;
+/// A layout's strides, inline up to four dims as `Shape` is.
+pub type Strides = smallvec::SmallVec<[isize; 4]>;
 
 /// `[2, 3]` — how shapes appear in every error message.
 pub fn fmt_shape(shape: &[usize]) -> String {

@@ -4,6 +4,7 @@ timeout, so a deadlock fails the test instead of hanging the run."""
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from typing import Any, Callable
@@ -64,6 +65,30 @@ def assert_the_probe_sees_a_held_gil(probe: GilProbe) -> None:
     assert probe.count_during(python_busy_loop) == 0, "the counter moved during pure Python: the probe is broken"
     small = rustgrad.randn(SMALL_MATMUL_SIDE, SMALL_MATMUL_SIDE)
     assert probe.count_during(lambda: small @ small) == 0, "the counter moved during a small product that keeps the GIL"
+
+
+def test_views_of_a_large_contiguous_tensor_keep_the_gil_and_a_copying_reshape_releases_it():
+    """A view touches no element, so it keeps the GIL whatever the size (releasing it cost more than
+    the view); a reshape that must copy a large strided tensor still lets other threads run."""
+    big = rustgrad.ones(256, 256)  # 65536 elements: above the 2^14 from which kernels release the GIL
+    strided = rustgrad.ones(1024, 1024).t()  # its reshape copies a million elements
+    views = [lambda: big[5], lambda: big[1:3, ::2], lambda: big.t(), lambda: big.unsqueeze(0),
+             lambda: big.reshape(-1), lambda: big.narrow(0, 1, 3), lambda: big.view(-1, 64)]
+    with GilProbe() as probe:
+        assert_the_probe_sees_a_held_gil(probe)
+        # A first call may initialise what the parser keeps (interned names), which can release
+        # the GIL once; the keys' tuples and slices start collections, whose finalizers of earlier
+        # garbage may release it too. So: each view once first, then the collector off.
+        [view() for view in views]
+        gc.collect()
+        gc.disable()
+        try:
+            held = probe.count_during(lambda: [view() for view in views for _ in range(300)])
+        finally:
+            gc.enable()
+        copies = probe.releases_the_gil(lambda: strided.reshape(-1))
+    assert held == 0, f"another thread ran {held} times during views that keep the GIL"
+    assert copies[-1] > 0, f"no Python ran during any of {len(copies)} copying reshapes of a million elements"
 
 
 def test_the_gil_probe_tells_a_held_gil_from_a_released_one():

@@ -28,9 +28,16 @@ class Index:
         return self.value
 
 
+class Int(int):
+    """An int subclass: an index as any int is, though the parser's shortcut takes only exact ints."""
+
+
 KEYS = [
     0,
     -1,
+    Int(1),
+    Int(-7),
+    (Int(1), slice(Int(1), None)),
     5,
     -7,
     2**70,

@@ -10,6 +10,7 @@ use crate::kernels::elementwise as ew;
 use crate::op::IndexItem;
 use crate::shape::{
     broadcast_shapes, broadcast_strides, contiguous_strides, fmt_shape, infer_reshape, normalize_dim, numel, Shape,
+    Strides,
 };
 use crate::storage::{ensure_allocatable, Element};
 use crate::tensor::Tensor;
@@ -66,7 +67,7 @@ pub fn transpose(x: &Tensor, d0: isize, d1: isize) -> Result<Tensor> {
 }
 
 /// The layout of `x[items]`: (shape, strides, offset).
-pub fn index_layout(x: &Tensor, items: &[IndexItem]) -> Result<(Shape, Vec<isize>, usize)> {
+pub fn index_layout(x: &Tensor, items: &[IndexItem]) -> Result<(Shape, Strides, usize)> {
     crate::indexing::layout(x.shape(), x.strides(), x.offset(), items)
 }
 

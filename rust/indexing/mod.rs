@@ -7,7 +7,7 @@ pub mod advanced;
 
 use crate::error::{Error, Result};
 use crate::op::IndexItem;
-use crate::shape::Shape;
+use crate::shape::{Shape, Strides};
 
 /// The elements a slice picks from a dim of `size`: the first index and the
 /// count, as Python's `slice.indices` computes them. Bounds beyond the dim are
@@ -154,10 +154,10 @@ pub fn layout(
     strides: &[isize],
     offset: usize,
     items: &[IndexItem],
-) -> Result<(Shape, Vec<isize>, usize)> {
+) -> Result<(Shape, Strides, usize)> {
     let plan = plan(items, shape.len())?;
     let overflow = || Error::Index("index: the view's offset overflows".into());
-    let (mut out_shape, mut out_strides) = (Shape::new(), Vec::with_capacity(shape.len() + 1));
+    let (mut out_shape, mut out_strides) = (Shape::new(), Strides::new());
     let mut start = isize::try_from(offset).map_err(|_| overflow())?;
     for step in &plan.steps {
         match *step {

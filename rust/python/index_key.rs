@@ -12,9 +12,10 @@ use crate::op::IndexItem;
 use crate::tensor::Tensor;
 use numpy::PyUntypedArray;
 use pyo3::exceptions::PyOverflowError;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyEllipsis, PyList, PySlice, PyTuple, PyType};
+use pyo3::types::{PyBool, PyEllipsis, PyInt, PyList, PySlice, PyString, PyTuple, PyType};
 
 /// A key as either front reads it.
 pub enum ParsedKey<'py> {
@@ -141,6 +142,12 @@ pub fn _parse_index_key<'py>(key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyA
 }
 
 fn part<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Part<'py>> {
+    // The common keys first: a Python int (not a bool, whose type is a subclass) and a slice.
+    if obj.is_exact_instance_of::<PyInt>() {
+        if let Ok(i) = obj.extract::<isize>() {
+            return Ok(Part::Item(IndexItem::Int(i)));
+        }
+    }
     if obj.is_none() {
         return Ok(Part::Item(IndexItem::NewAxis));
     }
@@ -148,8 +155,10 @@ fn part<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Part<'py>> {
         return Ok(Part::Item(IndexItem::Ellipsis));
     }
     if let Ok(slice) = obj.cast::<PySlice>() {
-        let step = slice_bound(&slice.getattr("step")?)?.unwrap_or(1);
-        let (start, stop) = (slice_bound(&slice.getattr("start")?)?, slice_bound(&slice.getattr("stop")?)?);
+        let py = obj.py();
+        let bound = |name: &Bound<'py, PyString>| slice_bound(&slice.getattr(name)?);
+        let step = bound(intern!(py, "step"))?.unwrap_or(1);
+        let (start, stop) = (bound(intern!(py, "start"))?, bound(intern!(py, "stop"))?);
         return Ok(Part::Item(IndexItem::Slice { start, stop, step }));
     }
     // Before ints: `True` is an int to Python, but a 0-d bool index to numpy.

@@ -282,8 +282,13 @@ impl Tensor {
     /// A new tensor over the same storage with another layout (no autograd history).
     /// Fails when the layout would address an element outside the storage: kernels
     /// read tensors through their layouts without checking each index.
-    pub fn view_as_layout(&self, shape: impl Into<Shape>, strides: Vec<isize>, offset: usize) -> Result<Tensor> {
-        let shape = shape.into();
+    pub fn view_as_layout(
+        &self,
+        shape: impl Into<Shape>,
+        strides: impl Into<crate::shape::Strides>,
+        offset: usize,
+    ) -> Result<Tensor> {
+        let (shape, strides) = (shape.into(), strides.into());
         let len = self.0.storage.len();
         // A zero-size view addresses nothing; its offset (which slicing may put past the
         // end) is dropped so that every tensor's offset lies within its storage.
@@ -294,7 +299,7 @@ impl Tensor {
                 fmt_shape(&shape)
             )));
         }
-        Ok(Self::from_parts(self.0.storage.clone(), self.0.dtype, shape, SmallVec::from_vec(strides), offset, true))
+        Ok(Self::from_parts(self.0.storage.clone(), self.0.dtype, shape, strides, offset, true))
     }
 
     /// The same data and layout without autograd history; shares the version counter.

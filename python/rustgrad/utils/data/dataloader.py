@@ -170,8 +170,8 @@ class DataLoader:
     def _index_iter(self) -> Iterator[Any]:
         if self._fast_tensors and self._index_map is None and _sequential_batches(self.batch_sampler):
             # Consecutive rows: each batch is a slice of the tensors, with no list of indices.
-            size, count = self.batch_sampler.batch_size, len(self.batch_sampler)
-            return iter([range(start, min(start + size, len(self.sampler))) for start in range(0, count * size, size)])
+            size, count, total = self.batch_sampler.batch_size, len(self.batch_sampler), len(self.sampler)
+            return iter([range(start, min(start + size, total)) for start in range(0, count * size, size)])
         return iter(self.batch_sampler if self.batch_sampler is not None else self.sampler)  # type: ignore[arg-type]
 
     def _stream_batches(self, stream: Iterator[Any]) -> Iterator[Any]:
