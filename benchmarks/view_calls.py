@@ -1,6 +1,7 @@
-"""What a view or an index key costs per call, in rustgrad and in numpy: the best of several
-repeats of timeit, the rows interleaved. The tensors are a 1400×64 float32 matrix (above the
-size from which a kernel releases the GIL) and a 10×64 one (below it).
+"""What a view, an index key or a one-element op through the op table costs per call, in
+rustgrad and in numpy: the best of several repeats of timeit, the rows interleaved. The tensors
+are a 1400×64 float32 matrix (above the size from which a kernel releases the GIL), a 10×64 one
+(below it) and a one-element vector.
 
     python benchmarks/view_calls.py [--rounds 5] [--only SUBSTRING]
 
@@ -22,23 +23,15 @@ reexec_without_slowing_variables()
 import numpy as np  # noqa: E402
 
 import rustgrad  # noqa: E402
-from rustgrad.utils.data import DataLoader, TensorDataset  # noqa: E402
+from coverage_cases import _data_loader as data_loader_case  # noqa: E402
 
 
 def rows() -> dict[str, tuple[Callable[[], object], Callable[[], object]]]:
     """Each row's (rustgrad call, numpy call)."""
     large, small = np.random.rand(1400, 64).astype(np.float32), np.random.rand(10, 64).astype(np.float32)
-    labels = np.arange(1400) % 10
     big, little = rustgrad.from_numpy(large), rustgrad.from_numpy(small)
-    loader = DataLoader(TensorDataset(big, rustgrad.from_numpy(labels)), batch_size=64)
-
-    def numpy_epoch() -> list[float]:
-        sums = []
-        for start in range(0, len(large), 64):
-            batch, _ = large[start:start + 64], labels[start:start + 64]
-            sums.append(float(batch.sum()))
-        return sums
-
+    one, one_np = rustgrad.ones(1), np.ones(1, dtype=np.float32)
+    epoch = data_loader_case()  # the benchmark suite's row
     return {
         "x[5], 1400×64": (lambda: big[5], lambda: large[5]),
         "x[5], 10×64": (lambda: little[5], lambda: small[5]),
@@ -47,7 +40,10 @@ def rows() -> dict[str, tuple[Callable[[], object], Callable[[], object]]]:
         "x.t(), 1400×64": (lambda: big.t(), lambda: large.T),
         "x.reshape(-1), 1400×64": (lambda: big.reshape(-1), lambda: large.reshape(-1)),
         "x.unsqueeze(0), 1400×64": (lambda: big.unsqueeze(0), lambda: large[None]),
-        "DataLoader epoch, 1400×64 in batches of 64": (lambda: [float(b.sum()) for b, _ in loader], numpy_epoch),
+        "x.narrow(0, 0, 64), 1400×64": (lambda: big.narrow(0, 0, 64), lambda: large[0:64]),
+        "a.exp(), one element": (lambda: one.exp(), lambda: np.exp(one_np)),
+        "a.relu(), one element": (lambda: one.relu(), lambda: np.maximum(one_np, 0)),
+        "DataLoader epoch, 1400×64 in batches of 64": (epoch.ours(), epoch.theirs()),
     }
 
 

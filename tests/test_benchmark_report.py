@@ -593,3 +593,14 @@ def test_slow_rows_times_only_the_rows_asked_for_beside_numpy():
     for row in rows:
         ours, numpy_us, ratio = re.search(r"([\d.]+) µs\s+numpy\s+([\d.]+) µs\s+([\d.]+)×", row).groups()
         assert abs(float(ours) / float(numpy_us) - float(ratio)) < 0.02
+
+
+def test_view_calls_times_only_the_rows_asked_for_beside_numpy():
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "view_calls.py"), "--rounds", "1", "--only", "x[5]"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    rows = result.stdout.strip().splitlines()
+    assert [row.split(",")[0].strip() for row in rows] == ["x[5]", "x[5]"]
+    for row in rows:
+        ours, numpy_ns, ratio = re.search(r"([\d.]+) ns\s+numpy\s+([\d.]+) ns\s+([\d.]+)x numpy", row).groups()
+        assert abs(float(ours) / float(numpy_ns) - float(ratio)) < 0.02

