@@ -143,7 +143,7 @@ pub fn _parse_index_key<'py>(key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyA
 }
 
 fn part<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Part<'py>> {
-    // The common keys first: a Python int (not a bool, whose type is a subclass) and a slice.
+    // The commonest key first: an exact Python int (a bool's type is a subclass of int).
     if obj.is_exact_instance_of::<PyInt>() {
         if let Ok(i) = obj.extract::<isize>() {
             return Ok(Part::Item(IndexItem::Int(i)));
