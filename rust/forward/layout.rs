@@ -56,11 +56,11 @@ pub fn reshape(x: &Tensor, shape: &[isize]) -> Result<Tensor> {
 
 pub fn transpose(x: &Tensor, d0: isize, d1: isize) -> Result<Tensor> {
     if x.rank() == 0 {
-        return x.view_as_layout(vec![], vec![], x.offset());
+        return x.view_as_layout(Shape::new(), Strides::new(), x.offset());
     }
     let (a, b) = (normalize_dim("transpose", d0, x.rank())?, normalize_dim("transpose", d1, x.rank())?);
-    let mut shape = x.shape().to_vec();
-    let mut strides = x.strides().to_vec();
+    let mut shape = Shape::from_slice(x.shape());
+    let mut strides = Strides::from_slice(x.strides());
     shape.swap(a, b);
     strides.swap(a, b);
     x.view_as_layout(shape, strides, x.offset())

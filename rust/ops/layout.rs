@@ -5,7 +5,7 @@ use super::Meta;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::graph::PartialShape;
-use crate::shape::{contiguous_strides, normalize_dim};
+use crate::shape::{contiguous_strides, normalize_dim, Shape, Strides};
 use crate::tensor::Tensor;
 
 /// The one tensor input of `op`.
@@ -62,16 +62,16 @@ pub fn reshaped(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
 
 /// The view of `x` keeping `len` elements from `start` along `dim` (all already checked).
 pub fn narrowed(x: &Tensor, dim: usize, start: usize, len: usize) -> Result<Tensor> {
-    let mut shape = x.shape().to_vec();
+    let mut shape = Shape::from_slice(x.shape());
     shape[dim] = len;
     let offset = (x.offset() as isize + start as isize * x.strides()[dim]) as usize;
-    x.view_as_layout(shape, x.strides().to_vec(), offset)
+    x.view_as_layout(shape, Strides::from_slice(x.strides()), offset)
 }
 
 /// The view of `x` with `dim` reversed (a negative stride).
 pub fn flipped(x: &Tensor, dim: usize) -> Result<Tensor> {
     let n = x.shape()[dim];
-    let mut strides = x.strides().to_vec();
+    let mut strides = Strides::from_slice(x.strides());
     let offset = if n == 0 { x.offset() } else { (x.offset() as isize + (n as isize - 1) * strides[dim]) as usize };
     strides[dim] = -strides[dim];
     x.view_as_layout(x.shape(), strides, offset)
@@ -79,7 +79,7 @@ pub fn flipped(x: &Tensor, dim: usize) -> Result<Tensor> {
 
 /// The view of `x`, whose `dim` has size 1, repeated `n` times along it (stride 0).
 pub fn spread(x: &Tensor, dim: usize, n: usize) -> Result<Tensor> {
-    let (mut shape, mut strides) = (x.shape().to_vec(), x.strides().to_vec());
+    let (mut shape, mut strides) = (Shape::from_slice(x.shape()), Strides::from_slice(x.strides()));
     shape[dim] = n;
     strides[dim] = 0;
     x.view_as_layout(shape, strides, x.offset())

@@ -9,7 +9,7 @@ use crate::error::{shape_err, Error, Result};
 use crate::graph::PartialShape;
 use crate::op::Op;
 use crate::rules::{Differentiator, RuleArgs, Saves};
-use crate::shape::normalize_dim;
+use crate::shape::{normalize_dim, Shape, Strides};
 use crate::tensor::Tensor;
 
 const NO_SAVES: Saves = Saves { inputs: 0, output: false };
@@ -145,7 +145,7 @@ impl Select {
         let n = (rank > 0).then(|| x.shape()[normalize_dim("select", self.dim, rank).unwrap_or(0)]);
         let (dim, index) = self.resolve(rank, n)?;
         let one = narrowed(x, dim, index.unwrap_or(0), 1)?;
-        let (mut shape, mut strides) = (one.shape().to_vec(), one.strides().to_vec());
+        let (mut shape, mut strides) = (Shape::from_slice(one.shape()), Strides::from_slice(one.strides()));
         shape.remove(dim);
         strides.remove(dim);
         x.view_as_layout(shape, strides, one.offset())

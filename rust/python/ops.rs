@@ -143,12 +143,6 @@ fn tensor_or_number(spec: &Spec, name: &str, obj: &Bound<'_, PyAny>) -> PyResult
 /// Runs `op` on eager inputs: through the op's cheaper form for numbers where it has one,
 /// else with each number as a 0-d tensor (`ops::numbers_as_tensors`).
 fn run_eager(py: Python<'_>, this: &PyOpSpec, op: Op, inputs: Vec<Operand>) -> PyResult<PyTensor> {
-    // One tensor and no number (every unary call): `numbers_as_tensors` would give the tensor
-    // itself, as the type of one operand is its own, so the op runs on it without the Vecs of the
-    // general path (a one-element `exp` took 430 ns with them, 358 without).
-    if let [Operand::Tensor(t)] = inputs.as_slice() {
-        return run_op(py, op, &[t]);
-    }
     let spec = this.spec();
     let numbers: Vec<Option<crate::dtype::Scalar>> =
         inputs.iter().map(|i| if let Operand::Number(value) = i { Some(*value) } else { None }).collect();
@@ -388,6 +382,16 @@ impl PyOpSpec {
                 args.len()
             ))
             .into());
+        }
+        if let [only] = spec.inputs {
+            if !only.list {
+                // One tensor (every unary op, every view): the op runs on it as it is, since
+                // `numbers_as_tensors` would give the tensor itself (the type of one operand is
+                // its own), without the general path's lists.
+                let tensor = tensor_arg(&args[0], spec.name, only.torch)?;
+                let op = self.op(&args[1..], Front::Torch)?;
+                return run_op(py, op, &[&tensor.get().inner]);
+            }
         }
         let inputs = eager_inputs(self, &args[..n])?;
         let op = self.op(&args[n..], Front::Torch)?;
