@@ -8,6 +8,8 @@
 //!   float type, so `v.sin()` is `f32::sin` or `f64::sin`;
 //! - `large_f32: |v| ...` (optional): the exact value for the rare float32 elements
 //!   past `vecmath::TRIG_REDUCTION_LIMIT`, where a vectorised `sin`/`cos` hands over;
+//! - `split_f32: vecmath::Ln` (optional): a `vecmath` kernel type that computes `kernel`'s
+//!   float32 value without its edge cases where none is at stake (see `vecmath::ElementFn`);
 //! - `ints`: what an integer tensor gets, as in torch: `Promote` (the op computes
 //!   in float32) or `Keep(|v| ...)` with the kernel for one integer element `v`,
 //!   compiled once per integer type (wrapping on overflow, see `IntegerElement`);
@@ -159,6 +161,7 @@ unary_ops! {
         name: "log", torch_aliases: [], tf: ["log", "math.log"],
         doc: "The natural logarithm.",
         kernel: |v| Special::fast_ln(v),
+        split_f32: vecmath::Ln,
         ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| d.div(g, x),
@@ -167,6 +170,7 @@ unary_ops! {
         name: "log1p", torch_aliases: [], tf: ["math.log1p", "log1p"],
         doc: "log(1 + x), exact for small x.",
         kernel: |v| Special::fast_ln_1p(v),
+        split_f32: vecmath::Ln1p,
         ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| {
@@ -178,6 +182,7 @@ unary_ops! {
         name: "log2", torch_aliases: [], tf: [],
         doc: "The base-2 logarithm.",
         kernel: |v| Special::fast_log2(v),
+        split_f32: vecmath::Log2,
         ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| {
@@ -189,6 +194,7 @@ unary_ops! {
         name: "log10", torch_aliases: [], tf: [],
         doc: "The base-10 logarithm.",
         kernel: |v| Special::fast_log10(v),
+        split_f32: vecmath::Log10,
         ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| {
@@ -351,6 +357,7 @@ unary_ops! {
         name: "asinh", torch_aliases: ["arcsinh"], tf: ["asinh", "math.asinh"],
         doc: "The inverse hyperbolic sine.",
         kernel: |v| Special::fast_asinh(v),
+        split_f32: vecmath::Asinh,
         ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| over_root_of_quadratic(d, g, x, 1.0, 1.0),
@@ -359,6 +366,7 @@ unary_ops! {
         name: "acosh", torch_aliases: ["arccosh"], tf: ["acosh", "math.acosh"],
         doc: "The inverse hyperbolic cosine; NaN below 1.",
         kernel: |v| Special::fast_acosh(v),
+        split_f32: vecmath::Acosh,
         ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| over_root_of_quadratic(d, g, x, -1.0, 1.0),
@@ -367,6 +375,7 @@ unary_ops! {
         name: "atanh", torch_aliases: ["arctanh"], tf: ["atanh", "math.atanh"],
         doc: "The inverse hyperbolic tangent; NaN outside [-1, 1].",
         kernel: |v| Special::fast_atanh(v),
+        split_f32: vecmath::Atanh,
         ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| {

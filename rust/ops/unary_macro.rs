@@ -95,6 +95,11 @@ macro_rules! unary_ops {
         unary_ops!(@kernel |$v| $kernel);
         vecmath::map_f32($x, Kernel)
     }};
+    // A kernel type of `vecmath` that runs the common elements without the edges: it computes
+    // `kernel`'s float32 function (`vecmath::Ln` is `vecmath::ln`).
+    (@f32 $x:ident, |$v:ident| $kernel:expr, split $split:path) => {{
+        vecmath::map_f32($x, $split)
+    }};
     (@f32 $x:ident, |$v:ident| $kernel:expr, |$lv:ident| $large:expr) => {{
         unary_ops!(@kernel |$v| $kernel);
         vecmath::map_trig($x, Kernel, |$lv: f32| $large)
@@ -108,6 +113,7 @@ macro_rules! unary_ops {
             $(front: $front:ident,)?
             kernel: |$v:ident| $kernel:expr,
             $(large_f32: |$lv:ident| $large:expr,)?
+            $(split_f32: $split:path,)?
             ints: $ints:ident $(( |$iv:ident| $ikernel:expr ))?,
             keeps: $keeps:ident,
             grad: |$d:ident, $x:ident, $y:ident, $g:ident| $grad:expr $(,)?
@@ -184,7 +190,7 @@ macro_rules! unary_ops {
         impl UnaryKernel for f32 {
             fn unary(op: UnaryOp, x: &[f32]) -> Vec<f32> {
                 match op {
-                    $(UnaryOp::$variant => unary_ops!(@f32 x, |$v| $kernel $(, |$lv| $large)?)),*
+                    $(UnaryOp::$variant => unary_ops!(@f32 x, |$v| $kernel $(, |$lv| $large)? $(, split $split)?)),*
                 }
             }
         }

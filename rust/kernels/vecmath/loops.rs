@@ -12,8 +12,28 @@ use std::mem::MaybeUninit;
 /// even as a function marked `#[inline(always)]` (the call goes through the `Fn` shim, which is
 /// not), slower than the C library's. Such kernels are a type of their own whose `at` is marked
 /// `#[inline(always)]`: then the loop calls `at` directly, and it is always inlined.
+///
+/// A function whose edge cases (zeros, infinities, NaN, subnormals, out of range) take many
+/// vector instructions may say so with `SPLIT`: the loop then runs `common` on every element,
+/// a shorter form that is right wherever `is_rare` is false, and redoes the rare elements of a
+/// vector with `at` (so the bits are `at`'s everywhere).
 pub trait ElementFn: Sync + Send {
     fn at(&self, v: f32) -> f32;
+
+    /// Whether the loop runs `common`, then `at` on the rare elements.
+    const SPLIT: bool = false;
+
+    /// Whether `common` may differ from `at` at `v`.
+    #[inline(always)]
+    fn is_rare(&self, _v: f32) -> bool {
+        false
+    }
+
+    /// `at(v)` wherever `is_rare(v)` is false.
+    #[inline(always)]
+    fn common(&self, v: f32) -> f32 {
+        self.at(v)
+    }
 }
 
 impl<F: Fn(f32) -> f32 + Sync + Send> ElementFn for F {
@@ -59,8 +79,41 @@ pub fn zip_map_f32(a: &[f32], b: &[f32], f: impl ElementFn2) -> Vec<f32> {
 
 /// Writes `f(x[i])` into `out[i]`; compiled for the instruction set of its caller.
 #[inline(always)]
-fn fill(out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl ElementFn) {
+fn fill<F: ElementFn>(out: &mut [MaybeUninit<f32>], x: &[f32], f: &F) {
+    if F::SPLIT {
+        return fill_split(out, x, f);
+    }
     for (slot, &v) in out.iter_mut().zip(x) {
+        slot.write(f.at(v));
+    }
+}
+
+/// Elements per vector of `fill_split`: one AVX-512 register, two AVX2 ones.
+const SPLIT_LANES: usize = 16;
+
+/// `fill` for a `SPLIT` function: `common` on a vector of elements, then `at` on its rare ones,
+/// if it has any.
+#[inline(always)]
+fn fill_split(out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl ElementFn) {
+    let n = out.len().min(x.len());
+    let (out, x) = (&mut out[..n], &x[..n]);
+    let (out_vectors, out_rest) = out.as_chunks_mut::<SPLIT_LANES>();
+    let (x_vectors, x_rest) = x.as_chunks::<SPLIT_LANES>();
+    for (slots, values) in out_vectors.iter_mut().zip(x_vectors) {
+        let mut any_rare = false;
+        for (slot, &v) in slots.iter_mut().zip(values) {
+            slot.write(f.common(v));
+            any_rare |= f.is_rare(v);
+        }
+        if any_rare {
+            for (slot, &v) in slots.iter_mut().zip(values) {
+                if f.is_rare(v) {
+                    slot.write(f.at(v));
+                }
+            }
+        }
+    }
+    for (slot, &v) in out_rest.iter_mut().zip(x_rest) {
         slot.write(f.at(v));
     }
 }
@@ -162,18 +215,37 @@ pub fn times_slope_f32(g: &[f32], x: &[f32], slope: impl ElementFn) -> Vec<f32> 
 
 /// `map_f32` of a vectorised `sin` or `cos`, whose rare elements past
 /// `TRIG_REDUCTION_LIMIT` (and infinities) are redone by `exact`, the C library's,
-/// whose reduction is exact; each chunk is fixed while it is still in cache.
+/// whose reduction is exact: only in the vectors that hold one (`ElementFn::SPLIT`).
 pub fn map_trig(x: &[f32], fast: impl ElementFn, exact: impl Fn(f32) -> f32 + Sync + Send) -> Vec<f32> {
-    let fill = |start: usize, out: &mut [MaybeUninit<f32>]| {
-        let x = &x[start..start + out.len()];
-        fill_chunk(out, x, &fast);
-        for (slot, &v) in out.iter_mut().zip(x) {
-            if v.abs() > TRIG_REDUCTION_LIMIT {
-                slot.write(exact(v));
-            }
+    map_f32(x, Trig { fast, exact })
+}
+
+/// A vectorised `sin` or `cos` with the C library's for the elements past its reduction's limit.
+struct Trig<F, E> {
+    fast: F,
+    exact: E,
+}
+
+impl<F: ElementFn, E: Fn(f32) -> f32 + Sync + Send> ElementFn for Trig<F, E> {
+    const SPLIT: bool = true;
+
+    #[inline(always)]
+    fn at(&self, v: f32) -> f32 {
+        if v.abs() > TRIG_REDUCTION_LIMIT {
+            (self.exact)(v)
+        } else {
+            self.fast.at(v)
         }
-    };
-    // SAFETY: `fill_chunk` writes every slot of the chunk it is given (the input slice
-    // has the chunk's length); the fix-up only overwrites some of them.
-    unsafe { crate::kernels::elementwise::fill_chunks(x.len(), fill) }
+    }
+
+    /// Past the limit (NaN is not: its `at` is the fast form's).
+    #[inline(always)]
+    fn is_rare(&self, v: f32) -> bool {
+        v.abs() > TRIG_REDUCTION_LIMIT
+    }
+
+    #[inline(always)]
+    fn common(&self, v: f32) -> f32 {
+        self.fast.at(v)
+    }
 }

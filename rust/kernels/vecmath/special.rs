@@ -48,11 +48,42 @@ pub fn expm1(x: f32) -> f32 {
 /// ln(1 + x) = ln(u) + ln(1 + c/u) ≈ ln(u) + c/u.
 #[inline(always)]
 pub fn ln_1p(x: f32) -> f32 {
+    ln_1p_with(x, ln)
+}
+
+#[inline(always)]
+fn ln_1p_with(x: f32, log: impl Fn(f32) -> f32) -> f32 {
     let (u, dropped) = one_plus_and_dropped(x);
-    let value = ln(u) + dropped / u;
+    let log_u = log(u);
+    let value = log_u + dropped / u;
     // u = 0 (x = -1) and u = ∞ make 0/0 and ∞ - ∞ of the correction; ln(u) alone is right there.
-    let value = select(u == 0.0 || u == f32::INFINITY, ln(u), value);
+    let value = select(u == 0.0 || u == f32::INFINITY, log_u, value);
     select(x == 0.0 || x.is_nan(), x, value)
+}
+
+/// `ln_1p` as a kernel type for `map_f32`: for x in (-1, ∞) but 0, 1 + x is a positive normal
+/// float32 whose logarithm needs none of its edges, and neither does the correction.
+#[derive(Copy, Clone)]
+pub struct Ln1p;
+
+impl super::ElementFn for Ln1p {
+    const SPLIT: bool = true;
+
+    #[inline(always)]
+    fn at(&self, v: f32) -> f32 {
+        ln_1p(v)
+    }
+
+    #[inline(always)]
+    fn is_rare(&self, v: f32) -> bool {
+        !(v > -1.0 && v <= f32::MAX) || v == 0.0
+    }
+
+    #[inline(always)]
+    fn common(&self, v: f32) -> f32 {
+        let (u, dropped) = one_plus_and_dropped(v);
+        super::ln_of_positive_normal(u) + dropped / u
+    }
 }
 
 /// 1 + x rounded, and the part of x that the rounding dropped (exact for |x| <= 1).
@@ -90,19 +121,58 @@ fn exp_of_abs(a: f64) -> f64 {
     exp2_bounded((a * std::f64::consts::LOG2_E).min(130.0))
 }
 
-/// ln(1 + u) where `near` (as `ln_1p`), else ln(w) + add: one `ln` for the lanes of both, as the
-/// inverse hyperbolic functions' pieces need.
+/// ln(1 + u) where `near` (as `ln_1p`), else ln(w) + add: one `ln` (`log`) for the lanes of
+/// both, as the inverse hyperbolic functions' pieces need.
 #[inline(always)]
-fn ln_1p_or_ln(near: bool, u: f32, w: f32, add: f32) -> f32 {
+fn ln_1p_or_ln(near: bool, u: f32, w: f32, add: f32, log: impl Fn(f32) -> f32) -> f32 {
     let (one_plus, dropped) = one_plus_and_dropped(u);
-    let log = ln(select(near, one_plus, w));
+    let log = log(select(near, one_plus, w));
     select(near, log + dropped / one_plus, log + add)
 }
+
+/// The inverse hyperbolic functions as kernel types for `map_f32`: where `is_rare` is false, the
+/// logarithm they take is of a positive normal float32, so it runs without its edges.
+macro_rules! split_inverse_hyperbolic {
+    ($kernel:ident, $with:ident, |$v:ident| $rare:expr) => {
+        #[derive(Copy, Clone)]
+        pub struct $kernel;
+
+        impl super::ElementFn for $kernel {
+            const SPLIT: bool = true;
+
+            #[inline(always)]
+            fn at(&self, v: f32) -> f32 {
+                $with(v, ln)
+            }
+
+            #[inline(always)]
+            fn is_rare(&self, $v: f32) -> bool {
+                $rare
+            }
+
+            #[inline(always)]
+            fn common(&self, v: f32) -> f32 {
+                $with(v, super::ln_of_positive_normal)
+            }
+        }
+    };
+}
+
+// asinh: 1 + near and the far pieces are at least 1 for finite x; acosh's at least 1 for x in
+// [1, ∞); atanh's ln_1p is of a positive finite number for 0 < |x| < 1.
+split_inverse_hyperbolic!(Asinh, asinh_with, |v| !v.is_finite());
+split_inverse_hyperbolic!(Acosh, acosh_with, |v| !(1.0..=f32::MAX).contains(&v));
+split_inverse_hyperbolic!(Atanh, atanh_with, |v| v.is_nan() || v.abs() >= 1.0 || v == 0.0);
 
 /// The inverse hyperbolic sine: log1p(|x| + x²/(1 + sqrt(1 + x²))) near 0, ln(2|x| + 1/(...))
 /// above 2, ln|x| + ln 2 from 4096 (where x² would overflow or 1 would vanish).
 #[inline(always)]
 pub fn asinh(x: f32) -> f32 {
+    asinh_with(x, ln)
+}
+
+#[inline(always)]
+fn asinh_with(x: f32, log: impl Fn(f32) -> f32) -> f32 {
     let abs = x.abs();
     let bounded = abs.min(4096.0);
     let square = bounded * bounded;
@@ -110,7 +180,7 @@ pub fn asinh(x: f32) -> f32 {
     let near = bounded + square / (1.0 + root);
     let mid = bounded + bounded + 1.0 / (root + bounded);
     let far = abs >= 4096.0;
-    let value = ln_1p_or_ln(abs <= 2.0, near, select(far, abs, mid), select(far, std::f32::consts::LN_2, 0.0));
+    let value = ln_1p_or_ln(abs <= 2.0, near, select(far, abs, mid), select(far, std::f32::consts::LN_2, 0.0), log);
     let value = select(x < 0.0, -value, value);
     select(abs == 0.0 || x.is_nan(), x, value)
 }
@@ -118,22 +188,34 @@ pub fn asinh(x: f32) -> f32 {
 /// The inverse hyperbolic cosine; NaN below 1.
 #[inline(always)]
 pub fn acosh(x: f32) -> f32 {
+    acosh_with(x, ln)
+}
+
+#[inline(always)]
+fn acosh_with(x: f32, log: impl Fn(f32) -> f32) -> f32 {
     let bounded = x.clamp(1.0, 4096.0);
     let t = bounded - 1.0;
     let near = t + (t + t + t * t).sqrt();
     let mid = bounded + bounded - 1.0 / (bounded + (bounded * bounded - 1.0).sqrt());
     let far = x >= 4096.0;
-    let value = ln_1p_or_ln(x <= 2.0, near, select(far, x, mid), select(far, std::f32::consts::LN_2, 0.0));
+    let value = ln_1p_or_ln(x <= 2.0, near, select(far, x, mid), select(far, std::f32::consts::LN_2, 0.0), log);
     select(x < 1.0 || x.is_nan(), f32::NAN, value)
 }
 
 /// The inverse hyperbolic tangent: ±∞ at ±1, NaN past them.
 #[inline(always)]
 pub fn atanh(x: f32) -> f32 {
+    atanh_with(x, ln)
+}
+
+/// `atanh` with its `ln_1p` taking `log`'s logarithm; where the argument of that is a positive
+/// normal float32 (0 < |x| < 1), `ln_1p`'s own edges do not arise.
+#[inline(always)]
+fn atanh_with(x: f32, log: impl Fn(f32) -> f32) -> f32 {
     let abs = x.abs();
     let twice = abs + abs;
     let rest = 1.0 - abs;
-    let value = 0.5 * ln_1p(select(abs < 0.5, twice + twice * abs / rest, twice / rest));
+    let value = 0.5 * ln_1p_with(select(abs < 0.5, twice + twice * abs / rest, twice / rest), log);
     let value = select(abs == 1.0, f32::INFINITY, value);
     let value = select(x < 0.0, -value, value);
     let value = select(abs > 1.0, f32::NAN, value);

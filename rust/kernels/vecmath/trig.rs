@@ -57,13 +57,19 @@ fn asin_of_abs(abs: f32) -> f32 {
     let half_rest = 0.5 * (1.0 - abs);
     let t = select(far, half_rest.sqrt(), abs);
     let z = select(far, half_rest, abs * abs);
+    let near = asin_polynomial(t, z);
+    select(far, (HALF_PI - (near + near)) + HALF_PI_REST, near)
+}
+
+/// asin(t) for t in [0, 1/2], given z = t² (or what stands for it).
+#[inline(always)]
+fn asin_polynomial(t: f32, z: f32) -> f32 {
     let p = 0.0421632_f32;
     let p = p.mul_add(z, 0.024181312);
     let p = p.mul_add(z, 0.045470025);
     let p = p.mul_add(z, 0.074953005);
     let p = p.mul_add(z, 0.16666752);
-    let near = p * z * t + t;
-    select(far, (HALF_PI - (near + near)) + HALF_PI_REST, near)
+    p * z * t + t
 }
 
 /// The arc sine, in [-π/2, π/2]; NaN outside [-1, 1].
@@ -82,11 +88,13 @@ pub fn acos(x: f32) -> f32 {
     let bounded = x.clamp(-1.0, 1.0);
     let abs = bounded.abs();
     // Past ±1/2 from the half angle, acos(x) = 2·asin(sqrt((1 - x)/2)), which keeps acos near 1
-    // accurate; between them π/2 - asin(x).
-    let half_angle = asin_of_abs((0.5 * (1.0 - abs)).sqrt());
-    let twice = half_angle + half_angle;
-    let middle = asin_of_abs(abs);
-    let middle = (HALF_PI - select(bounded < 0.0, -middle, middle)) + HALF_PI_REST;
+    // accurate; between them π/2 - asin(x). Either way asin's argument is at most 1/2, so one
+    // polynomial serves both (asin_of_abs of either would take its near piece).
+    let far = abs > 0.5;
+    let t = select(far, (0.5 * (1.0 - abs)).sqrt(), abs);
+    let angle = asin_polynomial(t, t * t);
+    let twice = angle + angle;
+    let middle = (HALF_PI - select(bounded < 0.0, -angle, angle)) + HALF_PI_REST;
     let value = select(bounded > 0.5, twice, select(bounded < -0.5, (PI - twice) + PI_REST, middle));
     select(x.abs() > 1.0 || x.is_nan(), f32::NAN, value)
 }
@@ -155,6 +163,32 @@ mod tests {
                     "atan2({y}, {x}) = {got}, want {want}"
                 );
             }
+        }
+    }
+
+    /// acos as it was computed before one polynomial served both pieces.
+    fn acos_of_two_pieces(x: f32) -> f32 {
+        let bounded = x.clamp(-1.0, 1.0);
+        let abs = bounded.abs();
+        let half_angle = asin_of_abs((0.5 * (1.0 - abs)).sqrt());
+        let twice = half_angle + half_angle;
+        let middle = asin_of_abs(abs);
+        let middle = (HALF_PI - select(bounded < 0.0, -middle, middle)) + HALF_PI_REST;
+        let value = select(bounded > 0.5, twice, select(bounded < -0.5, (PI - twice) + PI_REST, middle));
+        select(x.abs() > 1.0 || x.is_nan(), f32::NAN, value)
+    }
+
+    #[test]
+    fn acos_keeps_the_bits_of_its_two_pieces() {
+        // Every float32 in [-1, 1] of every 7th bit pattern, both signs, and the edges.
+        let edges = [0.5f32, -0.5, 1.0, -1.0, 0.0, -0.0, 1.5, f32::NAN, f32::INFINITY];
+        let values = (0..=0x3f80_0000u32).step_by(7).flat_map(|b| [f32::from_bits(b), -f32::from_bits(b)]);
+        for x in values.chain(edges) {
+            let (got, want) = (acos(x), acos_of_two_pieces(x));
+            assert!(
+                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "acos({x}): {got} against {want}"
+            );
         }
     }
 
