@@ -52,6 +52,8 @@ def rows() -> list[Row]:
         ("`asinh`", lambda: x.asinh(), lambda: np.arcsinh(normal)),
         ("`acosh`", lambda: x_above.acosh(), lambda: np.arccosh(above_one)),
         ("`atanh`", lambda: x_inside.atanh(), lambda: np.arctanh(inside_one)),
+        ("`cos`", lambda: x.cos(), lambda: np.cos(normal)),
+        ("`tanh`", lambda: x.tanh(), lambda: np.tanh(normal)),
         ("`tan`", lambda: x.tan(), lambda: np.tan(normal)),
         ("`atan`", lambda: x.atan(), lambda: np.arctan(normal)),
         ("`asin`", lambda: x_inside.asin(), lambda: np.arcsin(inside_one)),

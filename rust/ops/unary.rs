@@ -131,6 +131,7 @@ unary_ops! {
         name: "exp", torch_aliases: [], tf: ["exp", "math.exp"],
         doc: "The exponential e^x.",
         kernel: |v| Special::fast_exp(v),
+        split_f32: vecmath::Exp,
         ints: Promote,
         keeps: Output,
         grad: |d, x, y, g| d.mul(g, y),
@@ -139,6 +140,7 @@ unary_ops! {
         name: "exp2", torch_aliases: [], tf: [],
         doc: "The power of two 2^x.",
         kernel: |v| Special::fast_exp2(v),
+        split_f32: vecmath::Exp2,
         ints: Promote,
         keeps: Output,
         grad: |d, x, y, g| {
@@ -150,6 +152,7 @@ unary_ops! {
         name: "expm1", torch_aliases: [], tf: ["math.expm1", "expm1"],
         doc: "e^x - 1, exact for small x.",
         kernel: |v| Special::fast_expm1(v),
+        split_f32: vecmath::Expm1,
         ints: Promote,
         keeps: Output,
         grad: |d, x, y, g| {
@@ -345,6 +348,7 @@ unary_ops! {
         doc: "The hyperbolic tangent.",
         front: EVERYWHERE,
         kernel: |v| Special::fast_tanh(v),
+        split_f32: vecmath::Tanh,
         ints: Promote,
         keeps: Output,
         grad: |d, x, y, g| {

@@ -11,9 +11,10 @@
 //!
 //! Edge cases cost instructions in every lane: the logarithms' checks for zeros, negatives,
 //! infinities, NaN and subnormals took a third of their loop. The kernel types `Ln`, `Log2`,
-//! `Log10`, `Ln1p`, `Asinh`, `Acosh` and `Atanh`, and `map_trig`'s, leave them out where no lane
-//! of a vector needs them, and redo only the lanes that do in full (`ElementFn::SPLIT`): the
-//! same bits, 22–39% less time per element.
+//! `Log10`, `Ln1p`, `Asinh`, `Acosh`, `Atanh`, `Exp`, `Exp2`, `Expm1` and `Tanh`, and
+//! `map_trig`'s, leave them out where no lane of a vector needs them, and redo only the lanes
+//! that do in full (`ElementFn::SPLIT`): the same bits, in less time per element
+//! (docs/performance.md).
 //!
 //! The polynomials take fused multiply-adds (`mul_add`: a·b + c rounded once), which made most of
 //! these functions 5–18% faster than a multiply and an add. Its result is defined to the bit, so the
@@ -38,7 +39,7 @@ pub use loops::{
     ElementFn, ElementFn2, Simd,
 };
 pub use pow::pow;
-pub use special::{acosh, asinh, atanh, cosh, erf, erfc, expm1, ln_1p, sinh, Acosh, Asinh, Atanh, Ln1p};
+pub use special::{acosh, asinh, atanh, cosh, erf, erfc, expm1, ln_1p, sinh, Acosh, Asinh, Atanh, Expm1, Ln1p};
 pub use trig::{acos, asin, atan, atan2, tan};
 
 #[inline(always)]
@@ -138,9 +139,17 @@ fn minus_multiple_of_ln2(x: f32, n: f32) -> f32 {
 /// e^x.
 #[inline(always)]
 pub fn exp(x: f32) -> f32 {
-    let clamped = x.clamp(-104.0, 89.0);
-    let n = nearest_multiple_of_ln2(clamped);
-    let r = minus_multiple_of_ln2(clamped, n);
+    let value = exp_within_range(x.clamp(-104.0, 89.0));
+    let value = select(x > 88.722_84, f32::INFINITY, value);
+    let value = select(x < -103.972_08, 0.0, value);
+    select(x.is_nan(), x, value)
+}
+
+/// `exp` for x in [-104, 89], where none of its edges applies but at the ends.
+#[inline(always)]
+fn exp_within_range(x: f32) -> f32 {
+    let n = nearest_multiple_of_ln2(x);
+    let r = minus_multiple_of_ln2(x, n);
     let p = 1.987_569_1e-4_f32;
     let p = p.mul_add(r, 1.398_2e-3);
     let p = p.mul_add(r, 8.333_452e-3);
@@ -149,10 +158,30 @@ pub fn exp(x: f32) -> f32 {
     let p = p.mul_add(r, 0.5);
     let p = p * r * r + r + 1.0;
     let (a, b) = pow2(whole_to_int(n));
-    let value = p * a * b;
-    let value = select(x > 88.722_84, f32::INFINITY, value);
-    let value = select(x < -103.972_08, 0.0, value);
-    select(x.is_nan(), x, value)
+    p * a * b
+}
+
+/// `exp` as a kernel type for `map_f32`: within [-103, 88] (and not NaN) it needs none of its edges.
+#[derive(Copy, Clone)]
+pub struct Exp;
+
+impl ElementFn for Exp {
+    const SPLIT: bool = true;
+
+    #[inline(always)]
+    fn at(&self, v: f32) -> f32 {
+        exp(v)
+    }
+
+    #[inline(always)]
+    fn is_rare(&self, v: f32) -> bool {
+        !(-103.0..=88.0).contains(&v)
+    }
+
+    #[inline(always)]
+    fn common(&self, v: f32) -> f32 {
+        exp_within_range(v)
+    }
 }
 
 /// x = 2^e·(1 + m) with 1 + m in [sqrt(1/2), sqrt(2)), and the pieces of ln(1 + m) - m that the
@@ -297,9 +326,17 @@ split_logarithm!(Log10, log10, log10_of);
 /// 2^x: x = n + r with |r| <= 1/2 exact, Cephes' polynomial for 2^r.
 #[inline(always)]
 pub fn exp2(x: f32) -> f32 {
-    let clamped = x.clamp(-151.0, 129.0);
-    let n = (clamped + 0.5).floor();
-    let r = clamped - n;
+    let value = exp2_within_range(x.clamp(-151.0, 129.0));
+    let value = select(x >= 128.0, f32::INFINITY, value);
+    let value = select(x < -151.0, 0.0, value);
+    select(x.is_nan(), x, value)
+}
+
+/// `exp2` for x in [-151, 129], where none of its edges applies but at the ends.
+#[inline(always)]
+fn exp2_within_range(x: f32) -> f32 {
+    let n = (x + 0.5).floor();
+    let r = x - n;
     let p = 1.535_336_2e-4_f32;
     let p = p.mul_add(r, 1.339_887_4e-3);
     let p = p.mul_add(r, 9.618_437e-3);
@@ -307,10 +344,30 @@ pub fn exp2(x: f32) -> f32 {
     let p = p.mul_add(r, 2.402_264_8e-1);
     let p = p.mul_add(r, 6.931_472e-1);
     let (a, b) = pow2(whole_to_int(n));
-    let value = (p * r + 1.0) * a * b;
-    let value = select(x >= 128.0, f32::INFINITY, value);
-    let value = select(x < -151.0, 0.0, value);
-    select(x.is_nan(), x, value)
+    (p * r + 1.0) * a * b
+}
+
+/// `exp2` as a kernel type for `map_f32`: within [-150, 127] (and not NaN) it needs none of its edges.
+#[derive(Copy, Clone)]
+pub struct Exp2;
+
+impl ElementFn for Exp2 {
+    const SPLIT: bool = true;
+
+    #[inline(always)]
+    fn at(&self, v: f32) -> f32 {
+        exp2(v)
+    }
+
+    #[inline(always)]
+    fn is_rare(&self, v: f32) -> bool {
+        !(-150.0..=127.0).contains(&v)
+    }
+
+    #[inline(always)]
+    fn common(&self, v: f32) -> f32 {
+        exp2_within_range(v)
+    }
 }
 
 /// |x| beyond which `sin` and `cos` hand over to the C library: up to here the float64
@@ -378,6 +435,14 @@ pub fn cos(x: f32) -> f32 {
 /// The hyperbolic tangent: a polynomial near 0 (where 1 - 2/(e^2x + 1) would cancel).
 #[inline(always)]
 pub fn tanh(x: f32) -> f32 {
+    let value = tanh_of(x, exp(x.abs() + x.abs()));
+    // ±0 keep their sign, as the C library's tanh does.
+    select(x == 0.0, x, value)
+}
+
+/// tanh(x) given e^2|x|.
+#[inline(always)]
+fn tanh_of(x: f32, exp_of_twice: f32) -> f32 {
     let abs = x.abs();
     let z = x * x;
     let p = -5.704_988_7e-3_f32;
@@ -386,11 +451,32 @@ pub fn tanh(x: f32) -> f32 {
     let p = p.mul_add(z, 1.333_144_2e-1);
     let p = p.mul_add(z, -3.333_328e-1);
     let near_zero = p * z * x + x;
-    let far = 1.0 - 2.0 / (exp(abs + abs) + 1.0);
+    let far = 1.0 - 2.0 / (exp_of_twice + 1.0);
     let far = select(x < 0.0, -far, far);
-    let value = select(abs < 0.625 || x.is_nan(), near_zero, far);
-    // ±0 keep their sign, as the C library's tanh does.
-    select(x == 0.0, x, value)
+    select(abs < 0.625 || x.is_nan(), near_zero, far)
+}
+
+/// `tanh` as a kernel type for `map_f32`: for 0 < |x| <= 44, e^2|x| needs none of exp's edges.
+#[derive(Copy, Clone)]
+pub struct Tanh;
+
+impl ElementFn for Tanh {
+    const SPLIT: bool = true;
+
+    #[inline(always)]
+    fn at(&self, v: f32) -> f32 {
+        tanh(v)
+    }
+
+    #[inline(always)]
+    fn is_rare(&self, v: f32) -> bool {
+        v.is_nan() || v.abs() > 44.0 || v == 0.0
+    }
+
+    #[inline(always)]
+    fn common(&self, v: f32) -> f32 {
+        tanh_of(v, exp_within_range(v.abs() + v.abs()))
+    }
 }
 
 #[cfg(test)]
@@ -511,10 +597,16 @@ mod tests {
 
     #[test]
     fn split_kernels_give_the_bits_of_their_full_functions() {
-        // Every 61st float32 bit pattern (both signs, subnormals, infinities, NaNs), whose
-        // vectors mostly hold a rare element, and the vectorised inputs, whose vectors mostly
-        // do not: `common` on every element, `at` redoing only the rare ones, must give `at`'s bits.
-        let patterns: Vec<f32> = (0..=u32::MAX).step_by(61).map(f32::from_bits).collect();
+        // Every 65537th float32 bit pattern (both signs, subnormals, infinities, NaNs), whose
+        // vectors mostly hold a rare element, the ends of each kernel's common range and their
+        // neighbours, and the vectorised inputs, whose vectors mostly do not: `common` on every
+        // element, `at` redoing only the rare ones, must give `at`'s bits. (Small enough for an
+        // unoptimised build: CI's `cargo test`.)
+        let ends =
+            [0.0f32, 1.0, 17.0, 44.0, 88.0, 103.0, 127.0, 150.0, f32::MIN_POSITIVE, f32::MAX, TRIG_REDUCTION_LIMIT];
+        let near_ends =
+            ends.iter().flat_map(|&e| [e, e.next_up(), e.next_down(), -e, (-e).next_up(), (-e).next_down()]);
+        let patterns: Vec<f32> = (0..=u32::MAX).step_by(65537).map(f32::from_bits).chain(near_ends).collect();
         let positive: Vec<f32> = patterns.iter().map(|v| v.abs()).collect();
         let (_, mixed) = vectorised_inputs();
         let mixed: Vec<f32> = mixed.iter().map(|v| v * v).collect();
@@ -529,6 +621,15 @@ mod tests {
         check(Log2, &inputs, "log2");
         check(Log10, &inputs, "log10");
         check(Ln1p, &inputs, "log1p");
+        check(Exp, &inputs, "exp");
+        check(Exp2, &inputs, "exp2");
+        check(Expm1, &inputs, "expm1");
+        check(Tanh, &inputs, "tanh");
+        let spread: Vec<f32> = mixed.iter().map(|v| v - 50.0).collect();
+        for kernel_inputs in [&spread[..], &mixed[..]] {
+            check(Exp, &[kernel_inputs], "exp of [-50, 94]");
+            check(Expm1, &[kernel_inputs], "expm1 of [-50, 94]");
+        }
         check(Asinh, &inputs, "asinh");
         check(Acosh, &inputs, "acosh");
         check(Atanh, &inputs, "atanh");

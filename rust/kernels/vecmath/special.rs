@@ -19,9 +19,19 @@ use super::{exp, ln, minus_multiple_of_ln2, nearest_multiple_of_ln2, pow2, selec
 /// the result rounds to -1 anyway, and r grows only where it no longer matters.
 #[inline(always)]
 pub fn expm1(x: f32) -> f32 {
-    let clamped = x.clamp(-18.0, 89.0);
-    let n = nearest_multiple_of_ln2(clamped).max(-24.0);
-    let r = minus_multiple_of_ln2(clamped, n);
+    let value = expm1_within_range(x.clamp(-18.0, 89.0));
+    let value = select(x > 88.722_84, f32::INFINITY, value);
+    // e^x < 2^-25 rounds away against -1.
+    let value = select(x < -17.4, -1.0, value);
+    // ±0 keep their sign (the reduction's subtractions made -0 into +0), and NaN stays NaN.
+    select(x == 0.0 || x.is_nan(), x, value)
+}
+
+/// `expm1` for x in [-18, 89], where none of its edges applies but at the ends and at 0.
+#[inline(always)]
+fn expm1_within_range(x: f32) -> f32 {
+    let n = nearest_multiple_of_ln2(x).max(-24.0);
+    let r = minus_multiple_of_ln2(x, n);
     let p = 1.0 / 40320.0_f32;
     let p = p.mul_add(r, 1.0 / 5040.0);
     let p = p.mul_add(r, 1.0 / 720.0);
@@ -34,12 +44,30 @@ pub fn expm1(x: f32) -> f32 {
     // 1 - 2^-n; past n = 30 it rounds to 1, as 1 - 2^-n does.
     let inverse = f32::from_bits(((127 - k.min(30)) as u32) << 23);
     let (a, b) = pow2(k);
-    let value = (small + (1.0 - inverse)) * a * b;
-    let value = select(x > 88.722_84, f32::INFINITY, value);
-    // e^x < 2^-25 rounds away against -1.
-    let value = select(x < -17.4, -1.0, value);
-    // ±0 keep their sign (the reduction's subtractions made -0 into +0), and NaN stays NaN.
-    select(x == 0.0 || x.is_nan(), x, value)
+    (small + (1.0 - inverse)) * a * b
+}
+
+/// `expm1` as a kernel type for `map_f32`: within [-17, 88] but 0 it needs none of its edges.
+#[derive(Copy, Clone)]
+pub struct Expm1;
+
+impl super::ElementFn for Expm1 {
+    const SPLIT: bool = true;
+
+    #[inline(always)]
+    fn at(&self, v: f32) -> f32 {
+        expm1(v)
+    }
+
+    #[inline(always)]
+    fn is_rare(&self, v: f32) -> bool {
+        !(-17.0..=88.0).contains(&v) || v == 0.0
+    }
+
+    #[inline(always)]
+    fn common(&self, v: f32) -> f32 {
+        expm1_within_range(v)
+    }
 }
 
 /// ln(1 + x), accurate for small x: ln(u) for u = 1 + x rounded, plus the rounding's share.
