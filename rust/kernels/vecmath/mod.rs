@@ -30,6 +30,35 @@
 //! without AVX2 and FMA runs the baseline copies: these functions are several times slower there
 //! than with a multiply and an add.
 
+/// A kernel type for `map_f32` that computes `$full` with `ElementFn::SPLIT`: `$common` where
+/// `$rare` is false (where it gives `$full`'s bits), `$full` on the rare elements.
+macro_rules! split_kernel {
+    ($(#[$doc:meta])* $kernel:ident: $full:expr, rare: |$v:ident| $rare:expr, common: |$c:ident| $common:expr) => {
+        $(#[$doc])*
+        #[derive(Copy, Clone)]
+        pub struct $kernel;
+
+        impl $crate::kernels::vecmath::ElementFn for $kernel {
+            const SPLIT: bool = true;
+
+            #[inline(always)]
+            fn at(&self, v: f32) -> f32 {
+                $full(v)
+            }
+
+            #[inline(always)]
+            fn is_rare(&self, $v: f32) -> bool {
+                $rare
+            }
+
+            #[inline(always)]
+            fn common(&self, $c: f32) -> f32 {
+                $common
+            }
+        }
+    };
+}
+
 mod loops;
 mod pow;
 mod special;
@@ -161,27 +190,9 @@ fn exp_within_range(x: f32) -> f32 {
     p * a * b
 }
 
-/// `exp` as a kernel type for `map_f32`: within [-103, 88] (and not NaN) it needs none of its edges.
-#[derive(Copy, Clone)]
-pub struct Exp;
-
-impl ElementFn for Exp {
-    const SPLIT: bool = true;
-
-    #[inline(always)]
-    fn at(&self, v: f32) -> f32 {
-        exp(v)
-    }
-
-    #[inline(always)]
-    fn is_rare(&self, v: f32) -> bool {
-        !(-103.0..=88.0).contains(&v)
-    }
-
-    #[inline(always)]
-    fn common(&self, v: f32) -> f32 {
-        exp_within_range(v)
-    }
+split_kernel! {
+    /// `exp`: within [-103, 88] (and not NaN) it needs none of its edges.
+    Exp: exp, rare: |v| !(-103.0..=88.0).contains(&v), common: |v| exp_within_range(v)
 }
 
 /// x = 2^e·(1 + m) with 1 + m in [sqrt(1/2), sqrt(2)), and the pieces of ln(1 + m) - m that the
@@ -291,37 +302,18 @@ fn log10_of(LogParts { e, m, z, mzp }: LogParts) -> f32 {
     y * LOG10E_LO + m * LOG10E_LO + e * LOG10_2_LO + y * LOG10E_HI + m * LOG10E_HI + e * LOG10_2_HI
 }
 
-/// The logarithms as kernel types for `map_f32`: each runs without its edges on positive
-/// normal elements, the vectors with another element redone in full (the same bits).
-macro_rules! split_logarithm {
-    ($kernel:ident, $full:ident, $of:ident) => {
-        #[derive(Copy, Clone)]
-        pub struct $kernel;
-
-        impl ElementFn for $kernel {
-            const SPLIT: bool = true;
-
-            #[inline(always)]
-            fn at(&self, v: f32) -> f32 {
-                $full(v)
-            }
-
-            #[inline(always)]
-            fn is_rare(&self, v: f32) -> bool {
-                !positive_normal(v)
-            }
-
-            #[inline(always)]
-            fn common(&self, v: f32) -> f32 {
-                $of(log_parts_of_normal(v, 0))
-            }
-        }
-    };
+split_kernel! {
+    /// `ln` without its edges on positive normal elements.
+    Ln: ln, rare: |v| !positive_normal(v), common: |v| ln_of(log_parts_of_normal(v, 0))
 }
-
-split_logarithm!(Ln, ln, ln_of);
-split_logarithm!(Log2, log2, log2_of);
-split_logarithm!(Log10, log10, log10_of);
+split_kernel! {
+    /// `log2` without its edges on positive normal elements.
+    Log2: log2, rare: |v| !positive_normal(v), common: |v| log2_of(log_parts_of_normal(v, 0))
+}
+split_kernel! {
+    /// `log10` without its edges on positive normal elements.
+    Log10: log10, rare: |v| !positive_normal(v), common: |v| log10_of(log_parts_of_normal(v, 0))
+}
 
 /// 2^x: x = n + r with |r| <= 1/2 exact, Cephes' polynomial for 2^r.
 #[inline(always)]
@@ -347,27 +339,9 @@ fn exp2_within_range(x: f32) -> f32 {
     (p * r + 1.0) * a * b
 }
 
-/// `exp2` as a kernel type for `map_f32`: within [-150, 127] (and not NaN) it needs none of its edges.
-#[derive(Copy, Clone)]
-pub struct Exp2;
-
-impl ElementFn for Exp2 {
-    const SPLIT: bool = true;
-
-    #[inline(always)]
-    fn at(&self, v: f32) -> f32 {
-        exp2(v)
-    }
-
-    #[inline(always)]
-    fn is_rare(&self, v: f32) -> bool {
-        !(-150.0..=127.0).contains(&v)
-    }
-
-    #[inline(always)]
-    fn common(&self, v: f32) -> f32 {
-        exp2_within_range(v)
-    }
+split_kernel! {
+    /// `exp2`: within [-150, 127] (and not NaN) it needs none of its edges.
+    Exp2: exp2, rare: |v| !(-150.0..=127.0).contains(&v), common: |v| exp2_within_range(v)
 }
 
 /// |x| beyond which `sin` and `cos` hand over to the C library: up to here the float64
@@ -456,27 +430,11 @@ fn tanh_of(x: f32, exp_of_twice: f32) -> f32 {
     select(abs < 0.625 || x.is_nan(), near_zero, far)
 }
 
-/// `tanh` as a kernel type for `map_f32`: for 0 < |x| <= 44, e^2|x| needs none of exp's edges.
-#[derive(Copy, Clone)]
-pub struct Tanh;
-
-impl ElementFn for Tanh {
-    const SPLIT: bool = true;
-
-    #[inline(always)]
-    fn at(&self, v: f32) -> f32 {
-        tanh(v)
-    }
-
-    #[inline(always)]
-    fn is_rare(&self, v: f32) -> bool {
-        v.is_nan() || v.abs() > 44.0 || v == 0.0
-    }
-
-    #[inline(always)]
-    fn common(&self, v: f32) -> f32 {
-        tanh_of(v, exp_within_range(v.abs() + v.abs()))
-    }
+split_kernel! {
+    /// `tanh`: for 0 < |x| <= 44, e^2|x| needs none of exp's edges.
+    Tanh: tanh,
+    rare: |v| v.is_nan() || v.abs() > 44.0 || v == 0.0,
+    common: |v| tanh_of(v, exp_within_range(v.abs() + v.abs()))
 }
 
 #[cfg(test)]

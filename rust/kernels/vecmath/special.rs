@@ -47,27 +47,9 @@ fn expm1_within_range(x: f32) -> f32 {
     (small + (1.0 - inverse)) * a * b
 }
 
-/// `expm1` as a kernel type for `map_f32`: within [-17, 88] but 0 it needs none of its edges.
-#[derive(Copy, Clone)]
-pub struct Expm1;
-
-impl super::ElementFn for Expm1 {
-    const SPLIT: bool = true;
-
-    #[inline(always)]
-    fn at(&self, v: f32) -> f32 {
-        expm1(v)
-    }
-
-    #[inline(always)]
-    fn is_rare(&self, v: f32) -> bool {
-        !(-17.0..=88.0).contains(&v) || v == 0.0
-    }
-
-    #[inline(always)]
-    fn common(&self, v: f32) -> f32 {
-        expm1_within_range(v)
-    }
+split_kernel! {
+    /// `expm1`: within [-17, 88] but 0 it needs none of its edges.
+    Expm1: expm1, rare: |v| !(-17.0..=88.0).contains(&v) || v == 0.0, common: |v| expm1_within_range(v)
 }
 
 /// ln(1 + x), accurate for small x: ln(u) for u = 1 + x rounded, plus the rounding's share.
@@ -89,26 +71,12 @@ fn ln_1p_with(x: f32, log: impl Fn(f32) -> f32) -> f32 {
     select(x == 0.0 || x.is_nan(), x, value)
 }
 
-/// `ln_1p` as a kernel type for `map_f32`: for x in (-1, ∞) but 0, 1 + x is a positive normal
-/// float32 whose logarithm needs none of its edges, and neither does the correction.
-#[derive(Copy, Clone)]
-pub struct Ln1p;
-
-impl super::ElementFn for Ln1p {
-    const SPLIT: bool = true;
-
-    #[inline(always)]
-    fn at(&self, v: f32) -> f32 {
-        ln_1p(v)
-    }
-
-    #[inline(always)]
-    fn is_rare(&self, v: f32) -> bool {
-        !(v > -1.0 && v <= f32::MAX) || v == 0.0
-    }
-
-    #[inline(always)]
-    fn common(&self, v: f32) -> f32 {
+split_kernel! {
+    /// `ln_1p`: for x in (-1, ∞) but 0, 1 + x is a positive normal float32 whose logarithm needs
+    /// none of its edges, and neither does the correction.
+    Ln1p: ln_1p,
+    rare: |v| !(v > -1.0 && v <= f32::MAX) || v == 0.0,
+    common: |v| {
         let (u, dropped) = one_plus_and_dropped(v);
         super::ln_of_positive_normal(u) + dropped / u
     }
@@ -158,39 +126,24 @@ fn ln_1p_or_ln(near: bool, u: f32, w: f32, add: f32, log: impl Fn(f32) -> f32) -
     select(near, log + dropped / one_plus, log + add)
 }
 
-/// The inverse hyperbolic functions as kernel types for `map_f32`: where `is_rare` is false, the
-/// logarithm they take is of a positive normal float32, so it runs without its edges.
-macro_rules! split_inverse_hyperbolic {
-    ($kernel:ident, $with:ident, |$v:ident| $rare:expr) => {
-        #[derive(Copy, Clone)]
-        pub struct $kernel;
-
-        impl super::ElementFn for $kernel {
-            const SPLIT: bool = true;
-
-            #[inline(always)]
-            fn at(&self, v: f32) -> f32 {
-                $with(v, ln)
-            }
-
-            #[inline(always)]
-            fn is_rare(&self, $v: f32) -> bool {
-                $rare
-            }
-
-            #[inline(always)]
-            fn common(&self, v: f32) -> f32 {
-                $with(v, super::ln_of_positive_normal)
-            }
-        }
-    };
+// The inverse hyperbolic functions take a logarithm of a positive normal float32 where they are
+// not rare, so it runs without its edges.
+split_kernel! {
+    /// `asinh`: 1 + near and the far pieces are at least 1 for finite x.
+    Asinh: asinh, rare: |v| !v.is_finite(), common: |v| asinh_with(v, super::ln_of_positive_normal)
 }
-
-// asinh: 1 + near and the far pieces are at least 1 for finite x; acosh's at least 1 for x in
-// [1, ∞); atanh's ln_1p is of a positive finite number for 0 < |x| < 1.
-split_inverse_hyperbolic!(Asinh, asinh_with, |v| !v.is_finite());
-split_inverse_hyperbolic!(Acosh, acosh_with, |v| !(1.0..=f32::MAX).contains(&v));
-split_inverse_hyperbolic!(Atanh, atanh_with, |v| v.is_nan() || v.abs() >= 1.0 || v == 0.0);
+split_kernel! {
+    /// `acosh`: its pieces are at least 1 for x in [1, ∞).
+    Acosh: acosh,
+    rare: |v| !(1.0..=f32::MAX).contains(&v),
+    common: |v| acosh_with(v, super::ln_of_positive_normal)
+}
+split_kernel! {
+    /// `atanh`: its `ln_1p` is of a positive finite number for 0 < |x| < 1.
+    Atanh: atanh,
+    rare: |v| v.is_nan() || v.abs() >= 1.0 || v == 0.0,
+    common: |v| atanh_with(v, super::ln_of_positive_normal)
+}
 
 /// The inverse hyperbolic sine: log1p(|x| + x²/(1 + sqrt(1 + x²))) near 0, ln(2|x| + 1/(...))
 /// above 2, ln|x| + ln 2 from 4096 (where x² would overflow or 1 would vanish).
