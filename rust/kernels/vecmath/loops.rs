@@ -231,7 +231,7 @@ impl<F: ElementFn, E: Fn(f32) -> f32 + Sync + Send> ElementFn for Trig<F, E> {
 
     #[inline(always)]
     fn at(&self, v: f32) -> f32 {
-        if v.abs() > TRIG_REDUCTION_LIMIT {
+        if self.is_rare(v) {
             (self.exact)(v)
         } else {
             self.fast.at(v)
