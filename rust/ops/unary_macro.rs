@@ -195,6 +195,15 @@ macro_rules! unary_ops {
             }
         }
 
+        /// `op`'s `kernel` at one float32 element, as declared: what the vectorised path (a
+        /// `split_f32` kernel type among them) must give within the trig reduction's limit.
+        #[cfg(test)]
+        pub fn declared_f32(op: UnaryOp, v: f32) -> f32 {
+            match op {
+                $(UnaryOp::$variant => (|$v: f32| $kernel)(v)),*
+            }
+        }
+
         impl UnaryKernel for f64 {
             fn unary(op: UnaryOp, x: &[f64]) -> Vec<f64> {
                 match op {
