@@ -34,9 +34,16 @@ def rows() -> list[Row]:
     grad = rustgrad.tensor(normal, requires_grad=True)
     ones = rustgrad.ones(1 << 20)
 
-    def gelu_step() -> None:
-        grad.grad = None
-        F.gelu(grad).backward(ones)
+    def step(activation: Callable[[Any], Any]) -> Callable[[], None]:
+        def forward_and_backward() -> None:
+            grad.grad = None
+            activation(grad).backward(ones)
+
+        return forward_and_backward
+
+    def numpy_gelu_tanh() -> np.ndarray:
+        inner = np.float32(0.7978846) * (normal + np.float32(0.044715) * normal**3)
+        return np.float32(0.5) * normal * (np.float32(1) + np.tanh(inner))
 
     return [
         ("`exp`", lambda: x.exp(), lambda: np.exp(normal)),
@@ -63,7 +70,8 @@ def rows() -> list[Row]:
         ("`logaddexp`", lambda: rustgrad.logaddexp(x, y), lambda: np.logaddexp(normal, other)),
         ("`erf`", lambda: x.erf(), None),
         ("`gelu`", lambda: F.gelu(x), None),
-        ("`gelu` forward + backward", gelu_step, None),
+        ("`gelu` forward + backward", step(F.gelu), None),
+        ("`gelu(approximate='tanh')`", lambda: F.gelu(x, approximate="tanh"), numpy_gelu_tanh),
         ("`x ** 2`", lambda: x**2, lambda: normal**2),
         ("`x ** 3`", lambda: x_above**3, lambda: above_one ** np.float32(3)),
         ("`x ** -1`", lambda: x_above**-1, lambda: above_one ** np.float32(-1)),
@@ -73,6 +81,12 @@ def rows() -> list[Row]:
         ("`elu`", lambda: F.elu(x), lambda: np.where(normal > 0, normal, np.expm1(normal))),
         ("`softplus`", lambda: F.softplus(x), lambda: np.log1p(np.exp(normal))),
         ("`logsigmoid`", lambda: F.logsigmoid(x), lambda: -np.logaddexp(0, -normal)),
+        ("`sigmoid`", lambda: x.sigmoid(), lambda: np.float32(1) / (np.float32(1) + np.exp(-normal))),
+        ("`silu`", lambda: F.silu(x), lambda: normal / (np.float32(1) + np.exp(-normal))),
+        ("`selu`", lambda: F.selu(x), lambda: np.where(normal > 0, normal, np.expm1(normal))),
+        ("`silu` forward + backward", step(F.silu), None),
+        ("`softplus` forward + backward", step(F.softplus), None),
+        ("`elu` forward + backward", step(F.elu), None),
     ]
 
 
@@ -103,7 +117,7 @@ def run(rows: Callable[[], list[Row]], description: str, width: int = 28) -> Non
 
 
 def main() -> None:
-    run(rows, __doc__ or "")
+    run(rows, __doc__ or "", width=30)
 
 
 if __name__ == "__main__":

@@ -10,14 +10,12 @@
 use crate::kernels::elementwise::{map, zip_broadcast, zip_map, Operand};
 use crate::kernels::vecmath;
 
-/// What the activations are written with: the operations of `f32` and `f64`, with float32's
-/// `exp`, `expm1`, `log1p`, `tanh` and `erfc` the vectorising ones of `vecmath`.
-pub trait ActFloat:
+/// The element operations the activations are written with: those of `f32` and `f64`, with
+/// float32's `exp`, `expm1`, `log1p`, `tanh` and `erfc` the vectorising ones of `vecmath`; and
+/// of `Checked`, which also tells whether a split function met a rare argument.
+pub trait ActScalar:
     Copy
     + PartialOrd
-    + Send
-    + Sync
-    + 'static
     + std::ops::Add<Output = Self>
     + std::ops::Sub<Output = Self>
     + std::ops::Mul<Output = Self>
@@ -25,7 +23,6 @@ pub trait ActFloat:
     + std::ops::Neg<Output = Self>
 {
     fn of(v: f64) -> Self;
-    fn to_f64(self) -> f64;
     fn exp(self) -> Self;
     fn exp_m1(self) -> Self;
     fn ln_1p(self) -> Self;
@@ -33,6 +30,11 @@ pub trait ActFloat:
     fn erfc(self) -> Self;
     fn abs(self) -> Self;
     fn min(self, other: Self) -> Self;
+}
+
+/// A float type of tensors whose activations run over slices.
+pub trait ActFloat: ActScalar + Send + Sync + 'static {
+    fn to_f64(self) -> f64;
     /// `kernel(x[i])` over a slice (vectorised for this CPU for float32).
     fn map_dense(x: &[Self], kernel: impl ActKernel) -> Vec<Self>;
     /// `g[i] · slope(x[i])` over two slices of one length (vectorised for this CPU for float32).
@@ -42,14 +44,10 @@ pub trait ActFloat:
         -> Vec<Self>;
 }
 
-impl ActFloat for f32 {
+impl ActScalar for f32 {
     #[inline(always)]
     fn of(v: f64) -> f32 {
         v as f32
-    }
-    #[inline(always)]
-    fn to_f64(self) -> f64 {
-        self as f64
     }
     #[inline(always)]
     fn exp(self) -> f32 {
@@ -79,6 +77,13 @@ impl ActFloat for f32 {
     fn min(self, other: f32) -> f32 {
         f32::min(self, other)
     }
+}
+
+impl ActFloat for f32 {
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
     fn map_dense(x: &[f32], kernel: impl ActKernel) -> Vec<f32> {
         vecmath::map_f32(x, kernel)
     }
@@ -96,14 +101,10 @@ impl ActFloat for f32 {
     }
 }
 
-impl ActFloat for f64 {
+impl ActScalar for f64 {
     #[inline(always)]
     fn of(v: f64) -> f64 {
         v
-    }
-    #[inline(always)]
-    fn to_f64(self) -> f64 {
-        self
     }
     #[inline(always)]
     fn exp(self) -> f64 {
@@ -133,6 +134,13 @@ impl ActFloat for f64 {
     fn min(self, other: f64) -> f64 {
         f64::min(self, other)
     }
+}
+
+impl ActFloat for f64 {
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self
+    }
     fn map_dense(x: &[f64], kernel: impl ActKernel) -> Vec<f64> {
         map(x, move |v| kernel.eval(v))
     }
@@ -141,6 +149,99 @@ impl ActFloat for f64 {
     }
     fn times_slope_broadcast(shape: &[usize], g: &Operand<f64>, x: &Operand<f64>, slope: impl ActKernel) -> Vec<f64> {
         zip_broadcast(shape, g, x, move |gv: f64, xv: f64| gv * slope.eval(xv))
+    }
+}
+
+/// A float32 value computed with the common forms of the split `vecmath` functions (`Exp`,
+/// `Expm1`, `Ln1p`, `Tanh`), and whether one of them met an argument it is rare for: where
+/// `rare` is false, `value` has the bits of the same activation computed in `f32`, operation
+/// for operation. A branch not taken (`pick`) drops its flag with its value.
+#[derive(Copy, Clone)]
+pub struct Checked {
+    value: f32,
+    rare: bool,
+}
+
+impl Checked {
+    #[inline(always)]
+    fn split(self, kernel: impl vecmath::ElementFn) -> Checked {
+        Checked { value: kernel.common(self.value), rare: self.rare || kernel.is_rare(self.value) }
+    }
+
+    #[inline(always)]
+    fn with(self, other: Checked, op: impl Fn(f32, f32) -> f32) -> Checked {
+        Checked { value: op(self.value, other.value), rare: self.rare || other.rare }
+    }
+}
+
+impl PartialEq for Checked {
+    #[inline(always)]
+    fn eq(&self, other: &Checked) -> bool {
+        self.value == other.value
+    }
+}
+
+impl PartialOrd for Checked {
+    #[inline(always)]
+    fn partial_cmp(&self, other: &Checked) -> Option<std::cmp::Ordering> {
+        self.value.partial_cmp(&other.value)
+    }
+}
+
+macro_rules! checked_operators {
+    ($($trait:ident $method:ident $op:tt),*) => {$(
+        impl std::ops::$trait for Checked {
+            type Output = Checked;
+            #[inline(always)]
+            fn $method(self, other: Checked) -> Checked {
+                self.with(other, |a, b| a $op b)
+            }
+        }
+    )*};
+}
+checked_operators!(Add add +, Sub sub -, Mul mul *, Div div /);
+
+impl std::ops::Neg for Checked {
+    type Output = Checked;
+    #[inline(always)]
+    fn neg(self) -> Checked {
+        Checked { value: -self.value, ..self }
+    }
+}
+
+impl ActScalar for Checked {
+    #[inline(always)]
+    fn of(v: f64) -> Checked {
+        Checked { value: v as f32, rare: false }
+    }
+    #[inline(always)]
+    fn exp(self) -> Checked {
+        self.split(vecmath::Exp)
+    }
+    #[inline(always)]
+    fn exp_m1(self) -> Checked {
+        self.split(vecmath::Expm1)
+    }
+    #[inline(always)]
+    fn ln_1p(self) -> Checked {
+        self.split(vecmath::Ln1p)
+    }
+    #[inline(always)]
+    fn tanh(self) -> Checked {
+        self.split(vecmath::Tanh)
+    }
+    /// Not split: the whole function.
+    #[inline(always)]
+    fn erfc(self) -> Checked {
+        Checked { value: vecmath::erfc(self.value), ..self }
+    }
+    #[inline(always)]
+    fn abs(self) -> Checked {
+        Checked { value: self.value.abs(), ..self }
+    }
+    #[inline(always)]
+    fn min(self, other: Checked) -> Checked {
+        self.with(other, f32::min)
     }
 }
 
@@ -177,19 +278,19 @@ pub enum Act {
 }
 
 #[inline(always)]
-fn sigmoid<T: ActFloat>(v: T) -> T {
+fn sigmoid<T: ActScalar>(v: T) -> T {
     T::of(1.0) / (T::of(1.0) + (-v).exp())
 }
 
 /// `x` where `keep` holds, else `other`, without a branch (the condition is data-dependent).
 #[inline(always)]
-fn pick<T: ActFloat>(keep: bool, x: T, other: T) -> T {
+fn pick<T: ActScalar>(keep: bool, x: T, other: T) -> T {
     std::hint::select_unpredictable(keep, x, other)
 }
 
 impl Act {
     #[inline(always)]
-    pub fn value<T: ActFloat>(self, v: T) -> T {
+    pub fn value<T: ActScalar>(self, v: T) -> T {
         let zero = T::of(0.0);
         match self {
             Act::Silu => v / (T::of(1.0) + (-v).exp()),
@@ -225,7 +326,7 @@ impl Act {
 
     /// The derivative at `v`.
     #[inline(always)]
-    pub fn slope<T: ActFloat>(self, v: T) -> T {
+    pub fn slope<T: ActScalar>(self, v: T) -> T {
         let (zero, one) = (T::of(0.0), T::of(1.0));
         match self {
             Act::Silu => {
@@ -305,6 +406,12 @@ fn numbered(number: u8, a: f64, b: f64) -> Act {
     }
 }
 
+/// The activations without parameters as float32 kernel types of the unary op table
+/// (`split_f32`).
+pub const SILU_VALUE: Value<SILU> = Value { a: 0.0, b: 0.0 };
+pub const SELU_VALUE: Value<SELU> = Value { a: 0.0, b: 0.0 };
+pub const LOG_SIGMOID_VALUE: Value<LOG_SIGMOID> = Value { a: 0.0, b: 0.0 };
+
 /// `factor · slope(v)`: `times_slope_f32`'s element with a single gradient.
 struct Scaled<K> {
     factor: f32,
@@ -312,15 +419,23 @@ struct Scaled<K> {
 }
 
 impl<K: ActKernel> vecmath::ElementFn for Scaled<K> {
+    const SPLIT: bool = K::SPLIT;
+
     #[inline(always)]
     fn at(&self, v: f32) -> f32 {
         self.factor * self.slope.at(v)
+    }
+
+    #[inline(always)]
+    fn common_checked(&self, v: f32) -> (f32, bool) {
+        let (slope, rare) = self.slope.common_checked(v);
+        (self.factor * slope, rare)
     }
 }
 
 /// One activation's value or slope at one element, for either float type.
 pub trait ActKernel: vecmath::ElementFn + Copy {
-    fn eval<T: ActFloat>(&self, v: T) -> T;
+    fn eval<T: ActScalar>(&self, v: T) -> T;
 }
 
 /// The value of activation number `ACT`.
@@ -339,29 +454,58 @@ pub struct Slope<const ACT: u8> {
 
 impl<const ACT: u8> ActKernel for Value<ACT> {
     #[inline(always)]
-    fn eval<T: ActFloat>(&self, v: T) -> T {
+    fn eval<T: ActScalar>(&self, v: T) -> T {
         numbered(ACT, self.a, self.b).value(v)
     }
 }
 
 impl<const ACT: u8> ActKernel for Slope<ACT> {
     #[inline(always)]
-    fn eval<T: ActFloat>(&self, v: T) -> T {
+    fn eval<T: ActScalar>(&self, v: T) -> T {
         numbered(ACT, self.a, self.b).slope(v)
     }
 }
 
+/// Whether activation number `act` calls a split `vecmath` function, so that its loops run the
+/// functions' common forms (`Checked`) and redo only the vectors where one met a rare argument.
+/// Not gelu: its `erfc` has no common form, and the check cost its backward more than its one
+/// `exp` saved (6.2 → 6.4 ms per million elements, `benchmarks/special_functions.py`).
+const fn calls_split_functions(act: u8) -> bool {
+    !matches!(act, LEAKY_RELU | HARDTANH | GELU)
+}
+
+/// `kernel` evaluated with the split functions' common forms: its value and whether it is rare.
+#[inline(always)]
+fn checked(kernel: &impl ActKernel, v: f32) -> (f32, bool) {
+    let result = kernel.eval(Checked { value: v, rare: false });
+    (result.value, result.rare)
+}
+
 impl<const ACT: u8> vecmath::ElementFn for Value<ACT> {
+    const SPLIT: bool = calls_split_functions(ACT);
+
     #[inline(always)]
     fn at(&self, v: f32) -> f32 {
         self.eval(v)
     }
+
+    #[inline(always)]
+    fn common_checked(&self, v: f32) -> (f32, bool) {
+        checked(self, v)
+    }
 }
 
 impl<const ACT: u8> vecmath::ElementFn for Slope<ACT> {
+    const SPLIT: bool = calls_split_functions(ACT);
+
     #[inline(always)]
     fn at(&self, v: f32) -> f32 {
         self.eval(v)
+    }
+
+    #[inline(always)]
+    fn common_checked(&self, v: f32) -> (f32, bool) {
+        checked(self, v)
     }
 }
 
@@ -416,42 +560,5 @@ where
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// One of each activation, `Hardtanh` (which has kinks) last.
-    const EVERY_ACT: [Act; 9] = [
-        Act::Silu,
-        Act::Selu,
-        Act::LogSigmoid,
-        Act::Gelu,
-        Act::GeluTanh,
-        Act::LeakyRelu { slope: 0.1 },
-        Act::Elu { alpha: 1.3 },
-        Act::Softplus { beta: 2.0, threshold: 20.0 },
-        Act::Hardtanh { min: -0.5, max: 6.0 },
-    ];
-
-    #[test]
-    fn each_activation_comes_back_from_its_number() {
-        for act in EVERY_ACT {
-            let (number, a, b) = act.number();
-            assert_eq!(numbered(number, a, b), act);
-            let x: Vec<f32> = (0..5000).map(|i| (i as f32 - 2500.0) / 400.0).collect();
-            let plain: Vec<f32> = x.iter().map(|&v| act.value(v)).collect();
-            assert_eq!(values(act, &x), plain, "{act:?}");
-        }
-    }
-
-    #[test]
-    fn slopes_match_central_differences() {
-        for act in &EVERY_ACT[..8] {
-            let act = *act;
-            for &x in &[-3.1, -0.7, 0.3, 1.9] {
-                let h = 1e-6;
-                let numeric = (act.value(x + h) - act.value(x - h)) / (2.0 * h);
-                assert!((numeric - act.slope(x)).abs() < 1e-6, "{act:?} at {x}: {numeric} vs {}", act.slope(x));
-            }
-        }
-    }
-}
+#[path = "activation_tests.rs"]
+mod tests;

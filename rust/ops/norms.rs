@@ -354,7 +354,7 @@ impl TableOp for NormBackward {
                     })??;
                     let picked = if self.part == Part::Weight { dw } else { db };
                     let values: Vec<T> =
-                        picked.into_iter().map(<T as crate::kernels::activation::ActFloat>::of).collect();
+                        picked.into_iter().map(<T as crate::kernels::activation::ActScalar>::of).collect();
                     Tensor::from_vec(values, w.shape())
                 }
             }

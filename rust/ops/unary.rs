@@ -393,6 +393,7 @@ unary_ops! {
         doc: "The logistic function 1/(1 + e^-x).",
         front: EVERYWHERE,
         kernel: |v| 1.0 / (1.0 + Special::fast_exp(-v)),
+        split_f32: vecmath::Sigmoid,
         ints: Promote,
         keeps: Output,
         grad: |d, x, y, g| {
@@ -415,6 +416,7 @@ unary_ops! {
         doc: "The sigmoid linear unit x·sigmoid(x) (swish).",
         front: FUNCTIONAL,
         kernel: |v| Act::Silu.value(v),
+        split_f32: crate::kernels::activation::SILU_VALUE,
         ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| activation::backward(d, Act::Silu, x, g),
@@ -424,6 +426,7 @@ unary_ops! {
         doc: "scale·(x where x > 0, else alpha·(e^x - 1)), with SELU's fixed scale and alpha.",
         front: FUNCTION_AND_FUNCTIONAL,
         kernel: |v| Act::Selu.value(v),
+        split_f32: crate::kernels::activation::SELU_VALUE,
         ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| activation::backward(d, Act::Selu, x, g),
@@ -442,6 +445,7 @@ unary_ops! {
         doc: "log(sigmoid(x)), computed stably.",
         front: FUNCTIONAL,
         kernel: |v| Act::LogSigmoid.value(v),
+        split_f32: crate::kernels::activation::LOG_SIGMOID_VALUE,
         ints: Promote,
         keeps: Input,
         grad: |d, x, y, g| activation::backward(d, Act::LogSigmoid, x, g),
@@ -511,9 +515,11 @@ mod tests {
     #[test]
     fn every_float32_path_gives_the_bits_of_the_declared_kernel() {
         // A `split_f32` kernel type is named beside `kernel`: it must compute the same function.
-        // Smooth values of both signs, zeros, subnormals and NaN, within the trig ops' limit.
-        let mut x: Vec<f32> = (0..40_000).map(|i| ((i as f32) * 0.013).sin() * (i % 97) as f32 * 0.2).collect();
-        x.extend([0.0, -0.0, 1e-40, -1e-40, f32::NAN, 1.0, -1.0, 0.5, TRIG_REDUCTION_LIMIT]);
+        // Smooth values of both signs, zeros, subnormals, NaN and values past the exponentials'
+        // ranges, within the trig ops' limit; the edges first, in vectors with smooth values.
+        let mut x = vec![0.0, -0.0, 1e-40, -1e-40, f32::NAN, 1.0, -1.0, 0.5, TRIG_REDUCTION_LIMIT];
+        x.extend([44.5, -44.5, 89.0, -89.0, 104.0, -104.0, 300.0, -300.0]);
+        x.extend((0..40_000).map(|i| ((i as f32) * 0.013).sin() * (i % 97) as f32 * 0.2));
         for &op in UnaryOp::ALL {
             let got = <f32 as UnaryKernel>::unary(op, &x);
             for (&v, &g) in x.iter().zip(&got) {

@@ -34,6 +34,14 @@ pub trait ElementFn: Sync + Send {
     fn common(&self, v: f32) -> f32 {
         self.at(v)
     }
+
+    /// `common(v)` and `is_rare(v)` in one evaluation: a function made of several split ones (an
+    /// activation of `exp` and `log1p`) knows whether one of them met a rare argument only as it
+    /// computes it.
+    #[inline(always)]
+    fn common_checked(&self, v: f32) -> (f32, bool) {
+        (self.common(v), self.is_rare(v))
+    }
 }
 
 impl<F: Fn(f32) -> f32 + Sync + Send> ElementFn for F {
@@ -91,8 +99,8 @@ fn fill<F: ElementFn>(out: &mut [MaybeUninit<f32>], x: &[f32], f: &F) {
 /// Elements per vector of `fill_split`: one AVX-512 register, two AVX2 ones.
 const SPLIT_LANES: usize = 16;
 
-/// `fill` for a `SPLIT` function: `common` on a vector of elements, then `at` on its rare ones,
-/// if it has any.
+/// `fill` for a `SPLIT` function: `common` on a vector of elements, then `at` on the whole
+/// vector if it has a rare element (the same bits as `at` on its common ones).
 #[inline(always)]
 fn fill_split(out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl ElementFn) {
     let n = out.len().min(x.len());
@@ -102,14 +110,13 @@ fn fill_split(out: &mut [MaybeUninit<f32>], x: &[f32], f: &impl ElementFn) {
     for (slots, values) in out_vectors.iter_mut().zip(x_vectors) {
         let mut any_rare = false;
         for (slot, &v) in slots.iter_mut().zip(values) {
-            slot.write(f.common(v));
-            any_rare |= f.is_rare(v);
+            let (value, rare) = f.common_checked(v);
+            slot.write(value);
+            any_rare |= rare;
         }
         if any_rare {
             for (slot, &v) in slots.iter_mut().zip(values) {
-                if f.is_rare(v) {
-                    slot.write(f.at(v));
-                }
+                slot.write(f.at(v));
             }
         }
     }
@@ -146,8 +153,36 @@ pub fn simd() -> Simd {
 /// `slope` is called here, not inside a closure around it, so that an `ElementFn` type's `at`
 /// is inlined into the vectorised loop whatever its size.
 #[inline(always)]
-fn fill_times(out: &mut [MaybeUninit<f32>], g: &[f32], x: &[f32], slope: &impl ElementFn) {
+fn fill_times<F: ElementFn>(out: &mut [MaybeUninit<f32>], g: &[f32], x: &[f32], slope: &F) {
+    if F::SPLIT {
+        return fill_times_split(out, g, x, slope);
+    }
     for ((slot, &gv), &xv) in out.iter_mut().zip(g).zip(x) {
+        slot.write(gv * slope.at(xv));
+    }
+}
+
+/// `fill_times` for a `SPLIT` slope, as `fill_split`.
+#[inline(always)]
+fn fill_times_split(out: &mut [MaybeUninit<f32>], g: &[f32], x: &[f32], slope: &impl ElementFn) {
+    let n = out.len().min(g.len()).min(x.len());
+    let (out_vectors, out_rest) = out[..n].as_chunks_mut::<SPLIT_LANES>();
+    let (g_vectors, g_rest) = g[..n].as_chunks::<SPLIT_LANES>();
+    let (x_vectors, x_rest) = x[..n].as_chunks::<SPLIT_LANES>();
+    for ((slots, grads), values) in out_vectors.iter_mut().zip(g_vectors).zip(x_vectors) {
+        let mut any_rare = false;
+        for ((slot, &gv), &xv) in slots.iter_mut().zip(grads).zip(values) {
+            let (value, rare) = slope.common_checked(xv);
+            slot.write(gv * value);
+            any_rare |= rare;
+        }
+        if any_rare {
+            for ((slot, &gv), &xv) in slots.iter_mut().zip(grads).zip(values) {
+                slot.write(gv * slope.at(xv));
+            }
+        }
+    }
+    for ((slot, &gv), &xv) in out_rest.iter_mut().zip(g_rest).zip(x_rest) {
         slot.write(gv * slope.at(xv));
     }
 }

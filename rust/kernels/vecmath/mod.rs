@@ -437,5 +437,16 @@ split_kernel! {
     common: |v| tanh_of(v, exp_within_range(v.abs() + v.abs()))
 }
 
+/// The logistic function 1/(1 + e^-x).
+#[inline(always)]
+pub fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + exp(-x))
+}
+
+split_kernel! {
+    /// `sigmoid`: within [-88, 103] (and not NaN) e^-x needs none of exp's edges.
+    Sigmoid: sigmoid, rare: |v| !(-88.0..=103.0).contains(&v), common: |v| 1.0 / (1.0 + exp_within_range(-v))
+}
+
 #[cfg(test)]
 mod tests;
