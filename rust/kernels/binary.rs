@@ -118,15 +118,32 @@ impl_binary_math!(f64, ln: f64::ln, exp: f64::exp, ln_1p: f64::ln_1p, atan2: f64
 pub trait BinaryKernel: Copy + Sync + Send + 'static {
     fn of_f32(a: f32, b: f32) -> f32;
     fn of_f64(a: f64, b: f64) -> f64;
+
+    /// Whether the float32 loops run `of_f32_checked` (see `vecmath::ElementFn::SPLIT`).
+    const SPLIT: bool = false;
+
+    /// A value that is `of_f32(a, b)` where the flag is false: the common form of a kernel built
+    /// on a split `vecmath` function, and whether that function met a rare argument.
+    #[inline(always)]
+    fn of_f32_checked(a: f32, b: f32) -> (f32, bool) {
+        (Self::of_f32(a, b), false)
+    }
 }
 
 /// `K` as `vecmath::zip_map_f32`'s element function.
 struct Vectorised<K>(PhantomData<K>);
 
 impl<K: BinaryKernel> vecmath::ElementFn2 for Vectorised<K> {
+    const SPLIT: bool = K::SPLIT;
+
     #[inline(always)]
     fn at(&self, a: f32, b: f32) -> f32 {
         K::of_f32(a, b)
+    }
+
+    #[inline(always)]
+    fn common_checked(&self, a: f32, b: f32) -> (f32, bool) {
+        K::of_f32_checked(a, b)
     }
 }
 
@@ -139,9 +156,16 @@ pub trait ZipKernel: Sized {
 struct SecondFixed<K>(f32, PhantomData<K>);
 
 impl<K: BinaryKernel> vecmath::ElementFn for SecondFixed<K> {
+    const SPLIT: bool = K::SPLIT;
+
     #[inline(always)]
     fn at(&self, a: f32) -> f32 {
         K::of_f32(a, self.0)
+    }
+
+    #[inline(always)]
+    fn common_checked(&self, a: f32) -> (f32, bool) {
+        K::of_f32_checked(a, self.0)
     }
 }
 
@@ -149,9 +173,16 @@ impl<K: BinaryKernel> vecmath::ElementFn for SecondFixed<K> {
 struct FirstFixed<K>(f32, PhantomData<K>);
 
 impl<K: BinaryKernel> vecmath::ElementFn for FirstFixed<K> {
+    const SPLIT: bool = K::SPLIT;
+
     #[inline(always)]
     fn at(&self, b: f32) -> f32 {
         K::of_f32(self.0, b)
+    }
+
+    #[inline(always)]
+    fn common_checked(&self, b: f32) -> (f32, bool) {
+        K::of_f32_checked(self.0, b)
     }
 }
 

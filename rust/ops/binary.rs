@@ -5,6 +5,8 @@
 //! - `name`, `torch_aliases`, `tf`, `doc`: see [`Spec`];
 //! - `inputs`: each operand's torch and TF1 name (`atan2` is TF's `atan2(y, x)`);
 //! - `kernel: |a, b| ...`: the value for one pair of elements, compiled once per float type;
+//! - `split_f32: |a, b| (value, rare)` (optional): `kernel`'s float32 value without the edge cases
+//!   of a split `vecmath` function where `rare` is false (see `BinaryKernel::of_f32_checked`);
 //! - `reads`: whether the rule reads the inputs and the output, so the eager tape keeps only that;
 //! - `grad: |d, x, y, out, g| (gx, gy)`: each operand's gradient before it is summed back
 //!   to the operand's shape (broadcasting), built from ops emitted through `d`;
@@ -24,6 +26,7 @@ use crate::graph::infer::broadcast;
 use crate::graph::PartialShape;
 use crate::kernels::binary::{zip3_broadcast, BinaryKernel, BinaryMath, ZipKernel};
 use crate::kernels::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
+use crate::kernels::vecmath;
 use crate::op::Op;
 use crate::rules::{Differentiator, RuleArgs, Saves};
 use crate::shape::broadcast_shapes;
@@ -134,6 +137,7 @@ macro_rules! binary_ops {
             inputs: [($t0:literal, $f0:literal), ($t1:literal, $f1:literal)],
             doc: $doc:literal,
             kernel: |$a:ident, $b:ident| $kernel:expr,
+            $(split_f32: |$sa:ident, $sb:ident| $split:expr,)?
             reads: (inputs: $reads_inputs:literal, output: $reads_output:literal),
             grad: |$d:ident, $x:ident, $y:ident, $out:ident, $g:ident| ($gx:expr, $gy:expr $(,)?),
             $(numbers: |$n:ident| $numbers:expr,)?
@@ -191,6 +195,13 @@ macro_rules! binary_ops {
                     fn of_f64($a: f64, $b: f64) -> f64 {
                         $kernel
                     }
+                    $(
+                        const SPLIT: bool = true;
+                        #[inline(always)]
+                        fn of_f32_checked($sa: f32, $sb: f32) -> (f32, bool) {
+                            $split
+                        }
+                    )?
                 }
                 float_dispatch!(a.dtype(), $name, |T| forward::zip_tensors::<T, T>(&a, &b, shape, |shape, p, q| {
                     T::zip_kernel::<Kernel>(shape, p, q)
@@ -353,6 +364,11 @@ binary_ops! {
         inputs: [("input", "x"), ("other", "y")],
         doc: "input·log(other), and 0 where input is 0 (unless other is NaN).",
         kernel: |a, b| a.xlogy(b),
+        // For a positive normal y (not NaN) xlogy is 0 or x·ln(y), and ln needs none of its edges.
+        split_f32: |a, b| {
+            let (log, rare) = vecmath::ElementFn::common_checked(&vecmath::Ln, b);
+            (if a == 0.0 { 0.0 } else { a * log }, rare)
+        },
         reads: (inputs: true, output: false),
         grad: |d, x, y, out, g| (
             {
@@ -546,5 +562,46 @@ impl TableOp for Lerp {
             .into_iter()
             .map(|(grad, like)| grad.map(|v| d.apply(Op::SumToLike, &[&v, like])).transpose())
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// xlogy's float32 paths (two dense operands, and a number against a tensor either way)
+    /// against its scalar kernel, bit for bit, with second operands its `ln` is rare for (zeros,
+    /// negatives, subnormals, infinities, NaN) in vectors of common ones, and zeros for x.
+    #[test]
+    fn xlogy_s_split_paths_give_the_bits_of_its_kernel() {
+        let rare = [0.0f32, -0.0, -1.0, 1e-40, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, f32::MAX];
+        let n = 4099;
+        let y: Vec<f32> = (0..n)
+            .map(|i| if i % 13 == 3 { rare[(i / 13) % rare.len()] } else { 0.1 + (i as f32 * 0.7).sin().abs() * 50.0 })
+            .collect();
+        let x: Vec<f32> = (0..n).map(|i| if i % 7 == 2 { 0.0 } else { (i as f32 * 0.3).cos() * 4.0 }).collect();
+        let tensor = |v: Vec<f32>| Tensor::from_vec(v, vec![n]).unwrap();
+        let run = |a: &Tensor, b: &Tensor| Xlogy.forward(&[a, b]).unwrap().to_vec::<f32>().unwrap();
+        let same = |got: Vec<f32>, want: &dyn Fn(usize) -> f32, what: &str| {
+            for (i, g) in got.into_iter().enumerate() {
+                let w = want(i);
+                assert!(g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()), "{what} at {i}: {g} against {w}");
+            }
+        };
+        same(run(&tensor(x.clone()), &tensor(y.clone())), &|i| x[i].xlogy(y[i]), "two tensors");
+        for a in [0.0f32, 2.5, -1.5] {
+            same(
+                run(&Tensor::scalar(a as f64, DType::F32), &tensor(y.clone())),
+                &|i| a.xlogy(y[i]),
+                "a number and a tensor",
+            );
+        }
+        for b in rare.into_iter().chain([0.5, 3.0]) {
+            same(
+                run(&tensor(x.clone()), &Tensor::scalar(b as f64, DType::F32)),
+                &|i| x[i].xlogy(b),
+                "a tensor and a number",
+            );
+        }
     }
 }

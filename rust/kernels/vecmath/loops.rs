@@ -51,15 +51,53 @@ impl<F: Fn(f32) -> f32 + Sync + Send> ElementFn for F {
     }
 }
 
-/// A float32 function of two elements for `zip_map_f32`, always inlined there as `ElementFn` is.
+/// A float32 function of two elements for `zip_map_f32`, always inlined there as `ElementFn` is,
+/// and split as it may be.
 pub trait ElementFn2: Sync + Send {
     fn at(&self, a: f32, b: f32) -> f32;
+
+    /// Whether the loop runs `common_checked`, then `at` on the vectors with a rare pair.
+    const SPLIT: bool = false;
+
+    /// A value that is `at(a, b)` where the flag is false.
+    #[inline(always)]
+    fn common_checked(&self, a: f32, b: f32) -> (f32, bool) {
+        (self.at(a, b), false)
+    }
 }
 
 /// Writes `f(a[i], b[i])` into `out[i]`; compiled for the instruction set of its caller.
 #[inline(always)]
-fn fill_zip(out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: &impl ElementFn2) {
+fn fill_zip<F: ElementFn2>(out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: &F) {
+    if F::SPLIT {
+        return fill_zip_split(out, a, b, f);
+    }
     for ((slot, &p), &q) in out.iter_mut().zip(a).zip(b) {
+        slot.write(f.at(p, q));
+    }
+}
+
+/// `fill_zip` for a `SPLIT` function, as `fill_split`.
+#[inline(always)]
+fn fill_zip_split(out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: &impl ElementFn2) {
+    let n = out.len().min(a.len()).min(b.len());
+    let (out_vectors, out_rest) = out[..n].as_chunks_mut::<SPLIT_LANES>();
+    let (a_vectors, a_rest) = a[..n].as_chunks::<SPLIT_LANES>();
+    let (b_vectors, b_rest) = b[..n].as_chunks::<SPLIT_LANES>();
+    for ((slots, firsts), seconds) in out_vectors.iter_mut().zip(a_vectors).zip(b_vectors) {
+        let mut any_rare = false;
+        for ((slot, &p), &q) in slots.iter_mut().zip(firsts).zip(seconds) {
+            let (value, rare) = f.common_checked(p, q);
+            slot.write(value);
+            any_rare |= rare;
+        }
+        if any_rare {
+            for ((slot, &p), &q) in slots.iter_mut().zip(firsts).zip(seconds) {
+                slot.write(f.at(p, q));
+            }
+        }
+    }
+    for ((slot, &p), &q) in out_rest.iter_mut().zip(a_rest).zip(b_rest) {
         slot.write(f.at(p, q));
     }
 }
