@@ -157,7 +157,7 @@ impl ActFloat for f64 {
 /// `rare` is false, `value` has the bits of the same activation computed in `f32`, operation
 /// for operation. A branch not taken (`pick`) drops its flag with its value.
 #[derive(Copy, Clone)]
-pub struct Checked {
+struct Checked {
     value: f32,
     rare: bool,
 }
