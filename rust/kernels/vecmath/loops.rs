@@ -187,42 +187,30 @@ pub fn simd() -> Simd {
     })
 }
 
-/// Writes `g[i] · slope(x[i])` into `out[i]`; compiled for the instruction set of its caller.
-/// `slope` is called here, not inside a closure around it, so that an `ElementFn` type's `at`
-/// is inlined into the vectorised loop whatever its size.
-#[inline(always)]
-fn fill_times<F: ElementFn>(out: &mut [MaybeUninit<f32>], g: &[f32], x: &[f32], slope: &F) {
-    if F::SPLIT {
-        return fill_times_split(out, g, x, slope);
+/// `g · slope(x)` as a function of the two elements, split where `slope` is.
+struct Times<'a, F>(&'a F);
+
+impl<F: ElementFn> ElementFn2 for Times<'_, F> {
+    const SPLIT: bool = F::SPLIT;
+
+    #[inline(always)]
+    fn at(&self, g: f32, x: f32) -> f32 {
+        g * self.0.at(x)
     }
-    for ((slot, &gv), &xv) in out.iter_mut().zip(g).zip(x) {
-        slot.write(gv * slope.at(xv));
+
+    #[inline(always)]
+    fn common_checked(&self, g: f32, x: f32) -> (f32, bool) {
+        let (slope, rare) = self.0.common_checked(x);
+        (g * slope, rare)
     }
 }
 
-/// `fill_times` for a `SPLIT` slope, as `fill_split`.
+/// Writes `g[i] · slope(x[i])` into `out[i]`; compiled for the instruction set of its caller.
+/// `slope` is called through `Times`, a type whose `at` is always inlined, not a closure around
+/// it, so that an `ElementFn` type's `at` is inlined into the vectorised loop whatever its size.
 #[inline(always)]
-fn fill_times_split(out: &mut [MaybeUninit<f32>], g: &[f32], x: &[f32], slope: &impl ElementFn) {
-    let n = out.len().min(g.len()).min(x.len());
-    let (out_vectors, out_rest) = out[..n].as_chunks_mut::<SPLIT_LANES>();
-    let (g_vectors, g_rest) = g[..n].as_chunks::<SPLIT_LANES>();
-    let (x_vectors, x_rest) = x[..n].as_chunks::<SPLIT_LANES>();
-    for ((slots, grads), values) in out_vectors.iter_mut().zip(g_vectors).zip(x_vectors) {
-        let mut any_rare = false;
-        for ((slot, &gv), &xv) in slots.iter_mut().zip(grads).zip(values) {
-            let (value, rare) = slope.common_checked(xv);
-            slot.write(gv * value);
-            any_rare |= rare;
-        }
-        if any_rare {
-            for ((slot, &gv), &xv) in slots.iter_mut().zip(grads).zip(values) {
-                slot.write(gv * slope.at(xv));
-            }
-        }
-    }
-    for ((slot, &gv), &xv) in out_rest.iter_mut().zip(g_rest).zip(x_rest) {
-        slot.write(gv * slope.at(xv));
-    }
+fn fill_times(out: &mut [MaybeUninit<f32>], g: &[f32], x: &[f32], slope: &impl ElementFn) {
+    fill_zip(out, g, x, &Times(slope))
 }
 
 widest_vectors! {
