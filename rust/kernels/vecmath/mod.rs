@@ -1,8 +1,8 @@
 //! Float32 functions that vectorise: `exp`, `exp2`, `log`, `log2`, `log10`, `sin`, `cos` and
 //! `tanh` here, `expm1`, `log1p`, `erf`, `erfc` and the hyperbolic functions in `special`, `tan`,
 //! `atan`, `asin`, `acos` and `atan2` in `trig`, and `pow` in `pow`. Most are branch-free
-//! polynomials (Cephes' and FreeBSD's coefficients, each within 2 ulps, tested); `pow`, `sinh` and
-//! `cosh` compute in float64 and round once. All are written so that a loop over a slice compiles
+//! polynomials (Cephes' and FreeBSD's coefficients, and fitted ones for `atan2`, each within 2 ulps,
+//! tested); `pow`, `sinh`, `cosh`, `erf` and `erfc` compute in float64 and round once. All are written so that a loop over a slice compiles
 //! to SIMD code. The C library's versions are one call per element, which made `exp` four times
 //! and `sin` fifteen times slower than numpy.
 //!
@@ -11,10 +11,10 @@
 //!
 //! Edge cases cost instructions in every lane: the logarithms' checks for zeros, negatives,
 //! infinities, NaN and subnormals took a third of their loop. The kernel types `Ln`, `Log2`,
-//! `Log10`, `Ln1p`, `Asinh`, `Acosh`, `Atanh`, `Exp`, `Exp2`, `Expm1` and `Tanh`, and
-//! `map_trig`'s, leave them out where no lane of a vector needs them, and redo only the lanes
-//! that do in full (`ElementFn::SPLIT`): the same bits, in less time per element
-//! (docs/performance.md).
+//! `Log10`, `Ln1p`, `Asinh`, `Acosh`, `Atanh`, `Exp`, `Exp2`, `Expm1`, `Tanh` and `Sigmoid`, and
+//! `map_trig`'s, leave them out where no lane of a vector needs them, and redo a vector in full
+//! where one does (`ElementFn::SPLIT`): the same bits, in less time per element
+//! (docs/performance.md). The activations and `xlogy` run these common forms too.
 //!
 //! The polynomials take fused multiply-adds (`mul_add`: a·b + c rounded once), which made most of
 //! these functions 5–18% faster than a multiply and an add. Its result is defined to the bit, so the
