@@ -177,7 +177,7 @@ mod tests {
                 }
             }
         }
-        // Pairs of every 7919th bit pattern of each sign (subnormals to the largest floats), and
+        // Pairs of every (7919·1024)th bit pattern of each sign (264: subnormals to 3e38), and
         // points on either side of the diagonal, where the octants meet.
         let patterns: Vec<f32> = (0..0x7f80_0000u32).step_by(7919 * 1024).map(f32::from_bits).collect();
         let near_diagonal = (0..20_000).map(|i| (1.0 + (i as f32 - 10_000.0) * 1e-6, 1.0));
