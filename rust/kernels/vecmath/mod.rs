@@ -2,8 +2,8 @@
 //! `tanh` here, `expm1`, `log1p`, `erf`, `erfc` and the hyperbolic functions in `special`, `tan`,
 //! `atan`, `asin`, `acos` and `atan2` in `trig`, and `pow` in `pow`. Most are branch-free
 //! polynomials (Cephes' and FreeBSD's coefficients, and fitted ones for `atan2`, each within 2 ulps,
-//! tested); `pow`, `sinh`, `cosh`, `erf` and `erfc` compute in float64 and round once. All are written so that a loop over a slice compiles
-//! to SIMD code. The C library's versions are one call per element, which made `exp` four times
+//! tested); `pow`, `sinh`, `cosh`, `erf` and `erfc` compute in float64 and round once. All are
+//! written so that a loop over a slice compiles to SIMD code. The C library's versions are one call per element, which made `exp` four times
 //! and `sin` fifteen times slower than numpy.
 //!
 //! `map_f32` and the other loops of `loops` run such a function over a slice, compiled for AVX-512
