@@ -3,7 +3,8 @@
 //! float32 products: which runs a product is decided here. Operands are read
 //! through their strides, so a transposed view is multiplied without being copied
 //! (except a column-major A in wide products, see `dense_copy_of_transposed`, and a small
-//! B not stored by rows, see `b_is_copied_into_rows`).
+//! B not stored by rows, see `b_is_copied_into_rows`). A large B stored by columns with a
+//! small A runs as the transposed product (`sgemm_swapped`).
 
 use super::elementwise::ScalarOp;
 use super::leaf_sgd::LeafSgd;
@@ -405,7 +406,7 @@ const OWN_SGEMM_MAX_B_ELEMENTS: usize = (1 << 18) - 1;
 /// Which of our own AVX-512 float32 kernels runs a product.
 #[derive(Copy, Clone, PartialEq, Debug)]
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-enum OwnKernel {
+pub(super) enum OwnKernel {
     /// `sgemm_avx512.rs`: B read in place.
     Unpacked,
     /// `sgemm_packed.rs`: B copied into panels, block by block (the same bits).
@@ -425,15 +426,20 @@ const PACKED_MIN_ROWS: usize = 256;
 #[cfg(target_arch = "x86_64")]
 const PACKED_MIN_MACS: usize = 1 << 31;
 
-/// Whether one of our own AVX-512 float32 kernels runs `a·b` (rather than the `gemm` crate).
-/// (When memory is too short for the copy of a small B, the crate runs it after all.)
+/// Whether one of our own AVX-512 float32 kernels runs `a·b` (rather than the `gemm` crate),
+/// directly or as the transposed product (`sgemm_swapped`). (When memory is too short for
+/// the copy of a small B or for the transposed product, the crate runs it after all.)
 pub fn own_kernel_runs<T: Float>(a: MatRef<T>, b: MatRef<T>) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if super::sgemm_swapped::runs_swapped(a, b) {
+        return true;
+    }
     own_kernel_for(a, b).is_some()
 }
 
 /// Our kernel for `a·b`: by its shape and A's layout, where B is stored by rows or
 /// copied into rows (`b_is_copied_into_rows`).
-fn own_kernel_for<T: Float>(a: MatRef<T>, b: MatRef<T>) -> Option<OwnKernel> {
+pub(super) fn own_kernel_for<T: Float>(a: MatRef<T>, b: MatRef<T>) -> Option<OwnKernel> {
     let kernel = own_kernel_for_shape(a, b)?;
     (b.col_stride == 1 || b_is_copied_into_rows(b)).then_some(kernel)
 }
@@ -476,7 +482,7 @@ fn own_kernel_for_shape<T: Float>(a: MatRef<T>, b: MatRef<T>) -> Option<OwnKerne
 /// # Safety
 /// `init` must be valid for m×n reads and `outs[0]` (and a non-null `outs[1]`) for
 /// m×n writes (`outs[0]` may equal `init`).
-unsafe fn try_own_sgemm<T: Float>(
+pub(super) unsafe fn try_own_sgemm<T: Float>(
     a: MatRef<T>,
     b: MatRef<T>,
     init: *const T,
@@ -486,7 +492,10 @@ unsafe fn try_own_sgemm<T: Float>(
 ) -> Option<()> {
     #[cfg(target_arch = "x86_64")]
     {
-        let kernel = own_kernel_for(a, b)?;
+        let Some(kernel) = own_kernel_for(a, b) else {
+            // SAFETY: the caller's contract, passed on.
+            return unsafe { super::sgemm_swapped::try_swapped(a, b, init, outs, second, store) };
+        };
         // A B that is not in rows (`b_is_copied_into_rows`) is copied into rows first.
         let rows_of_b = if b.col_stride != 1 { Some(row_major_copy_of(b)?) } else { None };
         let b = match &rows_of_b {

@@ -162,10 +162,17 @@ fn a_small_transposed_b_is_copied_into_rows_for_our_kernel() {
 }
 
 #[test]
-fn the_fused_products_run_a_small_transposed_b_with_the_bits_of_the_plain_product() {
+fn the_fused_products_run_a_transposed_b_with_the_bits_of_the_plain_product() {
+    // A torch `Linear`'s x·Wᵀ: 64×10 by the transpose of a 100×10 weight (Wᵀ copied into
+    // rows), and 16×128 by the transpose of a 512×128 one (the transposed product, as an
+    // LSTM step's h·W_hhᵀ), and 5×100 by a 333×100 one (edges everywhere).
+    for (m, k, n) in [(64, 10, 100), (16, 128, 512), (5, 100, 333)] {
+        fused_products_match_the_plain_product(m, k, n);
+    }
+}
+
+fn fused_products_match_the_plain_product(m: usize, k: usize, n: usize) {
     use crate::kernels::leaf_sgd::{leaf_sgd, GradUse};
-    // A torch `Linear`'s x·Wᵀ: 64×10 by the transpose of a 100×10 weight.
-    let (m, k, n) = (64, 10, 100);
     let a: Vec<f32> = values(m * k, 0.4).iter().map(|&v| v as f32).collect();
     let w: Vec<f32> = values(n * k, 0.6).iter().map(|&v| v as f32).collect();
     let init: Vec<f32> = values(m * n, 0.2).iter().map(|&v| v as f32).collect();
@@ -175,7 +182,9 @@ fn the_fused_products_run_a_small_transposed_b_with_the_bits_of_the_plain_produc
         return;
     }
     let plain = matmul(a_ref, w_t);
-    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let rows_of_w_t = row_major_copy_of(w_t).unwrap();
+    // Our kernel on Wᵀ stored by rows sums in the same order, so it gives the same bits.
+    assert_eq!(bits(&plain), bits(&matmul(a_ref, dense(&rows_of_w_t, k, n))), "{m}×{k}×{n}");
     let written = |v: Vec<MaybeUninit<f32>>| -> Vec<f32> {
         // SAFETY: the callers below pass only outputs the kernel wrote in full.
         v.into_iter().map(|x| unsafe { x.assume_init() }).collect()
@@ -189,7 +198,7 @@ fn the_fused_products_run_a_small_transposed_b_with_the_bits_of_the_plain_produc
     let (mut out, mut copy) = (vec![MaybeUninit::uninit(); m * n], vec![MaybeUninit::uninit(); m * n]);
     matmul_update_into(a_ref, w_t, &init, &mut out, Some(&mut copy), -0.5);
     let mut apart = init.clone();
-    matmul_into(a_ref, dense(&row_major_copy_of(w_t).unwrap(), k, n), &mut apart, -0.5, 1.0);
+    matmul_into(a_ref, dense(&rows_of_w_t, k, n), &mut apart, -0.5, 1.0);
     assert_eq!((bits(&written(out)), bits(&written(copy))), (bits(&apart), bits(&apart)));
 
     let step = LeafSgd { scale_op: ScalarOp::Mul, scale: 1e-3f32, alpha: -1.0 };
@@ -198,6 +207,46 @@ fn the_fused_products_run_a_small_transposed_b_with_the_bits_of_the_plain_produc
     let mut apart = init.clone();
     leaf_sgd(GradUse::Filled { value: 0.0, incoming: &plain }, &mut apart, &step);
     assert_eq!(bits(&fused_step), bits(&apart));
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn a_large_transposed_b_with_a_small_a_runs_as_the_transposed_product() {
+    use crate::kernels::sgemm_swapped::runs_swapped;
+    let w = vec![0.5f32; 1000 * 512];
+    let a = vec![0.25f32; 64 * 512];
+    let w_t = |n: usize, k: usize| dense(&w[..n * k], n, k).transposed();
+    let x = |m: usize, k: usize| dense(&a[..m * k], m, k);
+    if !own_kernel_available_for::<f32>() {
+        assert!(!runs_swapped(x(16, 128), w_t(512, 128)));
+        return;
+    }
+    assert!(runs_swapped(x(16, 128), w_t(512, 128)) && runs_swapped(x(2, 512), w_t(1000, 512)));
+    assert!(!runs_swapped(x(1, 512), w_t(1000, 512)), "one row stays on the crate");
+    assert!(runs_swapped(x(32, 512), w_t(512, 512)) && runs_swapped(x(2, 8192 - 1), w_t(8, 8192 - 1)));
+    assert!(!runs_swapped(x(33, 128), w_t(512, 128)), "from 33 rows on, the crate");
+    assert!(!runs_swapped(x(4, 8192), w_t(8, 8192)), "nor an xᵀ of more than 2^14 elements");
+    assert!(!runs_swapped(x(16, 32), w_t(1000, 32)), "too shallow to repay the extra passes");
+    assert!(!runs_swapped(x(16, 128), dense(&w[..128 * 512], 128, 512)), "B stored by rows");
+    assert!(!runs_swapped(x(16, 10), w_t(100, 10)), "a small Wᵀ is copied into rows instead");
+    // x stored by columns: xᵀ is read in place, however large.
+    assert!(runs_swapped(dense(&a[..32 * 1000], 1000, 32).transposed(), w_t(512, 1000)));
+    // The values, against a naive loop, with the edges of the tiles on both sides.
+    let (m, k, n) = (7, 70, 301);
+    let a64 = values(m * k, 0.3);
+    let w64 = values(n * k, 0.9);
+    let (a32, w32): (Vec<f32>, Vec<f32>) =
+        (a64.iter().map(|&v| v as f32).collect(), w64.iter().map(|&v| v as f32).collect());
+    assert!(runs_swapped(dense(&a32, m, k), dense(&w32, n, k).transposed()));
+    let got = matmul(dense(&a32, m, k), dense(&w32, n, k).transposed());
+    let w_t64: Vec<f64> = (0..k * n).map(|i| w64[(i % n) * k + i / n]).collect();
+    for (g, want) in got.iter().zip(naive(&a64, &w_t64, m, k, n)) {
+        assert!((f64::from(*g) - want).abs() < 1e-4, "{g} vs {want}");
+    }
 }
 
 #[test]

@@ -41,6 +41,8 @@ mod sgemm_edge_rows;
 pub mod sgemm_packed;
 #[cfg(target_arch = "x86_64")]
 mod sgemm_panel_edge;
+#[cfg(target_arch = "x86_64")]
+mod sgemm_swapped;
 pub mod sort;
 pub mod spin_pool;
 pub mod split_writes;
