@@ -421,7 +421,13 @@ impl Tensor {
     }
 
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
-        self.with_contiguous(|s: &[T]| crate::kernels::layout::copy_slice(s))
+        if self.is_contiguous() || self.numel() == 0 {
+            return self.with_contiguous(|s: &[T]| crate::kernels::layout::copy_slice(s));
+        }
+        // The gathered copy is the result (with_contiguous would copy it once more).
+        let guard = self.0.storage.read();
+        let all = T::slice(&guard).ok_or_else(|| self.dtype_mismatch::<T>())?;
+        Ok(gather_strided(all, &self.0.shape, &self.0.strides, self.0.offset))
     }
 
     /// Every element as f64, row-major (bools as 0/1; integers past 2^53 round).
