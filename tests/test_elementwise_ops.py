@@ -54,6 +54,37 @@ def test_a_number_may_be_the_first_operand():
     np.testing.assert_allclose(rustgrad.pow(2, x).numpy(), [8.0, 2.0 ** -4])
 
 
+@pytest.mark.parametrize("np_dtype", [np.float32, np.float64, np.int64])
+def test_a_number_on_the_left_matches_numpy_for_every_op(np_dtype):
+    # Each op with the number first has its own loop (they shared one that matched on the op per
+    # element); large enough for the parallel chunks, with an odd tail.
+    values = np.random.default_rng(3).uniform(0.5, 9.0, 70_001)
+    x_np = values.astype(np_dtype) if np_dtype != np.int64 else np.ceil(values).astype(np_dtype)
+    x = rustgrad.from_numpy(x_np)
+    for got, want in [(1 - x, 1 - x_np), (7 / x, 7 / x_np), (7 // x, 7 // x_np), (7 % x, 7 % x_np),
+                      (2 ** x, 2.0 ** x_np if np_dtype != np.int64 else 2 ** x_np),
+                      (rustgrad.maximum(x, rustgrad.tensor(4, dtype=x.dtype)), np.maximum(x_np, 4))]:
+        # An integer divided is float32, as in torch.
+        np.testing.assert_allclose(got.numpy(), want, rtol=2e-6 if got.dtype == rustgrad.float32 else 1e-12)
+
+
+def test_binary_ops_read_narrowed_rows_in_place_with_numpy_s_values():
+    # Gates of an LSTM: (T, N, 4H) narrowed along the last dim, rows of 128 contiguous elements
+    # 512 apart; against a dense operand, another view, a broadcast row, and compared.
+    gates_np = np.random.default_rng(4).standard_normal((50, 16, 512)).astype(np.float32)
+    dense_np = np.random.default_rng(5).standard_normal((50, 16, 128)).astype(np.float32)
+    gates, dense = rustgrad.from_numpy(gates_np), rustgrad.from_numpy(dense_np)
+    i, f = gates.narrow(2, 0, 128), gates.narrow(2, 384, 128)
+    i_np, f_np = gates_np[:, :, :128], gates_np[:, :, 384:]
+    row, row_np = dense[0, 0], dense_np[0, 0]
+    np.testing.assert_array_equal((i * f).numpy(), i_np * f_np)
+    np.testing.assert_array_equal((i - dense).numpy(), i_np - dense_np)
+    np.testing.assert_array_equal((dense / f).numpy(), dense_np / f_np)
+    np.testing.assert_array_equal((f + row).numpy(), f_np + row_np)
+    np.testing.assert_array_equal((i < f).numpy(), i_np < f_np)
+    np.testing.assert_array_equal(rustgrad.maximum(i, dense).numpy(), np.maximum(i_np, dense_np))
+
+
 def test_an_operand_that_is_neither_a_tensor_nor_a_number_names_the_op_and_the_argument():
     x = rustgrad.ones(2)
     with pytest.raises(errors.ArgumentTypeError,

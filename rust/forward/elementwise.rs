@@ -195,11 +195,14 @@ const REORDER_MIN_ELEMENTS: usize = 1 << 12;
 /// and a transposed walk misses the cache at each step, while the copy is tiled and parallel.
 /// Measured on 2 cores, float32 `a.t() + b`: 14.3 ms walking against 1.6 ms copying first at
 /// 1024×1024, 406 against 124 ms at 4096×4096. A broadcast operand (a stride of 0, `expand`) is
-/// read in place: its rows are contiguous, and materialising it costs as much as the op.
+/// read in place: its rows are contiguous, and materialising it costs as much as the op. So is
+/// an operand whose rows are contiguous and long enough for `ew::zip_in_runs` (a `narrow` along
+/// the last dim, as an LSTM's gates): copying it took most of the op's time.
 #[inline(always)]
 fn in_order<'a>(t: &'a Tensor, shape: &[usize]) -> Result<std::borrow::Cow<'a, Tensor>> {
     let strided = t.numel() >= REORDER_MIN_ELEMENTS && t.shape() == shape && !t.is_contiguous();
-    if strided && !t.strides().contains(&0) {
+    let in_rows = t.strides().last() == Some(&1) && t.shape().last().is_some_and(|&n| n >= ew::ROW_MIN_ELEMENTS);
+    if strided && !in_rows && !t.strides().contains(&0) {
         return Ok(std::borrow::Cow::Owned(t.contiguous()?));
     }
     Ok(std::borrow::Cow::Borrowed(t))

@@ -206,7 +206,7 @@ where
 }
 
 /// Rows at least this long take `zip_rows`.
-const ROW_MIN_ELEMENTS: usize = 16;
+pub const ROW_MIN_ELEMENTS: usize = 16;
 
 /// `zip_broadcast` where each operand's last dim is contiguous or broadcast (a bias row
 /// against a matrix, an expanded column): row by row with the loops of `runs`, in parallel
