@@ -227,6 +227,26 @@ def _embedding() -> Case:
     return Case("`embedding` forward + backward, 4096 of 10000×128", ours, theirs)
 
 
+def _small_batch_linear() -> Case:
+    # x·Wᵀ with W stored (out, in) by rows: on the `gemm` crate until 2026-12-07, 7 times slower.
+    x, w, b = _matrix(8, 512, seed=0), _matrix(512, 512, seed=1), _matrix(1, 512, seed=2)[0]
+    layer = rustgrad.nn.Linear(512, 512)
+    with rustgrad.no_grad():
+        layer.weight.copy_(rustgrad.from_numpy(w))
+        layer.bias.copy_(rustgrad.from_numpy(b))
+    tx = rustgrad.from_numpy(x)
+
+    def ours() -> Callable[[], Any]:
+        def run() -> Any:
+            with rustgrad.no_grad():
+                return layer(tx)
+
+        return run
+
+    return Case("`nn.Linear(512, 512)` on a batch of 8, no_grad", ours, lambda: lambda: x @ w.T + b,
+                flops=2 * 8 * 512 * 512, formula="2·N·in·out")
+
+
 def _data_loader() -> Case:
     x = _matrix(1400, 64)
     labels = np.arange(1400) % 10
@@ -284,6 +304,7 @@ CASES: dict[str, Case] = {}
 for _name, _make in [("cat", _cat), ("indexing", _indexing), ("gather", _gather), ("sort", _sort),
                      ("where", _where), ("randn", _randn), ("softmax", _softmax), ("layer_norm", _layer_norm),
                      ("max_pool2d", _max_pool), ("batch_norm", _batch_norm), ("silu", _silu),
-                     ("embedding", _embedding), ("data_loader", _data_loader), ("tf1_mlp_step", _tf1_mlp_step)]:
+                     ("embedding", _embedding), ("small_batch_linear", _small_batch_linear),
+                     ("data_loader", _data_loader), ("tf1_mlp_step", _tf1_mlp_step)]:
     CASES[_name] = _make()
 
