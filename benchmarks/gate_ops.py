@@ -11,9 +11,7 @@ Prints, per row, the median over the rounds of each process's median µs, and nu
 
 from __future__ import annotations
 
-import statistics
-
-from product_rates import alternate, child_results, parse_rounds_and_threads
+from product_rates import compare_builds_with_numpy
 
 CHILD = """
 import json, sys
@@ -51,22 +49,7 @@ print(json.dumps({name: [ours[name], theirs[name]] for name in ours}))
 
 
 def main() -> None:
-    args = parse_rounds_and_threads(__doc__.splitlines()[0], rounds=3, threads=[2], builds=True)
-    configurations = {"installed": {}, **args.build}
-    names = list(configurations)
-
-    def run(name: str, threads: int) -> dict:
-        return child_results(CHILD, configurations[name], [str(threads)])
-
-    for threads in args.threads:
-        runs = alternate(names, args.rounds, run, threads)
-        print(f"\n{threads} thread(s), µs (median over {args.rounds} rounds)")
-        print("| row | " + " | ".join(names) + " | numpy |")
-        print("|---|" + "---|" * (len(names) + 1))
-        for row in runs[names[0]][0]:
-            ours = [statistics.median(r[row][0] for r in runs[name]) for name in names]
-            numpy = statistics.median(r[row][1] for name in names for r in runs[name])
-            print(f"| {row} | " + " | ".join(f"{v:.1f}" for v in ours) + f" | {numpy:.1f} |")
+    compare_builds_with_numpy(__doc__.splitlines()[0], CHILD, [])
 
 
 if __name__ == "__main__":

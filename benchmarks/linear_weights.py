@@ -12,9 +12,8 @@ Prints, per row, the median over the rounds of each process's median µs, and nu
 from __future__ import annotations
 
 import json
-import statistics
 
-from product_rates import alternate, child_results, parse_rounds_and_threads
+from product_rates import compare_builds_with_numpy
 
 # (batch m, in_features k, out_features n)
 SHAPES = [(1, 512, 512), (2, 512, 512), (4, 1024, 256), (8, 512, 512), (16, 128, 512), (16, 512, 128),
@@ -48,22 +47,7 @@ print(json.dumps(result))
 
 
 def main() -> None:
-    args = parse_rounds_and_threads(__doc__.splitlines()[0], rounds=3, threads=[2], builds=True)
-    configurations = {"installed": {}, **args.build}
-    names = list(configurations)
-
-    def run(name: str, threads: int) -> dict:
-        return child_results(CHILD, configurations[name], [str(threads), json.dumps(SHAPES)])
-
-    for threads in args.threads:
-        runs = alternate(names, args.rounds, run, threads)
-        print(f"\n{threads} thread(s), µs (median over {args.rounds} rounds)")
-        print("| row | " + " | ".join(names) + " | numpy |")
-        print("|---|" + "---|" * (len(names) + 1))
-        for row in runs[names[0]][0]:
-            ours = [statistics.median(r[row][0] for r in runs[name]) for name in names]
-            numpy = statistics.median(r[row][1] for name in names for r in runs[name])
-            print(f"| {row} | " + " | ".join(f"{v:.1f}" for v in ours) + f" | {numpy:.1f} |")
+    compare_builds_with_numpy(__doc__.splitlines()[0], CHILD, [json.dumps(SHAPES)])
 
 
 if __name__ == "__main__":

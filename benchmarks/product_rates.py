@@ -119,3 +119,26 @@ def median_and_best(results: list[Results], row: str, better: Callable = max) ->
     """"median (best)": the median over the processes of their medians, and the best call."""
     median = statistics.median(r[row][0] for r in results)
     return f"{median:6.1f} ({better(r[row][1] for r in results):6.1f})"
+
+
+def compare_builds_with_numpy(description: str, child: str, child_args: list[str]) -> None:
+    """Runs ``child`` (Python source printing ``{row: [our µs, numpy's µs]}`` as JSON, given the
+    thread count and then ``child_args``) in the installed build and in every ``--build NAME=DIR``,
+    alternating for ``--rounds`` rounds on each of ``--threads``, and prints per row the median over
+    the rounds of each build's µs and of numpy's."""
+    args = parse_rounds_and_threads(description, rounds=3, threads=[2], builds=True)
+    configurations = {"installed": {}, **args.build}
+    names = list(configurations)
+
+    def run(name: str, threads: int) -> Results:
+        return child_results(child, configurations[name], [str(threads), *child_args])
+
+    for threads in args.threads:
+        runs = alternate(names, args.rounds, run, threads)
+        print(f"\n{threads} thread(s), µs (median over {args.rounds} rounds)")
+        print("| row | " + " | ".join(names) + " | numpy |")
+        print("|---|" + "---|" * (len(names) + 1))
+        for row in runs[names[0]][0]:
+            ours = [statistics.median(r[row][0] for r in runs[name]) for name in names]
+            numpy = statistics.median(r[row][1] for name in names for r in runs[name])
+            print(f"| {row} | " + " | ".join(f"{v:.1f}" for v in ours) + f" | {numpy:.1f} |")

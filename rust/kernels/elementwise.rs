@@ -148,9 +148,43 @@ pub(crate) unsafe fn fill_chunks<U: Copy + Send + Sync + 'static>(
     n: usize,
     fill: impl Fn(usize, &mut [MaybeUninit<U>]) + Sync + Send,
 ) -> Vec<U> {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { fill_chunks_of(n, PARALLEL_MIN_ELEMENTS, CHUNK, fill) }
+}
+
+/// Elements from which, and per task, `fill_costly_chunks` runs in parallel. From 2^17 on, two
+/// threads took 20–35% less than one for `exp`, `tanh`, `sigmoid` and `log` (128K: `tanh` 59–66
+/// against 89 µs); at 2^16 they won for `tanh` only, and at 2^15 all lost (`exp` 33.5 against
+/// 10.8 µs): `python benchmarks/mid_size_maps.py`, docs/performance.md.
+const COSTLY_PARALLEL_MIN_ELEMENTS: usize = 1 << 17;
+const COSTLY_CHUNK: usize = 1 << 15;
+
+/// `fill_chunks` for work of several cycles an element (the special functions of `vecmath`),
+/// which repays its tasks' scheduling from fewer elements than a memory-bound loop does.
+///
+/// # Safety
+/// As `fill_chunks`.
+pub(crate) unsafe fn fill_costly_chunks<U: Copy + Send + Sync + 'static>(
+    n: usize,
+    fill: impl Fn(usize, &mut [MaybeUninit<U>]) + Sync + Send,
+) -> Vec<U> {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { fill_chunks_of(n, COSTLY_PARALLEL_MIN_ELEMENTS, COSTLY_CHUNK, fill) }
+}
+
+/// `fill_chunks` in chunks of `chunk`, in parallel from `parallel_from` elements.
+///
+/// # Safety
+/// As `fill_chunks`.
+unsafe fn fill_chunks_of<U: Copy + Send + Sync + 'static>(
+    n: usize,
+    parallel_from: usize,
+    chunk: usize,
+    fill: impl Fn(usize, &mut [MaybeUninit<U>]) + Sync + Send,
+) -> Vec<U> {
     let mut out = crate::storage::vec_with_capacity(n);
-    let parallel = n >= PARALLEL_MIN_ELEMENTS && super::threads::num_threads() > 1;
-    for_each_chunk(&mut out.spare_capacity_mut()[..n], CHUNK, parallel, |(i, chunk)| fill(i * CHUNK, chunk));
+    let parallel = n >= parallel_from && super::threads::num_threads() > 1;
+    for_each_chunk(&mut out.spare_capacity_mut()[..n], chunk, parallel, |(i, slots)| fill(i * chunk, slots));
     // SAFETY: `fill` writes each slot of its chunk (the caller's contract), and the
     // chunks cover all `n` slots.
     unsafe { out.set_len(n) };

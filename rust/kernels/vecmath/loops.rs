@@ -235,11 +235,20 @@ pub fn map_row_f32(out: &mut [f32], x: &[f32], f: &impl ElementFn) {
     fill_chunk(slots, &x[..n], f)
 }
 
-/// `f` over a float32 slice, vectorised for this CPU, in parallel for large inputs.
-pub fn map_f32(x: &[f32], f: impl ElementFn) -> Vec<f32> {
+/// `f` over a float32 slice, vectorised for this CPU, in parallel for large inputs (from fewer
+/// elements for the split kernels, the special functions, than for the cheap ones).
+pub fn map_f32<F: ElementFn>(x: &[f32], f: F) -> Vec<f32> {
+    let fill = |start: usize, out: &mut [MaybeUninit<f32>]| fill_chunk(out, &x[start..], &f);
+    use crate::kernels::elementwise::{fill_chunks, fill_costly_chunks};
     // SAFETY: `fill_chunk` writes every slot of the chunk it is given (the zip covers the
     // chunk: the input from `start` is at least as long).
-    unsafe { crate::kernels::elementwise::fill_chunks(x.len(), |start, out| fill_chunk(out, &x[start..], &f)) }
+    unsafe {
+        if F::SPLIT {
+            fill_costly_chunks(x.len(), fill)
+        } else {
+            fill_chunks(x.len(), fill)
+        }
+    }
 }
 
 /// Writes `f(x[i])` into `x[i]`; compiled for the instruction set of its caller.
