@@ -208,35 +208,14 @@ unsafe fn store_sum_of_halves(
     unsafe { store_sums(len, sum_at, init, outs, second, store) }
 }
 
-/// Stores the `len` finished products at `products` as `store` says from `init` into
-/// `outs[0]`, and as `second` says into a non-null `outs[1]`: as the kernel's tiles store
-/// their sums, so with their bits.
-///
-/// # Safety
-/// `products` and `init` (when the store reads it) must be readable for `len` values,
-/// `outs[0]` and a non-null `outs[1]` writable; the CPU must have avx512f.
-#[target_feature(enable = "avx512f")]
-pub(super) unsafe fn store_products(
-    products: *const f32,
-    len: usize,
-    init: *const f32,
-    outs: [*mut f32; 2],
-    second: SecondOutput,
-    store: Store<f32>,
-) {
-    // SAFETY: the masked lanes, start.. at most len, lie inside `products` (caller's contract).
-    let sum_at = |mask, start: usize| unsafe { _mm512_maskz_loadu_ps(mask, products.add(start)) };
-    // SAFETY: the caller's contract, passed on.
-    unsafe { store_sums(len, sum_at, init, outs, second, store) }
-}
-
 /// Stores `sum_at(mask, start)` for the 16 values from each `start` (`len` in all), as the
 /// kernel's tiles store their sums.
 ///
 /// # Safety
-/// As `store_products`, with `sum_at` reading only the masked lanes.
+/// `init` (when the store reads it) must be readable for `len` values, `outs[0]` and a non-null
+/// `outs[1]` writable; `sum_at` must read only the masked lanes; the CPU must have avx512f.
 #[target_feature(enable = "avx512f")]
-unsafe fn store_sums(
+pub(super) unsafe fn store_sums(
     len: usize,
     sum_at: impl Fn(__mmask16, usize) -> __m512,
     init: *const f32,

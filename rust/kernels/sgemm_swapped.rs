@@ -14,6 +14,7 @@
 
 use super::matmul::{MatRef, SecondOutput, Store};
 use crate::dtype::Float;
+use std::arch::x86_64::_mm512_maskz_loadu_ps;
 
 /// The transposed product pays for its two extra passes over the m×n output (the transpose
 /// and the store) when each output sums at least this many products.
@@ -85,7 +86,29 @@ pub(super) unsafe fn try_swapped<T: Float>(
         (rows.as_ptr().cast(), init.cast(), outs.map(|p| p.cast()), unsafe { std::mem::transmute_copy(&store) });
     // SAFETY: `rows` holds the m×n products; the caller's contract on `init` and `outs`; avx512f
     // is present (own_kernel_for ran the product on our kernel).
-    unsafe { super::sgemm_avx512::store_products(products, len, init, outs, second, store) };
+    unsafe { store_products(products, len, init, outs, second, store) };
     crate::buffer_pool::give(rows);
     Some(())
+}
+
+/// Stores the `len` finished products at `products` as `store` says from `init` into
+/// `outs[0]`, and as `second` says into a non-null `outs[1]`: as the kernel's tiles store
+/// their sums, so with their bits.
+///
+/// # Safety
+/// `products` and `init` (when the store reads it) must be readable for `len` values,
+/// `outs[0]` and a non-null `outs[1]` writable; the CPU must have avx512f.
+#[target_feature(enable = "avx512f")]
+unsafe fn store_products(
+    products: *const f32,
+    len: usize,
+    init: *const f32,
+    outs: [*mut f32; 2],
+    second: SecondOutput,
+    store: Store<f32>,
+) {
+    // SAFETY: the masked lanes, start.. at most len, lie inside `products` (caller's contract).
+    let sum_at = |mask, start: usize| unsafe { _mm512_maskz_loadu_ps(mask, products.add(start)) };
+    // SAFETY: the caller's contract, passed on.
+    unsafe { super::sgemm_avx512::store_sums(len, sum_at, init, outs, second, store) }
 }
